@@ -1,0 +1,43 @@
+# raftka: the two commands a new machine needs are `make run` and `make test`.
+GO      ?= go
+BIN     := bin/raftka
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+LDFLAGS := -s -w -X main.version=$(VERSION)
+FUZZTIME ?= 10s
+
+.PHONY: build run test test-long lint bench fuzz clean
+
+build:
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/raftka
+
+# A three-node cluster on this machine: clients at localhost:9092,9093,9094.
+run: build
+	$(BIN) local --nodes 3 --dir data --base-port 9092
+
+# Unit, integration and end-to-end tests, all under the race detector.
+test:
+	$(GO) test -race -count=1 -timeout 20m ./...
+
+# Soak and chaos runs, too long for CI.
+test-long:
+	$(GO) test -race -count=1 -tags long -timeout 120m ./...
+
+lint:
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
+	$(GO) vet ./...
+	$(GO) tool staticcheck ./...
+
+bench: build
+	$(GO) test -run '^$$' -bench . -benchmem -count=1 ./storage/...
+	@if [ -x scripts/bench.sh ]; then scripts/bench.sh; fi
+
+# A short run of every fuzz target (go test runs one -fuzz target at a time).
+fuzz:
+	@set -e; for pkg in $$($(GO) list ./...); do \
+	  for f in $$($(GO) test -list '^Fuzz' $$pkg | grep '^Fuzz' || true); do \
+	    echo "== $$pkg $$f"; $(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) $$pkg; \
+	  done; \
+	done
+
+clean:
+	rm -rf bin

@@ -1,0 +1,3 @@
+// Package test holds black-box tests that run real raftka processes on
+// loopback ports and talk to them with real Kafka clients. Nothing imports it.
+package test
