@@ -1,0 +1,321 @@
+package metadata
+
+// RecordType identifies a record's kind in the encoding. The numbers are
+// stable: they are written into the Raft log and into snapshots, so a number
+// is never reused for a different record, even after its record is retired.
+type RecordType int16
+
+// Record type ids. Append new ones at the end.
+const (
+	TypeClusterID        RecordType = 1
+	TypeFeatureLevel     RecordType = 2
+	TypeRegisterBroker   RecordType = 3
+	TypeUnregisterBroker RecordType = 4
+	TypeFenceBroker      RecordType = 5
+	TypeUnfenceBroker    RecordType = 6
+	TypeBrokerShutdown   RecordType = 7
+	TypeCreateTopic      RecordType = 8
+	TypePartitionChange  RecordType = 9
+	TypeRemoveTopic      RecordType = 10
+	TypeConfig           RecordType = 11
+	TypeCommitOffsets    RecordType = 12
+	TypeGroupGeneration  RecordType = 13
+	TypeProducerIds      RecordType = 14
+	TypeAddPartitions    RecordType = 15
+	TypeDeleteOffsets    RecordType = 16
+	TypeDeleteGroup      RecordType = 17
+)
+
+func (t RecordType) String() string {
+	switch t {
+	case TypeClusterID:
+		return "ClusterID"
+	case TypeFeatureLevel:
+		return "FeatureLevel"
+	case TypeRegisterBroker:
+		return "RegisterBroker"
+	case TypeUnregisterBroker:
+		return "UnregisterBroker"
+	case TypeFenceBroker:
+		return "FenceBroker"
+	case TypeUnfenceBroker:
+		return "UnfenceBroker"
+	case TypeBrokerShutdown:
+		return "BrokerShutdown"
+	case TypeCreateTopic:
+		return "CreateTopic"
+	case TypePartitionChange:
+		return "PartitionChange"
+	case TypeRemoveTopic:
+		return "RemoveTopic"
+	case TypeConfig:
+		return "Config"
+	case TypeCommitOffsets:
+		return "CommitOffsets"
+	case TypeGroupGeneration:
+		return "GroupGeneration"
+	case TypeProducerIds:
+		return "ProducerIds"
+	case TypeAddPartitions:
+		return "AddPartitions"
+	case TypeDeleteOffsets:
+		return "DeleteOffsets"
+	case TypeDeleteGroup:
+		return "DeleteGroup"
+	}
+	return "RecordType(unknown)"
+}
+
+// Record is one change to the metadata image. Records are values: Apply copies
+// what it keeps, so a caller may reuse a record after applying it. The set of
+// record types is closed; EncodeRecords rejects any other implementation.
+type Record interface {
+	Type() RecordType
+	Version() int16
+}
+
+// Special leader values, as in Kafka's PartitionRecord/PartitionChangeRecord.
+const (
+	// NoLeader means the partition has no leader (offline).
+	NoLeader int32 = -1
+	// NoLeaderChange in PartitionChange.Leader keeps the current leader and
+	// leader epoch.
+	NoLeaderChange int32 = -2
+)
+
+// ClusterID sets the cluster id. It is written once, at bootstrap; a later
+// record with a different id is skipped (ErrClusterIDMismatch).
+type ClusterID struct {
+	ID string
+}
+
+// FeatureLevel finalizes a feature's level, like Kafka's FeatureLevelRecord.
+// Level 0 removes the feature.
+type FeatureLevel struct {
+	Name  string
+	Level int16
+}
+
+// MetadataVersionFeature is the feature whose level Image.FeatureLevel returns.
+const MetadataVersionFeature = "metadata.version"
+
+// Endpoint is one listener a broker advertises.
+type Endpoint struct {
+	Listener         string // listener name, e.g. "PLAINTEXT"
+	Host             string
+	Port             uint16
+	SecurityProtocol int16 // Kafka's ids: 0 PLAINTEXT, 1 SSL, 2 SASL_PLAINTEXT, 3 SASL_SSL
+}
+
+// RegisterBroker registers (or re-registers) a broker, like Kafka's
+// RegisterBrokerRecord. BrokerEpoch must grow with every registration of the
+// same id (the controller uses the Raft index): an older epoch is skipped.
+// A new registration replaces the old one whole, so a restarted broker comes
+// back fenced and out of controlled shutdown unless the record says otherwise.
+type RegisterBroker struct {
+	BrokerID             int32
+	IncarnationID        [16]byte
+	BrokerEpoch          int64
+	Endpoints            []Endpoint
+	Rack                 string
+	Fenced               bool
+	InControlledShutdown bool
+}
+
+// UnregisterBroker removes a broker's registration. It applies only when
+// BrokerEpoch matches the registration, so an unregister that raced a newer
+// registration is skipped.
+type UnregisterBroker struct {
+	BrokerID    int32
+	BrokerEpoch int64
+}
+
+// FenceBroker fences a broker (Kafka's FenceBrokerRecord); BrokerEpoch must
+// match the registration.
+type FenceBroker struct {
+	BrokerID    int32
+	BrokerEpoch int64
+}
+
+// UnfenceBroker unfences a broker (Kafka's UnfenceBrokerRecord); BrokerEpoch
+// must match the registration.
+type UnfenceBroker struct {
+	BrokerID    int32
+	BrokerEpoch int64
+}
+
+// BrokerShutdown sets or clears a broker's controlled-shutdown state (the
+// part of Kafka's BrokerRegistrationChangeRecord raftka uses); BrokerEpoch must
+// match the registration.
+type BrokerShutdown struct {
+	BrokerID             int32
+	BrokerEpoch          int64
+	InControlledShutdown bool
+}
+
+// PartitionRegistration is a partition's replication state.
+type PartitionRegistration struct {
+	Partition      int32
+	Replicas       []int32 // preferred leader first
+	ISR            []int32
+	Leader         int32 // NoLeader when offline
+	LeaderEpoch    int32
+	PartitionEpoch int32
+}
+
+// CreateTopic creates a topic with all its partitions (Kafka's TopicRecord
+// plus one PartitionRecord per partition plus its ConfigRecords).
+// Partitions must be numbered 0..n-1 in order. The epochs in Partitions are
+// taken as given, so an image's records restore it exactly; a new topic
+// normally has both epochs 0.
+type CreateTopic struct {
+	Name       string
+	ID         [16]byte
+	Configs    map[string]string
+	Partitions []PartitionRegistration
+}
+
+// AddPartitions adds partitions to an existing topic (CreatePartitions).
+// The new partitions must continue the numbering without a gap.
+type AddPartitions struct {
+	TopicID    [16]byte
+	Partitions []PartitionRegistration
+}
+
+// PartitionChange changes one partition, with Kafka's PartitionChangeRecord
+// semantics: a nil ISR or Replicas leaves that field unchanged; Leader
+// NoLeaderChange keeps the leader and its epoch, any other value (even the
+// current leader) sets the leader and bumps the leader epoch; the partition
+// epoch is bumped by every PartitionChange.
+type PartitionChange struct {
+	TopicID   [16]byte
+	Partition int32
+	Leader    int32
+	ISR       []int32
+	Replicas  []int32
+}
+
+// RemoveTopic deletes a topic, its partitions and its configs.
+type RemoveTopic struct {
+	TopicID [16]byte
+}
+
+// ConfigResourceType says what a Config record configures. Topic and broker
+// use Kafka's ConfigResource ids; Kafka's wire form of the cluster-wide
+// default is a broker resource with an empty name, which Apply treats as
+// ConfigResourceCluster.
+type ConfigResourceType int8
+
+const (
+	ConfigResourceCluster ConfigResourceType = 1
+	ConfigResourceTopic   ConfigResourceType = 2
+	ConfigResourceBroker  ConfigResourceType = 4
+)
+
+// Config sets or deletes one dynamic config key (Kafka's ConfigRecord, whose
+// null value is Delete here). ResourceName is the topic name, the broker id in
+// decimal, or empty for the cluster.
+type Config struct {
+	ResourceType ConfigResourceType
+	ResourceName string
+	Key          string
+	Value        string
+	Delete       bool
+}
+
+// OffsetCommit is one committed offset.
+type OffsetCommit struct {
+	Topic        string
+	Partition    int32
+	Offset       int64
+	LeaderEpoch  int32 // -1 when unknown
+	Metadata     string
+	CommitTimeMs int64
+}
+
+// CommitOffsets stores committed offsets of a consumer group. Offsets live in
+// the image (unlike Kafka's __consumer_offsets) so they survive any failover.
+type CommitOffsets struct {
+	Group   string
+	Offsets []OffsetCommit
+}
+
+// TopicPartition names a partition by topic name.
+type TopicPartition struct {
+	Topic     string
+	Partition int32
+}
+
+// DeleteOffsets removes committed offsets of a group (OffsetDelete).
+type DeleteOffsets struct {
+	Group      string
+	Partitions []TopicPartition
+}
+
+// DeleteGroup removes a group's offsets and generation (DeleteGroups).
+type DeleteGroup struct {
+	Group string
+}
+
+// GroupMember is one member of a group generation.
+type GroupMember struct {
+	MemberID   string
+	InstanceID string // group.instance.id, empty for dynamic members
+}
+
+// GroupGeneration records a completed rebalance of a classic consumer group.
+// Generation must grow; an older or equal generation is skipped.
+type GroupGeneration struct {
+	Group        string
+	Generation   int32
+	ProtocolType string
+	Protocol     string
+	Leader       string
+	Members      []GroupMember
+}
+
+// ProducerIds allocates a block of producer ids to a broker (Kafka's
+// ProducerIdsRecord): the next block starts at NextProducerID. It must grow.
+type ProducerIds struct {
+	BrokerID       int32
+	BrokerEpoch    int64
+	NextProducerID int64
+}
+
+func (*ClusterID) Type() RecordType        { return TypeClusterID }
+func (*FeatureLevel) Type() RecordType     { return TypeFeatureLevel }
+func (*RegisterBroker) Type() RecordType   { return TypeRegisterBroker }
+func (*UnregisterBroker) Type() RecordType { return TypeUnregisterBroker }
+func (*FenceBroker) Type() RecordType      { return TypeFenceBroker }
+func (*UnfenceBroker) Type() RecordType    { return TypeUnfenceBroker }
+func (*BrokerShutdown) Type() RecordType   { return TypeBrokerShutdown }
+func (*CreateTopic) Type() RecordType      { return TypeCreateTopic }
+func (*AddPartitions) Type() RecordType    { return TypeAddPartitions }
+func (*PartitionChange) Type() RecordType  { return TypePartitionChange }
+func (*RemoveTopic) Type() RecordType      { return TypeRemoveTopic }
+func (*Config) Type() RecordType           { return TypeConfig }
+func (*CommitOffsets) Type() RecordType    { return TypeCommitOffsets }
+func (*DeleteOffsets) Type() RecordType    { return TypeDeleteOffsets }
+func (*DeleteGroup) Type() RecordType      { return TypeDeleteGroup }
+func (*GroupGeneration) Type() RecordType  { return TypeGroupGeneration }
+func (*ProducerIds) Type() RecordType      { return TypeProducerIds }
+
+// Every record is at version 0. A record that gains a field gets version 1,
+// and the decoder keeps reading version 0.
+func (*ClusterID) Version() int16        { return 0 }
+func (*FeatureLevel) Version() int16     { return 0 }
+func (*RegisterBroker) Version() int16   { return 0 }
+func (*UnregisterBroker) Version() int16 { return 0 }
+func (*FenceBroker) Version() int16      { return 0 }
+func (*UnfenceBroker) Version() int16    { return 0 }
+func (*BrokerShutdown) Version() int16   { return 0 }
+func (*CreateTopic) Version() int16      { return 0 }
+func (*AddPartitions) Version() int16    { return 0 }
+func (*PartitionChange) Version() int16  { return 0 }
+func (*RemoveTopic) Version() int16      { return 0 }
+func (*Config) Version() int16           { return 0 }
+func (*CommitOffsets) Version() int16    { return 0 }
+func (*DeleteOffsets) Version() int16    { return 0 }
+func (*DeleteGroup) Version() int16      { return 0 }
+func (*GroupGeneration) Version() int16  { return 0 }
+func (*ProducerIds) Version() int16      { return 0 }
