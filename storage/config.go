@@ -1,0 +1,104 @@
+package storage
+
+import (
+	"fmt"
+	"math"
+)
+
+// TimestampType is message.timestamp.type.
+type TimestampType int8
+
+const (
+	CreateTime    TimestampType = 0
+	LogAppendTime TimestampType = 1
+)
+
+func (t TimestampType) String() string {
+	if t == LogAppendTime {
+		return "LogAppendTime"
+	}
+	return "CreateTime"
+}
+
+// Config is the per-topic configuration the log obeys, named after Kafka's
+// topic configs. Durations are milliseconds and sizes bytes, as in Kafka, so
+// the broker copies values across without conversion. -1 means "no limit"
+// where Kafka allows it (RetentionMs, RetentionBytes).
+type Config struct {
+	SegmentBytes       int64 // segment.bytes: roll when the active segment would exceed it
+	SegmentMs          int64 // segment.ms: roll when the active segment is older
+	SegmentJitterMs    int64 // segment.jitter.ms: subtracted from SegmentMs
+	SegmentIndexBytes  int64 // segment.index.bytes: max size of each index; roll when full
+	IndexIntervalBytes int64 // index.interval.bytes: log bytes between index entries
+	RetentionMs        int64 // retention.ms: delete segments older; -1 keeps forever
+	RetentionBytes     int64 // retention.bytes: delete oldest segments above; -1 no limit
+	FlushMessages      int64 // flush.messages: fsync after this many records
+	FlushMs            int64 // flush.ms: fsync when the last flush is older
+	MaxMessageBytes    int64 // max.message.bytes: largest batch accepted
+	// message.timestamp.type
+	MessageTimestampType TimestampType
+	// message.timestamp.before.max.ms / after.max.ms: how far a CreateTime
+	// record timestamp may lie before or after the broker's clock.
+	MessageTimestampBeforeMaxMs int64
+	MessageTimestampAfterMaxMs  int64
+	// file.delete.delay.ms: how long a deleted segment's files stay (renamed
+	// .deleted) so in-flight reads of them complete.
+	FileDeleteDelayMs int64
+}
+
+// DefaultConfig returns Kafka's defaults.
+func DefaultConfig() Config {
+	return Config{
+		SegmentBytes:                1 << 30,
+		SegmentMs:                   7 * 24 * 3600 * 1000,
+		SegmentIndexBytes:           10 << 20,
+		IndexIntervalBytes:          4096,
+		RetentionMs:                 7 * 24 * 3600 * 1000,
+		RetentionBytes:              -1,
+		FlushMessages:               math.MaxInt64,
+		FlushMs:                     math.MaxInt64,
+		MaxMessageBytes:             1048588,
+		MessageTimestampType:        CreateTime,
+		MessageTimestampBeforeMaxMs: math.MaxInt64,
+		MessageTimestampAfterMaxMs:  math.MaxInt64,
+		FileDeleteDelayMs:           60000,
+	}
+}
+
+// Validate checks ranges as Kafka's LogConfig does.
+func (c *Config) Validate() error {
+	bad := func(name string, v int64) error {
+		return fmt.Errorf("%w: %s=%d", ErrInvalidConfig, name, v)
+	}
+	switch {
+	case c.SegmentBytes < 14 || c.SegmentBytes > math.MaxInt32:
+		return bad("segment.bytes", c.SegmentBytes)
+	case c.SegmentMs < 1:
+		return bad("segment.ms", c.SegmentMs)
+	case c.SegmentJitterMs < 0:
+		return bad("segment.jitter.ms", c.SegmentJitterMs)
+	case c.SegmentIndexBytes < timeEntrySize || c.SegmentIndexBytes > math.MaxInt32:
+		return bad("segment.index.bytes", c.SegmentIndexBytes)
+	case c.IndexIntervalBytes < 0:
+		return bad("index.interval.bytes", c.IndexIntervalBytes)
+	case c.RetentionMs < -1:
+		return bad("retention.ms", c.RetentionMs)
+	case c.RetentionBytes < -1:
+		return bad("retention.bytes", c.RetentionBytes)
+	case c.FlushMessages < 1:
+		return bad("flush.messages", c.FlushMessages)
+	case c.FlushMs < 0:
+		return bad("flush.ms", c.FlushMs)
+	case c.MaxMessageBytes < 0 || c.MaxMessageBytes > math.MaxInt32:
+		return bad("max.message.bytes", c.MaxMessageBytes)
+	case c.MessageTimestampType != CreateTime && c.MessageTimestampType != LogAppendTime:
+		return bad("message.timestamp.type", int64(c.MessageTimestampType))
+	case c.MessageTimestampBeforeMaxMs < 0:
+		return bad("message.timestamp.before.max.ms", c.MessageTimestampBeforeMaxMs)
+	case c.MessageTimestampAfterMaxMs < 0:
+		return bad("message.timestamp.after.max.ms", c.MessageTimestampAfterMaxMs)
+	case c.FileDeleteDelayMs < 0:
+		return bad("file.delete.delay.ms", c.FileDeleteDelayMs)
+	}
+	return nil
+}
