@@ -28,6 +28,9 @@ type Delta struct {
 	BrokersUnfenced     []int32 // was fenced or absent, now unfenced
 	// BrokersShuttingDown lists brokers that entered controlled shutdown.
 	BrokersShuttingDown []int32
+	// BrokersChanged lists every broker whose registration changed in any way
+	// (a superset of the lists above, including leaving controlled shutdown).
+	BrokersChanged []int32
 
 	ConfigsChanged []ConfigChange
 	// OffsetsCommitted lists every offset a CommitOffsets in the batch set.
@@ -85,7 +88,7 @@ type SkippedRecord struct {
 func (d *Delta) Empty() bool {
 	return len(d.TopicsCreated) == 0 && len(d.TopicsRemoved) == 0 && len(d.ChangedPartitions) == 0 &&
 		len(d.BrokersRegistered) == 0 && len(d.BrokersUnregistered) == 0 && len(d.BrokersFenced) == 0 &&
-		len(d.BrokersUnfenced) == 0 && len(d.BrokersShuttingDown) == 0 && len(d.ConfigsChanged) == 0 &&
+		len(d.BrokersUnfenced) == 0 && len(d.BrokersShuttingDown) == 0 && len(d.BrokersChanged) == 0 && len(d.ConfigsChanged) == 0 &&
 		len(d.OffsetsCommitted) == 0 && len(d.GroupsChanged) == 0 && !d.ClusterIDChanged &&
 		!d.FeaturesChanged && !d.ProducerIDsChanged
 }
@@ -121,8 +124,7 @@ type applier struct {
 	old *Image
 	img Image
 
-	brokersOwned, featuresOwned, clusterCfgOwned, brokerCfgOwned bool
-	brokerCfgInnerOwned                                          map[int32]bool
+	brokersOwned, featuresOwned, brokerCfgOwned bool
 
 	topics      *shardBuilder[[16]byte, *TopicImage]
 	names       *shardBuilder[string, [16]byte]
@@ -692,8 +694,11 @@ func (b *applier) finish() (*Image, *Delta) {
 		if newOK && nb.InControlledShutdown && (!oldOK || !ob.InControlledShutdown) {
 			d.BrokersShuttingDown = append(d.BrokersShuttingDown, id)
 		}
+		if oldOK != newOK || (oldOK && !ob.equal(nb)) {
+			d.BrokersChanged = append(d.BrokersChanged, id)
+		}
 	}
-	for _, l := range []*[]int32{&d.BrokersRegistered, &d.BrokersUnregistered, &d.BrokersFenced, &d.BrokersUnfenced, &d.BrokersShuttingDown} {
+	for _, l := range []*[]int32{&d.BrokersRegistered, &d.BrokersUnregistered, &d.BrokersFenced, &d.BrokersUnfenced, &d.BrokersShuttingDown, &d.BrokersChanged} {
 		slices.Sort(*l)
 	}
 
