@@ -1,0 +1,342 @@
+package config
+
+import (
+	"fmt"
+	"math"
+	"net"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// Type says how a key's text becomes a value. The parsed Go type is noted on
+// each constant; validators receive that type.
+type Type int
+
+const (
+	TypeInt        Type = iota + 1 // int32
+	TypeLong                       // int64
+	TypeBool                       // bool; "true" or "false", any case, as Kafka
+	TypeString                     // string, surrounding spaces trimmed
+	TypeList                       // []string: comma separated, entries trimmed, empty entries dropped
+	TypeClass                      // string naming a Java class (accepted only where raftka can honour it)
+	TypePassword                   // string kept verbatim and never shown by Settings
+	TypeDurationMs                 // int64 milliseconds
+)
+
+func (t Type) String() string {
+	switch t {
+	case TypeInt:
+		return "int"
+	case TypeLong:
+		return "long"
+	case TypeBool:
+		return "bool"
+	case TypeString:
+		return "string"
+	case TypeList:
+		return "list"
+	case TypeClass:
+		return "class"
+	case TypePassword:
+		return "password"
+	case TypeDurationMs:
+		return "duration-ms"
+	}
+	return fmt.Sprintf("Type(%d)", int(t))
+}
+
+// Def describes one key raftka acts on.
+type Def struct {
+	Name string
+	Type Type
+	// Default is the text form of the default, parsed like a file value.
+	// It is ignored when NoDefault is set.
+	Default string
+	// NoDefault marks keys that stay unset unless given (Kafka's null
+	// defaults, and node.id / process.roles which must be given).
+	NoDefault bool
+	// Validate checks a parsed value (see Type for its Go type); nil accepts
+	// every value of the type.
+	Validate func(v any) error
+	Doc      string
+}
+
+// Defs returns the table of keys raftka acts on, sorted by name. The slice
+// is a copy; changing it changes nothing.
+func Defs() []Def {
+	out := slices.Clone(defs)
+	slices.SortFunc(out, func(a, b Def) int { return strings.Compare(a.Name, b.Name) })
+	return out
+}
+
+var defsByName = func() map[string]*Def {
+	m := make(map[string]*Def, len(defs))
+	for i := range defs {
+		if _, dup := m[defs[i].Name]; dup {
+			panic("config: key defined twice: " + defs[i].Name)
+		}
+		m[defs[i].Name] = &defs[i]
+	}
+	return m
+}()
+
+var maxLong = strconv.Itoa(math.MaxInt64) // used as a text default
+
+// defs is the one table. Defaults are Kafka's unless the doc says otherwise.
+var defs = []Def{
+	// Server basics.
+	{Name: "node.id", Type: TypeInt, NoDefault: true, Validate: atLeast(0),
+		Doc: "This node's id, unique in the cluster. Required."},
+	{Name: "process.roles", Type: TypeList, NoDefault: true, Validate: rolesValid,
+		Doc: "broker, controller, or both. Required: raftka runs in KRaft mode only."},
+	{Name: "controller.quorum.voters", Type: TypeList, Default: "",
+		Doc: "The Raft voters as id@host:port, the port being each voter's controller listener."},
+	{Name: "controller.quorum.election.timeout.ms", Type: TypeDurationMs, Default: "1000", Validate: atLeast(1),
+		Doc: "How long a voter waits without hearing from a leader before it starts an election."},
+	{Name: "controller.quorum.fetch.timeout.ms", Type: TypeDurationMs, Default: "2000", Validate: atLeast(1),
+		Doc: "How long a follower waits for the leader before it treats it as lost."},
+	{Name: "broker.rack", Type: TypeString, NoDefault: true,
+		Doc: "The rack of this broker, used for rack-aware replica placement."},
+
+	// Listeners.
+	{Name: "listeners", Type: TypeList, Default: "PLAINTEXT://:9092",
+		Doc: "Where this node listens, as NAME://host:port; an empty host binds every interface."},
+	{Name: "advertised.listeners", Type: TypeList, NoDefault: true,
+		Doc: "What clients are told to connect to. Default: listeners without the controller listeners."},
+	{Name: "controller.listener.names", Type: TypeList, Default: "",
+		Doc: "The listener names that carry Raft and controller RPCs; the first is used to reach other controllers."},
+	{Name: "inter.broker.listener.name", Type: TypeString, NoDefault: true,
+		Doc: "The listener brokers use to fetch from each other. Default: the listener named after security.inter.broker.protocol."},
+	{Name: "security.inter.broker.protocol", Type: TypeString, Default: "PLAINTEXT", Validate: oneOf("PLAINTEXT"),
+		Doc: "The security protocol between brokers; raftka supports PLAINTEXT only."},
+	{Name: "listener.security.protocol.map", Type: TypeList,
+		Default: "SASL_SSL:SASL_SSL,PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT",
+		Doc:     "Listener name to security protocol, as NAME:PROTOCOL pairs."},
+	{Name: "metrics.listener", Type: TypeString, Default: ":9100", Validate: hostPortOrEmpty,
+		Doc: "raftka's own: host:port for Prometheus metrics, /healthz and /readyz; empty turns it off."},
+
+	// Log directories.
+	{Name: "log.dirs", Type: TypeList, NoDefault: true,
+		Doc: "The directories partition logs are kept in. Overrides log.dir. One of the two is required."},
+	{Name: "log.dir", Type: TypeString, NoDefault: true,
+		Doc: "The single log directory, used when log.dirs is not set."},
+	{Name: "metadata.log.dir", Type: TypeString, NoDefault: true,
+		Doc: "Where the Raft log and snapshots live. Default: the first log directory."},
+
+	// Topic defaults.
+	{Name: "num.partitions", Type: TypeInt, Default: "1", Validate: atLeast(1),
+		Doc: "Partitions of an auto-created topic, and of a CreateTopics request that leaves the count to the broker."},
+	{Name: "default.replication.factor", Type: TypeInt, Default: "1", Validate: between(1, math.MaxInt16),
+		Doc: "Replication factor of auto-created topics and of requests that leave it to the broker."},
+	{Name: "min.insync.replicas", Type: TypeInt, Default: "1", Validate: atLeast(1),
+		Doc: "Topic default: how many in-sync replicas an acks=all write needs."},
+	{Name: "auto.create.topics.enable", Type: TypeBool, Default: "true",
+		Doc: "Whether a Metadata request for an unknown topic creates it."},
+	{Name: "delete.topic.enable", Type: TypeBool, Default: "true",
+		Doc: "Whether DeleteTopics is allowed."},
+	{Name: "unclean.leader.election.enable", Type: TypeBool, Default: "false",
+		Doc: "Topic default: whether a replica outside the ISR may become leader when no ISR member is alive."},
+	{Name: "message.max.bytes", Type: TypeInt, Default: "1048588", Validate: atLeast(0),
+		Doc: "Topic default (max.message.bytes): the largest record batch a topic accepts."},
+
+	// Internal topics, which raftka keeps in the Raft metadata but sizes like Kafka.
+	{Name: "offsets.topic.replication.factor", Type: TypeInt, Default: "3", Validate: between(1, math.MaxInt16),
+		Doc: "Replicas of each group coordinator slot."},
+	{Name: "offsets.topic.num.partitions", Type: TypeInt, Default: "50", Validate: atLeast(1),
+		Doc: "Number of group coordinator slots."},
+	{Name: "offsets.retention.minutes", Type: TypeInt, Default: "10080", Validate: atLeast(1),
+		Doc: "How long committed offsets of an empty group are kept."},
+	{Name: "transaction.state.log.replication.factor", Type: TypeInt, Default: "3", Validate: between(1, math.MaxInt16),
+		Doc: "Replicas of each transaction coordinator slot."},
+	{Name: "transaction.state.log.min.isr", Type: TypeInt, Default: "2", Validate: atLeast(1),
+		Doc: "min.insync.replicas of the transaction coordinator slots."},
+	{Name: "transaction.state.log.num.partitions", Type: TypeInt, Default: "50", Validate: atLeast(1),
+		Doc: "Number of transaction coordinator slots."},
+	{Name: "transaction.max.timeout.ms", Type: TypeDurationMs, Default: "900000", Validate: between(1, math.MaxInt32),
+		Doc: "The largest transaction timeout a producer may ask for."},
+	{Name: "transactional.id.expiration.ms", Type: TypeDurationMs, Default: "604800000", Validate: between(1, math.MaxInt32),
+		Doc: "How long an idle transactional id is remembered."},
+	{Name: "producer.id.expiration.ms", Type: TypeDurationMs, Default: "86400000", Validate: between(1, math.MaxInt32),
+		Doc: "How long an idle producer id's sequence state is kept."},
+
+	// Log segments, retention and flushing.
+	{Name: "log.retention.ms", Type: TypeLong, NoDefault: true,
+		Doc: "Topic default (retention.ms); wins over log.retention.minutes and log.retention.hours. Negative: no time limit."},
+	{Name: "log.retention.minutes", Type: TypeInt, NoDefault: true,
+		Doc: "Retention in minutes; wins over log.retention.hours."},
+	{Name: "log.retention.hours", Type: TypeInt, Default: "168",
+		Doc: "Retention in hours, used when neither log.retention.ms nor log.retention.minutes is set."},
+	{Name: "log.retention.bytes", Type: TypeLong, Default: "-1",
+		Doc: "Topic default (retention.bytes): the size a partition is cut back to. -1: no size limit."},
+	{Name: "log.segment.bytes", Type: TypeInt, Default: "1073741824", Validate: atLeast(14),
+		Doc: "Topic default (segment.bytes): a segment rolls when it would grow past this."},
+	{Name: "log.roll.ms", Type: TypeLong, NoDefault: true, Validate: atLeast(1),
+		Doc: "Topic default (segment.ms): a segment rolls once its first batch is this old. Wins over log.roll.hours."},
+	{Name: "log.roll.hours", Type: TypeInt, Default: "168", Validate: atLeast(1),
+		Doc: "Segment roll age in hours, used when log.roll.ms is not set."},
+	{Name: "log.index.interval.bytes", Type: TypeInt, Default: "4096", Validate: atLeast(0),
+		Doc: "Topic default (index.interval.bytes): bytes between offset index entries."},
+	{Name: "log.index.size.max.bytes", Type: TypeInt, Default: "10485760", Validate: atLeast(4),
+		Doc: "Topic default (segment.index.bytes): the size an index file is preallocated to; a full index rolls the segment."},
+	{Name: "log.flush.interval.messages", Type: TypeLong, Default: maxLong, Validate: atLeast(1),
+		Doc: "Topic default (flush.messages): fsync after this many unflushed records."},
+	{Name: "log.flush.interval.ms", Type: TypeLong, NoDefault: true,
+		Doc: "Topic default (flush.ms): fsync once the oldest unflushed record is this old. Default: log.flush.scheduler.interval.ms."},
+	{Name: "log.flush.scheduler.interval.ms", Type: TypeLong, Default: maxLong,
+		Doc: "The flush age used when log.flush.interval.ms is not set."},
+	{Name: "log.flush.offset.checkpoint.interval.ms", Type: TypeDurationMs, Default: "60000", Validate: between(0, math.MaxInt32),
+		Doc: "How often each log dir's recovery-point checkpoint is written."},
+	{Name: "log.flush.start.offset.checkpoint.interval.ms", Type: TypeDurationMs, Default: "60000", Validate: between(0, math.MaxInt32),
+		Doc: "How often each log dir's log-start-offset checkpoint is written."},
+	{Name: "log.retention.check.interval.ms", Type: TypeDurationMs, Default: "300000", Validate: atLeast(1),
+		Doc: "How often segments are checked against the retention limits."},
+	{Name: "log.message.timestamp.type", Type: TypeString, Default: "CreateTime", Validate: oneOf("CreateTime", "LogAppendTime"),
+		Doc: "Topic default (message.timestamp.type): CreateTime keeps the producer's timestamps, LogAppendTime stamps the broker's clock."},
+
+	// Requests and replication.
+	{Name: "socket.request.max.bytes", Type: TypeInt, Default: "104857600", Validate: atLeast(1),
+		Doc: "The largest request frame accepted; a larger one closes the connection."},
+	{Name: "fetch.max.bytes", Type: TypeInt, Default: "57671680", Validate: atLeast(1024),
+		Doc: "The most bytes one Fetch response carries, whatever the client asks for."},
+	{Name: "connections.max.idle.ms", Type: TypeDurationMs, Default: "600000",
+		Doc: "Idle client connections are closed after this long; negative never closes them."},
+	{Name: "replica.lag.time.max.ms", Type: TypeDurationMs, Default: "30000", Validate: atLeast(1),
+		Doc: "A follower that has not caught up with the leader for this long leaves the ISR."},
+	{Name: "replica.fetch.max.bytes", Type: TypeInt, Default: "1048576", Validate: atLeast(0),
+		Doc: "Bytes per partition a follower asks for in one fetch (at least one batch is always returned)."},
+	{Name: "replica.fetch.response.max.bytes", Type: TypeInt, Default: "10485760", Validate: atLeast(0),
+		Doc: "Bytes a follower asks for in one fetch over all partitions."},
+	{Name: "replica.fetch.min.bytes", Type: TypeInt, Default: "1", Validate: atLeast(1),
+		Doc: "Bytes a follower fetch waits for, up to replica.fetch.wait.max.ms."},
+	{Name: "replica.fetch.wait.max.ms", Type: TypeDurationMs, Default: "500", Validate: between(0, math.MaxInt32),
+		Doc: "How long a follower fetch waits at the leader for data."},
+	{Name: "replica.fetch.backoff.ms", Type: TypeDurationMs, Default: "1000", Validate: between(0, math.MaxInt32),
+		Doc: "How long a follower waits after a failed fetch."},
+	{Name: "num.replica.fetchers", Type: TypeInt, Default: "1", Validate: atLeast(1),
+		Doc: "Fetcher connections per source broker."},
+	{Name: "replica.high.watermark.checkpoint.interval.ms", Type: TypeDurationMs, Default: "5000", Validate: atLeast(1),
+		Doc: "How often each log dir's high-watermark checkpoint is written."},
+
+	// Broker liveness and leadership.
+	{Name: "broker.session.timeout.ms", Type: TypeDurationMs, Default: "9000", Validate: between(1, math.MaxInt32),
+		Doc: "A broker without a heartbeat for this long is fenced by the controller."},
+	{Name: "broker.heartbeat.interval.ms", Type: TypeDurationMs, Default: "2000", Validate: between(1, math.MaxInt32),
+		Doc: "How often a broker heartbeats to the controller."},
+	{Name: "controlled.shutdown.enable", Type: TypeBool, Default: "true",
+		Doc: "Whether SIGTERM moves this broker's leaderships away before the process exits."},
+	{Name: "auto.leader.rebalance.enable", Type: TypeBool, Default: "true",
+		Doc: "Whether the controller moves leadership back to preferred replicas."},
+	{Name: "leader.imbalance.check.interval.seconds", Type: TypeLong, Default: "300", Validate: atLeast(1),
+		Doc: "How often the controller checks for leadership imbalance."},
+	{Name: "leader.imbalance.per.broker.percentage", Type: TypeInt, Default: "10", Validate: between(0, 100),
+		Doc: "The share of non-preferred leaders on a broker that triggers a rebalance."},
+
+	// Group coordinator.
+	{Name: "group.initial.rebalance.delay.ms", Type: TypeDurationMs, Default: "3000", Validate: between(0, math.MaxInt32),
+		Doc: "How long the first rebalance of an empty group waits for more members."},
+	{Name: "group.min.session.timeout.ms", Type: TypeDurationMs, Default: "6000", Validate: between(0, math.MaxInt32),
+		Doc: "The smallest session timeout a group member may ask for."},
+	{Name: "group.max.session.timeout.ms", Type: TypeDurationMs, Default: "1800000", Validate: between(0, math.MaxInt32),
+		Doc: "The largest session timeout a group member may ask for."},
+	{Name: "group.max.size", Type: TypeInt, Default: strconv.Itoa(math.MaxInt32), Validate: atLeast(1),
+		Doc: "The most members one group may have."},
+
+	// Security: raftka has none yet, so keys that would promise some are refused, not ignored.
+	{Name: "authorizer.class.name", Type: TypeClass, Default: "", Validate: mustBeEmpty("raftka has no authorizer; every client may do everything"),
+		Doc: "Kafka's ACL authorizer. raftka has none, so only the empty value is accepted."},
+}
+
+// Validators. Numbers arrive as int32 or int64 depending on the key's type.
+
+func asInt64(v any) (int64, bool) {
+	switch n := v.(type) {
+	case int32:
+		return int64(n), true
+	case int64:
+		return n, true
+	}
+	return 0, false
+}
+
+func atLeast(lo int64) func(any) error {
+	return func(v any) error {
+		if n, ok := asInt64(v); ok && n < lo {
+			return fmt.Errorf("must be at least %d", lo)
+		}
+		return nil
+	}
+}
+
+func between(lo, hi int64) func(any) error {
+	return func(v any) error {
+		if n, ok := asInt64(v); ok && (n < lo || n > hi) {
+			return fmt.Errorf("must be between %d and %d", lo, hi)
+		}
+		return nil
+	}
+}
+
+func oneOf(allowed ...string) func(any) error {
+	return func(v any) error {
+		if s, ok := v.(string); ok && !slices.Contains(allowed, s) {
+			return fmt.Errorf("must be one of %s", strings.Join(allowed, ", "))
+		}
+		return nil
+	}
+}
+
+func mustBeEmpty(why string) func(any) error {
+	return func(v any) error {
+		if s, ok := v.(string); ok && s != "" {
+			return fmt.Errorf("must be empty: %s", why)
+		}
+		return nil
+	}
+}
+
+func rolesValid(v any) error {
+	roles, _ := v.([]string)
+	if len(roles) == 0 {
+		return fmt.Errorf("must name broker, controller or both (raftka runs in KRaft mode only)")
+	}
+	seen := map[string]bool{}
+	for _, r := range roles {
+		if r != "broker" && r != "controller" {
+			return fmt.Errorf("unknown role %q: want broker, controller or both", r)
+		}
+		if seen[r] {
+			return fmt.Errorf("role %q given twice", r)
+		}
+		seen[r] = true
+	}
+	return nil
+}
+
+func hostPortOrEmpty(v any) error {
+	s, _ := v.(string)
+	if s == "" {
+		return nil
+	}
+	_, err := splitHostPort(s)
+	return err
+}
+
+// splitHostPort parses host:port (host may be empty or a bracketed IPv6
+// address) and checks the port range.
+func splitHostPort(s string) (hostPort, error) {
+	host, port, err := net.SplitHostPort(s)
+	if err != nil {
+		return hostPort{}, fmt.Errorf("want host:port: %v", err)
+	}
+	p, err := strconv.ParseUint(port, 10, 16)
+	if err != nil {
+		return hostPort{}, fmt.Errorf("port %q is not a number from 0 to 65535", port)
+	}
+	return hostPort{host: host, port: int(p)}, nil
+}
+
+type hostPort struct {
+	host string
+	port int
+}
