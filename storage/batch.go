@@ -112,19 +112,21 @@ func BatchSize(hdr []byte) (int, error) {
 	return int(n) + batchOverhead, nil
 }
 
-func (b Batch) BaseOffset() int64           { return int64(binary.BigEndian.Uint64(b[offBaseOffset:])) }
-func (b Batch) BatchLength() int32          { return int32(binary.BigEndian.Uint32(b[offBatchLength:])) }
-func (b Batch) PartitionLeaderEpoch() int32 { return int32(binary.BigEndian.Uint32(b[offLeaderEpoch:])) }
-func (b Batch) Magic() int8                 { return int8(b[offMagic]) }
-func (b Batch) CRC() uint32                 { return binary.BigEndian.Uint32(b[offCRC:]) }
-func (b Batch) Attributes() int16           { return int16(binary.BigEndian.Uint16(b[offAttributes:])) }
-func (b Batch) LastOffsetDelta() int32      { return int32(binary.BigEndian.Uint32(b[offLastDelta:])) }
-func (b Batch) BaseTimestamp() int64        { return int64(binary.BigEndian.Uint64(b[offBaseTimestamp:])) }
-func (b Batch) MaxTimestamp() int64         { return int64(binary.BigEndian.Uint64(b[offMaxTimestamp:])) }
-func (b Batch) ProducerID() int64           { return int64(binary.BigEndian.Uint64(b[offProducerID:])) }
-func (b Batch) ProducerEpoch() int16        { return int16(binary.BigEndian.Uint16(b[offProducerEpoch:])) }
-func (b Batch) BaseSequence() int32         { return int32(binary.BigEndian.Uint32(b[offBaseSequence:])) }
-func (b Batch) RecordCount() int32          { return int32(binary.BigEndian.Uint32(b[offRecordCount:])) }
+func (b Batch) BaseOffset() int64  { return int64(binary.BigEndian.Uint64(b[offBaseOffset:])) }
+func (b Batch) BatchLength() int32 { return int32(binary.BigEndian.Uint32(b[offBatchLength:])) }
+func (b Batch) PartitionLeaderEpoch() int32 {
+	return int32(binary.BigEndian.Uint32(b[offLeaderEpoch:]))
+}
+func (b Batch) Magic() int8            { return int8(b[offMagic]) }
+func (b Batch) CRC() uint32            { return binary.BigEndian.Uint32(b[offCRC:]) }
+func (b Batch) Attributes() int16      { return int16(binary.BigEndian.Uint16(b[offAttributes:])) }
+func (b Batch) LastOffsetDelta() int32 { return int32(binary.BigEndian.Uint32(b[offLastDelta:])) }
+func (b Batch) BaseTimestamp() int64   { return int64(binary.BigEndian.Uint64(b[offBaseTimestamp:])) }
+func (b Batch) MaxTimestamp() int64    { return int64(binary.BigEndian.Uint64(b[offMaxTimestamp:])) }
+func (b Batch) ProducerID() int64      { return int64(binary.BigEndian.Uint64(b[offProducerID:])) }
+func (b Batch) ProducerEpoch() int16   { return int16(binary.BigEndian.Uint16(b[offProducerEpoch:])) }
+func (b Batch) BaseSequence() int32    { return int32(binary.BigEndian.Uint32(b[offBaseSequence:])) }
+func (b Batch) RecordCount() int32     { return int32(binary.BigEndian.Uint32(b[offRecordCount:])) }
 
 // LastOffset is baseOffset + lastOffsetDelta.
 func (b Batch) LastOffset() int64 { return b.BaseOffset() + int64(b.LastOffsetDelta()) }

@@ -1,0 +1,187 @@
+package storage
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"sync"
+)
+
+// index is the machinery shared by the offset and time indexes: a file of
+// fixed-size entries, sorted, sparse, written at the end only. The file is
+// preallocated to its maximum size while its segment is active (so an
+// unclean stop leaves zero-filled tails, which the sanity check rejects) and
+// trimmed to its entries when the segment rolls or the log closes.
+//
+// Entries are also kept in memory, in file format, so lookups never touch
+// the disk; an index of a 1 GiB segment at the default 4 KiB interval is
+// about 2 MiB. The mutex guards buf and f: the log's single writer appends,
+// any goroutine may look up.
+type index struct {
+	mu         sync.RWMutex
+	path       string
+	f          *os.File
+	entrySize  int
+	maxEntries int
+	buf        []byte // entries, len = n*entrySize
+	synced     bool   // no write since the last sync
+}
+
+// openIndex opens or creates the index file at path and loads its entries.
+// A file whose size is not a whole number of entries is reported as corrupt
+// (the caller rebuilds it). maxBytes bounds the entries the index may hold.
+func openIndex(path string, entrySize, maxBytes int) (*index, error) {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	idx := &index{path: path, f: f, entrySize: entrySize, maxEntries: max(maxBytes/entrySize, 1)}
+	st, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	size := st.Size()
+	if size%int64(entrySize) != 0 || size > int64(1<<31) {
+		return idx, fmt.Errorf("%w: %s: size %d is not a whole number of %d-byte entries", ErrCorruptFile, path, size, entrySize)
+	}
+	idx.buf = make([]byte, size)
+	if _, err := io.ReadFull(f, idx.buf); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if n := len(idx.buf) / entrySize; n > idx.maxEntries {
+		idx.maxEntries = n
+	}
+	idx.synced = true
+	return idx, nil
+}
+
+func (x *index) entries() int {
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	return len(x.buf) / x.entrySize
+}
+
+func (x *index) full() bool {
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	return len(x.buf)/x.entrySize >= x.maxEntries
+}
+
+// preallocate grows the file to its maximum size, as Kafka does for the
+// active segment's indexes.
+func (x *index) preallocate() error {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	return x.f.Truncate(int64(x.maxEntries * x.entrySize))
+}
+
+// appendEntry writes one entry after the last; the caller checks order.
+func (x *index) appendEntry(e []byte) error {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if len(x.buf)/x.entrySize >= x.maxEntries {
+		return fmt.Errorf("%s: index full", x.path)
+	}
+	if _, err := x.f.WriteAt(e, int64(len(x.buf))); err != nil {
+		return err
+	}
+	x.buf = append(x.buf, e...)
+	x.synced = false
+	return nil
+}
+
+// truncateEntries keeps the first n entries, in memory and on disk (the
+// file keeps its size while preallocated; the tail is zeroed so a crash
+// cannot resurrect removed entries).
+func (x *index) truncateEntries(n int) error {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if n*x.entrySize >= len(x.buf) {
+		return nil
+	}
+	st, err := x.f.Stat()
+	if err != nil {
+		return err
+	}
+	keep := int64(n * x.entrySize)
+	if err := x.f.Truncate(keep); err != nil {
+		return err
+	}
+	if st.Size() > keep {
+		if err := x.f.Truncate(st.Size()); err != nil {
+			return err
+		}
+	}
+	x.buf = x.buf[:keep]
+	x.synced = false
+	return nil
+}
+
+// reset drops every entry and empties the file (the index is about to be
+// rebuilt from its segment; whatever the file held is not trusted).
+func (x *index) reset() error {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	x.buf = x.buf[:0]
+	x.synced = false
+	return x.f.Truncate(0)
+}
+
+// trim shrinks the file to exactly its entries.
+func (x *index) trim() error {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if err := x.f.Truncate(int64(len(x.buf))); err != nil {
+		return err
+	}
+	x.synced = false
+	return nil
+}
+
+func (x *index) sync() error {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if x.synced {
+		return nil
+	}
+	if err := x.f.Sync(); err != nil {
+		return err
+	}
+	x.synced = true
+	return nil
+}
+
+func (x *index) close() error {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	return x.f.Close()
+}
+
+func (x *index) rename(path string) error {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if err := os.Rename(x.path, path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	x.path = path
+	return nil
+}
+
+// search returns the number of entries for which less(entry) is true,
+// assuming those form a prefix (binary search). Called with mu held.
+func (x *index) search(less func(e []byte) bool) int {
+	lo, hi := 0, len(x.buf)/x.entrySize
+	for lo < hi {
+		mid := int(uint(lo+hi) >> 1)
+		if less(x.buf[mid*x.entrySize : (mid+1)*x.entrySize]) {
+			lo = mid + 1
+		} else {
+			hi = mid
+		}
+	}
+	return lo
+}
