@@ -1,0 +1,331 @@
+package storage
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// LogOptions are what the caller (the Manager) knows about a log before
+// opening it: the per-log-dir checkpoints and whether the last stop was
+// clean.
+type LogOptions struct {
+	// CleanShutdown: the log dir had a clean-shutdown marker, so segments
+	// are trusted (indexes are still sanity-checked). Otherwise every
+	// segment from the recovery point on is rescanned.
+	CleanShutdown bool
+	// RecoveryPoint from recovery-point-offset-checkpoint: offsets below
+	// it were fsynced. 0 rescans everything after an unclean stop.
+	RecoveryPoint int64
+	// LogStartOffset from log-start-offset-checkpoint.
+	LogStartOffset int64
+	// HighWatermark from replication-offset-checkpoint.
+	HighWatermark int64
+	// Now is the clock; time.Now if nil.
+	Now func() time.Time
+}
+
+// Truncation is one cut made by recovery.
+type Truncation struct {
+	File     string // the segment file
+	Position int64  // where it was cut
+	Bytes    int64  // bytes removed
+	Reason   string // the first problem found there
+}
+
+// RecoveryReport says what opening a log found and changed. Storage does not
+// log; the caller logs the report.
+type RecoveryReport struct {
+	Dir string
+	// Clean: opened after a clean shutdown, nothing rescanned.
+	Clean bool
+	// Recovered lists the segment files rescanned and validated.
+	Recovered []string
+	// Truncations lists each cut at a torn or corrupt batch.
+	Truncations []Truncation
+	// DeletedSegments lists segment files removed because they followed a
+	// truncation, or index files without a segment.
+	DeletedSegments []string
+	// RebuiltIndexes lists index files found corrupt or missing and rebuilt.
+	RebuiltIndexes []string
+	// StrayFiles lists .tmp, .cleaned, .deleted and .swap files handled.
+	StrayFiles []string
+	// Reset is set when the log was emptied because the checkpointed log
+	// start offset lay beyond what survived.
+	Reset bool
+	// LogStartOffset and LogEndOffset after opening.
+	LogStartOffset, LogEndOffset int64
+}
+
+// LostData reports whether recovery removed any batches.
+func (r *RecoveryReport) LostData() bool { return len(r.Truncations) > 0 || r.Reset }
+
+// ParsePartitionDir splits a partition directory name "<topic>-<partition>".
+func ParsePartitionDir(name string) (TopicPartition, bool) {
+	i := strings.LastIndexByte(name, '-')
+	if i <= 0 || i == len(name)-1 {
+		return TopicPartition{}, false
+	}
+	p, err := strconv.ParseInt(name[i+1:], 10, 32)
+	if err != nil || p < 0 || name[i+1] == '+' {
+		return TopicPartition{}, false
+	}
+	return TopicPartition{Topic: name[:i], Partition: int32(p)}, true
+}
+
+// OpenLog opens (creating if needed) the partition log in dir, whose name
+// must be "<topic>-<partition>". After an unclean stop it validates every
+// batch from the recovery point on, truncates at the first torn or corrupt
+// one and rebuilds the indexes; a corrupt or missing index is always
+// rebuilt. Errors that leave the log unusable name the file.
+func OpenLog(dir string, cfg Config, opts LogOptions) (*Log, *RecoveryReport, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, nil, err
+	}
+	tp, ok := ParsePartitionDir(filepath.Base(dir))
+	if !ok {
+		return nil, nil, fmt.Errorf("%w: %s: directory name is not <topic>-<partition>", ErrCorruptFile, dir)
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, nil, err
+	}
+	l := &Log{dir: dir, tp: tp, now: opts.Now}
+	l.cfg.Store(&cfg)
+	l.dirSynced.Store(true)
+	rep := &RecoveryReport{Dir: dir, Clean: opts.CleanShutdown}
+	epochs, err := OpenLeaderEpochCache(filepath.Join(dir, LeaderEpochCheckpointFile))
+	if err != nil {
+		return nil, nil, err
+	}
+	l.epochs = epochs
+	if err := l.load(&cfg, opts, rep); err != nil {
+		for _, s := range l.segments {
+			s.close()
+		}
+		return nil, nil, err
+	}
+	rep.LogStartOffset, rep.LogEndOffset = l.logStart.Load(), l.leo.Load()
+	l.lastFlush.Store(opts.Now().UnixMilli())
+	return l, rep, nil
+}
+
+// load builds the segment list and offsets from the directory.
+func (l *Log) load(cfg *Config, opts LogOptions, rep *RecoveryReport) error {
+	bases, err := l.cleanDir(rep)
+	if err != nil {
+		return err
+	}
+	for _, base := range bases {
+		s, idxErr, err := openSegmentFiles(l.dir, base, cfg)
+		if err != nil {
+			return fmt.Errorf("open segment %s: %w", filepath.Join(l.dir, segmentName(base)+logSuffix), err)
+		}
+		l.segments = append(l.segments, s)
+		if idxErr != nil {
+			// Mark the indexes untrusted by emptying them; the check below
+			// then recovers the segment.
+			rep.RebuiltIndexes = append(rep.RebuiltIndexes, s.indexPath())
+			_ = s.offIdx.reset()
+			_ = s.timeIdx.reset()
+			s.nextOffset = -1
+		}
+	}
+	// Segments from the one holding the recovery point are rescanned after
+	// an unclean stop; the rest are trusted if their indexes pass checks.
+	recoverFrom := len(l.segments)
+	if !opts.CleanShutdown {
+		recoverFrom = 0
+		for i, s := range l.segments {
+			if s.baseOffset <= opts.RecoveryPoint {
+				recoverFrom = i
+			}
+		}
+	}
+	prevNext := int64(-1)
+	for i := 0; i < len(l.segments); i++ {
+		s := l.segments[i]
+		if s.baseOffset < prevNext {
+			return fmt.Errorf("%w: %s: base offset %d overlaps the previous segment, which ends at %d", ErrCorruptFile, s.logPath(), s.baseOffset, prevNext)
+		}
+		needs := i >= recoverFrom || s.nextOffset == -1
+		if !needs {
+			if err := l.trustSegment(s); err != nil {
+				rep.RebuiltIndexes = append(rep.RebuiltIndexes, s.indexPath())
+				needs = true
+			}
+		}
+		if needs {
+			rep.Recovered = append(rep.Recovered, s.logPath())
+			cut, reason, err := s.recover(cfg.IndexIntervalBytes, &l.scratch)
+			if err != nil {
+				return fmt.Errorf("recover %s: %w", s.logPath(), err)
+			}
+			if reason != nil {
+				rep.Truncations = append(rep.Truncations, Truncation{File: s.logPath(), Position: s.size.Load(), Bytes: cut, Reason: reason.Error()})
+				// Nothing after a torn batch can be trusted to follow it.
+				for _, later := range l.segments[i+1:] {
+					rep.DeletedSegments = append(rep.DeletedSegments, later.logPath())
+					later.close()
+					for _, p := range []string{later.logPath(), later.indexPath(), later.timeIndexPath()} {
+						if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
+							return err
+						}
+					}
+				}
+				l.segments = l.segments[:i+1]
+			}
+			if err := s.sync(); err != nil {
+				return fmt.Errorf("fsync %s: %w", s.logPath(), err)
+			}
+			if i < len(l.segments)-1 {
+				if err := s.onInactive(); err != nil {
+					return err
+				}
+			}
+		}
+		prevNext = s.nextOffset
+	}
+	if len(l.segments) == 0 {
+		s, err := createSegment(l.dir, max(opts.LogStartOffset, 0), cfg, l.now())
+		if err != nil {
+			return err
+		}
+		l.segments = []*segment{s}
+	}
+	active := l.active()
+	if err := active.offIdx.preallocate(); err != nil {
+		return err
+	}
+	if err := active.timeIdx.preallocate(); err != nil {
+		return err
+	}
+	l.nextOffset = active.nextOffset
+	l.leo.Store(l.nextOffset)
+	start := max(opts.LogStartOffset, l.segments[0].baseOffset)
+	if start > l.nextOffset {
+		// The checkpointed start lies beyond what survived: the data below
+		// it was deleted on purpose, so restart there (as Kafka does).
+		rep.Reset = true
+		for _, s := range l.segments {
+			s.close()
+			for _, p := range []string{s.logPath(), s.indexPath(), s.timeIndexPath()} {
+				_ = os.Remove(p)
+			}
+		}
+		s, err := createSegment(l.dir, start, cfg, l.now())
+		if err != nil {
+			return err
+		}
+		l.segments = []*segment{s}
+		l.nextOffset = start
+		l.leo.Store(start)
+		if err := l.epochs.Clear(); err != nil {
+			return err
+		}
+	}
+	l.logStart.Store(start)
+	l.hw.Store(min(max(opts.HighWatermark, start), l.nextOffset))
+	// Everything left was either validated and fsynced above or, after a
+	// clean shutdown, fsynced by Close.
+	rp := l.nextOffset
+	l.recoveryPoint.Store(rp)
+	if err := l.epochs.TruncateFromEnd(l.nextOffset); err != nil {
+		return err
+	}
+	if err := l.epochs.TruncateFromStart(start); err != nil {
+		return err
+	}
+	return syncDir(l.dir)
+}
+
+// trustSegment loads a segment that needs no rescan, after checking its
+// indexes are consistent with the file.
+func (l *Log) trustSegment(s *segment) error {
+	if err := s.offIdx.check(math.MaxInt64, s.size.Load()); err != nil {
+		return err
+	}
+	if err := s.loadTail(); err != nil {
+		return err
+	}
+	if err := s.offIdx.check(s.nextOffset, s.size.Load()); err != nil {
+		return err
+	}
+	return s.timeIdx.check(max(s.nextOffset, s.baseOffset+1))
+}
+
+// cleanDir handles stray files as Kafka does and returns the segment base
+// offsets present, sorted: *.tmp and *.cleaned are unfinished writes and
+// go; *.deleted were already deleted and go; *.swap are finished
+// replacements and are renamed into place (their indexes rebuilt); index
+// files without a .log go.
+func (l *Log) cleanDir(rep *RecoveryReport) ([]int64, error) {
+	ents, err := os.ReadDir(l.dir)
+	if err != nil {
+		return nil, err
+	}
+	names := map[string]bool{}
+	for _, e := range ents {
+		if !e.IsDir() {
+			names[e.Name()] = true
+		}
+	}
+	for name := range names {
+		p := filepath.Join(l.dir, name)
+		switch {
+		case strings.HasSuffix(name, tmpSuffix), strings.HasSuffix(name, cleanedSuffix), strings.HasSuffix(name, deletedSuffix):
+			if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
+				return nil, err
+			}
+			rep.StrayFiles = append(rep.StrayFiles, p)
+			delete(names, name)
+		case strings.HasSuffix(name, swapSuffix):
+			target := strings.TrimSuffix(name, swapSuffix)
+			if err := os.Rename(p, filepath.Join(l.dir, target)); err != nil {
+				return nil, err
+			}
+			rep.StrayFiles = append(rep.StrayFiles, p)
+			delete(names, name)
+			names[target] = true
+			if base, ok := strings.CutSuffix(target, logSuffix); ok {
+				for _, suf := range []string{indexSuffix, timeIndexSuffix} {
+					_ = os.Remove(filepath.Join(l.dir, base+suf))
+					delete(names, base+suf)
+				}
+			}
+		}
+	}
+	var bases []int64
+	for name := range names {
+		stem, ext, ok := strings.Cut(name, ".")
+		if !ok || len(stem) != 20 || strings.Trim(stem, "0123456789") != "" {
+			continue
+		}
+		base, err := strconv.ParseInt(stem, 10, 64)
+		if err != nil {
+			continue
+		}
+		switch "." + ext {
+		case logSuffix:
+			bases = append(bases, base)
+		case indexSuffix, timeIndexSuffix:
+			if !names[stem+logSuffix] {
+				p := filepath.Join(l.dir, name)
+				if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
+					return nil, err
+				}
+				rep.DeletedSegments = append(rep.DeletedSegments, p)
+			}
+		}
+	}
+	sort.Slice(bases, func(i, j int) bool { return bases[i] < bases[j] })
+	return bases, nil
+}
