@@ -1,0 +1,252 @@
+package raftfsm
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/hashicorp/raft"
+	"github.com/raftka/raftka/metadata"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// ErrNotController is returned for operations submitted to a node that is not
+// (or stopped being) the active controller.
+var ErrNotController = errors.New("raftfsm: not the active controller")
+
+// decision is what one controller operation decided: the records to commit
+// (none for a rejected or read-only request), the response to send once they
+// are committed, and an optional hook the loop runs after a successful
+// commit to update its in-memory bookkeeping.
+type decision struct {
+	recs  []metadata.Record
+	resp  kmsg.Response
+	after func(index uint64)
+}
+
+// decideFunc takes the image as it will be once every earlier operation of
+// the batch is committed and returns a decision. It mutates nothing outside
+// the controller's loop-owned fields and runs only on the loop goroutine.
+type decideFunc func(c *controller, img *metadata.Image, now time.Time) decision
+
+type opResult struct {
+	resp  kmsg.Response
+	index uint64
+	err   error
+}
+
+type op struct {
+	decide decideFunc
+	done   chan opResult // buffered, 1
+}
+
+// maxBatchOps bounds how many queued operations one Raft entry carries.
+const maxBatchOps = 256
+
+// lease is the controller's memory of one broker's heartbeats. It is not
+// replicated: a new active controller starts every broker with a full
+// session timeout of grace.
+type lease struct {
+	lastSeen       time.Time
+	metadataOffset int64
+	regIndex       uint64 // Raft index of the registration, 0 if unknown
+}
+
+// controller is the active controller: one goroutine (run) owns every field
+// below quit. It exists only while this node leads Raft; a new one starts on
+// each leadership gain.
+type controller struct {
+	n    *Node
+	ops  chan *op
+	quit chan struct{}
+	done chan struct{}
+
+	leases map[int32]*lease
+	// startIndex is the last log index when this controller started. A
+	// broker whose registration index is unknown (registered under an
+	// earlier leader) counts as caught up once it has applied this.
+	startIndex uint64
+}
+
+func newController(n *Node) *controller {
+	c := &controller{
+		n:      n,
+		ops:    make(chan *op),
+		quit:   make(chan struct{}),
+		done:   make(chan struct{}),
+		leases: make(map[int32]*lease),
+	}
+	go c.run()
+	return c
+}
+
+func (c *controller) stop() {
+	close(c.quit)
+	<-c.done
+}
+
+// submit queues an operation and waits for its commit. The result's err is
+// ErrNotController when the controller stopped or the Raft entry did not
+// commit under this leader.
+func (c *controller) submit(ctx context.Context, d decideFunc) opResult {
+	o := &op{decide: d, done: make(chan opResult, 1)}
+	select {
+	case c.ops <- o:
+	case <-c.quit:
+		return opResult{err: ErrNotController}
+	case <-ctx.Done():
+		return opResult{err: ctx.Err()}
+	}
+	select {
+	case r := <-o.done:
+		return r
+	case <-ctx.Done():
+		return opResult{err: ctx.Err()}
+	}
+}
+
+func (c *controller) run() {
+	defer close(c.done)
+	log := c.n.log
+	// Decide nothing until every entry of earlier terms is applied here.
+	if !c.barrier() {
+		return
+	}
+	c.startIndex = c.n.raft.LastIndex()
+	now := time.Now()
+	img, _ := c.n.pub.Current()
+	for _, b := range img.Brokers() {
+		c.leases[b.ID] = &lease{lastSeen: now}
+	}
+	if img.ClusterID() == "" {
+		if err := c.commit([]metadata.Record{&metadata.ClusterID{ID: c.n.cfg.ClusterID}}); err != nil {
+			log.Warn().Err(err).Msg("writing the cluster id")
+			return
+		}
+		log.Info().Str("cluster_id", c.n.cfg.ClusterID).Msg("wrote the cluster id into the metadata log")
+	}
+	tick := time.NewTicker(c.tickEvery())
+	defer tick.Stop()
+	for {
+		select {
+		case <-c.quit:
+			c.drain()
+			return
+		case <-tick.C:
+			c.process(nil, time.Now())
+		case o := <-c.ops:
+			batch := []*op{o}
+		more:
+			for len(batch) < maxBatchOps {
+				select {
+				case o := <-c.ops:
+					batch = append(batch, o)
+				default:
+					break more
+				}
+			}
+			c.process(batch, time.Now())
+		}
+	}
+}
+
+func (c *controller) tickEvery() time.Duration {
+	d := c.n.cfg.SessionTimeout / 8
+	return max(d, 10*time.Millisecond)
+}
+
+func (c *controller) barrier() bool {
+	for {
+		f := c.n.raft.Barrier(5 * time.Second)
+		ch := make(chan error, 1)
+		go func() { ch <- f.Error() }()
+		select {
+		case <-c.quit:
+			<-ch
+			return false
+		case err := <-ch:
+			if err == nil {
+				return true
+			}
+			if errors.Is(err, raft.ErrNotLeader) || errors.Is(err, raft.ErrLeadershipLost) || errors.Is(err, raft.ErrRaftShutdown) {
+				c.n.log.Info().Err(err).Msg("controller start: barrier failed")
+				<-c.quit
+				return false
+			}
+		}
+	}
+}
+
+// drain fails operations still queued when the controller stops.
+func (c *controller) drain() {
+	for {
+		select {
+		case o := <-c.ops:
+			o.done <- opResult{err: ErrNotController}
+		default:
+			return
+		}
+	}
+}
+
+// process decides a batch of operations against a scratch image that
+// accumulates each one's records, adds the fencing the session timeouts
+// require, commits everything as one Raft entry (group commit: one fsync for
+// all of them), and then answers every operation.
+func (c *controller) process(batch []*op, now time.Time) {
+	img, _ := c.n.pub.Current()
+	var all []metadata.Record
+	decs := make([]decision, len(batch))
+	for i, o := range batch {
+		d := o.decide(c, img, now)
+		if len(d.recs) > 0 {
+			img, _ = img.Apply(d.recs)
+			all = append(all, d.recs...)
+		}
+		decs[i] = d
+	}
+	if fence := c.expireSessions(img, now); len(fence) > 0 {
+		all = append(all, fence...)
+	}
+	var index uint64
+	var err error
+	if len(all) > 0 {
+		index, err = c.commitIndex(all)
+	} else {
+		_, index = c.n.pub.Current()
+	}
+	for i, o := range batch {
+		if err != nil {
+			o.done <- opResult{err: err}
+			continue
+		}
+		if decs[i].after != nil {
+			decs[i].after(index)
+		}
+		o.done <- opResult{resp: decs[i].resp, index: index}
+	}
+}
+
+func (c *controller) commit(recs []metadata.Record) error {
+	_, err := c.commitIndex(recs)
+	return err
+}
+
+func (c *controller) commitIndex(recs []metadata.Record) (uint64, error) {
+	data, err := metadata.EncodeRecords(recs)
+	if err != nil {
+		// A record the controller built that does not encode is a bug here,
+		// not a client error; fail the operations rather than the node.
+		return 0, fmt.Errorf("raftfsm: encode records: %w", err)
+	}
+	f := c.n.raft.Apply(data, 10*time.Second)
+	if err := f.Error(); err != nil {
+		c.n.log.Warn().Err(err).Msg("metadata commit failed")
+		return 0, fmt.Errorf("%w: %v", ErrNotController, err)
+	}
+	if r, ok := f.Response().(applyResult); ok && r.err != nil {
+		return 0, r.err
+	}
+	return f.Index(), nil
+}

@@ -1,0 +1,288 @@
+package raftfsm
+
+import (
+	"slices"
+	"time"
+
+	"github.com/raftka/raftka/metadata"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// Broker lifecycle, as KRaft's BrokerHeartbeatManager and
+// ReplicationControlManager do it: a broker registers (new epoch, fenced),
+// heartbeats until it has applied its own registration and is unfenced,
+// loses its leaderships when its session expires, and leaves leaderships and
+// ISRs behind in a controlled shutdown before it is told to stop.
+
+func (c *controller) leaseOf(id int32, now time.Time) *lease {
+	l := c.leases[id]
+	if l == nil {
+		l = &lease{lastSeen: now}
+		c.leases[id] = l
+	}
+	return l
+}
+
+func decideRegister(req *kmsg.BrokerRegistrationRequest) decideFunc {
+	return func(c *controller, img *metadata.Image, now time.Time) decision {
+		resp := req.ResponseKind().(*kmsg.BrokerRegistrationResponse)
+		resp.BrokerEpoch = -1
+		if req.ClusterID != img.ClusterID() {
+			resp.ErrorCode = kerr.InconsistentClusterID.Code
+			return decision{resp: resp}
+		}
+		old, registered := img.Broker(req.BrokerID)
+		if registered && old.IncarnationID != req.IncarnationID && !old.Fenced {
+			// Another live process holds this id: refuse until its session
+			// expires, as Kafka does (DUPLICATE_BROKER_REGISTRATION).
+			if l := c.leases[req.BrokerID]; l != nil && now.Sub(l.lastSeen) < c.n.cfg.SessionTimeout {
+				resp.ErrorCode = kerr.DuplicateBrokerRegistration.Code
+				return decision{resp: resp}
+			}
+		}
+		// The epoch is (a lower bound of) the Raft index of this entry:
+		// the controller loop is the only writer of command entries, so the
+		// entry lands after LastIndex. It grows across registrations.
+		epoch := int64(c.n.raft.LastIndex() + 1)
+		if registered && epoch <= old.Epoch {
+			epoch = old.Epoch + 1
+		}
+		rec := &metadata.RegisterBroker{
+			BrokerID:      req.BrokerID,
+			IncarnationID: req.IncarnationID,
+			BrokerEpoch:   epoch,
+			Rack:          deref(req.Rack),
+			Fenced:        true,
+		}
+		for _, l := range req.Listeners {
+			rec.Endpoints = append(rec.Endpoints, metadata.Endpoint{
+				Listener: l.Name, Host: l.Host, Port: l.Port, SecurityProtocol: l.SecurityProtocol,
+			})
+		}
+		recs := []metadata.Record{rec}
+		// A re-registration replaces the old one fenced; the partitions it
+		// led under its old epoch need a leader now.
+		if registered && !old.Fenced {
+			after, _ := img.Apply(recs)
+			recs = append(recs, evacuate(after, req.BrokerID)...)
+		}
+		resp.BrokerEpoch = epoch
+		id := req.BrokerID
+		return decision{recs: recs, resp: resp, after: func(index uint64) {
+			l := c.leaseOf(id, now)
+			l.lastSeen = now
+			l.regIndex = index
+		}}
+	}
+}
+
+func decideHeartbeat(req *kmsg.BrokerHeartbeatRequest) decideFunc {
+	return func(c *controller, img *metadata.Image, now time.Time) decision {
+		resp := req.ResponseKind().(*kmsg.BrokerHeartbeatResponse)
+		resp.IsFenced = true
+		b, ok := img.Broker(req.BrokerID)
+		if !ok {
+			resp.ErrorCode = kerr.BrokerIDNotRegistered.Code
+			return decision{resp: resp}
+		}
+		if b.Epoch != req.BrokerEpoch {
+			resp.ErrorCode = kerr.StaleBrokerEpoch.Code
+			return decision{resp: resp}
+		}
+		l := c.leaseOf(b.ID, now)
+		l.lastSeen = now
+		l.metadataOffset = req.CurrentMetadataOffset
+		need := l.regIndex
+		if need == 0 {
+			need = c.startIndex
+		}
+		caughtUp := req.CurrentMetadataOffset >= 0 && uint64(req.CurrentMetadataOffset) >= need
+		resp.IsCaughtUp = caughtUp
+
+		var recs []metadata.Record
+		switch {
+		case req.WantShutdown && b.Fenced:
+			// A fenced broker leads nothing: it may stop at once.
+		case req.WantShutdown:
+			if !b.InControlledShutdown {
+				recs = append(recs, &metadata.BrokerShutdown{BrokerID: b.ID, BrokerEpoch: b.Epoch, InControlledShutdown: true})
+			}
+			next, _ := img.Apply(recs)
+			recs = append(recs, evacuate(next, b.ID)...)
+		case req.WantFence && !b.Fenced:
+			recs = append(recs, &metadata.FenceBroker{BrokerID: b.ID, BrokerEpoch: b.Epoch})
+			next, _ := img.Apply(recs)
+			recs = append(recs, evacuate(next, b.ID)...)
+		case !req.WantFence && b.Fenced && caughtUp:
+			recs = append(recs, &metadata.UnfenceBroker{BrokerID: b.ID, BrokerEpoch: b.Epoch})
+			next, _ := img.Apply(recs)
+			recs = append(recs, electOffline(next, b.ID)...)
+		}
+		after := img
+		if len(recs) > 0 {
+			after, _ = img.Apply(recs)
+		}
+		nb, _ := after.Broker(b.ID)
+		resp.IsFenced = nb.Fenced
+		resp.ShouldShutdown = req.WantShutdown && (nb.Fenced || (nb.InControlledShutdown && !leadsAnything(after, b.ID)))
+		return decision{recs: recs, resp: resp}
+	}
+}
+
+// expireSessions fences every unfenced broker whose last heartbeat is older
+// than the session timeout and moves its leaderships to the live ISR, all in
+// the batch being committed.
+func (c *controller) expireSessions(img *metadata.Image, now time.Time) []metadata.Record {
+	var recs []metadata.Record
+	for _, b := range img.Brokers() {
+		if b.Fenced {
+			continue
+		}
+		l := c.leaseOf(b.ID, now)
+		if now.Sub(l.lastSeen) <= c.n.cfg.SessionTimeout {
+			continue
+		}
+		c.n.log.Warn().Int32("broker", b.ID).Dur("since_heartbeat", now.Sub(l.lastSeen)).Msg("broker session expired: fencing")
+		fence := []metadata.Record{&metadata.FenceBroker{BrokerID: b.ID, BrokerEpoch: b.Epoch}}
+		img, _ = img.Apply(fence)
+		moves := evacuate(img, b.ID)
+		if len(moves) > 0 {
+			img, _ = img.Apply(moves)
+		}
+		recs = append(recs, fence...)
+		recs = append(recs, moves...)
+	}
+	return recs
+}
+
+func decideUnregister(req *kmsg.UnregisterBrokerRequest) decideFunc {
+	return func(c *controller, img *metadata.Image, now time.Time) decision {
+		resp := req.ResponseKind().(*kmsg.UnregisterBrokerResponse)
+		b, ok := img.Broker(req.BrokerID)
+		if !ok {
+			resp.ErrorCode = kerr.BrokerIDNotRegistered.Code
+			return decision{resp: resp}
+		}
+		var recs []metadata.Record
+		if !b.Fenced {
+			recs = append(recs, &metadata.FenceBroker{BrokerID: b.ID, BrokerEpoch: b.Epoch})
+		}
+		next, _ := img.Apply(recs)
+		recs = append(recs, evacuate(next, b.ID)...)
+		recs = append(recs, &metadata.UnregisterBroker{BrokerID: b.ID, BrokerEpoch: b.Epoch})
+		id := b.ID
+		return decision{recs: recs, resp: resp, after: func(uint64) { delete(c.leases, id) }}
+	}
+}
+
+func decideAllocateProducerIDs(req *kmsg.AllocateProducerIDsRequest) decideFunc {
+	return func(c *controller, img *metadata.Image, now time.Time) decision {
+		resp := req.ResponseKind().(*kmsg.AllocateProducerIDsResponse)
+		b, ok := img.Broker(req.BrokerID)
+		if !ok {
+			resp.ErrorCode = kerr.BrokerIDNotRegistered.Code
+			return decision{resp: resp}
+		}
+		if b.Epoch != req.BrokerEpoch {
+			resp.ErrorCode = kerr.StaleBrokerEpoch.Code
+			return decision{resp: resp}
+		}
+		start := img.NextProducerID()
+		resp.ProducerIDStart = start
+		resp.ProducerIDLen = ProducerIDBlockSize
+		return decision{resp: resp, recs: []metadata.Record{&metadata.ProducerIds{
+			BrokerID: b.ID, BrokerEpoch: b.Epoch, NextProducerID: start + ProducerIDBlockSize,
+		}}}
+	}
+}
+
+// ProducerIDBlockSize is how many producer ids one AllocateProducerIds
+// hands out, as in Kafka.
+const ProducerIDBlockSize = 1000
+
+func leadsAnything(img *metadata.Image, id int32) bool {
+	for _, t := range img.Topics() {
+		for _, p := range t.Partitions {
+			if p.Leader == id {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}
+
+// usable reports whether broker id may lead or join an ISR in img.
+func usable(img *metadata.Image, id int32) bool {
+	b, ok := img.Broker(id)
+	return ok && b.Usable()
+}
+
+// evacuate builds the PartitionChange records that take broker id out of
+// every ISR (keeping the last member, as Kafka does, so an offline
+// partition's last ISR member is remembered) and move every leadership it
+// holds to the first live ISR member in replica order, or to no leader when
+// none is left (unclean election stays off). Fencing and controlled
+// shutdown both use it, as Kafka's generateLeaderAndIsrUpdates does.
+func evacuate(img *metadata.Image, id int32) []metadata.Record {
+	var recs []metadata.Record
+	for _, t := range img.Topics() {
+		for _, p := range t.Partitions {
+			inISR := slices.Contains(p.ISR, id)
+			if !inISR && p.Leader != id {
+				continue
+			}
+			isr := p.ISR
+			if inISR && len(p.ISR) > 1 {
+				isr = slices.DeleteFunc(slices.Clone(p.ISR), func(r int32) bool { return r == id })
+			}
+			ch := &metadata.PartitionChange{TopicID: t.ID, Partition: p.Partition, Leader: metadata.NoLeaderChange}
+			if !slices.Equal(isr, p.ISR) {
+				ch.ISR = isr
+			}
+			if p.Leader == id {
+				ch.Leader = metadata.NoLeader
+				for _, r := range p.Replicas {
+					if r != id && slices.Contains(isr, r) && usable(img, r) {
+						ch.Leader = r
+						break
+					}
+				}
+			}
+			if ch.ISR == nil && (ch.Leader == metadata.NoLeaderChange || ch.Leader == p.Leader) {
+				continue
+			}
+			recs = append(recs, ch)
+		}
+	}
+	return recs
+}
+
+// electOffline gives a leader to every leaderless partition whose ISR holds
+// broker id, which has just become usable.
+func electOffline(img *metadata.Image, id int32) []metadata.Record {
+	var recs []metadata.Record
+	for _, t := range img.Topics() {
+		for _, p := range t.Partitions {
+			if p.Leader != metadata.NoLeader || !slices.Contains(p.ISR, id) {
+				continue
+			}
+			leader := id
+			for _, r := range p.Replicas {
+				if slices.Contains(p.ISR, r) && usable(img, r) {
+					leader = r
+					break
+				}
+			}
+			recs = append(recs, &metadata.PartitionChange{TopicID: t.ID, Partition: p.Partition, Leader: leader})
+		}
+	}
+	return recs
+}

@@ -1,0 +1,528 @@
+package raftfsm
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/raft"
+	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
+	"github.com/raftka/raftka/metadata"
+	"github.com/rs/zerolog"
+	"go.etcd.io/bbolt"
+)
+
+// Voter is one entry of controller.quorum.voters: id@host:port.
+type Voter struct {
+	ID   int32
+	Addr string // host:port of the voter's controller listener
+}
+
+// Config configures a Node. It is raftfsm's own struct: cmd maps
+// server.properties onto it.
+type Config struct {
+	NodeID int32
+	// Voter is true when process.roles contains controller. A voter must be
+	// listed in Voters; any other node joins as a Raft non-voter.
+	Voter bool
+	// Voters is controller.quorum.voters, identical on every node.
+	Voters []Voter
+
+	// Listener is the controller listener, shared by Raft and the controller
+	// RPCs. If nil, ListenAddr is bound. Broker-only nodes need one too:
+	// the Raft leader replicates the metadata log to them over it.
+	Listener   net.Listener
+	ListenAddr string
+	// AdvertisedAddr is the host:port other nodes dial. It defaults to this
+	// node's entry in Voters, then to the listener's address.
+	AdvertisedAddr string
+
+	// DataDir holds the Raft stores: <metadata.log.dir>/raft.
+	DataDir string
+	// ClusterID is the cluster.id from meta.properties. Required.
+	ClusterID string
+
+	// HeartbeatInterval is broker.heartbeat.interval.ms (default 2s) and
+	// SessionTimeout broker.session.timeout.ms (default 9s).
+	HeartbeatInterval time.Duration
+	SessionTimeout    time.Duration
+
+	// Snapshots: take one after SnapshotThreshold new entries, checked every
+	// SnapshotInterval; keep TrailingLogs entries behind a snapshot.
+	SnapshotThreshold uint64
+	SnapshotInterval  time.Duration
+	TrailingLogs      uint64
+
+	// Raft timing. Zero keeps hashicorp/raft's defaults (1s, 1s, 500ms, 50ms);
+	// tests use a few hundred milliseconds.
+	RaftHeartbeatTimeout   time.Duration
+	RaftElectionTimeout    time.Duration
+	RaftLeaderLeaseTimeout time.Duration
+	RaftCommitTimeout      time.Duration
+
+	// Topic defaults the controller applies to CreateTopics:
+	// num.partitions and default.replication.factor.
+	DefaultPartitions        int32
+	DefaultReplicationFactor int16
+
+	// ShutdownTransferTimeout bounds the leadership transfer at shutdown.
+	ShutdownTransferTimeout time.Duration
+
+	Logger zerolog.Logger
+	// RaftLogLevel is the level from which Raft's own lines are logged
+	// (default info).
+	RaftLogLevel hclog.Level
+}
+
+func (c *Config) setDefaults() {
+	if c.HeartbeatInterval <= 0 {
+		c.HeartbeatInterval = 2 * time.Second
+	}
+	if c.SessionTimeout <= 0 {
+		c.SessionTimeout = 9 * time.Second
+	}
+	if c.SnapshotThreshold == 0 {
+		c.SnapshotThreshold = 8192
+	}
+	if c.SnapshotInterval <= 0 {
+		c.SnapshotInterval = 2 * time.Minute
+	}
+	if c.TrailingLogs == 0 {
+		c.TrailingLogs = 10240
+	}
+	if c.DefaultPartitions <= 0 {
+		c.DefaultPartitions = 1
+	}
+	if c.DefaultReplicationFactor <= 0 {
+		c.DefaultReplicationFactor = 1
+	}
+	if c.ShutdownTransferTimeout <= 0 {
+		c.ShutdownTransferTimeout = 5 * time.Second
+	}
+	if c.RaftLogLevel == hclog.NoLevel {
+		c.RaftLogLevel = hclog.Info
+	}
+}
+
+func (c *Config) validate() error {
+	if c.ClusterID == "" {
+		return errors.New("raftfsm: no cluster id: format the storage directory first (raftka storage format)")
+	}
+	if c.DataDir == "" {
+		return errors.New("raftfsm: no data directory")
+	}
+	if len(c.Voters) == 0 {
+		return errors.New("raftfsm: controller.quorum.voters is empty")
+	}
+	seen := map[int32]bool{}
+	for _, v := range c.Voters {
+		if seen[v.ID] {
+			return fmt.Errorf("raftfsm: controller.quorum.voters lists node %d twice", v.ID)
+		}
+		seen[v.ID] = true
+		if _, _, err := net.SplitHostPort(v.Addr); err != nil {
+			return fmt.Errorf("raftfsm: controller.quorum.voters: node %d: %w", v.ID, err)
+		}
+	}
+	if c.Voter && !seen[c.NodeID] {
+		return fmt.Errorf("raftfsm: node %d has the controller role but is not in controller.quorum.voters", c.NodeID)
+	}
+	if !c.Voter && seen[c.NodeID] {
+		return fmt.Errorf("raftfsm: node %d is in controller.quorum.voters but lacks the controller role", c.NodeID)
+	}
+	if c.Listener == nil && c.ListenAddr == "" {
+		return errors.New("raftfsm: no controller listener")
+	}
+	return nil
+}
+
+// Node is one process's Raft member: the stores, the transport, the FSM and
+// its publisher, the controller RPC server, and (while this node leads Raft)
+// the active controller. All methods are safe for concurrent use.
+type Node struct {
+	cfg  Config
+	log  zerolog.Logger
+	addr string
+
+	raft   *raft.Raft
+	store  *raftboltdb.BoltStore
+	snaps  *raft.FileSnapshotStore
+	trans  *raft.NetworkTransport
+	mux    *mux
+	fsm    *fsm
+	pub    *Publisher
+	pool   *connPool // for forwarding requests to the leader
+	client *ControllerClient
+
+	leaderCh chan bool
+	ctrlMu   sync.Mutex
+	ctrl     *controller // non-nil while this node leads
+
+	closing   chan struct{}
+	ctx       context.Context // canceled when closing
+	cancel    context.CancelFunc
+	closeOnce sync.Once
+	wg        sync.WaitGroup
+
+	fatalOnce sync.Once
+	fatalErr  atomic.Pointer[error]
+	done      chan struct{} // closed when a fatal error stops the node
+}
+
+// Start opens the Raft stores under cfg.DataDir, starts Raft and the
+// controller listener, bootstraps a fresh voter from cfg.Voters, and starts
+// asking to join as a non-voter when cfg.Voter is false. It fails when the
+// local state belongs to another cluster.
+func Start(cfg Config) (_ *Node, err error) {
+	cfg.setDefaults()
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	n := &Node{
+		cfg:      cfg,
+		log:      cfg.Logger.With().Str("component", "raftfsm").Int32("node", cfg.NodeID).Logger(),
+		pub:      newPublisher(),
+		leaderCh: make(chan bool, 16),
+		closing:  make(chan struct{}),
+		done:     make(chan struct{}),
+	}
+	n.ctx, n.cancel = context.WithCancel(context.Background())
+	cleanup := []func(){n.cancel}
+	defer func() {
+		if err != nil {
+			for i := len(cleanup) - 1; i >= 0; i-- {
+				cleanup[i]()
+			}
+		}
+	}()
+
+	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
+		return nil, fmt.Errorf("raftfsm: %w", err)
+	}
+	n.store, err = raftboltdb.New(raftboltdb.Options{
+		Path:        filepath.Join(cfg.DataDir, "raft.db"),
+		BoltOptions: &bbolt.Options{Timeout: time.Second},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("raftfsm: open raft store: %w", err)
+	}
+	cleanup = append(cleanup, func() { n.store.Close() })
+	hl := newHCLog(cfg.Logger.With().Int32("node", cfg.NodeID).Logger(), cfg.RaftLogLevel)
+	n.snaps, err = raft.NewFileSnapshotStoreWithLogger(cfg.DataDir, 2, hl.Named("snapshot"))
+	if err != nil {
+		return nil, fmt.Errorf("raftfsm: open snapshot store: %w", err)
+	}
+
+	ln := cfg.Listener
+	if ln == nil {
+		ln, err = net.Listen("tcp", cfg.ListenAddr)
+		if err != nil {
+			return nil, fmt.Errorf("raftfsm: controller listener: %w", err)
+		}
+	}
+	n.addr = cfg.AdvertisedAddr
+	if n.addr == "" {
+		for _, v := range cfg.Voters {
+			if v.ID == cfg.NodeID {
+				n.addr = v.Addr
+			}
+		}
+	}
+	if n.addr == "" {
+		n.addr = ln.Addr().String()
+	}
+	advertise, err := net.ResolveTCPAddr("tcp", n.addr)
+	if err != nil {
+		ln.Close()
+		return nil, fmt.Errorf("raftfsm: advertised address %q: %w", n.addr, err)
+	}
+	n.mux = newMux(ln, n.serveConn)
+	cleanup = append(cleanup, n.mux.close)
+	n.pool = newConnPool()
+	cleanup = append(cleanup, n.pool.close)
+	n.trans = raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
+		Stream:  newStreamLayer(n.mux, advertise),
+		MaxPool: 3,
+		Timeout: 10 * time.Second,
+		Logger:  hl.Named("transport"),
+	})
+	cleanup = append(cleanup, func() { n.trans.Close() })
+
+	n.fsm = &fsm{pub: n.pub, clusterID: cfg.ClusterID, log: n.log, onFatal: n.fail}
+
+	rc := raft.DefaultConfig()
+	rc.LocalID = raft.ServerID(strconv.Itoa(int(cfg.NodeID)))
+	rc.Logger = hl
+	rc.NotifyCh = n.leaderCh
+	rc.SnapshotThreshold = cfg.SnapshotThreshold
+	rc.SnapshotInterval = cfg.SnapshotInterval
+	rc.TrailingLogs = cfg.TrailingLogs
+	if cfg.RaftHeartbeatTimeout > 0 {
+		rc.HeartbeatTimeout = cfg.RaftHeartbeatTimeout
+	}
+	if cfg.RaftElectionTimeout > 0 {
+		rc.ElectionTimeout = cfg.RaftElectionTimeout
+	}
+	if cfg.RaftLeaderLeaseTimeout > 0 {
+		rc.LeaderLeaseTimeout = cfg.RaftLeaderLeaseTimeout
+	}
+	if cfg.RaftCommitTimeout > 0 {
+		rc.CommitTimeout = cfg.RaftCommitTimeout
+	}
+	if err := raft.ValidateConfig(rc); err != nil {
+		return nil, fmt.Errorf("raftfsm: %w", err)
+	}
+
+	existing, err := raft.HasExistingState(n.store, n.store, n.snaps)
+	if err != nil {
+		return nil, fmt.Errorf("raftfsm: read raft state: %w", err)
+	}
+	if !existing && cfg.Voter {
+		// Every voter bootstraps the same configuration from the same
+		// controller.quorum.voters, so it does not matter which of them
+		// starts first or whether all of them do.
+		var servers []raft.Server
+		for _, v := range cfg.Voters {
+			servers = append(servers, raft.Server{
+				Suffrage: raft.Voter,
+				ID:       raft.ServerID(strconv.Itoa(int(v.ID))),
+				Address:  raft.ServerAddress(v.Addr),
+			})
+		}
+		if err := raft.BootstrapCluster(rc, n.store, n.store, n.snaps, n.trans,
+			raft.Configuration{Servers: servers}); err != nil {
+			return nil, fmt.Errorf("raftfsm: bootstrap: %w", err)
+		}
+		n.log.Info().Int("voters", len(servers)).Msg("bootstrapped a fresh raft quorum")
+	}
+
+	// NewRaft restores the latest local snapshot synchronously, so a foreign
+	// snapshot is caught before Start returns.
+	n.raft, err = raft.NewRaft(rc, n.fsm, n.store, n.store, n.snaps, n.trans)
+	if err != nil {
+		return nil, fmt.Errorf("raftfsm: start raft: %w", err)
+	}
+	cleanup = append(cleanup, func() { _ = n.raft.Shutdown().Error() })
+	if p := n.fatalErr.Load(); p != nil {
+		return nil, *p
+	}
+	n.client = NewControllerClient(ClientConfig{
+		Voters:  cfg.Voters,
+		Waiter:  n.pub,
+		Logger:  n.log,
+		leaders: n.leaderAddr,
+	})
+	n.wg.Add(1)
+	go n.watchLeadership()
+	if !cfg.Voter {
+		n.wg.Add(1)
+		go n.joinAsNonvoter()
+	}
+	n.log.Info().Str("addr", n.addr).Bool("voter", cfg.Voter).Bool("existing_state", existing).Msg("raft node started")
+	return n, nil
+}
+
+// fail records a fatal error (a foreign cluster id) and stops serving. The
+// process owner sees it on Done/Err and exits.
+func (n *Node) fail(err error) {
+	n.fatalOnce.Do(func() {
+		n.fatalErr.Store(&err)
+		n.log.Error().Err(err).Msg("stopping raft node")
+		close(n.done)
+		// Shutting down from the FSM goroutine would deadlock on raft's own
+		// shutdown, which waits for that goroutine.
+		go func() { _ = n.raft.Shutdown().Error() }()
+	})
+}
+
+// Done is closed when the node stopped on a fatal error; Err returns it.
+func (n *Node) Done() <-chan struct{} { return n.done }
+
+// Err returns the fatal error that stopped the node, or nil.
+func (n *Node) Err() error {
+	if p := n.fatalErr.Load(); p != nil {
+		return *p
+	}
+	return nil
+}
+
+// ID returns the node id.
+func (n *Node) ID() int32 { return n.cfg.NodeID }
+
+// Addr returns the controller listener address other nodes dial.
+func (n *Node) Addr() string { return n.addr }
+
+// Publisher returns the node's image publisher.
+func (n *Node) Publisher() *Publisher { return n.pub }
+
+// Current returns the latest applied image and its Raft index.
+func (n *Node) Current() (*metadata.Image, uint64) { return n.pub.Current() }
+
+// WaitForIndex waits until the local image has applied index.
+func (n *Node) WaitForIndex(ctx context.Context, index uint64) error {
+	return n.pub.WaitForIndex(ctx, index)
+}
+
+// Subscribe returns an ordered feed of published images and deltas.
+func (n *Node) Subscribe() *Subscription { return n.pub.Subscribe() }
+
+// Client returns a controller client whose calls wait for their commit on
+// this node before returning (read-your-writes).
+func (n *Node) Client() *ControllerClient { return n.client }
+
+// IsLeader reports whether this node is the Raft leader (the active
+// controller).
+func (n *Node) IsLeader() bool { return n.raft.State() == raft.Leader }
+
+// LeaderID returns the Raft leader's node id, or -1 when unknown.
+func (n *Node) LeaderID() int32 {
+	_, id := n.raft.LeaderWithID()
+	if id == "" {
+		return -1
+	}
+	v, err := strconv.ParseInt(string(id), 10, 32)
+	if err != nil {
+		return -1
+	}
+	return int32(v)
+}
+
+func (n *Node) leaderAddr() string {
+	addr, _ := n.raft.LeaderWithID()
+	return string(addr)
+}
+
+// SnapshotRestores counts snapshots the FSM restored, from local disk at
+// start or installed from the leader.
+func (n *Node) SnapshotRestores() int64 { return n.fsm.restores.Load() }
+
+// Snapshot forces a Raft snapshot now.
+func (n *Node) Snapshot() error { return n.raft.Snapshot().Error() }
+
+func (n *Node) watchLeadership() {
+	defer n.wg.Done()
+	for {
+		select {
+		case <-n.closing:
+			n.stopController()
+			return
+		case leader := <-n.leaderCh:
+			if leader {
+				n.startController()
+			} else {
+				n.stopController()
+			}
+		}
+	}
+}
+
+func (n *Node) startController() {
+	n.ctrlMu.Lock()
+	defer n.ctrlMu.Unlock()
+	if n.ctrl != nil {
+		return
+	}
+	n.ctrl = newController(n)
+	n.log.Info().Uint64("term", n.raft.CurrentTerm()).Msg("became raft leader: active controller starting")
+}
+
+func (n *Node) stopController() {
+	n.ctrlMu.Lock()
+	c := n.ctrl
+	n.ctrl = nil
+	n.ctrlMu.Unlock()
+	if c != nil {
+		c.stop()
+		n.log.Info().Msg("active controller stopped")
+	}
+}
+
+func (n *Node) activeController() *controller {
+	n.ctrlMu.Lock()
+	defer n.ctrlMu.Unlock()
+	return n.ctrl
+}
+
+// joinAsNonvoter asks the active controller to add this node as a Raft
+// non-voter until the local configuration lists it.
+func (n *Node) joinAsNonvoter() {
+	defer n.wg.Done()
+	backoff := 100 * time.Millisecond
+	for attempt := 0; ; attempt++ {
+		if n.inConfiguration() {
+			return
+		}
+		ctx, cancel := context.WithTimeout(n.ctx, 10*time.Second)
+		err := n.client.AddNonvoter(ctx, n.cfg.NodeID, n.addr, n.cfg.ClusterID)
+		cancel()
+		if err == nil {
+			n.log.Info().Msg("joined the raft quorum as a non-voter")
+			return
+		}
+		if attempt%10 == 0 {
+			n.log.Warn().Err(err).Msg("joining the raft quorum as a non-voter")
+		}
+		select {
+		case <-n.closing:
+			return
+		case <-time.After(backoff):
+		}
+		backoff = min(backoff*2, 2*time.Second)
+	}
+}
+
+func (n *Node) inConfiguration() bool {
+	f := n.raft.GetConfiguration()
+	if f.Error() != nil {
+		return false
+	}
+	id := raft.ServerID(strconv.Itoa(int(n.cfg.NodeID)))
+	return slices.ContainsFunc(f.Configuration().Servers, func(s raft.Server) bool { return s.ID == id })
+}
+
+// Shutdown stops the node. A Raft leader first hands leadership to another
+// voter (bounded by ShutdownTransferTimeout) so the quorum does not wait an
+// election timeout; then Raft, the listener and the stores close.
+func (n *Node) Shutdown() error {
+	var err error
+	n.closeOnce.Do(func() {
+		if n.IsLeader() && n.Err() == nil {
+			n.stopController()
+			f := n.raft.LeadershipTransfer()
+			ch := make(chan error, 1)
+			go func() { ch <- f.Error() }()
+			select {
+			case terr := <-ch:
+				if terr != nil {
+					n.log.Warn().Err(terr).Msg("leadership transfer at shutdown failed")
+				} else {
+					n.log.Info().Msg("transferred raft leadership before shutdown")
+				}
+			case <-time.After(n.cfg.ShutdownTransferTimeout):
+				n.log.Warn().Msg("leadership transfer at shutdown timed out")
+			}
+		}
+		close(n.closing)
+		n.cancel()
+		n.wg.Wait()
+		if serr := n.raft.Shutdown().Error(); serr != nil {
+			err = serr
+		}
+		n.mux.close()
+		n.pool.close()
+		n.pub.close()
+		if cerr := n.store.Close(); cerr != nil && err == nil {
+			err = cerr
+		}
+	})
+	return err
+}

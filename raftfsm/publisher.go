@@ -1,0 +1,187 @@
+package raftfsm
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+
+	"github.com/raftka/raftka/metadata"
+)
+
+// ErrClosed is returned by waits and subscriptions once the node has shut
+// down.
+var ErrClosed = errors.New("raftfsm: node closed")
+
+// Event is one published change: the image after a committed Raft entry, the
+// delta from the previous image, and the entry's Raft index. Reset marks an
+// image that replaced the previous one wholesale (the first event of a
+// subscription, and a snapshot restore); a subscriber rebuilds its state from
+// Image and ignores Delta then.
+type Event struct {
+	Image *metadata.Image
+	Delta *metadata.Delta
+	Index uint64
+	Reset bool
+}
+
+type published struct {
+	img   *metadata.Image
+	index uint64
+}
+
+// Publisher hands the FSM's images to readers. Only the FSM goroutine
+// publishes; Current, WaitForIndex and Subscribe may be called from any
+// goroutine.
+type Publisher struct {
+	cur atomic.Pointer[published]
+
+	mu      sync.Mutex
+	changed chan struct{} // closed and replaced on every publish
+	subs    map[*Subscription]struct{}
+	closed  bool
+}
+
+func newPublisher() *Publisher {
+	p := &Publisher{changed: make(chan struct{}), subs: make(map[*Subscription]struct{})}
+	p.cur.Store(&published{img: metadata.NewImage()})
+	return p
+}
+
+// Current returns the latest applied image and the Raft index of the entry
+// that produced it (0 before the first entry).
+func (p *Publisher) Current() (*metadata.Image, uint64) {
+	c := p.cur.Load()
+	return c.img, c.index
+}
+
+// WaitForIndex blocks until the local image has applied the Raft entry at
+// index (or a later one), so a caller that got index back from a controller
+// RPC reads its own write.
+func (p *Publisher) WaitForIndex(ctx context.Context, index uint64) error {
+	for {
+		p.mu.Lock()
+		ch, closed := p.changed, p.closed
+		p.mu.Unlock()
+		if p.cur.Load().index >= index {
+			return nil
+		}
+		if closed {
+			return ErrClosed
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// Subscribe returns a subscription whose first event is a Reset with the
+// current image, followed by every later publish in order. Events queue
+// without bound, so a subscriber must keep reading or Close.
+func (p *Publisher) Subscribe() *Subscription {
+	s := &Subscription{p: p, notify: make(chan struct{}, 1)}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	c := p.cur.Load()
+	s.q = append(s.q, Event{Image: c.img, Index: c.index, Reset: true})
+	s.signal()
+	if p.closed {
+		s.closed = true
+		return s
+	}
+	p.subs[s] = struct{}{}
+	return s
+}
+
+func (p *Publisher) publish(ev Event) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.cur.Store(&published{img: ev.Image, index: ev.Index})
+	close(p.changed)
+	p.changed = make(chan struct{})
+	for s := range p.subs {
+		s.push(ev)
+	}
+}
+
+func (p *Publisher) close() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return
+	}
+	p.closed = true
+	close(p.changed)
+	p.changed = make(chan struct{})
+	for s := range p.subs {
+		s.mu.Lock()
+		s.closed = true
+		s.mu.Unlock()
+		s.signal()
+	}
+	p.subs = nil
+}
+
+// Subscription is an ordered feed of published events. Next is for one
+// reading goroutine; Close may be called from any.
+type Subscription struct {
+	p      *Publisher
+	notify chan struct{}
+
+	mu     sync.Mutex
+	q      []Event
+	closed bool
+}
+
+func (s *Subscription) push(ev Event) {
+	s.mu.Lock()
+	s.q = append(s.q, ev)
+	s.mu.Unlock()
+	s.signal()
+}
+
+func (s *Subscription) signal() {
+	select {
+	case s.notify <- struct{}{}:
+	default:
+	}
+}
+
+// Next returns the next event in commit order. It returns ErrClosed once the
+// subscription or the node is closed and the queue is drained.
+func (s *Subscription) Next(ctx context.Context) (Event, error) {
+	for {
+		s.mu.Lock()
+		if len(s.q) > 0 {
+			ev := s.q[0]
+			s.q[0] = Event{}
+			s.q = s.q[1:]
+			s.mu.Unlock()
+			return ev, nil
+		}
+		closed := s.closed
+		s.mu.Unlock()
+		if closed {
+			return Event{}, ErrClosed
+		}
+		select {
+		case <-s.notify:
+		case <-ctx.Done():
+			return Event{}, ctx.Err()
+		}
+	}
+}
+
+// Close stops the subscription; queued events are dropped.
+func (s *Subscription) Close() {
+	s.p.mu.Lock()
+	delete(s.p.subs, s)
+	s.p.mu.Unlock()
+	s.mu.Lock()
+	s.closed = true
+	s.q = nil
+	s.mu.Unlock()
+	s.signal()
+}

@@ -1,0 +1,496 @@
+package raftfsm
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/raftka/raftka/metadata"
+	"github.com/rs/zerolog"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// IndexWaiter is what the client needs for read-your-writes: the local
+// node's publisher (or Node itself).
+type IndexWaiter interface {
+	WaitForIndex(ctx context.Context, index uint64) error
+}
+
+// ClientConfig configures a ControllerClient.
+type ClientConfig struct {
+	// Voters are the controller listeners to try; any of them answers,
+	// forwarding to the Raft leader.
+	Voters []Voter
+	// Waiter, when set, makes every call that committed wait until the
+	// local image has applied the commit before returning.
+	Waiter   IndexWaiter
+	ClientID string
+	Logger   zerolog.Logger
+	// DefaultTimeout bounds a call whose context has no deadline (30s).
+	DefaultTimeout time.Duration
+
+	leaders func() string // local Raft's leader address, when the client lives in a Node
+}
+
+// ControllerClient calls the active controller from any node. It does not
+// care which node it dials: followers forward to the leader, and a
+// NOT_CONTROLLER answer or a network error makes it retry, with backoff, on
+// the leader or the next voter until the context ends. Safe for concurrent
+// use.
+type ControllerClient struct {
+	cfg  ClientConfig
+	pool *connPool
+	last atomic.Int64 // index into cfg.Voters of the last voter that answered
+}
+
+// NewControllerClient returns a client; Close releases its connections.
+func NewControllerClient(cfg ClientConfig) *ControllerClient {
+	if cfg.ClientID == "" {
+		cfg.ClientID = "raftka-controller-client"
+	}
+	if cfg.DefaultTimeout <= 0 {
+		cfg.DefaultTimeout = 30 * time.Second
+	}
+	return &ControllerClient{cfg: cfg, pool: newConnPool()}
+}
+
+// Close closes idle connections; calls in flight fail.
+func (c *ControllerClient) Close() { c.pool.close() }
+
+// clientVersion is the version the client sends: the newest kmsg knows,
+// except OffsetCommit v10, which names topics by id.
+func clientVersion(req kmsg.Request) int16 {
+	if req.Key() == 8 {
+		return 9
+	}
+	return req.MaxVersion()
+}
+
+// Request sends req to the active controller and returns its response and
+// the Raft index of its commit (0 when it committed nothing). Retries are
+// safe: each retried operation is decided again against the current image
+// (a CreateTopics that committed before a lost answer comes back
+// TOPIC_ALREADY_EXISTS).
+func (c *ControllerClient) Request(ctx context.Context, req kmsg.Request) (kmsg.Response, uint64, error) {
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, c.cfg.DefaultTimeout)
+		defer cancel()
+	}
+	req.SetVersion(clientVersion(req))
+	backoff := 20 * time.Millisecond
+	var lastErr error
+	for attempt := 0; ; attempt++ {
+		addr := c.pick(attempt)
+		resp, err := c.pool.roundTrip(ctx, addr, c.cfg.ClientID, req)
+		if err == nil && !hasCode(resp, kerr.NotController.Code) {
+			c.remember(addr)
+			var index uint64
+			if tags := respTags(resp); tags != nil {
+				index = indexFromTags(tags)
+			}
+			if index > 0 && c.cfg.Waiter != nil {
+				if werr := c.cfg.Waiter.WaitForIndex(ctx, index); werr != nil {
+					return resp, index, fmt.Errorf("raftfsm: waiting for commit index %d locally: %w", index, werr)
+				}
+			}
+			return resp, index, nil
+		}
+		if err == nil {
+			err = fmt.Errorf("%w (asked %s)", ErrNotController, addr)
+		}
+		lastErr = err
+		select {
+		case <-ctx.Done():
+			return nil, 0, fmt.Errorf("raftfsm: %s: %w (last error: %v)", kmsg.NameForKey(req.Key()), ctx.Err(), lastErr)
+		case <-time.After(backoff):
+		}
+		backoff = min(backoff*2, 500*time.Millisecond)
+	}
+}
+
+func (c *ControllerClient) pick(attempt int) string {
+	if c.cfg.leaders != nil && attempt%2 == 0 {
+		if a := c.cfg.leaders(); a != "" {
+			return a
+		}
+	}
+	n := int64(len(c.cfg.Voters))
+	if n == 0 {
+		return ""
+	}
+	i := (c.last.Load() + int64(attempt/2)) % n
+	if c.cfg.leaders == nil {
+		i = (c.last.Load() + int64(attempt)) % n
+	}
+	return c.cfg.Voters[i].Addr
+}
+
+func (c *ControllerClient) remember(addr string) {
+	for i, v := range c.cfg.Voters {
+		if v.Addr == addr {
+			c.last.Store(int64(i))
+		}
+	}
+}
+
+// hasCode reports whether any error code in a controller response is code.
+func hasCode(resp kmsg.Response, code int16) bool {
+	switch r := resp.(type) {
+	case *kmsg.BrokerRegistrationResponse:
+		return r.ErrorCode == code
+	case *kmsg.BrokerHeartbeatResponse:
+		return r.ErrorCode == code
+	case *kmsg.UnregisterBrokerResponse:
+		return r.ErrorCode == code
+	case *kmsg.AllocateProducerIDsResponse:
+		return r.ErrorCode == code
+	case *kmsg.AlterPartitionResponse:
+		return r.ErrorCode == code
+	case *kmsg.AddRaftVoterResponse:
+		return r.ErrorCode == code
+	case *kmsg.DescribeQuorumResponse:
+		return r.ErrorCode == code
+	case *kmsg.ElectLeadersResponse:
+		return r.ErrorCode == code
+	case *kmsg.CreateTopicsResponse:
+		for _, t := range r.Topics {
+			if t.ErrorCode == code {
+				return true
+			}
+		}
+	case *kmsg.DeleteTopicsResponse:
+		for _, t := range r.Topics {
+			if t.ErrorCode == code {
+				return true
+			}
+		}
+	case *kmsg.CreatePartitionsResponse:
+		for _, t := range r.Topics {
+			if t.ErrorCode == code {
+				return true
+			}
+		}
+	case *kmsg.AlterConfigsResponse:
+		for _, t := range r.Resources {
+			if t.ErrorCode == code {
+				return true
+			}
+		}
+	case *kmsg.IncrementalAlterConfigsResponse:
+		for _, t := range r.Resources {
+			if t.ErrorCode == code {
+				return true
+			}
+		}
+	case *kmsg.OffsetCommitResponse:
+		for _, t := range r.Topics {
+			for _, p := range t.Partitions {
+				if p.ErrorCode == code {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}
+
+// RegisterBroker sends BrokerRegistration; the response carries the new
+// broker epoch.
+func (c *ControllerClient) RegisterBroker(ctx context.Context, req *kmsg.BrokerRegistrationRequest) (*kmsg.BrokerRegistrationResponse, error) {
+	resp, _, err := c.Request(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	return resp.(*kmsg.BrokerRegistrationResponse), nil
+}
+
+// Heartbeat sends BrokerHeartbeat.
+func (c *ControllerClient) Heartbeat(ctx context.Context, req *kmsg.BrokerHeartbeatRequest) (*kmsg.BrokerHeartbeatResponse, error) {
+	resp, _, err := c.Request(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	return resp.(*kmsg.BrokerHeartbeatResponse), nil
+}
+
+// UnregisterBroker sends UnregisterBroker.
+func (c *ControllerClient) UnregisterBroker(ctx context.Context, brokerID int32) (*kmsg.UnregisterBrokerResponse, error) {
+	req := kmsg.NewPtrUnregisterBrokerRequest()
+	req.BrokerID = brokerID
+	resp, _, err := c.Request(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	return resp.(*kmsg.UnregisterBrokerResponse), nil
+}
+
+// CreateTopics sends CreateTopics (v7: topic ids and configs come back).
+func (c *ControllerClient) CreateTopics(ctx context.Context, req *kmsg.CreateTopicsRequest) (*kmsg.CreateTopicsResponse, error) {
+	resp, _, err := c.Request(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	return resp.(*kmsg.CreateTopicsResponse), nil
+}
+
+// DeleteTopics sends DeleteTopics v6; names in TopicNames are moved into
+// Topics, which v6 uses.
+func (c *ControllerClient) DeleteTopics(ctx context.Context, req *kmsg.DeleteTopicsRequest) (*kmsg.DeleteTopicsResponse, error) {
+	for _, n := range req.TopicNames {
+		t := kmsg.NewDeleteTopicsRequestTopic()
+		t.Topic = kmsg.StringPtr(n)
+		req.Topics = append(req.Topics, t)
+	}
+	req.TopicNames = nil
+	resp, _, err := c.Request(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	return resp.(*kmsg.DeleteTopicsResponse), nil
+}
+
+// CreatePartitions sends CreatePartitions.
+func (c *ControllerClient) CreatePartitions(ctx context.Context, req *kmsg.CreatePartitionsRequest) (*kmsg.CreatePartitionsResponse, error) {
+	resp, _, err := c.Request(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	return resp.(*kmsg.CreatePartitionsResponse), nil
+}
+
+// AlterConfigs sends AlterConfigs.
+func (c *ControllerClient) AlterConfigs(ctx context.Context, req *kmsg.AlterConfigsRequest) (*kmsg.AlterConfigsResponse, error) {
+	resp, _, err := c.Request(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	return resp.(*kmsg.AlterConfigsResponse), nil
+}
+
+// IncrementalAlterConfigs sends IncrementalAlterConfigs.
+func (c *ControllerClient) IncrementalAlterConfigs(ctx context.Context, req *kmsg.IncrementalAlterConfigsRequest) (*kmsg.IncrementalAlterConfigsResponse, error) {
+	resp, _, err := c.Request(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	return resp.(*kmsg.IncrementalAlterConfigsResponse), nil
+}
+
+// AlterPartition sends AlterPartition (v3: ISR members with broker epochs).
+func (c *ControllerClient) AlterPartition(ctx context.Context, req *kmsg.AlterPartitionRequest) (*kmsg.AlterPartitionResponse, error) {
+	resp, _, err := c.Request(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	return resp.(*kmsg.AlterPartitionResponse), nil
+}
+
+// AllocateProducerIDs sends AllocateProducerIDs; a block is
+// ProducerIDBlockSize ids.
+func (c *ControllerClient) AllocateProducerIDs(ctx context.Context, brokerID int32, brokerEpoch int64) (*kmsg.AllocateProducerIDsResponse, error) {
+	req := kmsg.NewPtrAllocateProducerIDsRequest()
+	req.BrokerID, req.BrokerEpoch = brokerID, brokerEpoch
+	resp, _, err := c.Request(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	return resp.(*kmsg.AllocateProducerIDsResponse), nil
+}
+
+// ElectLeaders sends ElectLeaders (type 0 preferred, 1 unclean).
+func (c *ControllerClient) ElectLeaders(ctx context.Context, req *kmsg.ElectLeadersRequest) (*kmsg.ElectLeadersResponse, error) {
+	resp, _, err := c.Request(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	return resp.(*kmsg.ElectLeadersResponse), nil
+}
+
+// DescribeQuorum asks the active controller for the quorum's state.
+func (c *ControllerClient) DescribeQuorum(ctx context.Context) (*kmsg.DescribeQuorumResponse, error) {
+	req := kmsg.NewPtrDescribeQuorumRequest()
+	t := kmsg.NewDescribeQuorumRequestTopic()
+	t.Topic = MetadataTopic
+	t.Partitions = append(t.Partitions, kmsg.NewDescribeQuorumRequestTopicPartition())
+	req.Topics = append(req.Topics, t)
+	resp, _, err := c.Request(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	return resp.(*kmsg.DescribeQuorumResponse), nil
+}
+
+// CommitOffsets stores a group's committed offsets in the metadata image.
+// Concurrent calls from many coordinators are coalesced by the controller
+// into one Raft entry. The returned index is the commit's.
+func (c *ControllerClient) CommitOffsets(ctx context.Context, group string, offsets []metadata.OffsetCommit) (*kmsg.OffsetCommitResponse, uint64, error) {
+	req := kmsg.NewPtrOffsetCommitRequest()
+	req.Group = group
+	req.Generation = -1
+	byTopic := map[string]int{}
+	for _, o := range offsets {
+		i, ok := byTopic[o.Topic]
+		if !ok {
+			i = len(req.Topics)
+			byTopic[o.Topic] = i
+			t := kmsg.NewOffsetCommitRequestTopic()
+			t.Topic = o.Topic
+			req.Topics = append(req.Topics, t)
+		}
+		p := kmsg.NewOffsetCommitRequestTopicPartition()
+		p.Partition, p.Offset, p.LeaderEpoch = o.Partition, o.Offset, o.LeaderEpoch
+		p.Metadata = kmsg.StringPtr(o.Metadata)
+		req.Topics[i].Partitions = append(req.Topics[i].Partitions, p)
+	}
+	resp, index, err := c.Request(ctx, req)
+	if err != nil {
+		return nil, 0, err
+	}
+	return resp.(*kmsg.OffsetCommitResponse), index, nil
+}
+
+// AddNonvoter asks the active controller to add node id at addr as a Raft
+// non-voter (AddRaftVoter with NonvoterTag).
+func (c *ControllerClient) AddNonvoter(ctx context.Context, id int32, addr, clusterID string) error {
+	host, port := splitHostPort(addr)
+	req := kmsg.NewPtrAddRaftVoterRequest()
+	req.ClusterID = kmsg.StringPtr(clusterID)
+	req.TimeoutMillis = 10000
+	req.VoterID = id
+	l := kmsg.NewAddRaftVoterRequestListener()
+	l.Name, l.Host, l.Port = "CONTROLLER", host, port
+	req.Listeners = append(req.Listeners, l)
+	req.UnknownTags.Set(NonvoterTag, []byte{1})
+	resp, _, err := c.Request(ctx, req)
+	if err != nil {
+		return err
+	}
+	r := resp.(*kmsg.AddRaftVoterResponse)
+	if r.ErrorCode != 0 {
+		return fmt.Errorf("raftfsm: add non-voter: %w: %s", kerr.ErrorForCode(r.ErrorCode), deref(r.ErrorMessage))
+	}
+	return nil
+}
+
+func splitHostPort(addr string) (string, uint16) {
+	host, ps, err := net.SplitHostPort(addr)
+	if err != nil {
+		return addr, 0
+	}
+	p, _ := strconv.ParseUint(ps, 10, 16)
+	return host, uint16(p)
+}
+
+// connPool keeps a few idle connections per controller address. A
+// connection carries one request at a time; a failed one is discarded.
+type connPool struct {
+	mu     sync.Mutex
+	idle   map[string][]*poolConn
+	closed bool
+	corr   atomic.Int32
+}
+
+type poolConn struct {
+	c net.Conn
+	r *bufio.Reader
+}
+
+const maxIdlePerAddr = 4
+
+var errPoolClosed = errors.New("raftfsm: client closed")
+
+func newConnPool() *connPool { return &connPool{idle: map[string][]*poolConn{}} }
+
+func (p *connPool) get(ctx context.Context, addr string) (*poolConn, error) {
+	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
+		return nil, errPoolClosed
+	}
+	if l := p.idle[addr]; len(l) > 0 {
+		pc := l[len(l)-1]
+		p.idle[addr] = l[:len(l)-1]
+		p.mu.Unlock()
+		return pc, nil
+	}
+	p.mu.Unlock()
+	var d net.Dialer
+	dctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	c, err := d.DialContext(dctx, "tcp", addr)
+	if err != nil {
+		return nil, err
+	}
+	return &poolConn{c: c, r: bufio.NewReader(c)}, nil
+}
+
+func (p *connPool) put(addr string, pc *poolConn) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed || len(p.idle[addr]) >= maxIdlePerAddr {
+		pc.c.Close()
+		return
+	}
+	p.idle[addr] = append(p.idle[addr], pc)
+}
+
+func (p *connPool) close() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.closed = true
+	for _, l := range p.idle {
+		for _, pc := range l {
+			pc.c.Close()
+		}
+	}
+	p.idle = nil
+}
+
+// roundTrip sends one request to addr and reads its response.
+func (p *connPool) roundTrip(ctx context.Context, addr, clientID string, req kmsg.Request) (kmsg.Response, error) {
+	if addr == "" {
+		return nil, errors.New("raftfsm: no controller address")
+	}
+	pc, err := p.get(ctx, addr)
+	if err != nil {
+		return nil, err
+	}
+	corr := p.corr.Add(1)
+	buf := kmsg.NewRequestFormatter(kmsg.FormatterClientID(clientID)).AppendRequest(nil, req, corr)
+	dl, ok := ctx.Deadline()
+	if !ok {
+		dl = time.Now().Add(rpcTimeout)
+	}
+	_ = pc.c.SetDeadline(dl)
+	stop := context.AfterFunc(ctx, func() { _ = pc.c.SetDeadline(time.Now()) })
+	defer stop()
+	if _, err := pc.c.Write(buf); err != nil {
+		pc.c.Close()
+		return nil, err
+	}
+	frame, err := readFrame(pc.r)
+	if err != nil {
+		pc.c.Close()
+		return nil, err
+	}
+	resp, err := parseResponse(frame, corr, req)
+	if err != nil {
+		pc.c.Close()
+		return nil, err
+	}
+	if stop() {
+		_ = pc.c.SetDeadline(time.Time{})
+		p.put(addr, pc)
+	} else {
+		pc.c.Close()
+	}
+	return resp, nil
+}

@@ -1,0 +1,271 @@
+package raftfsm
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"net"
+	"strconv"
+	"time"
+
+	"github.com/hashicorp/raft"
+	"github.com/raftka/raftka/metadata"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// rpcTimeout bounds one controller operation on the server side, forwarding
+// included.
+const rpcTimeout = 30 * time.Second
+
+// serveConn answers one RPC connection: frames are read and answered in
+// order. A frame that does not parse closes the connection after a log line;
+// nothing else is affected.
+func (n *Node) serveConn(c net.Conn) {
+	r := bufio.NewReader(c)
+	var out []byte
+	for {
+		frame, err := readFrame(r)
+		if err != nil {
+			return
+		}
+		hdr, req, err := parseRequest(frame)
+		if err != nil {
+			n.log.Warn().Err(err).Str("remote", c.RemoteAddr().String()).Msg("bad controller rpc frame: closing connection")
+			return
+		}
+		ctx, cancel := context.WithTimeout(n.ctx, rpcTimeout)
+		resp := n.handle(ctx, hdr, req)
+		cancel()
+		out = appendResponse(out[:0], hdr.correlationID, resp)
+		_ = c.SetWriteDeadline(time.Now().Add(rpcTimeout))
+		if _, err := c.Write(out); err != nil {
+			return
+		}
+	}
+}
+
+// handle answers one request: on the leader through the active controller,
+// elsewhere by forwarding it to the leader once; a request that was already
+// forwarded, or that finds no leader, gets NOT_CONTROLLER and the client
+// retries.
+func (n *Node) handle(ctx context.Context, hdr requestHeader, req kmsg.Request) kmsg.Response {
+	d := n.decideFor(req)
+	if d == nil {
+		return errorResponse(req, kerr.UnsupportedVersion.Code)
+	}
+	if c := n.activeController(); c != nil {
+		switch r := req.(type) {
+		case *kmsg.AddRaftVoterRequest:
+			return n.addNonvoter(r)
+		case *kmsg.DescribeQuorumRequest:
+			return n.describeQuorum(ctx, r)
+		}
+		res := c.submit(ctx, d)
+		if res.err != nil {
+			return errorResponse(req, errCode(res.err))
+		}
+		if tags := respTags(res.resp); tags != nil {
+			setIndexTag(tags, res.index)
+		}
+		return res.resp
+	}
+	leader := n.leaderAddr()
+	if hdr.clientID == forwardClientID || leader == "" || leader == n.addr {
+		return errorResponse(req, kerr.NotController.Code)
+	}
+	resp, err := n.pool.roundTrip(ctx, leader, forwardClientID, req)
+	if err != nil {
+		n.log.Debug().Err(err).Str("leader", leader).Msg("forwarding controller rpc failed")
+		return errorResponse(req, kerr.NotController.Code)
+	}
+	return resp
+}
+
+// decideFor maps a request to its controller operation; nil for a request
+// the controller listener does not serve.
+func (n *Node) decideFor(req kmsg.Request) decideFunc {
+	switch r := req.(type) {
+	case *kmsg.BrokerRegistrationRequest:
+		return decideRegister(r)
+	case *kmsg.BrokerHeartbeatRequest:
+		return decideHeartbeat(r)
+	case *kmsg.UnregisterBrokerRequest:
+		return decideUnregister(r)
+	case *kmsg.CreateTopicsRequest:
+		return decideCreateTopics(r, n.cfg.DefaultPartitions, n.cfg.DefaultReplicationFactor)
+	case *kmsg.DeleteTopicsRequest:
+		return decideDeleteTopics(r)
+	case *kmsg.CreatePartitionsRequest:
+		return decideCreatePartitions(r)
+	case *kmsg.AlterConfigsRequest:
+		return decideAlterConfigs(r)
+	case *kmsg.IncrementalAlterConfigsRequest:
+		return decideIncrementalAlterConfigs(r)
+	case *kmsg.AlterPartitionRequest:
+		return decideAlterPartition(r)
+	case *kmsg.AllocateProducerIDsRequest:
+		return decideAllocateProducerIDs(r)
+	case *kmsg.ElectLeadersRequest:
+		return decideElectLeaders(r)
+	case *kmsg.OffsetCommitRequest:
+		return decideCommitOffsets(r)
+	case *kmsg.AddRaftVoterRequest, *kmsg.DescribeQuorumRequest:
+		// Answered outside the loop (a Raft configuration change, a read of
+		// Raft state); the non-nil func only marks them as served.
+		return func(*controller, *metadata.Image, time.Time) decision { return decision{} }
+	}
+	return nil
+}
+
+// addNonvoter adds a broker-only node as a Raft non-voter after checking
+// that it belongs to this cluster.
+func (n *Node) addNonvoter(r *kmsg.AddRaftVoterRequest) kmsg.Response {
+	resp := r.ResponseKind().(*kmsg.AddRaftVoterResponse)
+	img, _ := n.pub.Current()
+	if r.ClusterID == nil || *r.ClusterID != img.ClusterID() {
+		resp.ErrorCode = kerr.InconsistentClusterID.Code
+		return resp
+	}
+	nonvoter := false
+	r.UnknownTags.Each(func(k uint32, v []byte) {
+		if k == NonvoterTag && len(v) == 1 && v[0] == 1 {
+			nonvoter = true
+		}
+	})
+	if !nonvoter || len(r.Listeners) == 0 {
+		// Voters come from controller.quorum.voters; adding one at run time
+		// (KIP-853) is not supported.
+		resp.ErrorCode = kerr.UnsupportedVersion.Code
+		resp.ErrorMessage = kmsg.StringPtr("raftka adds only non-voters at run time")
+		return resp
+	}
+	l := r.Listeners[0]
+	addr := net.JoinHostPort(l.Host, strconv.Itoa(int(l.Port)))
+	f := n.raft.AddNonvoter(raft.ServerID(strconv.Itoa(int(r.VoterID))), raft.ServerAddress(addr), 0, 10*time.Second)
+	if err := f.Error(); err != nil {
+		resp.ErrorCode = kerr.NotController.Code
+		if !errors.Is(err, raft.ErrNotLeader) {
+			resp.ErrorCode = kerr.RequestTimedOut.Code
+		}
+		resp.ErrorMessage = kmsg.StringPtr(err.Error())
+		return resp
+	}
+	n.log.Info().Int32("node", r.VoterID).Str("addr", addr).Msg("added raft non-voter")
+	return resp
+}
+
+// respTags returns the tagged fields of a flexible controller response.
+func respTags(resp kmsg.Response) *kmsg.Tags {
+	if !resp.IsFlexible() {
+		return nil
+	}
+	switch r := resp.(type) {
+	case *kmsg.BrokerRegistrationResponse:
+		return &r.UnknownTags
+	case *kmsg.BrokerHeartbeatResponse:
+		return &r.UnknownTags
+	case *kmsg.UnregisterBrokerResponse:
+		return &r.UnknownTags
+	case *kmsg.CreateTopicsResponse:
+		return &r.UnknownTags
+	case *kmsg.DeleteTopicsResponse:
+		return &r.UnknownTags
+	case *kmsg.CreatePartitionsResponse:
+		return &r.UnknownTags
+	case *kmsg.AlterConfigsResponse:
+		return &r.UnknownTags
+	case *kmsg.IncrementalAlterConfigsResponse:
+		return &r.UnknownTags
+	case *kmsg.AlterPartitionResponse:
+		return &r.UnknownTags
+	case *kmsg.AllocateProducerIDsResponse:
+		return &r.UnknownTags
+	case *kmsg.ElectLeadersResponse:
+		return &r.UnknownTags
+	case *kmsg.OffsetCommitResponse:
+		return &r.UnknownTags
+	}
+	return nil
+}
+
+// errorResponse answers req with code everywhere the response has an error
+// code: at the top level, or on every item the request named.
+func errorResponse(req kmsg.Request, code int16) kmsg.Response {
+	resp := req.ResponseKind()
+	switch r := req.(type) {
+	case *kmsg.BrokerRegistrationRequest:
+		x := resp.(*kmsg.BrokerRegistrationResponse)
+		x.ErrorCode, x.BrokerEpoch = code, -1
+	case *kmsg.BrokerHeartbeatRequest:
+		x := resp.(*kmsg.BrokerHeartbeatResponse)
+		x.ErrorCode, x.IsFenced = code, true
+	case *kmsg.UnregisterBrokerRequest:
+		resp.(*kmsg.UnregisterBrokerResponse).ErrorCode = code
+	case *kmsg.AllocateProducerIDsRequest:
+		resp.(*kmsg.AllocateProducerIDsResponse).ErrorCode = code
+	case *kmsg.AlterPartitionRequest:
+		resp.(*kmsg.AlterPartitionResponse).ErrorCode = code
+	case *kmsg.AddRaftVoterRequest:
+		resp.(*kmsg.AddRaftVoterResponse).ErrorCode = code
+	case *kmsg.DescribeQuorumRequest:
+		resp.(*kmsg.DescribeQuorumResponse).ErrorCode = code
+	case *kmsg.ElectLeadersRequest:
+		resp.(*kmsg.ElectLeadersResponse).ErrorCode = code
+	case *kmsg.CreateTopicsRequest:
+		x := resp.(*kmsg.CreateTopicsResponse)
+		for _, t := range r.Topics {
+			rt := kmsg.NewCreateTopicsResponseTopic()
+			rt.Topic, rt.ErrorCode = t.Topic, code
+			rt.NumPartitions, rt.ReplicationFactor = -1, -1
+			x.Topics = append(x.Topics, rt)
+		}
+	case *kmsg.DeleteTopicsRequest:
+		x := resp.(*kmsg.DeleteTopicsResponse)
+		for _, name := range r.TopicNames {
+			rt := kmsg.NewDeleteTopicsResponseTopic()
+			rt.Topic, rt.ErrorCode = kmsg.StringPtr(name), code
+			x.Topics = append(x.Topics, rt)
+		}
+		for _, t := range r.Topics {
+			rt := kmsg.NewDeleteTopicsResponseTopic()
+			rt.Topic, rt.TopicID, rt.ErrorCode = t.Topic, t.TopicID, code
+			x.Topics = append(x.Topics, rt)
+		}
+	case *kmsg.CreatePartitionsRequest:
+		x := resp.(*kmsg.CreatePartitionsResponse)
+		for _, t := range r.Topics {
+			rt := kmsg.NewCreatePartitionsResponseTopic()
+			rt.Topic, rt.ErrorCode = t.Topic, code
+			x.Topics = append(x.Topics, rt)
+		}
+	case *kmsg.AlterConfigsRequest:
+		x := resp.(*kmsg.AlterConfigsResponse)
+		for _, res := range r.Resources {
+			o := kmsg.NewAlterConfigsResponseResource()
+			o.ResourceType, o.ResourceName, o.ErrorCode = res.ResourceType, res.ResourceName, code
+			x.Resources = append(x.Resources, o)
+		}
+	case *kmsg.IncrementalAlterConfigsRequest:
+		x := resp.(*kmsg.IncrementalAlterConfigsResponse)
+		for _, res := range r.Resources {
+			o := kmsg.NewIncrementalAlterConfigsResponseResource()
+			o.ResourceType, o.ResourceName, o.ErrorCode = res.ResourceType, res.ResourceName, code
+			x.Resources = append(x.Resources, o)
+		}
+	case *kmsg.OffsetCommitRequest:
+		x := resp.(*kmsg.OffsetCommitResponse)
+		for _, t := range r.Topics {
+			rt := kmsg.NewOffsetCommitResponseTopic()
+			rt.Topic = t.Topic
+			for _, p := range t.Partitions {
+				rp := kmsg.NewOffsetCommitResponseTopicPartition()
+				rp.Partition, rp.ErrorCode = p.Partition, code
+				rt.Partitions = append(rt.Partitions, rp)
+			}
+			x.Topics = append(x.Topics, rt)
+		}
+	}
+	resp.SetVersion(req.GetVersion())
+	return resp
+}
