@@ -728,7 +728,7 @@ func (l *Log) Sync() error {
 		}
 	}
 	if !l.dirSynced.Swap(true) {
-		if err := syncDir(l.dir); err != nil {
+		if err := fsyncDir(l.dir); err != nil {
 			l.dirSynced.Store(false)
 			return err
 		}

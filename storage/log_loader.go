@@ -244,7 +244,7 @@ func (l *Log) load(cfg *Config, opts LogOptions, rep *RecoveryReport) error {
 	if err := l.epochs.TruncateFromStart(start); err != nil {
 		return err
 	}
-	return syncDir(l.dir)
+	return fsyncDir(l.dir)
 }
 
 // trustSegment loads a segment that needs no rescan, after checking its

@@ -1,0 +1,433 @@
+package storage
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+)
+
+// ManagerOptions configure a Manager. Zero durations take Kafka's defaults.
+type ManagerOptions struct {
+	// Dirs are the log directories (log.dirs).
+	Dirs []string
+	// ConfigFor returns the config for a topic's logs found on disk at
+	// open; DefaultConfig() if nil. GetOrCreate takes its own config.
+	ConfigFor func(topic string) Config
+	// Now is the clock; time.Now if nil.
+	Now func() time.Time
+	// Threads bounds how many logs open at once (num.recovery.threads.per.data.dir
+	// times the number of dirs); GOMAXPROCS if zero.
+	Threads int
+	// FlushCheckInterval is how often flush.ms is checked
+	// (log.flush.scheduler.interval.ms); 1s if zero.
+	FlushCheckInterval time.Duration
+	// RecoveryPointInterval (log.flush.offset.checkpoint.interval.ms,
+	// 60s) and LogStartInterval (log.flush.start.offset.checkpoint.interval.ms,
+	// 60s) and ReplicationInterval (replica.high.watermark.checkpoint.interval.ms,
+	// 5s) are how often the per-dir checkpoints are written.
+	RecoveryPointInterval time.Duration
+	LogStartInterval      time.Duration
+	ReplicationInterval   time.Duration
+	// RetentionCheckInterval is log.retention.check.interval.ms (5 min).
+	RetentionCheckInterval time.Duration
+	// DisableScheduler turns off the background goroutine; callers then
+	// call Tick themselves (tests).
+	DisableScheduler bool
+}
+
+// Manager owns every partition log in a set of log directories: it opens
+// them in parallel at start, creates and deletes them, writes the per-dir
+// checkpoint files, runs flush.ms, retention and checkpoints on a schedule,
+// and writes the clean-shutdown marker on Close.
+//
+// All methods are safe for concurrent use. Logs returned stay owned by the
+// Manager: callers must not Close them.
+type Manager struct {
+	opts ManagerOptions
+
+	mu     sync.Mutex
+	logs   map[TopicPartition]*Log
+	dirOf  map[TopicPartition]string // log dir holding each partition
+	closed bool
+
+	ckptMu sync.Mutex // serialises checkpoint file writes
+
+	stop chan struct{}
+	done chan struct{}
+}
+
+// OpenManager opens every partition directory under opts.Dirs, recovering
+// as needed, and returns one report per log (for the caller to log).
+func OpenManager(opts ManagerOptions) (*Manager, []*RecoveryReport, error) {
+	if len(opts.Dirs) == 0 {
+		return nil, nil, fmt.Errorf("%w: no log dirs", ErrInvalidConfig)
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.ConfigFor == nil {
+		opts.ConfigFor = func(string) Config { return DefaultConfig() }
+	}
+	if opts.Threads <= 0 {
+		opts.Threads = runtime.GOMAXPROCS(0)
+	}
+	setDefault := func(d *time.Duration, v time.Duration) {
+		if *d <= 0 {
+			*d = v
+		}
+	}
+	setDefault(&opts.FlushCheckInterval, time.Second)
+	setDefault(&opts.RecoveryPointInterval, time.Minute)
+	setDefault(&opts.LogStartInterval, time.Minute)
+	setDefault(&opts.ReplicationInterval, 5*time.Second)
+	setDefault(&opts.RetentionCheckInterval, 5*time.Minute)
+
+	m := &Manager{opts: opts, logs: map[TopicPartition]*Log{}, dirOf: map[TopicPartition]string{}}
+	type job struct {
+		dir  string
+		path string
+		tp   TopicPartition
+		lo   LogOptions
+	}
+	var jobs []job
+	for _, dir := range opts.Dirs {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return nil, nil, err
+		}
+		marker := filepath.Join(dir, CleanShutdownFile)
+		_, err := os.Stat(marker)
+		clean := err == nil
+		rps, err := ReadOffsetCheckpoint(filepath.Join(dir, RecoveryPointCheckpointFile))
+		if err != nil {
+			return nil, nil, err
+		}
+		starts, err := ReadOffsetCheckpoint(filepath.Join(dir, LogStartOffsetCheckpointFile))
+		if err != nil {
+			return nil, nil, err
+		}
+		hws, err := ReadOffsetCheckpoint(filepath.Join(dir, ReplicationCheckpointFile))
+		if err != nil {
+			return nil, nil, err
+		}
+		ents, err := os.ReadDir(dir)
+		if err != nil {
+			return nil, nil, err
+		}
+		for _, e := range ents {
+			if !e.IsDir() {
+				continue
+			}
+			name := e.Name()
+			if strings.HasSuffix(name, "-delete") {
+				// A deletion that did not finish: finish it.
+				if err := os.RemoveAll(filepath.Join(dir, name)); err != nil {
+					return nil, nil, err
+				}
+				continue
+			}
+			tp, ok := ParsePartitionDir(name)
+			if !ok {
+				continue // not ours (future/stray dirs, the raft dir)
+			}
+			if other, dup := m.dirOf[tp]; dup {
+				return nil, nil, fmt.Errorf("%w: partition %s is in both %s and %s", ErrCorruptFile, tp, other, dir)
+			}
+			m.dirOf[tp] = dir
+			jobs = append(jobs, job{dir: dir, path: filepath.Join(dir, name), tp: tp, lo: LogOptions{
+				CleanShutdown:  clean,
+				RecoveryPoint:  rps[tp],
+				LogStartOffset: starts[tp],
+				HighWatermark:  hws[tp],
+				Now:            opts.Now,
+			}})
+		}
+	}
+	reports := make([]*RecoveryReport, len(jobs))
+	logs := make([]*Log, len(jobs))
+	errs := make([]error, len(jobs))
+	sem := make(chan struct{}, opts.Threads)
+	var wg sync.WaitGroup
+	for i, j := range jobs {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			logs[i], reports[i], errs[i] = OpenLog(j.path, opts.ConfigFor(j.tp.Topic), j.lo)
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		for _, l := range logs {
+			if l != nil {
+				l.Close()
+			}
+		}
+		return nil, nil, err
+	}
+	for i, j := range jobs {
+		m.logs[j.tp] = logs[i]
+	}
+	// The marker goes once everything is open: a crash from here on must
+	// look unclean at the next start.
+	for _, dir := range opts.Dirs {
+		if err := os.Remove(filepath.Join(dir, CleanShutdownFile)); err != nil && !errors.Is(err, os.ErrNotExist) {
+			m.closeLogs()
+			return nil, nil, err
+		}
+	}
+	if err := m.Checkpoint(); err != nil {
+		m.closeLogs()
+		return nil, nil, err
+	}
+	if !opts.DisableScheduler {
+		m.stop, m.done = make(chan struct{}), make(chan struct{})
+		go m.schedule()
+	}
+	return m, reports, nil
+}
+
+// Get returns the log of a partition, if this manager has it.
+func (m *Manager) Get(topic string, partition int32) (*Log, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	l, ok := m.logs[TopicPartition{topic, partition}]
+	return l, ok
+}
+
+// Logs returns every open log.
+func (m *Manager) Logs() []*Log {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := make([]*Log, 0, len(m.logs))
+	for _, l := range m.logs {
+		out = append(out, l)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		a, b := out[i].tp, out[j].tp
+		return a.Topic < b.Topic || a.Topic == b.Topic && a.Partition < b.Partition
+	})
+	return out
+}
+
+// GetOrCreate returns the partition's log, creating it with cfg in the log
+// dir holding the fewest partitions if it does not exist. An existing log
+// keeps its config (use Log.UpdateConfig).
+func (m *Manager) GetOrCreate(topic string, partition int32, cfg Config) (*Log, error) {
+	if err := ValidateTopicName(topic); err != nil {
+		return nil, err
+	}
+	if partition < 0 {
+		return nil, fmt.Errorf("%w: partition %d", ErrInvalidConfig, partition)
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed {
+		return nil, ErrClosed
+	}
+	tp := TopicPartition{topic, partition}
+	if l, ok := m.logs[tp]; ok {
+		return l, nil
+	}
+	counts := map[string]int{}
+	for _, d := range m.dirOf {
+		counts[d]++
+	}
+	dir := m.opts.Dirs[0]
+	for _, d := range m.opts.Dirs[1:] {
+		if counts[d] < counts[dir] {
+			dir = d
+		}
+	}
+	l, _, err := OpenLog(filepath.Join(dir, tp.String()), cfg, LogOptions{Now: m.opts.Now})
+	if err != nil {
+		return nil, err
+	}
+	if err := fsyncDir(dir); err != nil {
+		l.Close()
+		return nil, err
+	}
+	m.logs[tp] = l
+	m.dirOf[tp] = dir
+	return l, nil
+}
+
+// ValidateTopicName applies Kafka's topic name rules (1-249 of
+// [a-zA-Z0-9._-], not "." or "..").
+func ValidateTopicName(name string) error {
+	if name == "" || name == "." || name == ".." || len(name) > 249 {
+		return fmt.Errorf("%w: topic name %q", ErrInvalidConfig, name)
+	}
+	for _, c := range name {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '-') {
+			return fmt.Errorf("%w: topic name %q has character %q", ErrInvalidConfig, name, c)
+		}
+	}
+	return nil
+}
+
+// Delete closes the partition's log and removes its directory: it is first
+// renamed "<topic>-<partition>.<id>-delete" (atomic, and finished at the
+// next start if interrupted), then removed.
+func (m *Manager) Delete(topic string, partition int32) error {
+	m.mu.Lock()
+	tp := TopicPartition{topic, partition}
+	l, ok := m.logs[tp]
+	dir := m.dirOf[tp]
+	delete(m.logs, tp)
+	delete(m.dirOf, tp)
+	m.mu.Unlock()
+	if !ok {
+		return nil
+	}
+	closeErr := l.Close()
+	var id [8]byte
+	_, _ = rand.Read(id[:])
+	gone := filepath.Join(dir, tp.String()+"."+hex.EncodeToString(id[:])+"-delete")
+	if err := os.Rename(l.Dir(), gone); err != nil {
+		return errors.Join(closeErr, err)
+	}
+	if err := fsyncDir(dir); err != nil {
+		return errors.Join(closeErr, err)
+	}
+	return errors.Join(closeErr, os.RemoveAll(gone), m.Checkpoint())
+}
+
+// Checkpoint writes the three per-dir checkpoint files for every log dir.
+func (m *Manager) Checkpoint() error {
+	return errors.Join(m.checkpoint(RecoveryPointCheckpointFile), m.checkpoint(LogStartOffsetCheckpointFile), m.checkpoint(ReplicationCheckpointFile))
+}
+
+func (m *Manager) checkpoint(file string) error {
+	m.ckptMu.Lock()
+	defer m.ckptMu.Unlock()
+	m.mu.Lock()
+	per := map[string]map[TopicPartition]int64{}
+	for _, d := range m.opts.Dirs {
+		per[d] = map[TopicPartition]int64{}
+	}
+	for tp, l := range m.logs {
+		var v int64
+		switch file {
+		case RecoveryPointCheckpointFile:
+			v = l.RecoveryPoint()
+		case LogStartOffsetCheckpointFile:
+			v = l.LogStartOffset()
+		case ReplicationCheckpointFile:
+			v = l.HighWatermark()
+		}
+		per[m.dirOf[tp]][tp] = v
+	}
+	m.mu.Unlock()
+	var errs []error
+	for d, offs := range per {
+		errs = append(errs, WriteOffsetCheckpoint(filepath.Join(d, file), offs))
+	}
+	return errors.Join(errs...)
+}
+
+// Tick runs one round of the scheduled work that is due at now: flush.ms
+// flushes, retention and checkpoints. The scheduler goroutine calls it;
+// with DisableScheduler, tests call it. It returns the errors met (the
+// caller logs them); one log's failure does not stop the others.
+func (m *Manager) Tick(now time.Time, retention, recoveryPoints, logStarts, replication bool) error {
+	var errs []error
+	for _, l := range m.Logs() {
+		if err := l.FlushIfDue(now); err != nil && !errors.Is(err, ErrClosed) {
+			errs = append(errs, fmt.Errorf("flush %s: %w", l.tp, err))
+		}
+		if retention {
+			if _, err := l.ApplyRetention(now); err != nil && !errors.Is(err, ErrClosed) {
+				errs = append(errs, fmt.Errorf("retention %s: %w", l.tp, err))
+			}
+		}
+	}
+	if recoveryPoints {
+		errs = append(errs, m.checkpoint(RecoveryPointCheckpointFile))
+	}
+	if logStarts {
+		errs = append(errs, m.checkpoint(LogStartOffsetCheckpointFile))
+	}
+	if replication {
+		errs = append(errs, m.checkpoint(ReplicationCheckpointFile))
+	}
+	return errors.Join(errs...)
+}
+
+// schedule is the manager's one background goroutine.
+func (m *Manager) schedule() {
+	defer close(m.done)
+	t := time.NewTicker(m.opts.FlushCheckInterval)
+	defer t.Stop()
+	start := m.opts.Now()
+	last := [4]time.Time{start, start, start, start}
+	due := func(i int, now time.Time, every time.Duration) bool {
+		if now.Sub(last[i]) >= every {
+			last[i] = now
+			return true
+		}
+		return false
+	}
+	for {
+		select {
+		case <-m.stop:
+			return
+		case <-t.C:
+			now := m.opts.Now()
+			// Errors are retried next tick; the broker watches log health
+			// through the logs themselves.
+			_ = m.Tick(now,
+				due(0, now, m.opts.RetentionCheckInterval),
+				due(1, now, m.opts.RecoveryPointInterval),
+				due(2, now, m.opts.LogStartInterval),
+				due(3, now, m.opts.ReplicationInterval))
+		}
+	}
+}
+
+func (m *Manager) closeLogs() error {
+	var errs []error
+	for _, l := range m.logs {
+		errs = append(errs, l.Close())
+	}
+	return errors.Join(errs...)
+}
+
+// Close stops the scheduler, closes every log (flushing it), writes the
+// checkpoints and then the clean-shutdown marker in each log dir.
+func (m *Manager) Close() error {
+	m.mu.Lock()
+	if m.closed {
+		m.mu.Unlock()
+		return nil
+	}
+	m.closed = true
+	m.mu.Unlock()
+	if m.stop != nil {
+		close(m.stop)
+		<-m.done
+	}
+	m.mu.Lock()
+	err := m.closeLogs()
+	m.mu.Unlock()
+	if err == nil {
+		err = m.Checkpoint()
+	}
+	if err != nil {
+		// No marker: the next start recovers.
+		return err
+	}
+	var errs []error
+	for _, d := range m.opts.Dirs {
+		errs = append(errs, WriteFileAtomic(filepath.Join(d, CleanShutdownFile), nil))
+	}
+	return errors.Join(errs...)
+}
