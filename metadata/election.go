@@ -1,0 +1,226 @@
+package metadata
+
+import (
+	"fmt"
+	"slices"
+)
+
+// ChangeReason says why the controller is changing a partition; it decides
+// which election runs.
+type ChangeReason int
+
+const (
+	// ReasonElection: elect a leader if the partition has none or its leader
+	// is no longer usable (a broker was unfenced, an election was asked for).
+	ReasonElection ChangeReason = iota
+	// ReasonBrokerFenced: some replicas became unusable; drop them from the
+	// ISR and move leadership off them.
+	ReasonBrokerFenced
+	// ReasonControlledShutdown: as ReasonBrokerFenced, for brokers that
+	// asked to shut down.
+	ReasonControlledShutdown
+	// ReasonISRChange: an AlterPartition from the leader set TargetISR
+	// (validate it with Image.ValidateAlterPartition first).
+	ReasonISRChange
+	// ReasonPreferredElection: move leadership to the preferred replica.
+	ReasonPreferredElection
+	// ReasonReassignment: set the replica list to TargetReplicas.
+	ReasonReassignment
+)
+
+func (r ChangeReason) String() string {
+	switch r {
+	case ReasonElection:
+		return "election"
+	case ReasonBrokerFenced:
+		return "broker fenced"
+	case ReasonControlledShutdown:
+		return "controlled shutdown"
+	case ReasonISRChange:
+		return "ISR change"
+	case ReasonPreferredElection:
+		return "preferred leader election"
+	case ReasonReassignment:
+		return "reassignment"
+	}
+	return fmt.Sprintf("ChangeReason(%d)", int(r))
+}
+
+// PartitionChangeRequest is the input of BuildPartitionChange.
+type PartitionChangeRequest struct {
+	TopicID   [16]byte
+	Partition PartitionRegistration
+	Reason    ChangeReason
+	// Usable reports whether a broker may lead or stay in the ISR:
+	// registered, unfenced and not in controlled shutdown. Image.UsableBrokers
+	// gives it for an image.
+	Usable func(id int32) bool
+	// TargetISR is the new ISR for ReasonISRChange (nil keeps the ISR).
+	TargetISR []int32
+	// TargetReplicas is the new replica list for ReasonReassignment.
+	TargetReplicas []int32
+	// Unclean allows electing a replica outside the ISR when no ISR member
+	// is usable (the topic's unclean.leader.election.enable, or an UNCLEAN
+	// ElectLeaders request).
+	Unclean bool
+	// BumpLeaderEpochOnISRShrink bumps the leader epoch when the ISR shrinks
+	// without a leader change, as Kafka did before metadata version 3.6
+	// (and ZooKeeper mode always). Off, only a leader change or a
+	// reassignment that removes replicas bumps it, as current Kafka does,
+	// which spares clients needless FENCED_LEADER_EPOCH round trips.
+	BumpLeaderEpochOnISRShrink bool
+}
+
+// BuildPartitionChange decides, with Kafka's election rules, what a
+// partition should become and returns the PartitionChange record for it, or
+// nil when nothing would change. Replaying the record gives the decided
+// state: a set Leader bumps the leader epoch, and every record bumps the
+// partition epoch.
+//
+// The rules (Kafka's PartitionChangeBuilder):
+//   - ReasonBrokerFenced / ReasonControlledShutdown drop unusable brokers
+//     from the ISR, except that the ISR never becomes empty: when no member
+//     is usable, the member most likely to hold every acknowledged record
+//     stays (the current leader if it is in the ISR, else the first member),
+//     so that broker can lead again when it returns, and the leader becomes
+//     NoLeader.
+//   - The current leader stays if it is usable and in the new ISR.
+//     Otherwise the new leader is the first replica, in replica order, that
+//     is usable and in the ISR. If there is none and Unclean is set, the
+//     first usable replica leads and the ISR becomes just that replica (data
+//     may be lost: this is what unclean means). Otherwise NoLeader.
+//   - ReasonPreferredElection moves leadership to the first replica if it is
+//     usable and in the ISR; it returns ErrElectionNotNeeded when it already
+//     leads and ErrPreferredLeaderNotAvailable when it cannot.
+//   - ReasonReassignment sets the replicas to TargetReplicas and keeps in
+//     the ISR only members that are still replicas; removing replicas bumps
+//     the leader epoch so the removed ones are fenced.
+func BuildPartitionChange(req PartitionChangeRequest) (*PartitionChange, error) {
+	cur := req.Partition
+	if len(cur.Replicas) == 0 {
+		return nil, fmt.Errorf("%w: partition %d has no replicas", ErrInvalidRequest, cur.Partition)
+	}
+	usable := req.Usable
+	if usable == nil {
+		usable = func(int32) bool { return false }
+	}
+	replicas := cur.Replicas
+	isr := slices.Clone(cur.ISR)
+	bump := false
+
+	switch req.Reason {
+	case ReasonBrokerFenced, ReasonControlledShutdown:
+		isr = dropUnusable(isr, cur.Leader, usable)
+	case ReasonISRChange:
+		if req.TargetISR != nil {
+			isr = slices.Clone(req.TargetISR)
+		}
+	case ReasonReassignment:
+		if len(req.TargetReplicas) == 0 {
+			return nil, fmt.Errorf("%w: reassignment to an empty replica list", ErrInvalidReplicaAssignment)
+		}
+		for i, r := range req.TargetReplicas {
+			if r < 0 || slices.Contains(req.TargetReplicas[:i], r) {
+				return nil, fmt.Errorf("%w: target replicas %v", ErrInvalidReplicaAssignment, req.TargetReplicas)
+			}
+		}
+		replicas = slices.Clone(req.TargetReplicas)
+		isr = slices.DeleteFunc(isr, func(r int32) bool { return !slices.Contains(replicas, r) })
+		for _, r := range cur.Replicas {
+			if !slices.Contains(replicas, r) {
+				bump = true
+			}
+		}
+	case ReasonElection, ReasonPreferredElection:
+	default:
+		return nil, fmt.Errorf("%w: unknown change reason %d", ErrInvalidRequest, int(req.Reason))
+	}
+
+	leader := cur.Leader
+	if req.Reason == ReasonPreferredElection {
+		preferred := replicas[0]
+		switch {
+		case leader == preferred:
+			return nil, fmt.Errorf("%w: preferred replica %d already leads", ErrElectionNotNeeded, preferred)
+		case !usable(preferred) || !slices.Contains(isr, preferred):
+			return nil, fmt.Errorf("%w: preferred replica %d is not usable or not in the ISR %v", ErrPreferredLeaderNotAvailable, preferred, isr)
+		}
+		leader = preferred
+	} else if leader == NoLeader || !usable(leader) || !slices.Contains(isr, leader) || !slices.Contains(replicas, leader) {
+		leader = NoLeader
+		for _, r := range replicas {
+			if usable(r) && slices.Contains(isr, r) {
+				leader = r
+				break
+			}
+		}
+		if leader == NoLeader && req.Unclean {
+			for _, r := range replicas {
+				if usable(r) {
+					leader = r
+					isr = []int32{r}
+					break
+				}
+			}
+		}
+	}
+	if len(isr) == 0 && leader != NoLeader {
+		isr = []int32{leader}
+	}
+
+	rec := &PartitionChange{TopicID: req.TopicID, Partition: cur.Partition, Leader: NoLeaderChange}
+	changed := false
+	if !slices.Equal(replicas, cur.Replicas) {
+		rec.Replicas = replicas
+		changed = true
+	}
+	if !slices.Equal(isr, cur.ISR) {
+		if isr == nil {
+			isr = []int32{}
+		}
+		rec.ISR = isr
+		changed = true
+		if len(isr) < len(cur.ISR) && req.BumpLeaderEpochOnISRShrink {
+			bump = true
+		}
+	}
+	if leader != cur.Leader || bump {
+		rec.Leader = leader
+		changed = true
+	}
+	if !changed {
+		return nil, nil
+	}
+	return rec, nil
+}
+
+// dropUnusable removes unusable brokers from an ISR without emptying it.
+func dropUnusable(isr []int32, leader int32, usable func(int32) bool) []int32 {
+	kept := slices.DeleteFunc(slices.Clone(isr), func(r int32) bool { return !usable(r) })
+	if len(kept) > 0 || len(isr) == 0 {
+		return kept
+	}
+	if slices.Contains(isr, leader) {
+		return []int32{leader}
+	}
+	return []int32{isr[0]}
+}
+
+// ElectLeader applies the election rule alone: the first replica in replica
+// order that is usable and in the ISR, or with unclean set the first usable
+// replica; ok is false when there is none.
+func ElectLeader(p PartitionRegistration, usable func(int32) bool, unclean bool) (leader int32, wasUnclean bool, ok bool) {
+	for _, r := range p.Replicas {
+		if usable(r) && slices.Contains(p.ISR, r) {
+			return r, false, true
+		}
+	}
+	if unclean {
+		for _, r := range p.Replicas {
+			if usable(r) {
+				return r, true, true
+			}
+		}
+	}
+	return NoLeader, false, false
+}
