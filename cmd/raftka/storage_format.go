@@ -1,0 +1,112 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/raftka/raftka/broker/config"
+	"github.com/raftka/raftka/storage"
+	"github.com/urfave/cli/v2"
+)
+
+func init() {
+	overrides := &overrideList{}
+	register(&cli.Command{
+		Name:  "storage",
+		Usage: "prepare log directories (like kafka-storage.sh)",
+		Subcommands: []*cli.Command{
+			{
+				Name:  "format",
+				Usage: "write meta.properties with a cluster id into every log dir and the metadata dir",
+				Flags: []cli.Flag{
+					&cli.StringFlag{Name: "config", Aliases: []string{"c"}, Required: true, Usage: "the node's server.properties"},
+					&cli.StringFlag{Name: "cluster-id", Aliases: []string{"t"}, Required: true, Usage: "the cluster id, the same on every node (make one with raftka storage random-uuid)"},
+					&cli.BoolFlag{Name: "ignore-formatted", Aliases: []string{"g"}, Usage: "skip directories already formatted with the same cluster and node id"},
+					&cli.GenericFlag{Name: "override", Value: overrides, Usage: "set a config key, as key=value (repeatable; commas stay in the value)"},
+				},
+				Action: func(c *cli.Context) error {
+					ov := overrides.take()
+					cfg, warnings, err := config.Load(c.String("config"), ov)
+					for _, w := range warnings {
+						logger.Warn().Msg(w)
+					}
+					if err != nil {
+						return err
+					}
+					return formatDirs(c.App.Writer, cfg, c.String("cluster-id"), c.Bool("ignore-formatted"))
+				},
+				// Flag values live as long as the command; clear them even
+				// when the action did not run, for the next Run in this process.
+				After: func(*cli.Context) error { overrides.take(); return nil },
+			},
+			{
+				Name:  "random-uuid",
+				Usage: "print a new random cluster id",
+				Action: func(c *cli.Context) error {
+					fmt.Fprintln(c.App.Writer, storage.RandomUUID())
+					return nil
+				},
+			},
+		},
+	})
+}
+
+// formatDirs checks every directory before writing any, so a refusal leaves
+// nothing half-formatted.
+func formatDirs(w io.Writer, cfg *config.Config, clusterID string, ignoreFormatted bool) error {
+	if _, err := storage.ParseUUID(clusterID); err != nil {
+		return fmt.Errorf("--cluster-id %q: %v (make one with raftka storage random-uuid)", clusterID, err)
+	}
+	var todo []string
+	for _, dir := range cfg.AllDirs() {
+		m, err := storage.ReadMetaProperties(dir)
+		switch {
+		case errors.Is(err, storage.ErrNotFormatted):
+			todo = append(todo, dir)
+		case err != nil:
+			return err
+		case m.ClusterID != clusterID || m.NodeID != cfg.NodeID:
+			return fmt.Errorf("%s is already formatted for cluster.id %s, node.id %d; refusing to format it for cluster.id %s, node.id %d", dir, m.ClusterID, m.NodeID, clusterID, cfg.NodeID)
+		case !ignoreFormatted:
+			return fmt.Errorf("%s is already formatted; use --ignore-formatted to skip formatted directories and format the others", dir)
+		default:
+			fmt.Fprintf(w, "Skipping %s: already formatted for cluster.id %s, node.id %d\n", dir, m.ClusterID, m.NodeID)
+		}
+	}
+	if len(todo) == 0 {
+		fmt.Fprintln(w, "All of the log directories are already formatted.")
+		return nil
+	}
+	for _, dir := range todo {
+		m := storage.MetaProperties{ClusterID: clusterID, NodeID: cfg.NodeID, DirectoryID: storage.RandomUUID().String()}
+		if err := storage.WriteMetaProperties(dir, m); err != nil {
+			return fmt.Errorf("formatting %s: %w", dir, err)
+		}
+		fmt.Fprintf(w, "Formatted %s with cluster.id %s, node.id %d\n", dir, clusterID, cfg.NodeID)
+	}
+	return nil
+}
+
+// overrideList is a repeatable --override key=value flag. cli's string
+// slice flags split on commas, which would cut values such as
+// listeners=PLAINTEXT://...,CONTROLLER://... apart.
+type overrideList struct{ items []string }
+
+func (o *overrideList) Set(v string) error {
+	if k, _, ok := strings.Cut(v, "="); !ok || strings.TrimSpace(k) == "" {
+		return fmt.Errorf("want key=value, got %q", v)
+	}
+	o.items = append(o.items, v)
+	return nil
+}
+
+func (o *overrideList) String() string { return strings.Join(o.items, " ") }
+
+// take returns the values given and empties the list.
+func (o *overrideList) take() []string {
+	items := o.items
+	o.items = nil
+	return items
+}
