@@ -208,4 +208,3 @@ func applyIncremental(old map[string]string, ops []kmsg.IncrementalAlterConfigsR
 	}
 	return next, nil
 }
-

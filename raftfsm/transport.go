@@ -114,12 +114,14 @@ func (m *mux) route(c net.Conn) {
 	}
 	_ = c.SetReadDeadline(time.Time{})
 	if first[0] == RaftPreface {
-		// Raft owns the connection from here on; NetworkTransport closes it.
-		m.untrack(c)
+		// Raft owns the connection from here on. NetworkTransport does not
+		// close accepted connections when it shuts down, so the mux keeps
+		// them tracked and closes them with the listener.
+		rc := &trackedConn{Conn: c, m: m}
 		select {
-		case m.raftConns <- c:
+		case m.raftConns <- rc:
 		case <-m.closed:
-			c.Close()
+			rc.Close()
 		}
 		return
 	}
@@ -143,6 +145,18 @@ func (m *mux) close() {
 		m.ln.Close()
 	})
 	m.wg.Wait()
+}
+
+// trackedConn forgets itself in the mux when closed.
+type trackedConn struct {
+	net.Conn
+	m    *mux
+	once sync.Once
+}
+
+func (t *trackedConn) Close() error {
+	t.once.Do(func() { t.m.untrack(t.Conn) })
+	return t.Conn.Close()
 }
 
 // prefixedConn gives back the byte the mux read to classify the connection.
