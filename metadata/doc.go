@@ -4,5 +4,44 @@
 // names and topic configs).
 //
 // It is pure: standard library only, no I/O, no goroutines, no clocks (time is
-// a parameter) and no logging. It must not import any other raftka package.
+// a parameter) and no logging. It must not import any other raftka package,
+// nor kmsg: the Kafka wire types stay in raftfsm and broker, which translate.
+//
+// # Files
+//
+//	records.go        record types (stable numeric ids, versions)
+//	codec.go          batch encoding: one Raft entry = one batch, CRC-32C
+//	image.go          Image and its read accessors
+//	delta.go          Apply: replay a batch, build the next Image and the Delta
+//	image_records.go  Image.Records: the image as records (Raft snapshots)
+//	shardmap.go       the copy-on-write sharded map under topics and groups
+//	names.go          topic name rules
+//	placement.go      replica placement, manual assignment validation
+//	election.go       leader election and the PartitionChange builder
+//	isr.go            AlterPartition validation
+//	topic_configs.go  topic config definitions, validation, effective values
+//	errors.go         sentinel errors (one per Kafka error kind)
+//
+// # Decide, record, replay
+//
+// The controller decides with the pure functions here against the current
+// Image (CheckNewTopicName, ValidateTopicConfigs, PlaceReplicas,
+// NewPartitions, BuildPartitionChange, ValidateAlterPartition), commits the
+// resulting records through Raft, and every node replays the committed batch
+// with Image.Apply. Apply re-checks what a record needs to be meaningful and
+// skips (and reports in Delta.Skipped) a record that no longer fits, so
+// replay is total and identical on every node even if a decision raced an
+// earlier commit.
+//
+// # Concurrency
+//
+// An Image is immutable once Apply returns it: any goroutine may read it
+// without locks. Apply itself only reads its receiver, so it may run
+// concurrently with readers; callers publish the result (an atomic pointer
+// swap in raftfsm). Nothing in the package holds state between calls.
+//
+// # Errors
+//
+// Every error wraps one of the sentinels in errors.go; the broker maps
+// kinds to Kafka error codes in one place (see each sentinel's comment).
 package metadata

@@ -1,0 +1,156 @@
+package metadata
+
+import (
+	"errors"
+	"slices"
+	"testing"
+)
+
+func usableSet(ids ...int32) func(int32) bool {
+	return func(id int32) bool { return slices.Contains(ids, id) }
+}
+
+func part(replicas, isr []int32, leader int32) PartitionRegistration {
+	return PartitionRegistration{Partition: 0, Replicas: replicas, ISR: isr, Leader: leader, LeaderEpoch: 5, PartitionEpoch: 9}
+}
+
+func TestBuildPartitionChange(t *testing.T) {
+	r := func(ids ...int32) []int32 { return ids }
+	cases := []struct {
+		name       string
+		req        PartitionChangeRequest
+		wantNil    bool
+		wantLeader int32 // NoLeaderChange when the record keeps it
+		wantISR    []int32
+		wantReps   []int32
+	}{
+		{name: "fenced leader moves to next ISR replica in replica order",
+			req:        PartitionChangeRequest{Partition: part(r(1, 2, 3), r(3, 1, 2), 1), Reason: ReasonBrokerFenced, Usable: usableSet(2, 3)},
+			wantLeader: 2, wantISR: r(3, 2)},
+		{name: "fenced follower leaves ISR, leader kept",
+			req:        PartitionChangeRequest{Partition: part(r(1, 2, 3), r(1, 2, 3), 1), Reason: ReasonBrokerFenced, Usable: usableSet(1, 3)},
+			wantLeader: NoLeaderChange, wantISR: r(1, 3)},
+		{name: "fenced follower with the old shrink rule bumps the epoch",
+			req:        PartitionChangeRequest{Partition: part(r(1, 2, 3), r(1, 2, 3), 1), Reason: ReasonBrokerFenced, Usable: usableSet(1, 3), BumpLeaderEpochOnISRShrink: true},
+			wantLeader: 1, wantISR: r(1, 3)},
+		{name: "last ISR member fenced: ISR kept, partition offline",
+			req:        PartitionChangeRequest{Partition: part(r(1, 2), r(1), 1), Reason: ReasonBrokerFenced, Usable: usableSet(2)},
+			wantLeader: NoLeader},
+		{name: "all ISR fenced at once keeps the leader in the ISR",
+			req:        PartitionChangeRequest{Partition: part(r(1, 2, 3), r(2, 3), 3), Reason: ReasonBrokerFenced, Usable: usableSet(1)},
+			wantLeader: NoLeader, wantISR: r(3)},
+		{name: "all ISR fenced, unclean elects a live non-ISR replica",
+			req:        PartitionChangeRequest{Partition: part(r(1, 2, 3), r(2, 3), 3), Reason: ReasonBrokerFenced, Usable: usableSet(1), Unclean: true},
+			wantLeader: 1, wantISR: r(1)},
+		{name: "controlled shutdown moves leadership and leaves ISR",
+			req:        PartitionChangeRequest{Partition: part(r(1, 2), r(1, 2), 1), Reason: ReasonControlledShutdown, Usable: usableSet(2)},
+			wantLeader: 2, wantISR: r(2)},
+		{name: "nothing to do when all usable",
+			req:     PartitionChangeRequest{Partition: part(r(1, 2), r(1, 2), 1), Reason: ReasonBrokerFenced, Usable: usableSet(1, 2)},
+			wantNil: true},
+		{name: "offline partition comes back when an ISR member returns",
+			req:        PartitionChangeRequest{Partition: part(r(1, 2), r(2), NoLeader), Reason: ReasonElection, Usable: usableSet(2)},
+			wantLeader: 2},
+		{name: "offline partition stays offline when only a non-ISR replica returns",
+			req:     PartitionChangeRequest{Partition: part(r(1, 2), r(2), NoLeader), Reason: ReasonElection, Usable: usableSet(1)},
+			wantNil: true},
+		{name: "ISR change keeps the leader, bumps only the partition epoch",
+			req:        PartitionChangeRequest{Partition: part(r(1, 2, 3), r(1, 2, 3), 1), Reason: ReasonISRChange, Usable: usableSet(1, 2, 3), TargetISR: r(1, 3)},
+			wantLeader: NoLeaderChange, wantISR: r(1, 3)},
+		{name: "ISR expand",
+			req:        PartitionChangeRequest{Partition: part(r(1, 2, 3), r(1), 1), Reason: ReasonISRChange, Usable: usableSet(1, 2, 3), TargetISR: r(1, 2)},
+			wantLeader: NoLeaderChange, wantISR: r(1, 2)},
+		{name: "ISR unchanged gives no record",
+			req:     PartitionChangeRequest{Partition: part(r(1, 2), r(1, 2), 1), Reason: ReasonISRChange, Usable: usableSet(1, 2), TargetISR: r(1, 2)},
+			wantNil: true},
+		{name: "preferred election",
+			req:        PartitionChangeRequest{Partition: part(r(1, 2), r(1, 2), 2), Reason: ReasonPreferredElection, Usable: usableSet(1, 2)},
+			wantLeader: 1},
+		{name: "reassignment drops removed replicas from ISR and bumps the epoch",
+			req:        PartitionChangeRequest{Partition: part(r(1, 2, 3), r(1, 2, 3), 1), Reason: ReasonReassignment, Usable: usableSet(1, 2, 3, 4), TargetReplicas: r(1, 2, 4)},
+			wantLeader: 1, wantISR: r(1, 2), wantReps: r(1, 2, 4)},
+		{name: "reassignment away from the leader elects in the new replicas",
+			req:        PartitionChangeRequest{Partition: part(r(1, 2, 3), r(1, 2, 3), 1), Reason: ReasonReassignment, Usable: usableSet(1, 2, 3), TargetReplicas: r(3, 2)},
+			wantLeader: 3, wantISR: r(2, 3), wantReps: r(3, 2)},
+		{name: "adding replicas only: no bump, ISR kept",
+			req:        PartitionChangeRequest{Partition: part(r(1, 2), r(1, 2), 1), Reason: ReasonReassignment, Usable: usableSet(1, 2, 3), TargetReplicas: r(1, 2, 3)},
+			wantLeader: NoLeaderChange, wantReps: r(1, 2, 3)},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			c.req.TopicID = idA
+			rec, err := BuildPartitionChange(c.req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c.wantNil {
+				if rec != nil {
+					t.Fatalf("want no change, got %+v", rec)
+				}
+				return
+			}
+			if rec == nil {
+				t.Fatal("no record")
+			}
+			if rec.TopicID != idA || rec.Leader != c.wantLeader || !slices.Equal(rec.ISR, c.wantISR) || !slices.Equal(rec.Replicas, c.wantReps) {
+				t.Fatalf("got leader %d ISR %v replicas %v, want %d %v %v", rec.Leader, rec.ISR, rec.Replicas, c.wantLeader, c.wantISR, c.wantReps)
+			}
+			// The record applies to the partition it was built from.
+			img, d := NewImage().Apply([]Record{&CreateTopic{Name: "t", ID: idA, Partitions: []PartitionRegistration{c.req.Partition}}, rec})
+			if len(d.Skipped) != 0 {
+				t.Fatalf("built record does not apply: %v", d.Skipped[0].Err)
+			}
+			p, _ := img.Partition(idA, 0)
+			if p.PartitionEpoch != c.req.Partition.PartitionEpoch+1 {
+				t.Fatalf("partition epoch %d", p.PartitionEpoch)
+			}
+			bumped := p.LeaderEpoch == c.req.Partition.LeaderEpoch+1
+			if bumped != (c.wantLeader != NoLeaderChange) {
+				t.Fatalf("leader epoch %d after leader %d", p.LeaderEpoch, c.wantLeader)
+			}
+		})
+	}
+}
+
+func TestBuildPartitionChangeErrors(t *testing.T) {
+	cases := []struct {
+		req  PartitionChangeRequest
+		want error
+	}{
+		{PartitionChangeRequest{Partition: part([]int32{1, 2}, []int32{1, 2}, 1), Reason: ReasonPreferredElection, Usable: usableSet(1, 2)}, ErrElectionNotNeeded},
+		{PartitionChangeRequest{Partition: part([]int32{1, 2}, []int32{2}, 2), Reason: ReasonPreferredElection, Usable: usableSet(1, 2)}, ErrPreferredLeaderNotAvailable},
+		{PartitionChangeRequest{Partition: part([]int32{1, 2}, []int32{1, 2}, 2), Reason: ReasonPreferredElection, Usable: usableSet(2)}, ErrPreferredLeaderNotAvailable},
+		{PartitionChangeRequest{Partition: part([]int32{1}, []int32{1}, 1), Reason: ReasonReassignment, Usable: usableSet(1)}, ErrInvalidReplicaAssignment},
+		{PartitionChangeRequest{Partition: part([]int32{1}, []int32{1}, 1), Reason: ReasonReassignment, TargetReplicas: []int32{2, 2}}, ErrInvalidReplicaAssignment},
+		{PartitionChangeRequest{Partition: part(nil, nil, 1), Reason: ReasonPreferredElection}, ErrInvalidRequest},
+		{PartitionChangeRequest{Partition: part([]int32{1}, []int32{1}, 1), Reason: ChangeReason(99)}, ErrInvalidRequest},
+	}
+	for i, c := range cases {
+		if rec, err := BuildPartitionChange(c.req); !errors.Is(err, c.want) || rec != nil {
+			t.Errorf("case %d: %+v %v, want %v", i, rec, err, c.want)
+		}
+	}
+}
+
+func TestElectLeader(t *testing.T) {
+	p := part([]int32{3, 1, 2}, []int32{1, 2}, NoLeader)
+	cases := []struct {
+		usable      func(int32) bool
+		unclean     bool
+		want        int32
+		wantUnclean bool
+		ok          bool
+	}{
+		{usableSet(1, 2, 3), false, 1, false, true}, // 3 is preferred but not in ISR
+		{usableSet(2, 3), false, 2, false, true},
+		{usableSet(3), false, NoLeader, false, false},
+		{usableSet(3), true, 3, true, true},
+		{usableSet(), true, NoLeader, false, false},
+	}
+	for i, c := range cases {
+		l, u, ok := ElectLeader(p, c.usable, c.unclean)
+		if l != c.want || u != c.wantUnclean || ok != c.ok {
+			t.Errorf("case %d: %d %v %v", i, l, u, ok)
+		}
+	}
+}

@@ -1,0 +1,139 @@
+package metadata
+
+import (
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+)
+
+func TestTopicConfigTable(t *testing.T) {
+	defs := TopicConfigDefs()
+	if !slices.IsSortedFunc(defs, func(a, b TopicConfigDef) int { return strings.Compare(a.Name, b.Name) }) {
+		t.Fatal("the table is not sorted by name")
+	}
+	for _, d := range defs {
+		if err := d.Validate(d.Default); err != nil {
+			t.Errorf("%s: default %q is invalid: %v", d.Name, d.Default, err)
+		}
+		if len(d.Brokers) == 0 || d.Doc == "" {
+			t.Errorf("%s: no broker fallback or no doc", d.Name)
+		}
+	}
+	for _, k := range []string{"retention.ms", "retention.bytes", "segment.bytes", "segment.ms", "segment.index.bytes",
+		"index.interval.bytes", "cleanup.policy", "min.insync.replicas", "max.message.bytes", "message.timestamp.type",
+		"unclean.leader.election.enable", "flush.messages", "flush.ms", "compression.type"} {
+		if _, ok := LookupTopicConfig(k); !ok {
+			t.Errorf("%s is missing", k)
+		}
+	}
+}
+
+func TestValidateTopicConfig(t *testing.T) {
+	cases := []struct {
+		key, value string
+		ok         bool
+	}{
+		{"retention.ms", "-1", true},
+		{"retention.ms", "-2", false},
+		{"retention.ms", "1h", false},
+		{"retention.ms", " 5000 ", true},
+		{"retention.bytes", "-1", true},
+		{"retention.bytes", "9223372036854775808", false},
+		{"segment.bytes", "1048576", true},
+		{"segment.bytes", "13", false},
+		{"segment.bytes", "4294967296", false}, // int, not long
+		{"segment.ms", "0", false},
+		{"cleanup.policy", "compact,delete", true},
+		{"cleanup.policy", "delete, compact", true},
+		{"cleanup.policy", "compact,compact", false},
+		{"cleanup.policy", "shred", false},
+		{"cleanup.policy", "", false},
+		{"min.insync.replicas", "0", false},
+		{"min.insync.replicas", "2", true},
+		{"message.timestamp.type", "LogAppendTime", true},
+		{"message.timestamp.type", "logappendtime", false},
+		{"unclean.leader.election.enable", "TRUE", true},
+		{"unclean.leader.election.enable", "yes", false},
+		{"flush.messages", "0", false},
+		{"flush.ms", "0", true},
+		{"compression.type", "zstd", true},
+		{"compression.type", "brotli", false},
+		{"min.cleanable.dirty.ratio", "0.9", true},
+		{"min.cleanable.dirty.ratio", "1.5", false},
+		{"min.cleanable.dirty.ratio", "NaN", false},
+		{"no.such.config", "1", false},
+	}
+	for _, c := range cases {
+		err := ValidateTopicConfig(c.key, c.value)
+		if (err == nil) != c.ok {
+			t.Errorf("%s=%q: %v", c.key, c.value, err)
+			continue
+		}
+		if err != nil {
+			var ce *ConfigError
+			if !errors.Is(err, ErrInvalidConfig) || !errors.As(err, &ce) || ce.Key != c.key || !strings.Contains(err.Error(), c.key) {
+				t.Errorf("%s=%q: error %v does not name the key or wrap ErrInvalidConfig", c.key, c.value, err)
+			}
+		}
+	}
+	err := ValidateTopicConfigs(map[string]string{"z.unknown": "1", "retention.ms": "x", "segment.ms": "5"})
+	var ce *ConfigError
+	if !errors.As(err, &ce) || ce.Key != "retention.ms" {
+		t.Fatalf("first error in key order: %v", err)
+	}
+	if err := ValidateTopicConfigs(map[string]string{"retention.ms": "1", "cleanup.policy": "compact"}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestEffectiveTopicConfigs(t *testing.T) {
+	src := ConfigSources{
+		Topic:          map[string]string{"retention.ms": "1000"},
+		DynamicBroker:  map[string]string{"log.segment.bytes": "2048", "log.retention.ms": "7"},
+		DynamicCluster: map[string]string{"log.segment.bytes": "4096", "min.insync.replicas": "2"},
+		Static:         map[string]string{"log.retention.hours": "24", "log.roll.hours": "1", "log.flush.interval.ms": "bogus", "log.segment.bytes": "8192"},
+	}
+	all := EffectiveTopicConfigs(src)
+	if len(all) != len(TopicConfigDefs()) {
+		t.Fatalf("%d entries", len(all))
+	}
+	get := func(name string) ConfigEntry {
+		e, ok := EffectiveTopicConfig(name, src)
+		if !ok {
+			t.Fatalf("%s missing", name)
+		}
+		return e
+	}
+	cases := []struct {
+		name, value string
+		source      ConfigSource
+		synonyms    int
+	}{
+		{"retention.ms", "1000", SourceDynamicTopicConfig, 4}, // topic, dynamic broker ms, static hours, default
+		{"segment.bytes", "2048", SourceDynamicBrokerConfig, 4},
+		{"min.insync.replicas", "2", SourceDynamicDefaultBrokerConfig, 2},
+		{"segment.ms", "3600000", SourceStaticBrokerConfig, 2},
+		{"flush.ms", maxLong, SourceDefaultConfig, 1}, // malformed broker value passed over
+		{"cleanup.policy", "delete", SourceDefaultConfig, 1},
+	}
+	for _, c := range cases {
+		e := get(c.name)
+		if e.Value != c.value || e.Source != c.source || len(e.Synonyms) != c.synonyms {
+			t.Errorf("%s: %q from %d with %d synonyms %+v", c.name, e.Value, e.Source, len(e.Synonyms), e.Synonyms)
+		}
+	}
+	if e := get("retention.ms"); e.Synonyms[2] != (ConfigSynonym{"log.retention.hours", "86400000", SourceStaticBrokerConfig}) {
+		t.Errorf("hours synonym %+v", e.Synonyms[2])
+	}
+	if _, ok := EffectiveTopicConfig("nope", src); ok {
+		t.Fatal("unknown config resolved")
+	}
+	// Negative hour-based retention means no limit.
+	if e, _ := EffectiveTopicConfig("retention.ms", ConfigSources{Static: map[string]string{"log.retention.hours": "-1"}}); e.Value != "-1" {
+		t.Fatalf("negative hours: %q", e.Value)
+	}
+	if e, _ := EffectiveTopicConfig("retention.ms", ConfigSources{Static: map[string]string{"log.retention.hours": "9223372036854775807"}}); e.Source != SourceDefaultConfig {
+		t.Fatalf("overflowing hours became effective: %+v", e)
+	}
+}
