@@ -2,7 +2,59 @@
 // connection handling, the one table of implemented APIs from which
 // ApiVersions is built, and one file per API (api_*.go).
 //
+// # What it owns
+//
+//   - server.go: Server lifecycle (New binds listeners, Serve accepts, Close
+//     stops everything and waits), Options, and Deps: the small interfaces
+//     handlers need from the rest of the node, defined here and grown as API
+//     files land.
+//   - conn.go: one connection: framing, the socket.request.max.bytes limit,
+//     request dispatch and the in-order response writer.
+//   - header.go: request header v1/v2 parsing.
+//   - dispatch.go: the API table and the handler contract.
+//   - response.go, sendfile_*.go: responses made of encoded bytes and file
+//     regions, sent with sendfile(2) on Linux.
+//   - errors.go: the only mapping from our packages' error kinds to Kafka
+//     error codes.
+//   - metrics.go: the Metrics interface and in-memory Counters.
+//   - api_<name>.go: one per Kafka API, each registering itself in init and
+//     opening with its supported versions and behaviour.
+//
+// # Adding an API
+//
+// An api_<name>.go file calls register(apiEntry{...}) from init with the
+// key, the version range, whether the handler may overlap later requests of
+// its connection (concurrent), and the handler. The handler gets a context
+// cancelled when its connection or the server closes, a *request (connection
+// state, client id, correlation id, release), and the decoded kmsg request
+// at a version within the range; it returns the response (or nil for no
+// answer) or an error that closes the connection. ApiVersions advertises
+// exactly the table, so registering is advertising.
+//
+// # Goroutines and locks
+//
+// Server: one accept goroutine per listener, started by Serve. Each
+// connection has a reader goroutine (reads frames, decodes, queues a slot per
+// request in arrival order, starts its handler), one goroutine per in-flight
+// request running its handler, and a writer goroutine that writes slots in
+// queue order as they complete. The queue is bounded (Options.MaxInFlight),
+// so a client that pipelines ahead stops being read. A non-concurrent API
+// holds the reader until its handler returns or calls request.release, so
+// side effects on one connection happen in request order, as in Kafka;
+// different connections run in parallel. Any failure cancels the
+// connection's context, which closes the socket and unblocks all three
+// kinds of goroutine; Close cancels every connection and waits for every
+// goroutine, handlers included. Each goroutine recovers panics: a panic is
+// logged with its stack and closes only its connection.
+//
+// The API table is built in init and read-only afterwards. Server.mu guards
+// only the closed/serving flags and adding to the server's WaitGroup; no
+// other lock is held across calls, so there is no lock order to keep.
+//
+// # Imports
+//
 // It may import storage, metadata and raftfsm. Nothing of ours imports broker
 // except cmd; its subpackages (config, replica, group, txn) never import the
-// root broker package.
+// root broker package. It must not import a metrics library (Metrics is an
+// interface; cmd adapts it to Prometheus) or anything from cmd or test.
 package broker

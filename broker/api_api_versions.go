@@ -1,0 +1,131 @@
+package broker
+
+// ApiVersions (key 18): v0-v4, as Kafka 4.2.
+//
+// Behaviour:
+//   - ApiKeys lists every API in the server's table with its advertised
+//     range, so nothing is advertised without a handler. Produce-style
+//     entries advertise their advertisedMin, not the accepted minimum.
+//   - A version we do not serve (above v4, or negative) is answered per
+//     KIP-511 by the connection code, not here: a v0 body with
+//     UNSUPPORTED_VERSION and only our ApiVersions range, so the client
+//     retries at a version we speak. kgo, which first asks at kmsg's max (v5),
+//     relies on this.
+//   - The response header is always v0 (no tagged fields), even at v3+
+//     (conn.writeResponse).
+//
+// Version notes:
+//   - v1: ThrottleMillis (always 0: no quotas yet).
+//   - v3: flexible; ClientSoftwareName and ClientSoftwareVersion, which must
+//     match [a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])? or the answer is
+//     INVALID_REQUEST with no keys (librdkafka then retries at v0);
+//     SupportedFeatures and FinalizedFeatures (KIP-584).
+//   - v5 (KIP-1242, cluster and node id checks) is not served: Kafka 4.2 stops
+//     at v4.
+//
+// Features: SupportedFeatures lists what this binary implements behind a
+// feature flag, which is nothing yet; transaction.version and group.version
+// must not appear before transactions v2 and KIP-848 groups exist, because
+// kgo and the Java client switch protocols on them. FinalizedFeatures come
+// from the metadata image (levels above 0 only, min = max = level, as Kafka
+// reports them).
+
+import (
+	"context"
+	"slices"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+const apiVersionsKey = 18
+
+func init() {
+	register(apiEntry{
+		key:           apiVersionsKey,
+		advertisedMin: 0, min: 0, max: 4,
+		concurrent: true,
+		handle:     handleAPIVersions,
+	})
+}
+
+// supportedFeature is a feature this binary can run at levels min..max.
+type supportedFeature struct {
+	name     string
+	min, max int16
+}
+
+// supportedFeatures is empty until a feature-gated behaviour is implemented.
+var supportedFeatures []supportedFeature
+
+func handleAPIVersions(_ context.Context, rc *request, kreq kmsg.Request) (kmsg.Response, error) {
+	req := kreq.(*kmsg.ApiVersionsRequest)
+	resp := req.ResponseKind().(*kmsg.ApiVersionsResponse)
+
+	if req.Version >= 3 {
+		if !validSoftwareField(req.ClientSoftwareName) || !validSoftwareField(req.ClientSoftwareVersion) {
+			resp.ErrorCode = kerr.InvalidRequest.Code
+			return resp, nil
+		}
+		rc.conn.software.Store(&clientSoftware{name: req.ClientSoftwareName, version: req.ClientSoftwareVersion})
+	}
+
+	resp.ApiKeys = rc.conn.srv.table.apiKeys()
+	if req.Version < 3 {
+		return resp, nil
+	}
+	for _, f := range supportedFeatures {
+		sf := kmsg.NewApiVersionsResponseSupportedFeature()
+		sf.Name, sf.MinVersion, sf.MaxVersion = f.name, f.min, f.max
+		resp.SupportedFeatures = append(resp.SupportedFeatures, sf)
+	}
+	if md := rc.conn.srv.deps.Metadata; md != nil {
+		epoch, levels := md.FinalizedFeatures()
+		resp.FinalizedFeaturesEpoch = epoch
+		names := make([]string, 0, len(levels))
+		for name, level := range levels {
+			if level > 0 {
+				names = append(names, name)
+			}
+		}
+		slices.Sort(names) // a stable answer, not map order
+		for _, name := range names {
+			ff := kmsg.NewApiVersionsResponseFinalizedFeature()
+			ff.Name, ff.MinVersionLevel, ff.MaxVersionLevel = name, levels[name], levels[name]
+			resp.FinalizedFeatures = append(resp.FinalizedFeatures, ff)
+		}
+	}
+	return resp, nil
+}
+
+// unsupportedAPIVersionsResponse is the KIP-511 answer to an ApiVersions
+// version we do not serve: v0, UNSUPPORTED_VERSION, and our ApiVersions
+// range only.
+func unsupportedAPIVersionsResponse(t *apiTable) *kmsg.ApiVersionsResponse {
+	resp := kmsg.NewPtrApiVersionsResponse()
+	resp.Version = 0
+	resp.ErrorCode = kerr.UnsupportedVersion.Code
+	if e := t.lookup(apiVersionsKey); e != nil {
+		k := kmsg.NewApiVersionsResponseApiKey()
+		k.ApiKey, k.MinVersion, k.MaxVersion = e.key, e.advertisedMin, e.max
+		resp.ApiKeys = append(resp.ApiKeys, k)
+	}
+	return resp
+}
+
+// validSoftwareField matches Kafka's pattern for the KIP-511 client software
+// name and version: alphanumeric at both ends, '-' and '.' also inside.
+func validSoftwareField(s string) bool {
+	alnum := func(c byte) bool {
+		return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9'
+	}
+	if s == "" || !alnum(s[0]) || !alnum(s[len(s)-1]) {
+		return false
+	}
+	for i := 1; i < len(s)-1; i++ {
+		if c := s[i]; !alnum(c) && c != '-' && c != '.' {
+			return false
+		}
+	}
+	return true
+}

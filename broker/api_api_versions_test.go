@@ -1,0 +1,136 @@
+package broker
+
+import (
+	"context"
+	"testing"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+type fakeMetadata struct {
+	epoch  int64
+	levels map[string]int16
+}
+
+func (f fakeMetadata) FinalizedFeatures() (int64, map[string]int16) { return f.epoch, f.levels }
+
+func callAPIVersions(t *testing.T, deps Deps, req *kmsg.ApiVersionsRequest) (*kmsg.ApiVersionsResponse, *connState) {
+	t.Helper()
+	s, err := newServer(Options{Logger: testLogger(t), Deps: deps}, defaultAPIs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	cs := &connState{srv: s}
+	rc := &request{conn: cs, key: apiVersionsKey, version: req.Version, released: make(chan struct{})}
+	resp, err := handleAPIVersions(context.Background(), rc, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.(*kmsg.ApiVersionsResponse), cs
+}
+
+func TestAPIVersionsHandler(t *testing.T) {
+	for v := int16(0); v <= 4; v++ {
+		req := kmsg.NewPtrApiVersionsRequest()
+		req.Version = v
+		req.ClientSoftwareName, req.ClientSoftwareVersion = "raftka-test", "1.0.0"
+		resp, cs := callAPIVersions(t, Deps{}, req)
+		if resp.ErrorCode != 0 || resp.GetVersion() != v {
+			t.Fatalf("v%d: error %d, version %d", v, resp.ErrorCode, resp.GetVersion())
+		}
+		want := defaultAPIs.apiKeys()
+		if len(resp.ApiKeys) != len(want) {
+			t.Fatalf("v%d: %d keys, want %d", v, len(resp.ApiKeys), len(want))
+		}
+		for i := range want {
+			g := resp.ApiKeys[i]
+			if g.ApiKey != want[i].ApiKey || g.MinVersion != want[i].MinVersion || g.MaxVersion != want[i].MaxVersion {
+				t.Errorf("v%d: key %d = %+v, want %+v", v, i, resp.ApiKeys[i], want[i])
+			}
+		}
+		if resp.ThrottleMillis != 0 {
+			t.Errorf("v%d: throttle %d", v, resp.ThrottleMillis)
+		}
+		sw := cs.software.Load()
+		if v >= 3 && (sw == nil || sw.name != "raftka-test" || sw.version != "1.0.0") {
+			t.Errorf("v%d: client software not recorded: %+v", v, sw)
+		}
+		if v < 3 && sw != nil {
+			t.Errorf("v%d: client software recorded from a version without it", v)
+		}
+		if v >= 3 && (resp.FinalizedFeaturesEpoch != -1 || len(resp.FinalizedFeatures) != 0 || len(resp.SupportedFeatures) != 0) {
+			t.Errorf("v%d: features without a metadata source: %+v", v, resp)
+		}
+	}
+}
+
+func TestAPIVersionsSoftwareValidation(t *testing.T) {
+	tests := []struct {
+		name, version string
+		ok            bool
+	}{
+		{"kgo", "v1.22.3", true},
+		{"librdkafka", "2.0.2", true},
+		{"confluent-kafka-python", "2.0.2-rdkafka-2.0.2", true},
+		{"a", "1", true},
+		{"", "1.0", false},
+		{"kgo", "", false},
+		{"-kgo", "1", false},
+		{"kgo.", "1", false},
+		{"kgo client", "1", false},
+		{"kgo", "1_0", false},
+		{"kgö", "1", false},
+	}
+	for _, tt := range tests {
+		req := kmsg.NewPtrApiVersionsRequest()
+		req.Version = 3
+		req.ClientSoftwareName, req.ClientSoftwareVersion = tt.name, tt.version
+		resp, cs := callAPIVersions(t, Deps{}, req)
+		if tt.ok {
+			if resp.ErrorCode != 0 || len(resp.ApiKeys) == 0 {
+				t.Errorf("%q %q: error %d, %d keys", tt.name, tt.version, resp.ErrorCode, len(resp.ApiKeys))
+			}
+			continue
+		}
+		if resp.ErrorCode != kerr.InvalidRequest.Code || len(resp.ApiKeys) != 0 || cs.software.Load() != nil {
+			t.Errorf("%q %q: error %d, %d keys, want INVALID_REQUEST and none", tt.name, tt.version, resp.ErrorCode, len(resp.ApiKeys))
+		}
+		// Below v3 the fields do not exist and are not checked.
+		req.Version = 2
+		if resp, _ := callAPIVersions(t, Deps{}, req); resp.ErrorCode != 0 {
+			t.Errorf("%q %q at v2: error %d", tt.name, tt.version, resp.ErrorCode)
+		}
+	}
+}
+
+func TestAPIVersionsFinalizedFeatures(t *testing.T) {
+	md := fakeMetadata{epoch: 42, levels: map[string]int16{"metadata.version": 21, "group.version": 0, "a.feature": 2}}
+	req := kmsg.NewPtrApiVersionsRequest()
+	req.Version = 4
+	req.ClientSoftwareName, req.ClientSoftwareVersion = "t", "1"
+	resp, _ := callAPIVersions(t, Deps{Metadata: md}, req)
+	if resp.FinalizedFeaturesEpoch != 42 {
+		t.Errorf("epoch = %d", resp.FinalizedFeaturesEpoch)
+	}
+	got := resp.FinalizedFeatures
+	if len(got) != 2 || got[0].Name != "a.feature" || got[0].MinVersionLevel != 2 || got[0].MaxVersionLevel != 2 ||
+		got[1].Name != "metadata.version" || got[1].MinVersionLevel != 21 || got[1].MaxVersionLevel != 21 {
+		t.Errorf("finalized features = %+v (level-0 features must be left out, the rest sorted)", got)
+	}
+	req.Version = 2
+	if resp, _ := callAPIVersions(t, Deps{Metadata: md}, req); len(resp.FinalizedFeatures) != 0 {
+		t.Error("features in a v2 response")
+	}
+}
+
+func TestUnsupportedAPIVersionsResponse(t *testing.T) {
+	resp := unsupportedAPIVersionsResponse(defaultAPIs)
+	if resp.Version != 0 || resp.ErrorCode != kerr.UnsupportedVersion.Code || len(resp.ApiKeys) != 1 {
+		t.Fatalf("resp = %+v", resp)
+	}
+	if k := resp.ApiKeys[0]; k.ApiKey != 18 || k.MinVersion != 0 || k.MaxVersion != 4 {
+		t.Fatalf("key = %+v", k)
+	}
+}

@@ -1,0 +1,509 @@
+package broker
+
+import (
+	"bufio"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"net"
+	"runtime/debug"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/rs/zerolog"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// connState is what handlers may know about the connection a request came
+// on. Its fields are set before the first request and read-only afterwards,
+// except the atomics, which any handler goroutine may update.
+type connState struct {
+	id       uint64
+	listener string
+	remote   net.Addr
+	srv      *Server
+
+	// software is what the client reported in ApiVersions v3+ (KIP-511).
+	software atomic.Pointer[clientSoftware]
+}
+
+type clientSoftware struct{ name, version string }
+
+// slot is one request's place in the connection's response order. The
+// reader creates it, a handler completes it, the writer writes it.
+type slot struct {
+	rc   *request
+	done chan struct{} // closed by complete
+
+	resp   kmsg.Response
+	err    error
+	reason Reason // why err, for the metric
+
+	// keepVersion marks the KIP-511 reply, the one response deliberately
+	// at another version (v0) than its request.
+	keepVersion bool
+}
+
+func newSlot(rc *request) *slot { return &slot{rc: rc, done: make(chan struct{})} }
+
+// complete is called exactly once per slot.
+func (s *slot) complete(resp kmsg.Response, err error, reason Reason) {
+	s.resp, s.err, s.reason = resp, err, reason
+	close(s.done)
+}
+
+// dispose releases what a response pins if it will not be written.
+func (s *slot) dispose() {
+	select {
+	case <-s.done:
+		if fr, ok := s.resp.(*filesResponse); ok {
+			fr.done()
+		}
+	default:
+	}
+}
+
+// connError is the reason a connection went away, for its log line.
+type connError struct {
+	reason Reason
+	err    error
+}
+
+func (e *connError) Error() string { return e.reason.String() + ": " + e.err.Error() }
+func (e *connError) Unwrap() error { return e.err }
+
+// conn serves one client connection with three kinds of goroutine:
+//
+//   - the reader (the goroutine that called serve) reads frames, decodes
+//     them, puts a slot for each in queue in arrival order, and starts the
+//     handler; for an API that is not concurrent it waits for the handler's
+//     release before reading on;
+//   - one handler goroutine per request, which completes its slot;
+//   - the writer, which takes slots from queue in order, waits for each to
+//     complete and writes its response.
+//
+// queue is bounded, so a client that pipelines faster than it is answered
+// stops being read (TCP backpressure) instead of growing memory. Any failure
+// cancels ctx, which closes the socket and so unblocks every goroutine.
+type conn struct {
+	srv   *Server
+	nc    net.Conn
+	state *connState
+	log   zerolog.Logger
+
+	ctx    context.Context
+	cancel context.CancelFunc
+	queue  chan *slot
+
+	handlers sync.WaitGroup
+
+	closeOnce sync.Once
+	closeErr  error
+}
+
+func (s *Server) newConn(nc net.Conn, listener string) *conn {
+	id := s.nextConnID.Add(1)
+	ctx, cancel := context.WithCancel(s.ctx)
+	c := &conn{
+		srv: s,
+		nc:  nc,
+		state: &connState{
+			id:       id,
+			listener: listener,
+			remote:   nc.RemoteAddr(),
+			srv:      s,
+		},
+		ctx:    ctx,
+		cancel: cancel,
+		queue:  make(chan *slot, s.maxInFlight),
+	}
+	c.log = s.log.With().Uint64("conn", id).Str("listener", listener).Stringer("remote", addrString{nc.RemoteAddr()}).Logger()
+	return c
+}
+
+// addrString tolerates a nil address (net.Pipe and test conns).
+type addrString struct{ a net.Addr }
+
+func (a addrString) String() string {
+	if a.a == nil {
+		return ""
+	}
+	return a.a.String()
+}
+
+// serve runs the connection until the client goes away, a protocol error
+// closes it, or the server shuts down. It returns after every goroutine it
+// started has finished.
+//
+// A client that closes its side at a frame boundary still gets the answers
+// to the requests it sent (the writer drains the queue first); any other end
+// drops what is unanswered, as Kafka does.
+func (c *conn) serve() {
+	c.srv.metrics.ConnOpened(c.state.listener)
+	defer c.srv.metrics.ConnClosed(c.state.listener)
+	stop := context.AfterFunc(c.ctx, func() { _ = c.nc.Close() })
+	defer stop()
+
+	var held *slot
+	writerDone := make(chan struct{})
+	go func() {
+		defer close(writerDone)
+		held = c.writeLoop()
+	}()
+
+	if c.readLoop() {
+		close(c.queue) // the reader is the only sender
+		select {
+		case <-writerDone:
+		case <-c.ctx.Done():
+		}
+	}
+	c.cancel()
+	c.handlers.Wait()
+	<-writerDone
+	_ = c.nc.Close()
+
+	// Every handler has finished, so every slot still here is complete;
+	// release what their responses pin.
+	if held != nil {
+		held.dispose()
+	}
+	for drained := false; !drained; {
+		select {
+		case s, ok := <-c.queue:
+			if !ok {
+				drained = true
+				break
+			}
+			s.dispose()
+		default:
+			drained = true
+		}
+	}
+	c.logClose()
+}
+
+// fail records why the connection closes (first reason wins) and closes it.
+func (c *conn) fail(reason Reason, err error) {
+	c.srv.metrics.Rejected(reason)
+	c.closeWith(&connError{reason: reason, err: err})
+}
+
+func (c *conn) closeWith(err error) {
+	c.closeOnce.Do(func() { c.closeErr = err })
+	c.cancel()
+}
+
+func (c *conn) logClose() {
+	var ce *connError
+	switch err := c.closeErr; {
+	case err == nil, errors.Is(err, io.EOF), errors.Is(err, net.ErrClosed):
+		c.log.Debug().Msg("connection closed")
+	case errors.As(err, &ce):
+		c.log.Warn().Err(err).Str("reason", ce.reason.String()).Msg("connection closed on bad request")
+	default:
+		c.log.Debug().Err(err).Msg("connection closed")
+	}
+}
+
+// readLoop reads and dispatches frames until the connection fails. It
+// returns true when the client ended the stream cleanly at a frame boundary.
+func (c *conn) readLoop() (eof bool) {
+	defer func() {
+		if r := recover(); r != nil {
+			c.log.Error().Interface("panic", r).Bytes("stack", debug.Stack()).Msg("panic in connection reader")
+			c.fail(ReasonHandlerPanic, fmt.Errorf("reader panic: %v", r))
+		}
+	}()
+	br := bufio.NewReaderSize(c.nc, 32<<10)
+	for c.ctx.Err() == nil {
+		frame, err := readFrame(br, c.srv.maxRequestBytes)
+		if err != nil {
+			var ce *connError
+			switch {
+			case errors.As(err, &ce):
+				c.fail(ce.reason, ce.err)
+			case err == io.EOF:
+				c.closeOnce.Do(func() { c.closeErr = err })
+				return true
+			case c.ctx.Err() == nil:
+				c.closeWith(err)
+			}
+			return false
+		}
+		if !c.dispatch(frame) {
+			return false
+		}
+	}
+	return false
+}
+
+// smallFrame is the size up to which a frame's buffer is allocated at once;
+// bigger frames grow as their bytes arrive, so a size prefix alone cannot
+// make us allocate socket.request.max.bytes.
+const smallFrame = 64 << 10
+
+// readFrame reads one size-prefixed frame. Size errors come back as
+// *connError with their reason.
+func readFrame(r io.Reader, max int32) ([]byte, error) {
+	var sz [4]byte
+	if _, err := io.ReadFull(r, sz[:]); err != nil {
+		return nil, err
+	}
+	size := int32(binary.BigEndian.Uint32(sz[:]))
+	switch {
+	case size < 0:
+		return nil, &connError{ReasonFrameNegative, fmt.Errorf("frame size %d", size)}
+	case size > max:
+		return nil, &connError{ReasonFrameTooLarge, fmt.Errorf("frame size %d above socket.request.max.bytes %d", size, max)}
+	}
+	if size <= smallFrame {
+		buf := make([]byte, size)
+		_, err := io.ReadFull(r, buf)
+		return buf, unexpectedEOF(err)
+	}
+	buf := make([]byte, 0, smallFrame)
+	for len(buf) < int(size) {
+		next := min(int(size), 2*cap(buf))
+		if next > cap(buf) {
+			buf = append(buf[:cap(buf)], make([]byte, next-cap(buf))...)[:len(buf)]
+		}
+		n, err := io.ReadFull(r, buf[len(buf):next])
+		buf = buf[:len(buf)+n]
+		if err != nil {
+			return nil, unexpectedEOF(err)
+		}
+	}
+	return buf, nil
+}
+
+func unexpectedEOF(err error) error {
+	if err == io.EOF {
+		return io.ErrUnexpectedEOF
+	}
+	return err
+}
+
+// dispatch decodes one frame, queues its slot and starts its handler. It
+// returns false when the connection must close.
+func (c *conn) dispatch(frame []byte) bool {
+	key, version, corr, ok := peekHeader(frame)
+	if !ok {
+		c.fail(ReasonBadHeader, errShortHeader)
+		return false
+	}
+	entry := c.srv.table.lookup(key)
+	if entry == nil {
+		// Kafka fails the header parse for an unknown key and closes.
+		c.fail(ReasonUnknownKey, fmt.Errorf("api key %d (%s) not served", key, kmsg.NameForKey(key)))
+		return false
+	}
+	check := entry.check(version)
+	if check == versionUnsupported {
+		if key != apiVersionsKey {
+			// Kafka 4 (SocketServer.parseRequestHeader) refuses a version
+			// it does not enable with InvalidRequestException, which closes
+			// the connection; only ApiVersions is answered (KIP-511).
+			c.fail(ReasonUnsupportedVersion, fmt.Errorf("%s v%d not served (advertised %d-%d)", kmsg.NameForKey(key), version, entry.advertisedMin, entry.max))
+			return false
+		}
+		// Every kgo connection starts this way; it is a request, not a
+		// rejection.
+		c.srv.metrics.RequestReceived(key, version, len(frame)+4)
+		rc := c.newRequest(key, version, corr, nil)
+		s := newSlot(rc)
+		s.keepVersion = true
+		s.complete(unsupportedAPIVersionsResponse(c.srv.table), nil, 0)
+		return c.enqueue(s)
+	}
+
+	req := kmsg.RequestForKey(key)
+	req.SetVersion(version)
+	hdr, body, err := parseRequestHeader(frame, req.IsFlexible())
+	if err != nil {
+		c.fail(ReasonBadHeader, err)
+		return false
+	}
+	if err := req.ReadFrom(body); err != nil {
+		c.fail(ReasonUndecodable, fmt.Errorf("%s v%d: %w", kmsg.NameForKey(key), version, err))
+		return false
+	}
+	c.srv.metrics.RequestReceived(key, version, len(frame)+4)
+
+	rc := c.newRequest(key, version, corr, hdr.clientID)
+	s := newSlot(rc)
+	if !c.enqueue(s) {
+		return false
+	}
+	if check == versionRejected {
+		c.rejectOld(entry, req, s)
+		return true
+	}
+	c.handlers.Add(1)
+	go c.run(entry, rc, req, s)
+	if entry.concurrent {
+		return true
+	}
+	select {
+	case <-rc.released:
+		return true
+	case <-c.ctx.Done():
+		return false
+	}
+}
+
+func (c *conn) newRequest(key, version int16, corr int32, clientID *string) *request {
+	rc := &request{
+		conn:          c.state,
+		key:           key,
+		version:       version,
+		correlationID: corr,
+		received:      time.Now(),
+		released:      make(chan struct{}),
+	}
+	if clientID != nil {
+		rc.clientID = *clientID
+	}
+	return rc
+}
+
+func (c *conn) enqueue(s *slot) bool {
+	select {
+	case c.queue <- s:
+		return true
+	case <-c.ctx.Done():
+		return false
+	}
+}
+
+// rejectOld answers an advertised-but-refused version on the reader
+// goroutine; reject functions only build an error response.
+func (c *conn) rejectOld(e *apiEntry, req kmsg.Request, s *slot) {
+	defer func() {
+		if r := recover(); r != nil {
+			c.log.Error().Interface("panic", r).Bytes("stack", debug.Stack()).Int16("key", e.key).Msg("panic in reject func")
+			s.complete(nil, fmt.Errorf("reject panic: %v", r), ReasonHandlerPanic)
+		}
+	}()
+	s.complete(e.reject(req), nil, 0)
+}
+
+// run is a handler goroutine. A panic here closes this connection only.
+func (c *conn) run(e *apiEntry, rc *request, req kmsg.Request, s *slot) {
+	defer c.handlers.Done()
+	defer rc.release()
+	defer func() {
+		if r := recover(); r != nil {
+			c.log.Error().Interface("panic", r).Bytes("stack", debug.Stack()).
+				Int16("key", rc.key).Int16("version", rc.version).Msg("panic in request handler")
+			s.complete(nil, fmt.Errorf("handler panic: %v", r), ReasonHandlerPanic)
+		}
+	}()
+	resp, err := e.handle(c.ctx, rc, req)
+	if err != nil {
+		s.complete(nil, err, ReasonHandlerError)
+		return
+	}
+	s.complete(resp, nil, 0)
+}
+
+// writeLoop writes completed slots in queue order. It returns the slot it
+// held unwritten when the connection closed, if any, so serve can release it.
+func (c *conn) writeLoop() (held *slot) {
+	defer func() {
+		if r := recover(); r != nil {
+			c.log.Error().Interface("panic", r).Bytes("stack", debug.Stack()).Msg("panic in connection writer")
+			c.fail(ReasonHandlerPanic, fmt.Errorf("writer panic: %v", r))
+		}
+	}()
+	var buf []byte
+	for {
+		var s *slot
+		select {
+		case next, ok := <-c.queue:
+			if !ok {
+				return nil // the client is done and every answer is written
+			}
+			s = next
+		case <-c.ctx.Done():
+			return nil
+		}
+		select {
+		case <-s.done:
+		case <-c.ctx.Done():
+			return s
+		}
+		if s.err != nil {
+			c.fail(s.reason, fmt.Errorf("%s v%d: %w", kmsg.NameForKey(s.rc.key), s.rc.version, s.err))
+			return nil
+		}
+		if s.resp == nil {
+			continue // no response on the wire (Produce acks=0)
+		}
+		n, err := c.writeResponse(&buf, s)
+		if fr, ok := s.resp.(*filesResponse); ok {
+			fr.done()
+		}
+		if err != nil {
+			var ce *connError
+			if errors.As(err, &ce) {
+				c.fail(ce.reason, ce.err)
+			} else if c.ctx.Err() == nil {
+				c.closeWith(err)
+			}
+			return nil
+		}
+		c.srv.metrics.ResponseSent(s.rc.key, s.resp.GetVersion(), n)
+		if cap(buf) > 1<<20 {
+			buf = nil // do not keep one huge response's buffer per connection
+		}
+	}
+}
+
+// writeResponse frames and writes one response:
+//
+//	size int32 | correlation_id int32 | [tagged fields, header v1 only] | body
+//
+// The response header is v1 (flexible) exactly when the response is flexible,
+// except ApiVersions, whose response header is always v0 so that a client
+// can read it before it knows our versions (KIP-511).
+func (c *conn) writeResponse(buf *[]byte, s *slot) (int64, error) {
+	resp := s.resp
+	if resp.Key() != s.rc.key {
+		return 0, &connError{ReasonHandlerError, fmt.Errorf("handler for key %d answered with key %d", s.rc.key, resp.Key())}
+	}
+	fr, files := resp.(*filesResponse)
+	switch {
+	case files && fr.GetVersion() != s.rc.version:
+		// Its parts are already encoded; a wrong version cannot be fixed.
+		return 0, &connError{ReasonHandlerError, fmt.Errorf("handler for %s v%d encoded v%d", kmsg.NameForKey(s.rc.key), s.rc.version, fr.GetVersion())}
+	case !files && !s.keepVersion:
+		resp.SetVersion(s.rc.version)
+	}
+	b := append((*buf)[:0], 0, 0, 0, 0)
+	b = binary.BigEndian.AppendUint32(b, uint32(s.rc.correlationID))
+	if resp.IsFlexible() && resp.Key() != apiVersionsKey {
+		b = append(b, 0) // no tagged fields in the header
+	}
+	if files {
+		total := int64(len(b)-4) + fr.bodySize()
+		if total > math.MaxInt32 {
+			return 0, &connError{ReasonHandlerError, fmt.Errorf("response of %d bytes cannot be framed", total)}
+		}
+		binary.BigEndian.PutUint32(b, uint32(total))
+		*buf = b
+		return writeParts(c.nc, b, fr.parts)
+	}
+	b = resp.AppendTo(b)
+	if len(b)-4 > math.MaxInt32 {
+		return 0, &connError{ReasonHandlerError, fmt.Errorf("response of %d bytes cannot be framed", len(b)-4)}
+	}
+	binary.BigEndian.PutUint32(b, uint32(len(b)-4))
+	*buf = b
+	n, err := c.nc.Write(b)
+	return int64(n), err
+}

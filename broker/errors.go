@@ -1,0 +1,34 @@
+package broker
+
+import (
+	"context"
+	"errors"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+)
+
+// errorCode is the one place that turns an error from any of our packages
+// into a Kafka error code for a response field. Packages return sentinel
+// kinds wrapped with %w; a case is added here when a package's kind first
+// reaches a handler, so the mapping stays in one table-tested function.
+//
+// Unknown errors become UNKNOWN_SERVER_ERROR, which clients treat as
+// retriable-by-nobody and log; that is the right answer for a bug and the
+// wrong one for an expected condition, so expected kinds must be listed.
+func errorCode(err error) int16 {
+	if err == nil {
+		return 0
+	}
+	var ke *kerr.Error
+	switch {
+	case errors.As(err, &ke):
+		// A handler or a controller RPC already speaks the protocol.
+		return ke.Code
+	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
+		// Kafka answers a request that ran out of time (or was abandoned
+		// with its connection or the broker) as timed out; clients retry.
+		return kerr.RequestTimedOut.Code
+	default:
+		return kerr.UnknownServerError.Code
+	}
+}

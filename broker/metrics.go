@@ -1,0 +1,133 @@
+package broker
+
+import (
+	"sync/atomic"
+)
+
+// Reason names why a frame or request was not answered normally.
+type Reason int
+
+const (
+	ReasonFrameTooLarge      Reason = iota // size prefix above socket.request.max.bytes
+	ReasonFrameNegative                    // size prefix below zero
+	ReasonBadHeader                        // request header does not parse
+	ReasonUnknownKey                       // API key not in the table
+	ReasonUnsupportedVersion               // version not advertised (ApiVersions excepted: answered per KIP-511)
+	ReasonUndecodable                      // body does not decode at its version
+	ReasonHandlerError                     // handler returned an error
+	ReasonHandlerPanic                     // handler (or encoder) panicked
+	numReasons
+)
+
+var reasonNames = [numReasons]string{
+	"frame_too_large", "frame_negative", "bad_header", "unknown_key",
+	"unsupported_version", "undecodable", "handler_error", "handler_panic",
+}
+
+func (r Reason) String() string {
+	if r < 0 || r >= numReasons {
+		return "unknown"
+	}
+	return reasonNames[r]
+}
+
+// Metrics receives the server's counters. Implementations must be safe for
+// concurrent use: every connection's goroutines call it. cmd adapts it to
+// Prometheus; the broker package itself stays free of a metrics library so
+// that tests read plain numbers.
+type Metrics interface {
+	ConnOpened(listener string)
+	ConnClosed(listener string)
+	// RequestReceived counts a request that will be answered: it decoded,
+	// or it is ApiVersions at a version we answer per KIP-511.
+	RequestReceived(key, version int16, frameBytes int)
+	// ResponseSent counts a response written in full, size prefix included.
+	ResponseSent(key, version int16, bytes int64)
+	// Rejected counts a frame or request that got an error or a close.
+	Rejected(r Reason)
+}
+
+// Counters is a Metrics kept in memory with atomics. It is the default when
+// Options.Metrics is nil, and what tests read.
+type Counters struct {
+	connsOpen   atomic.Int64
+	connsTotal  atomic.Uint64
+	bytesIn     atomic.Uint64
+	bytesOut    atomic.Uint64
+	requests    [countedKeys][countedVersions]atomic.Uint64
+	responses   atomic.Uint64
+	rejected    [numReasons]atomic.Uint64
+	requestsAll atomic.Uint64
+}
+
+// Request keys and versions beyond these are counted only in the totals;
+// Kafka's keys end below 100 and no API has reached version 32.
+const (
+	countedKeys     = 128
+	countedVersions = 32
+)
+
+// CounterSnapshot is a point-in-time copy of Counters.
+type CounterSnapshot struct {
+	ConnsOpen, ConnsTotal int64
+	BytesIn, BytesOut     uint64
+	Requests, Responses   uint64
+	Rejected              map[string]uint64 // by Reason.String; zero counts omitted
+}
+
+func (c *Counters) ConnOpened(string) { c.connsOpen.Add(1); c.connsTotal.Add(1) }
+func (c *Counters) ConnClosed(string) { c.connsOpen.Add(-1) }
+
+func (c *Counters) RequestReceived(key, version int16, frameBytes int) {
+	c.requestsAll.Add(1)
+	c.bytesIn.Add(uint64(frameBytes))
+	if key >= 0 && key < countedKeys && version >= 0 && version < countedVersions {
+		c.requests[key][version].Add(1)
+	}
+}
+
+func (c *Counters) ResponseSent(_, _ int16, bytes int64) {
+	c.responses.Add(1)
+	c.bytesOut.Add(uint64(bytes))
+}
+
+func (c *Counters) Rejected(r Reason) {
+	if r >= 0 && r < numReasons {
+		c.rejected[r].Add(1)
+	}
+}
+
+// RequestsFor returns how many requests of key at version were received.
+func (c *Counters) RequestsFor(key, version int16) uint64 {
+	if key < 0 || key >= countedKeys || version < 0 || version >= countedVersions {
+		return 0
+	}
+	return c.requests[key][version].Load()
+}
+
+// RejectedFor returns the count for one reason.
+func (c *Counters) RejectedFor(r Reason) uint64 {
+	if r < 0 || r >= numReasons {
+		return 0
+	}
+	return c.rejected[r].Load()
+}
+
+// Snapshot copies the counters.
+func (c *Counters) Snapshot() CounterSnapshot {
+	s := CounterSnapshot{
+		ConnsOpen:  c.connsOpen.Load(),
+		ConnsTotal: int64(c.connsTotal.Load()),
+		BytesIn:    c.bytesIn.Load(),
+		BytesOut:   c.bytesOut.Load(),
+		Requests:   c.requestsAll.Load(),
+		Responses:  c.responses.Load(),
+		Rejected:   make(map[string]uint64),
+	}
+	for r := range numReasons {
+		if n := c.rejected[r].Load(); n > 0 {
+			s.Rejected[r.String()] = n
+		}
+	}
+	return s
+}

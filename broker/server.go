@@ -1,0 +1,271 @@
+package broker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/rs/zerolog"
+)
+
+// DefaultMaxRequestBytes is Kafka's default socket.request.max.bytes.
+const DefaultMaxRequestBytes = 104857600
+
+// DefaultMaxInFlight is how many requests of one connection may be read
+// ahead of the response being written. Clients pipeline at most five.
+const DefaultMaxInFlight = 8
+
+// ErrServerClosed is returned by Serve after Close.
+var ErrServerClosed = errors.New("broker: server closed")
+
+// Listener is one Kafka-protocol listener, as in server.properties
+// `listeners=NAME://host:port`.
+type Listener struct {
+	Name string
+	// Listener, if set, is used as is (tests pass a loopback listener on
+	// port 0) and the Server owns it from then on; otherwise New binds Addr.
+	Listener net.Listener
+	Addr     string
+}
+
+// MetadataSource is the broker's view of the latest applied metadata.
+type MetadataSource interface {
+	// FinalizedFeatures returns the cluster's finalized feature levels
+	// (KIP-584) and the metadata offset they were read at, which
+	// ApiVersions reports as the features epoch.
+	FinalizedFeatures() (epoch int64, levels map[string]int16)
+}
+
+// Deps is what request handlers need from the rest of the node. Fields are
+// added as api_*.go files land; each is a small interface defined in this
+// package and satisfied by metadata, storage and raftfsm adapters wired in
+// cmd. A nil field means the node has no such part (tests), and handlers
+// must answer as Kafka does when it is unavailable.
+type Deps struct {
+	Metadata MetadataSource
+}
+
+// Options configures a Server.
+type Options struct {
+	Logger    zerolog.Logger
+	Listeners []Listener
+	// MaxRequestBytes is socket.request.max.bytes; zero means the default.
+	MaxRequestBytes int32
+	// MaxInFlight bounds each connection's queue of unanswered requests;
+	// zero means DefaultMaxInFlight.
+	MaxInFlight int
+	Deps        Deps
+	// Metrics receives counters; nil means a fresh *Counters, available
+	// from Server.Counters.
+	Metrics Metrics
+}
+
+// Server answers the Kafka protocol on its listeners.
+//
+// New, Serve and Close may be called from any goroutine. Each accepted
+// connection is served by its own goroutines (see conn); Close cancels them
+// all and returns once every one has finished.
+type Server struct {
+	log             zerolog.Logger
+	table           *apiTable
+	deps            Deps
+	metrics         Metrics
+	counters        *Counters // set when Options.Metrics was nil
+	maxRequestBytes int32
+	maxInFlight     int
+	listeners       []boundListener
+
+	ctx    context.Context
+	cancel context.CancelFunc
+
+	mu      sync.Mutex // guards closed, serving and adding to wg
+	closed  bool
+	serving bool
+	wg      sync.WaitGroup // accept loops and connections
+
+	nextConnID atomic.Uint64
+}
+
+type boundListener struct {
+	name string
+	ln   net.Listener
+}
+
+// New binds the listeners and returns a Server that answers from the API
+// table the api_*.go files registered. It accepts nothing until Serve.
+func New(opts Options) (*Server, error) {
+	return newServer(opts, defaultAPIs)
+}
+
+func newServer(opts Options, table *apiTable) (*Server, error) {
+	s := &Server{
+		log:             opts.Logger,
+		table:           table,
+		deps:            opts.Deps,
+		metrics:         opts.Metrics,
+		maxRequestBytes: opts.MaxRequestBytes,
+		maxInFlight:     opts.MaxInFlight,
+	}
+	if s.maxRequestBytes == 0 {
+		s.maxRequestBytes = DefaultMaxRequestBytes
+	}
+	if s.maxRequestBytes < 0 {
+		return nil, fmt.Errorf("broker: socket.request.max.bytes %d is negative", s.maxRequestBytes)
+	}
+	if s.maxInFlight <= 0 {
+		s.maxInFlight = DefaultMaxInFlight
+	}
+	if s.metrics == nil {
+		s.counters = new(Counters)
+		s.metrics = s.counters
+	}
+	for _, l := range opts.Listeners {
+		ln := l.Listener
+		if ln == nil {
+			var err error
+			if ln, err = net.Listen("tcp", l.Addr); err != nil {
+				s.closeListeners()
+				return nil, fmt.Errorf("broker: listener %s: %w", l.Name, err)
+			}
+		}
+		s.listeners = append(s.listeners, boundListener{name: l.Name, ln: ln})
+	}
+	s.ctx, s.cancel = context.WithCancel(context.Background())
+	return s, nil
+}
+
+// Addrs returns the bound address of each listener, in Options order.
+func (s *Server) Addrs() []net.Addr {
+	addrs := make([]net.Addr, len(s.listeners))
+	for i, l := range s.listeners {
+		addrs[i] = l.ln.Addr()
+	}
+	return addrs
+}
+
+// Counters returns the built-in counters, or nil when Options.Metrics was
+// set.
+func (s *Server) Counters() *Counters { return s.counters }
+
+// Serve accepts connections on every listener until Close. It returns
+// ErrServerClosed after Close, or the first listener's fatal error.
+func (s *Server) Serve() error {
+	s.mu.Lock()
+	switch {
+	case s.closed:
+		s.mu.Unlock()
+		return ErrServerClosed
+	case s.serving:
+		s.mu.Unlock()
+		return errors.New("broker: Serve called twice")
+	}
+	s.serving = true
+	errs := make(chan error, len(s.listeners))
+	s.wg.Add(len(s.listeners))
+	s.mu.Unlock()
+
+	for _, l := range s.listeners {
+		go func() {
+			defer s.wg.Done()
+			errs <- s.acceptLoop(l)
+		}()
+	}
+	var first error
+	for range s.listeners {
+		if err := <-errs; err != nil && first == nil {
+			first = err
+			// One listener failing stops the server: a node that serves
+			// on only some of its listeners confuses clients and operators.
+			// errs is buffered, so the other loops can finish meanwhile.
+			_ = s.Close()
+		}
+	}
+	if first != nil {
+		return first
+	}
+	return ErrServerClosed
+}
+
+// acceptLoop accepts on one listener. Errors other than the listener being
+// closed are retried with a growing pause (EMFILE and the like are
+// transient); it returns nil once the server closes.
+func (s *Server) acceptLoop(l boundListener) error {
+	const maxPause = time.Second
+	pause := 5 * time.Millisecond
+	for {
+		nc, err := l.ln.Accept()
+		if err != nil {
+			if s.ctx.Err() != nil || errors.Is(err, net.ErrClosed) {
+				if s.ctx.Err() == nil {
+					return fmt.Errorf("broker: listener %s closed: %w", l.name, err)
+				}
+				return nil
+			}
+			s.log.Warn().Err(err).Str("listener", l.name).Dur("pause", pause).Msg("accept failed")
+			t := time.NewTimer(pause)
+			select {
+			case <-t.C:
+			case <-s.ctx.Done():
+				t.Stop()
+				return nil
+			}
+			pause = min(2*pause, maxPause)
+			continue
+		}
+		pause = 5 * time.Millisecond
+		if !s.track() {
+			_ = nc.Close()
+			return nil
+		}
+		go func() {
+			defer s.wg.Done()
+			s.newConn(nc, l.name).serve()
+		}()
+	}
+}
+
+// track adds a connection goroutine to wg unless the server is closing.
+func (s *Server) track() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return false
+	}
+	s.wg.Add(1)
+	return true
+}
+
+// serveConn serves an already-accepted connection on the calling goroutine
+// (tests and fuzzing use in-memory connections). It returns when the
+// connection is done, or at once if the server is closed.
+func (s *Server) serveConn(nc net.Conn, listener string) {
+	if !s.track() {
+		_ = nc.Close()
+		return
+	}
+	defer s.wg.Done()
+	s.newConn(nc, listener).serve()
+}
+
+// Close stops accepting, closes every connection and waits for all of the
+// server's goroutines, request handlers included, to finish. It is safe to
+// call more than once.
+func (s *Server) Close() error {
+	s.mu.Lock()
+	s.closed = true
+	s.mu.Unlock()
+	s.cancel()
+	s.closeListeners()
+	s.wg.Wait()
+	return nil
+}
+
+func (s *Server) closeListeners() {
+	for _, l := range s.listeners {
+		_ = l.ln.Close()
+	}
+}
