@@ -2,8 +2,73 @@
 // log: the FSM that applies committed record batches to metadata.Image and
 // publishes each new image, snapshots, the boltdb stores, the transport on the
 // controller listener, quorum membership, and the active controller's RPC
-// service (validate, then records, then raft.Apply).
+// service (decide, then record, then replay).
 //
-// It may import metadata, hashicorp/raft, raft-boltdb, kmsg and zerolog. It
-// must never import storage or broker.
+// It may import metadata, hashicorp/raft, raft-boltdb, kmsg/kerr and zerolog.
+// It must never import storage or broker.
+//
+// # Files
+//
+//	node.go        Config, Start, Shutdown (leadership transfer first), bootstrap,
+//	               non-voter join, leadership watch
+//	transport.go   the controller listener mux and the raft.StreamLayer
+//	fsm.go         FSM Apply/Snapshot/Restore and the snapshot file format
+//	publisher.go   Current, WaitForIndex, Subscribe
+//	controller*.go the active controller loop and its operations
+//	rpc_server.go  Kafka-framed controller RPCs, forwarding to the leader
+//	rpc_client.go  ControllerClient (retries, read-your-writes)
+//	frame.go       frame and header codec, the index tag
+//	membership.go  QuorumStatus and DescribeQuorum
+//	hclog.go       hashicorp's hclog onto zerolog
+//
+// # The controller listener
+//
+// Raft and the controller RPCs share one TCP listener. A Raft dial writes
+// one preface byte, RaftPreface (0xFF), before hashicorp's own protocol; a
+// Kafka frame starts with its int32 size, whose first byte is 0x00 for any
+// frame under 16 MiB. The accept loop reads that first byte and routes the
+// connection; everything that is not Raft is read as Kafka frames: 4-byte
+// size, request header v1 or v2 (v2 when kmsg says the version is flexible),
+// a kmsg request body; answers are kmsg responses with header v0/v1. Packet
+// captures decode them as Kafka. Served: BrokerRegistration, BrokerHeartbeat,
+// UnregisterBroker, CreateTopics, DeleteTopics, CreatePartitions,
+// AlterConfigs, IncrementalAlterConfigs, AlterPartition, AllocateProducerIDs,
+// ElectLeaders, OffsetCommit (the group coordinator's commits into the
+// image), DescribeQuorum, and AddRaftVoter with NonvoterTag (a broker-only
+// node joining as a Raft non-voter).
+//
+// A request that lands on a follower is forwarded once to the Raft leader
+// (with client id "raftka-controller-forward"); a forwarded request that
+// still misses the leader, or one sent while no leader is known, is answered
+// NOT_CONTROLLER everywhere the response has an error code, and
+// ControllerClient retries with backoff until its context ends.
+//
+// # Read-your-writes
+//
+// Every controller response is flexible at the versions ControllerClient
+// sends, and carries the Raft index of the entry that committed it in tagged
+// field IndexTag (10000): 8 bytes, big-endian. An operation that committed
+// nothing returns the index of the leader's image it was decided against.
+// ControllerClient with a Waiter waits until the local node has applied that
+// index before it returns, so the caller's next read of its own image sees
+// the change.
+//
+// # Concurrency
+//
+//   - hashicorp/raft calls the FSM from one goroutine; Publisher.publish runs
+//     only there. Current, WaitForIndex and Subscribe are safe anywhere.
+//   - The active controller is one goroutine (controller.run), started when
+//     this node gains Raft leadership and stopped when it loses it. It owns
+//     the broker leases. Operations reach it over a channel; it decides each
+//     against the image as it will be after the operations before it in the
+//     batch, commits all their records as one Raft entry (group commit, one
+//     fsync), and answers each after the commit. Decide functions mutate
+//     nothing but the loop-owned leases.
+//   - A new active controller first waits on a Raft barrier, then gives every
+//     registered broker a full session timeout of grace before fencing it,
+//     and counts a broker registered under an earlier leader as caught up
+//     once it reports the log index at which this controller started.
+//   - Locks: Node.ctrlMu (the current controller pointer), Publisher.mu then
+//     Subscription.mu, mux.mu, connPool.mu. None is held while taking
+//     another except Publisher.mu -> Subscription.mu.
 package raftfsm

@@ -4,7 +4,6 @@ import (
 	"context"
 	"net"
 	"os"
-	"strconv"
 	"testing"
 	"time"
 
@@ -185,8 +184,6 @@ func mustCreate(t *testing.T, c *ControllerClient, name string, parts int32, rf 
 		t.Fatalf("create %s: error code %d: %s", name, code, deref(resp.Topics[0].ErrorMessage))
 	}
 }
-
-func itoa(i int) string { return strconv.Itoa(i) }
 
 // fakeBroker registers a broker id and heartbeats from its own goroutine
 // until stopped; pause/resume stop and restart the heartbeats without
