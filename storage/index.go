@@ -148,7 +148,7 @@ func (x *index) sync() error {
 	if x.synced {
 		return nil
 	}
-	if err := x.f.Sync(); err != nil {
+	if err := fsyncFile(x.f); err != nil {
 		return err
 	}
 	x.synced = true

@@ -297,7 +297,7 @@ func (l *Log) AppendAsFollower(records []byte) (AppendResult, error) {
 func (l *Log) appendLocked(b Batch, info BatchInfo, cfg *Config) error {
 	now := l.now()
 	l.reapLocked(now)
-	if err := l.maybeRollLocked(b, cfg, now); err != nil {
+	if err := l.maybeRollLocked(b, info, cfg, now); err != nil {
 		return err
 	}
 	if e := b.PartitionLeaderEpoch(); e >= 0 {
@@ -323,18 +323,29 @@ func (l *Log) appendLocked(b Batch, info BatchInfo, cfg *Config) error {
 	return nil
 }
 
-func (l *Log) maybeRollLocked(b Batch, cfg *Config, now time.Time) error {
+func (l *Log) maybeRollLocked(b Batch, info BatchInfo, cfg *Config, now time.Time) error {
 	s := l.active()
 	size := s.size.Load()
 	switch {
 	case b.LastOffset()-s.baseOffset > math.MaxUint32:
 	case s.offIdx.full() || s.timeIdx.full():
 	case size > 0 && size+int64(len(b)) > cfg.SegmentBytes:
-	case size > 0 && now.UnixMilli()-s.rollTs > cfg.SegmentMs-cfg.SegmentJitterMs:
+	case size > 0 && timeWaited(s, b, info, now) > cfg.SegmentMs-cfg.SegmentJitterMs:
 	default:
 		return nil
 	}
 	return l.rollLocked(now, cfg)
+}
+
+// timeWaited is how long the active segment has been filling, for
+// segment.ms: measured in record time from its first batch when batches
+// carry timestamps (as Kafka does, so replaying old data does not roll
+// every batch), else in wall time since the segment was created.
+func timeWaited(s *segment, b Batch, info BatchInfo, now time.Time) int64 {
+	if ts := batchMaxTimestamp(b, info); s.firstTs >= 0 && ts >= 0 {
+		return ts - s.firstTs
+	}
+	return now.UnixMilli() - s.created
 }
 
 // Roll starts a new active segment at the log end offset (no-op if the
@@ -567,6 +578,11 @@ func (l *Log) Truncate(offset int64) error {
 		if err := s.timeIdx.preallocate(); err != nil {
 			return err
 		}
+	}
+	if l.nextOffset < l.logStart.Load() {
+		// The batch holding offset began below the log start offset: with
+		// it gone nothing readable is left, so restart at offset.
+		return l.resetLocked(offset)
 	}
 	l.afterTruncateLocked()
 	return l.epochs.TruncateFromEnd(l.nextOffset)

@@ -86,5 +86,5 @@ func (s *segment) largestTimestamp() int64 {
 	if st, err := s.f.Stat(); err == nil {
 		return st.ModTime().UnixMilli()
 	}
-	return s.rollTs
+	return s.created
 }

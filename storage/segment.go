@@ -46,7 +46,8 @@ type segment struct {
 	bytesSinceIndex int64
 	maxTs           int64 // largest batch max timestamp, NoTimestamp if none
 	maxTsOffset     int64
-	rollTs          int64 // first batch's max timestamp, or creation time
+	firstTs         int64 // first batch's max timestamp, NoTimestamp if unknown
+	created         int64 // unix ms the segment was created (or the file's mtime)
 	synced          bool
 	deleteAt        time.Time // when a removed segment's files may be deleted
 }
@@ -64,7 +65,7 @@ func (s *segment) timeIndexPath() string {
 // createSegment makes a new empty active segment at base, replacing any
 // stale files of that name, with preallocated indexes.
 func createSegment(dir string, base int64, cfg *Config, now time.Time) (*segment, error) {
-	s := &segment{dir: dir, baseOffset: base, nextOffset: base, maxTs: NoTimestamp, maxTsOffset: base, rollTs: now.UnixMilli()}
+	s := &segment{dir: dir, baseOffset: base, nextOffset: base, maxTs: NoTimestamp, maxTsOffset: base, firstTs: NoTimestamp, created: now.UnixMilli()}
 	for _, p := range []string{s.indexPath(), s.timeIndexPath()} {
 		if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
 			return nil, err
@@ -93,7 +94,7 @@ func createSegment(dir string, base int64, cfg *Config, now time.Time) (*segment
 // openSegmentFiles opens an existing segment's .log and its indexes (which
 // may be reported corrupt: idxErr is then non-nil and the caller rebuilds).
 func openSegmentFiles(dir string, base int64, cfg *Config) (s *segment, idxErr error, err error) {
-	s = &segment{dir: dir, baseOffset: base, nextOffset: base, maxTs: NoTimestamp, maxTsOffset: base}
+	s = &segment{dir: dir, baseOffset: base, nextOffset: base, maxTs: NoTimestamp, maxTsOffset: base, firstTs: NoTimestamp}
 	f, err := os.OpenFile(s.logPath(), os.O_RDWR, 0o644)
 	if err != nil {
 		return nil, nil, err
@@ -109,7 +110,7 @@ func openSegmentFiles(dir string, base int64, cfg *Config) (s *segment, idxErr e
 		return nil, nil, fmt.Errorf("%w: %s: %d bytes, larger than a segment can be", ErrCorruptFile, s.logPath(), st.Size())
 	}
 	s.size.Store(st.Size())
-	s.rollTs = st.ModTime().UnixMilli()
+	s.created = st.ModTime().UnixMilli()
 	s.synced = true
 	for _, p := range []string{s.indexPath(), s.timeIndexPath()} {
 		if _, err := os.Stat(p); errors.Is(err, os.ErrNotExist) {
@@ -218,8 +219,8 @@ func (s *segment) append(b Batch, info BatchInfo, indexInterval int64) error {
 // noteBatch updates the writer's view after a batch is in the file.
 func (s *segment) noteBatch(b Batch, info BatchInfo) {
 	ts := batchMaxTimestamp(b, info)
-	if s.nextOffset == s.baseOffset && ts >= 0 {
-		s.rollTs = ts
+	if s.nextOffset == s.baseOffset {
+		s.firstTs = ts
 	}
 	if ts > s.maxTs {
 		s.maxTs = ts
@@ -247,7 +248,7 @@ func (s *segment) recover(indexInterval int64, scratch *[]byte) (truncated int64
 	if err := s.timeIdx.reset(); err != nil {
 		return 0, nil, err
 	}
-	s.nextOffset, s.bytesSinceIndex, s.maxTs, s.maxTsOffset = s.baseOffset, 0, NoTimestamp, s.baseOffset
+	s.nextOffset, s.bytesSinceIndex, s.maxTs, s.maxTsOffset, s.firstTs = s.baseOffset, 0, NoTimestamp, s.baseOffset, NoTimestamp
 	end := s.size.Load()
 	r := bufio.NewReaderSize(io.NewSectionReader(s.f, 0, end), 1<<20)
 	var pos int64
@@ -257,14 +258,20 @@ func (s *segment) recover(indexInterval int64, scratch *[]byte) (truncated int64
 		if err == nil {
 			info, err = b.ValidateStored()
 		}
-		if err == nil && (b.BaseOffset() < s.nextOffset || b.LastOffset()-s.baseOffset > math.MaxUint32) {
+		// Our logs are dense (followers refuse gaps, segments start at the
+		// log end offset), so a batch that does not start where the last
+		// ended has a damaged base offset, which the CRC does not cover.
+		if err == nil && (b.BaseOffset() != s.nextOffset || b.LastOffset()-s.baseOffset > math.MaxUint32) {
 			err = fmt.Errorf("%w: offsets %d..%d do not follow %d in segment %d", ErrCorruptBatch, b.BaseOffset(), b.LastOffset(), s.nextOffset, s.baseOffset)
 		}
 		if err != nil {
 			reason = fmt.Errorf("%s at position %d: %w", s.logPath(), pos, err)
 			break
 		}
-		if s.bytesSinceIndex > indexInterval {
+		// A segment written with a larger segment.index.bytes may not fit
+		// the index now; the tail then stays unindexed (lookups scan
+		// further) rather than failing the open.
+		if s.bytesSinceIndex > indexInterval && !s.offIdx.full() {
 			if err := s.offIdx.add(b.LastOffset(), pos); err != nil {
 				return 0, nil, err
 			}
@@ -328,17 +335,19 @@ func (s *segment) loadTail() error {
 		s.maxTs, s.maxTsOffset = ts, off
 	}
 	var hdr [BatchHeaderSize]byte
-	first := true
+	s.firstTs = NoTimestamp
+	if end > 0 {
+		if _, err := s.batchHeader(&hdr, 0, end); err != nil {
+			return fmt.Errorf("%w: %s at position 0: %v", ErrCorruptBatch, s.logPath(), err)
+		}
+		s.firstTs = Batch(hdr[:]).MaxTimestamp()
+	}
 	for pos < end {
 		n, err := s.batchHeader(&hdr, pos, end)
 		if err != nil {
 			return fmt.Errorf("%w: %s at position %d: %v", ErrCorruptBatch, s.logPath(), pos, err)
 		}
 		b := Batch(hdr[:])
-		if first && pos == 0 && b.MaxTimestamp() >= 0 {
-			s.rollTs = b.MaxTimestamp()
-		}
-		first = false
 		if ts := b.MaxTimestamp(); ts > s.maxTs {
 			s.maxTs, s.maxTsOffset = ts, b.LastOffset()
 		}
@@ -439,7 +448,7 @@ func (s *segment) onInactive() error {
 }
 
 func (s *segment) sync() error {
-	if err := s.f.Sync(); err != nil {
+	if err := fsyncFile(s.f); err != nil {
 		return err
 	}
 	if err := s.offIdx.sync(); err != nil {

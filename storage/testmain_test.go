@@ -1,0 +1,24 @@
+package storage
+
+import (
+	"os"
+	"testing"
+
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) {
+	if os.Getenv(crashChildEnv) != "" {
+		// Re-executed as the crash test's child: append until killed.
+		crashChild(os.Getenv(crashChildEnv))
+		return
+	}
+	goleak.VerifyTestMain(m)
+}
+
+// noFsync turns fsync off for one test (see fsyncFile).
+func noFsync(t testing.TB) {
+	old := fsyncFile
+	fsyncFile = func(*os.File) error { return nil }
+	t.Cleanup(func() { fsyncFile = old })
+}
