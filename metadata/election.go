@@ -94,7 +94,10 @@ type PartitionChangeRequest struct {
 //     leads and ErrPreferredLeaderNotAvailable when it cannot.
 //   - ReasonReassignment sets the replicas to TargetReplicas and keeps in
 //     the ISR only members that are still replicas; removing replicas bumps
-//     the leader epoch so the removed ones are fenced.
+//     the leader epoch so the removed ones are fenced. A target that shares
+//     no member with a non-empty ISR is refused (ErrInvalidReplicaAssignment):
+//     the caller reassigns in Kafka's steps, first to the union of old and
+//     new replicas, then, once the new ones are in the ISR, to the target.
 func BuildPartitionChange(req PartitionChangeRequest) (*PartitionChange, error) {
 	cur := req.Partition
 	if len(cur.Replicas) == 0 {
@@ -126,6 +129,12 @@ func BuildPartitionChange(req PartitionChangeRequest) (*PartitionChange, error) 
 		}
 		replicas = slices.Clone(req.TargetReplicas)
 		isr = slices.DeleteFunc(isr, func(r int32) bool { return !slices.Contains(replicas, r) })
+		if len(isr) == 0 && len(cur.ISR) > 0 {
+			// Kafka reassigns in steps (add the new replicas, wait until
+			// they join the ISR, then drop the old), so a cut-over never
+			// leaves the partition without an in-sync copy.
+			return nil, fmt.Errorf("%w: target replicas %v share no member with the ISR %v; add them first and let them catch up", ErrInvalidReplicaAssignment, req.TargetReplicas, cur.ISR)
+		}
 		for _, r := range cur.Replicas {
 			if !slices.Contains(replicas, r) {
 				bump = true

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"slices"
 	"testing"
+
+	"pgregory.net/rapid"
 )
 
 func usableSet(ids ...int32) func(int32) bool {
@@ -122,6 +124,7 @@ func TestBuildPartitionChangeErrors(t *testing.T) {
 		{PartitionChangeRequest{Partition: part([]int32{1, 2}, []int32{1, 2}, 2), Reason: ReasonPreferredElection, Usable: usableSet(2)}, ErrPreferredLeaderNotAvailable},
 		{PartitionChangeRequest{Partition: part([]int32{1}, []int32{1}, 1), Reason: ReasonReassignment, Usable: usableSet(1)}, ErrInvalidReplicaAssignment},
 		{PartitionChangeRequest{Partition: part([]int32{1}, []int32{1}, 1), Reason: ReasonReassignment, TargetReplicas: []int32{2, 2}}, ErrInvalidReplicaAssignment},
+		{PartitionChangeRequest{Partition: part([]int32{1, 2}, []int32{1}, 1), Reason: ReasonReassignment, TargetReplicas: []int32{3, 4}}, ErrInvalidReplicaAssignment},
 		{PartitionChangeRequest{Partition: part(nil, nil, 1), Reason: ReasonPreferredElection}, ErrInvalidRequest},
 		{PartitionChangeRequest{Partition: part([]int32{1}, []int32{1}, 1), Reason: ChangeReason(99)}, ErrInvalidRequest},
 	}
@@ -153,4 +156,67 @@ func TestElectLeader(t *testing.T) {
 			t.Errorf("case %d: %d %v %v", i, l, u, ok)
 		}
 	}
+}
+
+// Whatever the partition, the usable set and the reason, the built record
+// applies cleanly and leaves a partition that obeys the election rules.
+func TestBuildPartitionChangeProperties(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		replicas := rapid.SliceOfNDistinct(rapid.Int32Range(0, 5), 1, 5, rapid.ID[int32]).Draw(t, "replicas")
+		isr := rapid.SliceOfNDistinct(rapid.SampledFrom(replicas), 0, len(replicas), rapid.ID[int32]).Draw(t, "isr")
+		leader := NoLeader
+		if len(isr) > 0 && rapid.Bool().Draw(t, "hasLeader") {
+			leader = rapid.SampledFrom(isr).Draw(t, "leader")
+		}
+		cur := PartitionRegistration{Replicas: replicas, ISR: isr, Leader: leader, LeaderEpoch: 2, PartitionEpoch: 4}
+		live := rapid.SliceOfNDistinct(rapid.Int32Range(0, 5), 0, 6, rapid.ID[int32]).Draw(t, "usable")
+		req := PartitionChangeRequest{TopicID: idA, Partition: cur, Usable: usableSet(live...),
+			Reason:  rapid.SampledFrom([]ChangeReason{ReasonElection, ReasonBrokerFenced, ReasonControlledShutdown, ReasonISRChange, ReasonPreferredElection, ReasonReassignment}).Draw(t, "reason"),
+			Unclean: rapid.Bool().Draw(t, "unclean"), BumpLeaderEpochOnISRShrink: rapid.Bool().Draw(t, "bump")}
+		if req.Reason == ReasonISRChange && len(isr) > 0 {
+			req.TargetISR = rapid.SliceOfNDistinct(rapid.SampledFrom(replicas), 1, len(replicas), rapid.ID[int32]).Draw(t, "targetISR")
+		}
+		if req.Reason == ReasonReassignment {
+			req.TargetReplicas = rapid.SliceOfNDistinct(rapid.Int32Range(0, 5), 1, 5, rapid.ID[int32]).Draw(t, "target")
+		}
+		rec, err := BuildPartitionChange(req)
+		if err != nil {
+			if req.Reason != ReasonPreferredElection && !errors.Is(err, ErrInvalidReplicaAssignment) {
+				t.Fatalf("unexpected error %v", err)
+			}
+			return
+		}
+		img, d := NewImage().Apply([]Record{&CreateTopic{Name: "t", ID: idA, Partitions: []PartitionRegistration{cur}}})
+		if len(d.Skipped) != 0 {
+			t.Fatal(d.Skipped[0].Err)
+		}
+		if rec == nil {
+			// No change means the current leader is acceptable, or no one is.
+			if l, _, ok := ElectLeader(cur, req.Usable, req.Unclean); ok && (cur.Leader == NoLeader || !req.Usable(cur.Leader)) && req.Reason != ReasonISRChange {
+				t.Fatalf("no change although %d could lead", l)
+			}
+			return
+		}
+		next, d := img.Apply([]Record{rec})
+		if len(d.Skipped) != 0 {
+			t.Fatalf("built record skipped: %v", d.Skipped[0].Err)
+		}
+		p, _ := next.Partition(idA, 0)
+		if p.Leader != NoLeader {
+			if !req.Usable(p.Leader) || !slices.Contains(p.ISR, p.Leader) {
+				t.Fatalf("leader %d not usable or not in ISR %v", p.Leader, p.ISR)
+			}
+		}
+		if len(cur.ISR) > 0 && len(p.ISR) == 0 {
+			t.Fatal("ISR emptied")
+		}
+		if p.Leader != cur.Leader && p.LeaderEpoch != cur.LeaderEpoch+1 {
+			t.Fatal("leader changed without an epoch bump")
+		}
+		if p.Leader == NoLeader && !req.Unclean {
+			if l, _, ok := ElectLeader(p, req.Usable, false); ok {
+				t.Fatalf("left offline although %d could lead", l)
+			}
+		}
+	})
 }
