@@ -11,9 +11,10 @@ import (
 // without locks; Apply builds the next image and shares every untouched part
 // with this one.
 //
-// Accessors return values and fresh slices or maps where the image holds
-// maps; slices inside returned values (Replicas, ISR, Endpoints, Partitions)
-// are shared with the image and must not be modified.
+// Accessors return values, and fresh maps where they return a map of the
+// image (Offsets, ClusterConfigs, BrokerConfigs, Features); the slices and
+// maps inside returned values (Replicas, ISR, Endpoints, Partitions,
+// TopicImage.Configs) are shared with the image and must not be modified.
 type Image struct {
 	clusterID      string
 	features       map[string]int16
