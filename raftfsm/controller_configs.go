@@ -16,50 +16,9 @@ import (
 // topic and broker resources; a broker resource with an empty name is the
 // cluster-wide default.
 
-// validateTopicConfigs checks topic overrides. metadata owns the config
-// definitions; until its table lands here this checks that every key is a
-// topic config raftka knows and that numeric ones parse.
-func validateTopicConfigs(cfg map[string]string) error {
-	for k, v := range cfg {
-		kind, ok := topicConfigKinds[k]
-		if !ok {
-			return fmt.Errorf("%w: unknown topic config %q", metadata.ErrInvalidConfig, k)
-		}
-		switch kind {
-		case "long":
-			if _, err := strconv.ParseInt(v, 10, 64); err != nil {
-				return fmt.Errorf("%w: %s=%q is not a number", metadata.ErrInvalidConfig, k, v)
-			}
-		case "bool":
-			if v != "true" && v != "false" {
-				return fmt.Errorf("%w: %s=%q is not true or false", metadata.ErrInvalidConfig, k, v)
-			}
-		case "cleanup":
-			for _, p := range strings.Split(v, ",") {
-				if p = strings.TrimSpace(p); p != "delete" && p != "compact" {
-					return fmt.Errorf("%w: %s=%q: policies are delete and compact", metadata.ErrInvalidConfig, k, v)
-				}
-			}
-		case "tstype":
-			if v != "CreateTime" && v != "LogAppendTime" {
-				return fmt.Errorf("%w: %s=%q", metadata.ErrInvalidConfig, k, v)
-			}
-		}
-	}
-	return nil
-}
-
-var topicConfigKinds = map[string]string{
-	"retention.ms": "long", "retention.bytes": "long", "segment.bytes": "long", "segment.ms": "long",
-	"cleanup.policy": "cleanup", "min.insync.replicas": "long", "max.message.bytes": "long",
-	"message.timestamp.type": "tstype", "unclean.leader.election.enable": "bool",
-	"flush.messages": "long", "flush.ms": "long", "compression.type": "string",
-	"segment.index.bytes": "long", "index.interval.bytes": "long", "delete.retention.ms": "long",
-	"min.compaction.lag.ms": "long", "max.compaction.lag.ms": "long", "min.cleanable.dirty.ratio": "string",
-	"file.delete.delay.ms": "long", "segment.jitter.ms": "long", "preallocate": "bool",
-	"message.timestamp.before.max.ms": "long", "message.timestamp.after.max.ms": "long",
-	"local.retention.ms": "long", "local.retention.bytes": "long",
-}
+// validateTopicConfigs checks topic overrides against metadata's topic
+// config definitions.
+func validateTopicConfigs(cfg map[string]string) error { return metadata.ValidateTopicConfigs(cfg) }
 
 // resource resolves a config resource to its metadata type, name and
 // current dynamic values.

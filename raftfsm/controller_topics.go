@@ -78,44 +78,15 @@ func newTopicID() [16]byte {
 	return id
 }
 
-// usableBrokers lists the ids placement may use, sorted.
-func usableBrokers(img *metadata.Image) []int32 {
-	var ids []int32
-	for _, b := range img.Brokers() {
-		if b.Usable() {
-			ids = append(ids, b.ID)
-		}
-	}
-	slices.Sort(ids)
-	return ids
-}
-
-// place assigns rf replicas to each of partitions first..first+count-1,
-// round-robin over the usable brokers from a random start, shifting the
-// followers per partition as Kafka's assignReplicasToBrokersRackUnaware does
-// so the preferred leaders and the followers both spread evenly.
-func place(brokers []int32, first, count int32, rf int16) ([][]int32, error) {
-	n := len(brokers)
-	if rf <= 0 || int(rf) > n {
-		return nil, fmt.Errorf("%w: replication factor %d with %d usable brokers", metadata.ErrInvalidReplicationFactor, rf, n)
-	}
-	start := rand.IntN(n)
-	shift := rand.IntN(n)
-	out := make([][]int32, count)
-	for i := range count {
-		p := int(first + i)
-		if p > 0 && p%n == 0 {
-			shift++
-		}
-		first := (start + p) % n
-		reps := []int32{brokers[first]}
-		for j := 1; j < int(rf); j++ {
-			off := 1 + (shift+j-1)%max(n-1, 1)
-			reps = append(reps, brokers[(first+off)%n])
-		}
-		out[i] = reps
-	}
-	return out, nil
+// place assigns replicas with metadata.PlaceReplicas (Kafka's round-robin,
+// rack-aware when racks are set), drawing the random start and shift Kafka
+// draws per topic so different topics' leaders land on different brokers.
+func place(img *metadata.Image, first, count int32, rf int16) ([][]int32, error) {
+	n := max(len(img.Brokers()), 1)
+	return metadata.PlaceReplicas(img.Brokers(), metadata.Placement{
+		FirstPartition: first, Partitions: count, ReplicationFactor: rf,
+		StartIndex: rand.IntN(n), Shift: rand.IntN(n),
+	})
 }
 
 // checkAssignment validates explicit replica lists.
@@ -239,7 +210,7 @@ func buildCreateTopic(img *metadata.Image, t kmsg.CreateTopicsRequestTopic, defP
 	if rf <= 0 {
 		return nil, fmt.Errorf("%w: %d", metadata.ErrInvalidReplicationFactor, rf)
 	}
-	assign, err := place(usableBrokers(img), 0, parts, rf)
+	assign, err := place(img, 0, parts, rf)
 	if err != nil {
 		return nil, err
 	}
@@ -346,7 +317,7 @@ func buildAddPartitions(img *metadata.Image, t kmsg.CreatePartitionsRequestTopic
 		return rec, nil
 	}
 	rf := int16(len(ti.Partitions[0].Replicas))
-	assign, err := place(usableBrokers(img), have, add, rf)
+	assign, err := place(img, have, add, rf)
 	if err != nil {
 		return nil, err
 	}
