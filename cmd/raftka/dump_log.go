@@ -1,0 +1,195 @@
+package main
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/raftka/raftka/storage"
+	"github.com/raftka/raftka/storage/recordbatch"
+	"github.com/urfave/cli/v2"
+)
+
+// dump-log prints the contents of segment (.log), offset index (.index) and
+// time index (.timeindex) files the way kafka-dump-log.sh does. It reads
+// files only; it never repairs them. A corrupt file prints everything up to
+// the damage, then fails with the file and position.
+func init() {
+	register(&cli.Command{
+		Name:      "dump-log",
+		Usage:     "print the batches of segment, index or timeindex files",
+		ArgsUsage: "FILES...",
+		Flags: []cli.Flag{
+			&cli.BoolFlag{Name: "print-data", Usage: "also print each record's key, value and headers (uncompressed batches)"},
+		},
+		Action: func(c *cli.Context) error {
+			if c.NArg() == 0 {
+				return errors.New("dump-log: give one or more .log, .index or .timeindex files")
+			}
+			var failed []string
+			for _, path := range c.Args().Slice() {
+				if err := dumpFile(c.App.Writer, path, c.Bool("print-data")); err != nil {
+					fmt.Fprintf(c.App.ErrWriter, "raftka dump-log: %v\n", err)
+					failed = append(failed, path)
+				}
+			}
+			if len(failed) > 0 {
+				return cli.Exit(fmt.Sprintf("dump-log: %d of %d files failed: %s", len(failed), c.NArg(), strings.Join(failed, ", ")), 1)
+			}
+			return nil
+		},
+	})
+}
+
+func dumpFile(w io.Writer, path string, printData bool) error {
+	fmt.Fprintf(w, "Dumping %s\n", path)
+	base, err := strconv.ParseInt(strings.TrimSuffix(filepath.Base(path), filepath.Ext(path)), 10, 64)
+	if err != nil {
+		base = 0 // not named by a base offset: relative offsets are printed as is
+	}
+	switch filepath.Ext(path) {
+	case ".log":
+		return dumpSegment(w, path, printData)
+	case ".index":
+		return dumpIndex(w, path, 8, func(e []byte) string {
+			return fmt.Sprintf("offset: %d position: %d", base+int64(binary.BigEndian.Uint32(e)), binary.BigEndian.Uint32(e[4:]))
+		})
+	case ".timeindex":
+		return dumpIndex(w, path, 12, func(e []byte) string {
+			return fmt.Sprintf("timestamp: %d offset: %d", int64(binary.BigEndian.Uint64(e)), base+int64(binary.BigEndian.Uint32(e[8:])))
+		})
+	}
+	return fmt.Errorf("%s: unknown file type (want .log, .index or .timeindex)", path)
+}
+
+func dumpIndex(w io.Writer, path string, size int, line func([]byte) string) error {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	for pos := 0; pos+size <= len(data); pos += size {
+		e := data[pos : pos+size]
+		if pos > 0 && allZero(e) {
+			// The preallocated tail of an active segment's index.
+			break
+		}
+		fmt.Fprintln(w, line(e))
+	}
+	if len(data)%size != 0 {
+		return fmt.Errorf("%s: corrupt at position %d: %d trailing bytes, not a whole %d-byte entry", path, len(data)-len(data)%size, len(data)%size, size)
+	}
+	return nil
+}
+
+func allZero(b []byte) bool {
+	for _, c := range b {
+		if c != 0 {
+			return false
+		}
+	}
+	return true
+}
+
+func dumpSegment(w io.Writer, path string, printData bool) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	end := st.Size()
+	var hdr [storage.BatchHeaderSize]byte
+	var buf []byte
+	for pos := int64(0); pos < end; {
+		if end-pos < storage.BatchHeaderSize {
+			return fmt.Errorf("%s: corrupt at position %d: %d bytes left, a batch header needs %d", path, pos, end-pos, storage.BatchHeaderSize)
+		}
+		if _, err := f.ReadAt(hdr[:], pos); err != nil {
+			return fmt.Errorf("%s: position %d: %w", path, pos, err)
+		}
+		n, err := storage.BatchSize(hdr[:])
+		if err != nil {
+			return fmt.Errorf("%s: corrupt at position %d: %w", path, pos, err)
+		}
+		if int64(n) > end-pos {
+			return fmt.Errorf("%s: corrupt at position %d: batch of %d bytes but only %d left", path, pos, n, end-pos)
+		}
+		if cap(buf) < n {
+			buf = make([]byte, n)
+		}
+		buf = buf[:n]
+		if _, err := f.ReadAt(buf, pos); err != nil {
+			return fmt.Errorf("%s: position %d: %w", path, pos, err)
+		}
+		b := storage.Batch(buf)
+		if b.Magic() != 2 {
+			return fmt.Errorf("%s: corrupt at position %d: magic %d, only v2 batches are supported", path, pos, b.Magic())
+		}
+		tsType := "CreateTime"
+		if b.LogAppendTime() {
+			tsType = "LogAppendTime"
+		}
+		fmt.Fprintf(w, "baseOffset: %d lastOffset: %d count: %d baseSequence: %d lastSequence: %d producerId: %d producerEpoch: %d partitionLeaderEpoch: %d isTransactional: %t isControl: %t position: %d CreateTime: %d MaxTimestamp: %d timestampType: %s size: %d magic: %d compresscodec: %s crc: %d isvalid: %t\n",
+			b.BaseOffset(), b.LastOffset(), b.RecordCount(), b.BaseSequence(), lastSequence(b), b.ProducerID(), b.ProducerEpoch(),
+			b.PartitionLeaderEpoch(), b.Transactional(), b.Control(), pos, b.BaseTimestamp(), b.MaxTimestamp(), tsType, n, b.Magic(),
+			b.Compression(), b.CRC(), b.CRCValid())
+		if printData {
+			printRecords(w, b)
+		}
+		pos += int64(n)
+	}
+	return nil
+}
+
+func lastSequence(b storage.Batch) int32 {
+	if b.BaseSequence() < 0 {
+		return -1
+	}
+	return b.BaseSequence() + b.LastOffsetDelta()
+}
+
+func printRecords(w io.Writer, b storage.Batch) {
+	if b.Compression() != storage.CompressionNone {
+		fmt.Fprintf(w, "| records compressed with %s: not decoded\n", b.Compression())
+		return
+	}
+	dec, err := recordbatch.Decode(b)
+	if err != nil {
+		fmt.Fprintf(w, "| records not decoded: %v\n", err)
+		return
+	}
+	for _, r := range dec.Records {
+		fmt.Fprintf(w, "| offset: %d CreateTime: %d keySize: %d valueSize: %d sequence: %d headerKeys: [%s] key: %s payload: %s\n",
+			dec.BaseOffset+int64(r.OffsetDelta), r.Timestamp, size(r.Key), size(r.Value), seqOf(dec, r), headerKeys(r), r.Key, r.Value)
+	}
+}
+
+func size(b []byte) int {
+	if b == nil {
+		return -1
+	}
+	return len(b)
+}
+
+func seqOf(b recordbatch.Batch, r recordbatch.Record) int32 {
+	if b.BaseSequence < 0 {
+		return -1
+	}
+	return b.BaseSequence + r.OffsetDelta
+}
+
+func headerKeys(r recordbatch.Record) string {
+	keys := make([]string, len(r.Headers))
+	for i, h := range r.Headers {
+		keys[i] = h.Key
+	}
+	return strings.Join(keys, ",")
+}
