@@ -80,8 +80,10 @@ func handleAPIVersions(_ context.Context, rc *request, kreq kmsg.Request) (kmsg.
 		resp.SupportedFeatures = append(resp.SupportedFeatures, sf)
 	}
 	if md := rc.conn.srv.deps.Metadata; md != nil {
-		epoch, levels := md.FinalizedFeatures()
-		resp.FinalizedFeaturesEpoch = epoch
+		img, index := md.Current()
+		// Kafka reports the metadata offset the features were read at.
+		resp.FinalizedFeaturesEpoch = int64(index)
+		levels := img.Features()
 		names := make([]string, 0, len(levels))
 		for name, level := range levels {
 			if level > 0 {

@@ -4,16 +4,28 @@ import (
 	"context"
 	"testing"
 
+	"github.com/raftka/raftka/metadata"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-type fakeMetadata struct {
-	epoch  int64
-	levels map[string]int16
+// staticMetadata serves one image.
+type staticMetadata struct {
+	img   *metadata.Image
+	index uint64
 }
 
-func (f fakeMetadata) FinalizedFeatures() (int64, map[string]int16) { return f.epoch, f.levels }
+func (s staticMetadata) Current() (*metadata.Image, uint64) { return s.img, s.index }
+
+// imageOf applies records to an empty image and fails on a skipped one.
+func imageOf(t *testing.T, recs ...metadata.Record) *metadata.Image {
+	t.Helper()
+	img, d := metadata.NewImage().Apply(recs)
+	for _, s := range d.Skipped {
+		t.Fatalf("record %d (%T) skipped: %v", s.Index, s.Record, s.Err)
+	}
+	return img
+}
 
 func callAPIVersions(t *testing.T, deps Deps, req *kmsg.ApiVersionsRequest) (*kmsg.ApiVersionsResponse, *connState) {
 	t.Helper()
@@ -106,7 +118,10 @@ func TestAPIVersionsSoftwareValidation(t *testing.T) {
 }
 
 func TestAPIVersionsFinalizedFeatures(t *testing.T) {
-	md := fakeMetadata{epoch: 42, levels: map[string]int16{"metadata.version": 21, "group.version": 0, "a.feature": 2}}
+	md := staticMetadata{index: 42, img: imageOf(t,
+		&metadata.FeatureLevel{Name: "metadata.version", Level: 21},
+		&metadata.FeatureLevel{Name: "a.feature", Level: 2},
+	)}
 	req := kmsg.NewPtrApiVersionsRequest()
 	req.Version = 4
 	req.ClientSoftwareName, req.ClientSoftwareVersion = "t", "1"
@@ -117,7 +132,7 @@ func TestAPIVersionsFinalizedFeatures(t *testing.T) {
 	got := resp.FinalizedFeatures
 	if len(got) != 2 || got[0].Name != "a.feature" || got[0].MinVersionLevel != 2 || got[0].MaxVersionLevel != 2 ||
 		got[1].Name != "metadata.version" || got[1].MinVersionLevel != 21 || got[1].MaxVersionLevel != 21 {
-		t.Errorf("finalized features = %+v (level-0 features must be left out, the rest sorted)", got)
+		t.Errorf("finalized features = %+v, want both, sorted, min = max = level", got)
 	}
 	req.Version = 2
 	if resp, _ := callAPIVersions(t, Deps{Metadata: md}, req); len(resp.FinalizedFeatures) != 0 {

@@ -18,7 +18,8 @@
 //     error codes.
 //   - metrics.go: the Metrics interface and in-memory Counters.
 //   - api_<name>.go: one per Kafka API, each registering itself in init and
-//     opening with its supported versions and behaviour.
+//     opening with its supported versions and behaviour. Served now:
+//     ApiVersions (0-4) and Metadata (0-13).
 //
 // # Adding an API
 //

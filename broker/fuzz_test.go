@@ -59,16 +59,10 @@ func (c *memConn) SetWriteDeadline(time.Time) error { return nil }
 // answer every decodable request, Produce with the advertised-but-rejected
 // v0-v2 path, so every version of their bodies reaches a decoder.
 func fuzzTable(tb testing.TB) *apiTable {
-	t := defaultAPIs.clone()
-	for _, e := range []apiEntry{
-		{key: 3, max: kmsg.NewPtrMetadataRequest().MaxVersion(), concurrent: true, handle: nopHandler},
-		{key: 0, advertisedMin: 0, min: 3, max: kmsg.NewPtrProduceRequest().MaxVersion(), handle: nopHandler, reject: nopReject},
-	} {
-		if err := t.add(e); err != nil {
-			tb.Fatal(err)
-		}
-	}
-	return t
+	return testTable(tb,
+		apiEntry{key: 3, max: kmsg.NewPtrMetadataRequest().MaxVersion(), concurrent: true, handle: nopHandler},
+		apiEntry{key: 0, advertisedMin: 0, min: 3, max: kmsg.NewPtrProduceRequest().MaxVersion(), handle: nopHandler, reject: nopReject},
+	)
 }
 
 func seedFrames() [][]byte {

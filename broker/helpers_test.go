@@ -47,11 +47,13 @@ func testLogger(t *testing.T) zerolog.Logger {
 	return zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.InfoLevel)
 }
 
-// testTable is the default table plus extra test-only entries.
-func testTable(t *testing.T, extra ...apiEntry) *apiTable {
+// testTable is the default table with test-only entries added or put in
+// place of the real ones.
+func testTable(t testing.TB, extra ...apiEntry) *apiTable {
 	t.Helper()
 	tb := defaultAPIs.clone()
 	for _, e := range extra {
+		delete(tb.entries, e.key)
 		if err := tb.add(e); err != nil {
 			t.Fatal(err)
 		}

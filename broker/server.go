@@ -9,7 +9,9 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/raftka/raftka/metadata"
 	"github.com/rs/zerolog"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // DefaultMaxRequestBytes is Kafka's default socket.request.max.bytes.
@@ -33,20 +35,29 @@ type Listener struct {
 }
 
 // MetadataSource is the broker's view of the latest applied metadata.
+// *raftfsm.Publisher satisfies it.
 type MetadataSource interface {
-	// FinalizedFeatures returns the cluster's finalized feature levels
-	// (KIP-584) and the metadata offset they were read at, which
-	// ApiVersions reports as the features epoch.
-	FinalizedFeatures() (epoch int64, levels map[string]int16)
+	// Current returns the latest applied image and the Raft index that
+	// produced it. The image is immutable; handlers read one image per
+	// request so an answer is consistent within itself.
+	Current() (*metadata.Image, uint64)
+}
+
+// ControllerClient sends requests to the active controller and returns once
+// the change is visible in this node's MetadataSource (read-your-writes).
+// *raftfsm.ControllerClient satisfies it.
+type ControllerClient interface {
+	CreateTopics(ctx context.Context, req *kmsg.CreateTopicsRequest) (*kmsg.CreateTopicsResponse, error)
 }
 
 // Deps is what request handlers need from the rest of the node. Fields are
 // added as api_*.go files land; each is a small interface defined in this
-// package and satisfied by metadata, storage and raftfsm adapters wired in
+// package and satisfied by metadata, storage and raftfsm types wired in
 // cmd. A nil field means the node has no such part (tests), and handlers
-// must answer as Kafka does when it is unavailable.
+// answer as Kafka does when it is unavailable.
 type Deps struct {
-	Metadata MetadataSource
+	Metadata   MetadataSource
+	Controller ControllerClient
 }
 
 // Options configures a Server.
@@ -59,6 +70,12 @@ type Options struct {
 	// zero means DefaultMaxInFlight.
 	MaxInFlight int
 	Deps        Deps
+	// NodeID is node.id: Metadata names it as the controller (see
+	// api_metadata.go).
+	NodeID int32
+	// AutoCreateTopics is auto.create.topics.enable (Kafka's default is
+	// true; the zero value here is off, so cmd sets it from the config).
+	AutoCreateTopics bool
 	// Metrics receives counters; nil means a fresh *Counters, available
 	// from Server.Counters.
 	Metrics Metrics
@@ -77,6 +94,8 @@ type Server struct {
 	counters        *Counters // set when Options.Metrics was nil
 	maxRequestBytes int32
 	maxInFlight     int
+	nodeID          int32
+	autoCreate      bool
 	listeners       []boundListener
 
 	ctx    context.Context
@@ -109,6 +128,8 @@ func newServer(opts Options, table *apiTable) (*Server, error) {
 		metrics:         opts.Metrics,
 		maxRequestBytes: opts.MaxRequestBytes,
 		maxInFlight:     opts.MaxInFlight,
+		nodeID:          opts.NodeID,
+		autoCreate:      opts.AutoCreateTopics,
 	}
 	if s.maxRequestBytes == 0 {
 		s.maxRequestBytes = DefaultMaxRequestBytes

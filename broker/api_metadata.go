@@ -1,0 +1,337 @@
+package broker
+
+// Metadata (key 3): v0-v13, as Kafka 4.2, answered from one metadata image.
+//
+// Behaviour (Kafka's KafkaApis.handleTopicMetadataRequest and
+// KRaftMetadataCache, KRaft mode):
+//   - Brokers: every unfenced broker with an endpoint on the listener the
+//     request came in on (brokers in controlled shutdown included).
+//   - ControllerID: KRaft clients cannot reach the Raft quorum, so like Kafka
+//     we name a live broker, which forwards admin requests: ourselves when we
+//     are live, else the lowest live broker id, else -1.
+//   - Topics: all (null list, or an empty list at v0), or those asked for by
+//     name or, v12+, by id. Duplicates are answered once. An unknown id is
+//     UNKNOWN_TOPIC_ID. An unknown name is created when the request allows
+//     it (always below v4) and auto.create.topics.enable is on: through the
+//     controller with the cluster's default partitions and replication
+//     factor, waiting for the topic to appear in our image so the answer
+//     already carries its partitions; a creation still under way after
+//     autoCreateWait answers LEADER_NOT_AVAILABLE, which clients retry. An
+//     invalid name then answers INVALID_TOPIC_EXCEPTION; without auto
+//     creation, UNKNOWN_TOPIC_OR_PARTITION.
+//   - Partitions: leader, leader epoch, replicas, ISR, offline replicas. A
+//     leader that is not a live broker with this listener answers
+//     LEADER_NOT_AVAILABLE with leader -1 (LISTENER_NOT_FOUND from v6 when
+//     the leader is live but lacks the listener).
+//
+// Version notes:
+//   - v0: replicas and ISR list only live brokers, REPLICA_NOT_AVAILABLE
+//     when some were left out; an empty topic list means all topics.
+//   - v1: IsInternal, Rack, ControllerID; a null topic list means all.
+//   - v2: ClusterID. v3: ThrottleMillis (0). v4: AllowAutoTopicCreation.
+//   - v5: OfflineReplicas. v7: LeaderEpoch.
+//   - v8-v10: IncludeClusterAuthorizedOperations; v8+:
+//     IncludeTopicAuthorizedOperations. Without an authorizer every
+//     operation is allowed, so a requested set is all operations that apply.
+//   - v9: flexible. v10: topic ids in the answer. v12: topics by id in the
+//     request (a null name or an id below v12 is INVALID_REQUEST for that
+//     topic).
+
+import (
+	"context"
+	"slices"
+	"time"
+
+	"github.com/raftka/raftka/metadata"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+func init() {
+	register(apiEntry{
+		key:           3,
+		advertisedMin: 0, min: 0, max: 13,
+		// Reading an image has no ordered side effects; auto creation is
+		// idempotent and may take a while, so it must not hold the
+		// connection.
+		concurrent: true,
+		handle:     handleMetadata,
+	})
+}
+
+// autoCreateWait bounds how long a Metadata request waits for a topic it
+// auto-creates; clients retry LEADER_NOT_AVAILABLE.
+const autoCreateWait = 5 * time.Second
+
+// authorizedOpsUnset is Kafka's "not requested" value (Integer.MIN_VALUE).
+const authorizedOpsUnset = -2147483648
+
+// Kafka's AclOperation codes, as bits of an authorized-operations set.
+const (
+	opRead            = 3
+	opWrite           = 4
+	opCreate          = 5
+	opDelete          = 6
+	opAlter           = 7
+	opDescribe        = 8
+	opClusterAction   = 9
+	opDescribeConfigs = 10
+	opAlterConfigs    = 11
+	opIdempotentWrite = 12
+)
+
+func opSet(ops ...int) int32 {
+	var s int32
+	for _, o := range ops {
+		s |= 1 << o
+	}
+	return s
+}
+
+var (
+	topicOps   = opSet(opRead, opWrite, opCreate, opDelete, opAlter, opDescribe, opDescribeConfigs, opAlterConfigs)
+	clusterOps = opSet(opCreate, opAlter, opDescribe, opClusterAction, opDescribeConfigs, opAlterConfigs, opIdempotentWrite)
+)
+
+// internalTopics are Kafka's internal topics, flagged IsInternal.
+var internalTopics = map[string]bool{"__consumer_offsets": true, "__transaction_state": true}
+
+func handleMetadata(ctx context.Context, rc *request, kreq kmsg.Request) (kmsg.Response, error) {
+	req := kreq.(*kmsg.MetadataRequest)
+	resp := req.ResponseKind().(*kmsg.MetadataResponse)
+	srv := rc.conn.srv
+	if srv.deps.Metadata == nil {
+		// No metadata yet (a node still starting): no brokers, and every
+		// topic unknown, which clients retry.
+		for _, t := range req.Topics {
+			resp.Topics = append(resp.Topics, topicError(t.Topic, t.TopicID, kerr.UnknownTopicOrPartition.Code))
+		}
+		return resp, nil
+	}
+	img, _ := srv.deps.Metadata.Current()
+	listener := rc.conn.listener
+
+	resp.ClusterID = kmsg.StringPtr(img.ClusterID())
+	resp.ControllerID = -1
+	live := make(map[int32]bool)
+	for _, b := range img.Brokers() {
+		if b.Fenced {
+			continue
+		}
+		ep, ok := b.Endpoint(listener)
+		if !ok {
+			continue
+		}
+		live[b.ID] = true
+		mb := kmsg.NewMetadataResponseBroker()
+		mb.NodeID, mb.Host, mb.Port = b.ID, ep.Host, int32(ep.Port)
+		if b.Rack != "" {
+			mb.Rack = kmsg.StringPtr(b.Rack)
+		}
+		resp.Brokers = append(resp.Brokers, mb)
+		if resp.ControllerID == -1 || b.ID < resp.ControllerID {
+			resp.ControllerID = b.ID
+		}
+	}
+	if live[srv.nodeID] {
+		resp.ControllerID = srv.nodeID
+	}
+	slices.SortFunc(resp.Brokers, func(a, b kmsg.MetadataResponseBroker) int { return int(a.NodeID) - int(b.NodeID) })
+	if req.Version >= 8 && req.Version <= 10 && req.IncludeClusterAuthorizedOperations {
+		resp.AuthorizedOperations = clusterOps
+	}
+
+	pv := partitionView{img: img, listener: listener, live: live, version: req.Version}
+	answer := func(t metadata.TopicImage) {
+		resp.Topics = append(resp.Topics, pv.topic(t, req.IncludeTopicAuthorizedOperations))
+	}
+
+	if req.Topics == nil || (req.Version == 0 && len(req.Topics) == 0) {
+		for _, t := range img.Topics() {
+			answer(t)
+		}
+		slices.SortFunc(resp.Topics, func(a, b kmsg.MetadataResponseTopic) int {
+			switch {
+			case *a.Topic < *b.Topic:
+				return -1
+			case *a.Topic > *b.Topic:
+				return 1
+			}
+			return 0
+		})
+		return resp, nil
+	}
+
+	allowCreate := srv.autoCreate && (req.Version < 4 || req.AllowAutoTopicCreation)
+	var missing []string
+	seenNames, seenIDs := make(map[string]bool), make(map[[16]byte]bool)
+	for _, rt := range req.Topics {
+		switch {
+		case rt.TopicID != [16]byte{}:
+			if req.Version < 12 {
+				resp.Topics = append(resp.Topics, topicError(rt.Topic, rt.TopicID, kerr.InvalidRequest.Code))
+				continue
+			}
+			if seenIDs[rt.TopicID] {
+				continue
+			}
+			seenIDs[rt.TopicID] = true
+			if t, ok := img.TopicByID(rt.TopicID); ok {
+				answer(t)
+			} else {
+				resp.Topics = append(resp.Topics, topicError(nil, rt.TopicID, kerr.UnknownTopicID.Code))
+			}
+		case rt.Topic == nil:
+			resp.Topics = append(resp.Topics, topicError(nil, rt.TopicID, kerr.InvalidRequest.Code))
+		default:
+			name := *rt.Topic
+			if seenNames[name] {
+				continue
+			}
+			seenNames[name] = true
+			if t, ok := img.Topic(name); ok {
+				answer(t)
+				continue
+			}
+			switch {
+			case !allowCreate || internalTopics[name]:
+				resp.Topics = append(resp.Topics, topicError(rt.Topic, [16]byte{}, kerr.UnknownTopicOrPartition.Code))
+			case metadata.ValidateTopicName(name) != nil:
+				resp.Topics = append(resp.Topics, topicError(rt.Topic, [16]byte{}, kerr.InvalidTopicException.Code))
+			default:
+				missing = append(missing, name)
+			}
+		}
+	}
+	if len(missing) > 0 {
+		codes := autoCreate(ctx, srv, missing)
+		img, _ = srv.deps.Metadata.Current()
+		pv.img = img
+		for _, name := range missing {
+			if t, ok := img.Topic(name); ok {
+				answer(t)
+				continue
+			}
+			resp.Topics = append(resp.Topics, topicError(kmsg.StringPtr(name), [16]byte{}, codes[name]))
+		}
+	}
+	return resp, nil
+}
+
+// autoCreate asks the controller for topics with the cluster defaults and
+// returns, per topic not yet created, the code to answer with.
+func autoCreate(ctx context.Context, srv *Server, names []string) map[string]int16 {
+	codes := make(map[string]int16, len(names))
+	for _, n := range names {
+		codes[n] = kerr.LeaderNotAvailable.Code
+	}
+	if srv.deps.Controller == nil {
+		return codes
+	}
+	ctx, cancel := context.WithTimeout(ctx, autoCreateWait)
+	defer cancel()
+	req := kmsg.NewPtrCreateTopicsRequest()
+	req.TimeoutMillis = int32(autoCreateWait / time.Millisecond)
+	for _, n := range names {
+		t := kmsg.NewCreateTopicsRequestTopic()
+		t.Topic = n
+		t.NumPartitions, t.ReplicationFactor = -1, -1 // the controller's defaults
+		req.Topics = append(req.Topics, t)
+	}
+	resp, err := srv.deps.Controller.CreateTopics(ctx, req)
+	if err != nil {
+		srv.log.Debug().Err(err).Strs("topics", names).Msg("auto topic creation did not finish")
+		return codes
+	}
+	for _, t := range resp.Topics {
+		switch t.ErrorCode {
+		case 0, kerr.TopicAlreadyExists.Code:
+			// Created (or raced another creator): the caller re-reads the
+			// image; if it is not there yet the client retries.
+		case kerr.InvalidTopicException.Code, kerr.InvalidReplicationFactor.Code, kerr.InvalidPartitions.Code, kerr.InvalidConfig.Code:
+			codes[t.Topic] = t.ErrorCode
+		default:
+			srv.log.Warn().Str("topic", t.Topic).Int16("error", t.ErrorCode).Msg("auto topic creation failed")
+		}
+	}
+	return codes
+}
+
+func topicError(name *string, id [16]byte, code int16) kmsg.MetadataResponseTopic {
+	t := kmsg.NewMetadataResponseTopic()
+	t.Topic, t.TopicID, t.ErrorCode = name, id, code
+	if name != nil {
+		t.IsInternal = internalTopics[*name]
+	}
+	return t
+}
+
+// partitionView answers topics from one image for one listener.
+type partitionView struct {
+	img      *metadata.Image
+	listener string
+	live     map[int32]bool // unfenced brokers with an endpoint on listener
+	version  int16
+}
+
+func (v partitionView) topic(t metadata.TopicImage, includeOps bool) kmsg.MetadataResponseTopic {
+	mt := kmsg.NewMetadataResponseTopic()
+	mt.Topic = kmsg.StringPtr(t.Name)
+	mt.TopicID = t.ID
+	mt.IsInternal = internalTopics[t.Name]
+	if includeOps && v.version >= 8 {
+		mt.AuthorizedOperations = topicOps
+	}
+	mt.Partitions = make([]kmsg.MetadataResponseTopicPartition, 0, len(t.Partitions))
+	for _, p := range t.Partitions {
+		mt.Partitions = append(mt.Partitions, v.partition(p))
+	}
+	return mt
+}
+
+func (v partitionView) partition(p metadata.PartitionRegistration) kmsg.MetadataResponseTopicPartition {
+	mp := kmsg.NewMetadataResponseTopicPartition()
+	mp.Partition = p.Partition
+	mp.LeaderEpoch = p.LeaderEpoch
+	mp.Replicas, mp.ISR = p.Replicas, p.ISR
+	if v.version == 0 {
+		mp.Replicas, mp.ISR = v.liveOnly(p.Replicas), v.liveOnly(p.ISR)
+		if len(mp.Replicas) < len(p.Replicas) || len(mp.ISR) < len(p.ISR) {
+			mp.ErrorCode = kerr.ReplicaNotAvailable.Code
+		}
+	}
+	for _, r := range p.Replicas {
+		if !v.live[r] {
+			mp.OfflineReplicas = append(mp.OfflineReplicas, r)
+		}
+	}
+	mp.Leader = p.Leader
+	if !v.live[p.Leader] {
+		mp.Leader = -1
+		mp.ErrorCode = kerr.LeaderNotAvailable.Code
+		if b, ok := v.img.Broker(p.Leader); ok && !b.Fenced && v.version >= 6 {
+			if _, has := b.Endpoint(v.listener); !has {
+				mp.ErrorCode = kerr.ListenerNotFound.Code
+			}
+		}
+	}
+	// Slices from the image are shared and must not be modified; kmsg only
+	// reads them while encoding.
+	if mp.Replicas == nil {
+		mp.Replicas = []int32{}
+	}
+	if mp.ISR == nil {
+		mp.ISR = []int32{}
+	}
+	return mp
+}
+
+func (v partitionView) liveOnly(ids []int32) []int32 {
+	out := make([]int32, 0, len(ids))
+	for _, id := range ids {
+		if v.live[id] {
+			out = append(out, id)
+		}
+	}
+	return out
+}

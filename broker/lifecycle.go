@@ -1,0 +1,238 @@
+package broker
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/raftka/raftka/metadata"
+	"github.com/rs/zerolog"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// LifecycleController is what the broker's registration and heartbeats need
+// from the active controller. *raftfsm.ControllerClient satisfies it.
+type LifecycleController interface {
+	RegisterBroker(ctx context.Context, req *kmsg.BrokerRegistrationRequest) (*kmsg.BrokerRegistrationResponse, error)
+	Heartbeat(ctx context.Context, req *kmsg.BrokerHeartbeatRequest) (*kmsg.BrokerHeartbeatResponse, error)
+}
+
+// LifecycleOptions configure a Lifecycle.
+type LifecycleOptions struct {
+	NodeID    int32
+	ClusterID string
+	Rack      string
+	// Endpoints are the advertised listeners other brokers and clients dial.
+	Endpoints  []metadata.Endpoint
+	Controller LifecycleController
+	// Applied is the Raft index of the newest metadata this node applied:
+	// the controller unfences the broker once it has caught up.
+	Applied func() uint64
+	// Interval is broker.heartbeat.interval.ms.
+	Interval time.Duration
+	Logger   zerolog.Logger
+}
+
+// Lifecycle keeps a broker registered with the active controller, as a KRaft
+// broker does: register for a new epoch (fenced), heartbeat every interval
+// with the applied metadata offset (the controller unfences a caught-up
+// broker and fences a silent one), register again when the controller no
+// longer knows the epoch, and on shutdown ask to leave cleanly.
+//
+// One goroutine runs the heartbeats; Epoch, Fenced and ControlledShutdown
+// may be called from any goroutine.
+type Lifecycle struct {
+	opts        LifecycleOptions
+	incarnation [16]byte
+	epoch       atomic.Int64
+	fenced      atomic.Bool
+	registered  chan struct{} // closed after the first successful registration
+	regOnce     sync.Once
+
+	shutdownMu   sync.Mutex
+	wantShutdown bool
+	shouldStop   chan struct{} // closed when the controller says ShouldShutdown
+	stopOnce     sync.Once
+
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+// StartLifecycle registers in the background and heartbeats until Close.
+func StartLifecycle(opts LifecycleOptions) (*Lifecycle, error) {
+	if opts.Controller == nil || opts.Applied == nil {
+		return nil, errors.New("broker: lifecycle needs a controller client and an applied-offset source")
+	}
+	if opts.Interval <= 0 {
+		opts.Interval = 2 * time.Second
+	}
+	l := &Lifecycle{opts: opts, registered: make(chan struct{}), shouldStop: make(chan struct{}), done: make(chan struct{})}
+	if _, err := rand.Read(l.incarnation[:]); err != nil {
+		return nil, fmt.Errorf("broker: incarnation id: %w", err)
+	}
+	l.epoch.Store(-1)
+	l.fenced.Store(true)
+	ctx, cancel := context.WithCancel(context.Background())
+	l.cancel = cancel
+	go l.run(ctx)
+	return l, nil
+}
+
+// Epoch is the broker epoch of the current registration, -1 before one.
+func (l *Lifecycle) Epoch() int64 { return l.epoch.Load() }
+
+// Fenced reports whether the controller has this broker fenced (true until
+// the first heartbeat that unfences it).
+func (l *Lifecycle) Fenced() bool { return l.fenced.Load() }
+
+// Registered is closed once the broker holds an epoch.
+func (l *Lifecycle) Registered() <-chan struct{} { return l.registered }
+
+// ControlledShutdown asks the controller to move this broker's leaderships
+// away and take it out of the ISRs, and waits until the controller says it
+// may stop or ctx ends. Heartbeats continue meanwhile, faster than usual.
+func (l *Lifecycle) ControlledShutdown(ctx context.Context) error {
+	l.shutdownMu.Lock()
+	l.wantShutdown = true
+	l.shutdownMu.Unlock()
+	select {
+	case <-l.shouldStop:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("broker: controlled shutdown not confirmed: %w", ctx.Err())
+	case <-l.done:
+		return errors.New("broker: lifecycle closed before controlled shutdown finished")
+	}
+}
+
+// Close stops the heartbeats. The controller fences the broker once its
+// session times out, unless a controlled shutdown came first.
+func (l *Lifecycle) Close() {
+	l.cancel()
+	<-l.done
+}
+
+func (l *Lifecycle) shuttingDown() bool {
+	l.shutdownMu.Lock()
+	defer l.shutdownMu.Unlock()
+	return l.wantShutdown
+}
+
+func (l *Lifecycle) run(ctx context.Context) {
+	defer close(l.done)
+	log := l.opts.Logger
+	backoff := 100 * time.Millisecond
+	for ctx.Err() == nil {
+		if l.epoch.Load() < 0 {
+			if err := l.register(ctx); err != nil {
+				if ctx.Err() == nil {
+					log.Warn().Err(err).Msg("broker registration failed; retrying")
+				}
+				if !sleepCtx(ctx, backoff) {
+					return
+				}
+				backoff = min(2*backoff, l.opts.Interval)
+				continue
+			}
+			backoff = 100 * time.Millisecond
+		}
+		if err := l.heartbeat(ctx); err != nil && ctx.Err() == nil {
+			log.Warn().Err(err).Msg("broker heartbeat failed")
+		}
+		wait := l.opts.Interval
+		if l.shuttingDown() || l.fenced.Load() {
+			// Catching up and shutting down are both waits on the
+			// controller's answer: ask more often than the session
+			// heartbeat needs.
+			wait = min(wait, 200*time.Millisecond)
+		}
+		if !sleepCtx(ctx, wait) {
+			return
+		}
+	}
+}
+
+func (l *Lifecycle) register(ctx context.Context) error {
+	req := kmsg.NewPtrBrokerRegistrationRequest()
+	req.BrokerID = l.opts.NodeID
+	req.ClusterID = l.opts.ClusterID
+	req.IncarnationID = l.incarnation
+	if l.opts.Rack != "" {
+		rack := l.opts.Rack
+		req.Rack = &rack
+	}
+	for _, e := range l.opts.Endpoints {
+		ln := kmsg.NewBrokerRegistrationRequestListener()
+		ln.Name, ln.Host, ln.Port, ln.SecurityProtocol = e.Listener, e.Host, e.Port, e.SecurityProtocol
+		req.Listeners = append(req.Listeners, ln)
+	}
+	req.PreviousBrokerEpoch = -1
+	rctx, cancel := context.WithTimeout(ctx, 4*l.opts.Interval)
+	defer cancel()
+	resp, err := l.opts.Controller.RegisterBroker(rctx, req)
+	if err != nil {
+		return err
+	}
+	if err := kerr.ErrorForCode(resp.ErrorCode); err != nil {
+		return err
+	}
+	l.epoch.Store(resp.BrokerEpoch)
+	l.fenced.Store(true)
+	l.regOnce.Do(func() { close(l.registered) })
+	l.opts.Logger.Info().Int64("broker_epoch", resp.BrokerEpoch).Msg("registered with the controller")
+	return nil
+}
+
+func (l *Lifecycle) heartbeat(ctx context.Context) error {
+	req := kmsg.NewPtrBrokerHeartbeatRequest()
+	req.BrokerID = l.opts.NodeID
+	req.BrokerEpoch = l.epoch.Load()
+	req.CurrentMetadataOffset = int64(l.opts.Applied())
+	req.WantShutdown = l.shuttingDown()
+	hctx, cancel := context.WithTimeout(ctx, 2*l.opts.Interval)
+	defer cancel()
+	resp, err := l.opts.Controller.Heartbeat(hctx, req)
+	if err != nil {
+		return err
+	}
+	switch err := kerr.ErrorForCode(resp.ErrorCode); {
+	case err == nil:
+	case errors.Is(err, kerr.StaleBrokerEpoch), errors.Is(err, kerr.BrokerIDNotRegistered):
+		// The controller no longer knows this registration (fenced and
+		// replaced, or a restored image): register for a new epoch.
+		l.opts.Logger.Warn().Err(err).Msg("controller dropped our registration; registering again")
+		l.epoch.Store(-1)
+		l.fenced.Store(true)
+		return nil
+	default:
+		return err
+	}
+	if was := l.fenced.Swap(resp.IsFenced); was != resp.IsFenced {
+		if resp.IsFenced {
+			l.opts.Logger.Warn().Msg("broker fenced by the controller")
+		} else {
+			l.opts.Logger.Info().Msg("broker unfenced: serving as a member of the cluster")
+		}
+	}
+	if resp.ShouldShutdown {
+		l.stopOnce.Do(func() { close(l.shouldStop) })
+	}
+	return nil
+}
+
+// sleepCtx waits d or until ctx ends; it reports whether ctx is still live.
+func sleepCtx(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
