@@ -26,6 +26,7 @@ type index struct {
 	entrySize  int
 	maxEntries int
 	buf        []byte // entries, len = n*entrySize
+	written    int    // bytes of buf already written to the file
 	synced     bool   // no write since the last sync
 }
 
@@ -55,6 +56,7 @@ func openIndex(path string, entrySize, maxBytes int) (*index, error) {
 	if n := len(idx.buf) / entrySize; n > idx.maxEntries {
 		idx.maxEntries = n
 	}
+	idx.written = len(idx.buf)
 	idx.synced = true
 	return idx, nil
 }
@@ -79,18 +81,30 @@ func (x *index) preallocate() error {
 	return x.f.Truncate(int64(x.maxEntries * x.entrySize))
 }
 
-// appendEntry writes one entry after the last; the caller checks order.
+// appendEntry adds one entry after the last; the caller checks order. The
+// entry reaches the file at the next sync, trim or close: an index is a
+// cache rebuilt after any unclean stop, so writing it per entry would only
+// add a syscall to the append path.
 func (x *index) appendEntry(e []byte) error {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	if len(x.buf)/x.entrySize >= x.maxEntries {
 		return fmt.Errorf("%s: index full", x.path)
 	}
-	if _, err := x.f.WriteAt(e, int64(len(x.buf))); err != nil {
-		return err
-	}
 	x.buf = append(x.buf, e...)
 	x.synced = false
+	return nil
+}
+
+// writeOutLocked writes entries not yet in the file.
+func (x *index) writeOutLocked() error {
+	if x.written >= len(x.buf) {
+		return nil
+	}
+	if _, err := x.f.WriteAt(x.buf[x.written:], int64(x.written)); err != nil {
+		return err
+	}
+	x.written = len(x.buf)
 	return nil
 }
 
@@ -117,6 +131,7 @@ func (x *index) truncateEntries(n int) error {
 		}
 	}
 	x.buf = x.buf[:keep]
+	x.written = min(x.written, len(x.buf))
 	x.synced = false
 	return nil
 }
@@ -127,6 +142,7 @@ func (x *index) reset() error {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	x.buf = x.buf[:0]
+	x.written = 0
 	x.synced = false
 	return x.f.Truncate(0)
 }
@@ -135,6 +151,9 @@ func (x *index) reset() error {
 func (x *index) trim() error {
 	x.mu.Lock()
 	defer x.mu.Unlock()
+	if err := x.writeOutLocked(); err != nil {
+		return err
+	}
 	if err := x.f.Truncate(int64(len(x.buf))); err != nil {
 		return err
 	}
@@ -148,6 +167,9 @@ func (x *index) sync() error {
 	if x.synced {
 		return nil
 	}
+	if err := x.writeOutLocked(); err != nil {
+		return err
+	}
 	if err := fsyncFile(x.f); err != nil {
 		return err
 	}
@@ -158,7 +180,7 @@ func (x *index) sync() error {
 func (x *index) close() error {
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	return x.f.Close()
+	return errors.Join(x.writeOutLocked(), x.f.Close())
 }
 
 func (x *index) rename(path string) error {
