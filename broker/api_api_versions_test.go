@@ -18,7 +18,7 @@ type staticMetadata struct {
 func (s staticMetadata) Current() (*metadata.Image, uint64) { return s.img, s.index }
 
 // imageOf applies records to an empty image and fails on a skipped one.
-func imageOf(t *testing.T, recs ...metadata.Record) *metadata.Image {
+func imageOf(t testing.TB, recs ...metadata.Record) *metadata.Image {
 	t.Helper()
 	img, d := metadata.NewImage().Apply(recs)
 	for _, s := range d.Skipped {

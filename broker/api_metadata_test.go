@@ -22,7 +22,7 @@ var (
 // clusterImage: brokers 1 and 2 live on CLIENT (2 in rack b), 3 fenced,
 // 4 live but only on another listener; "orders" with a healthy partition, a
 // leaderless one and one led by broker 4; "__consumer_offsets".
-func clusterImage(t *testing.T, clientPort uint16) *metadata.Image {
+func clusterImage(t testing.TB, clientPort uint16) *metadata.Image {
 	ep := func(port uint16) []metadata.Endpoint {
 		return []metadata.Endpoint{{Listener: "CLIENT", Host: "127.0.0.1", Port: port}}
 	}

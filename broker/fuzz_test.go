@@ -55,14 +55,22 @@ func (c *memConn) SetDeadline(time.Time) error      { return nil }
 func (c *memConn) SetReadDeadline(time.Time) error  { return nil }
 func (c *memConn) SetWriteDeadline(time.Time) error { return nil }
 
-// fuzzTable serves ApiVersions plus Metadata and Produce handlers that
-// answer every decodable request, Produce with the advertised-but-rejected
-// v0-v2 path, so every version of their bodies reaches a decoder.
+// fuzzTable serves the real table plus a Produce handler that answers every
+// decodable request, with the advertised-but-rejected v0-v2 path, so every
+// version of its body reaches a decoder.
 func fuzzTable(tb testing.TB) *apiTable {
 	return testTable(tb,
-		apiEntry{key: 3, max: kmsg.NewPtrMetadataRequest().MaxVersion(), concurrent: true, handle: nopHandler},
 		apiEntry{key: 0, advertisedMin: 0, min: 3, max: kmsg.NewPtrProduceRequest().MaxVersion(), handle: nopHandler, reject: nopReject},
 	)
+}
+
+// fuzzOptions gives the real Metadata handler an image to answer from.
+func fuzzOptions(tb testing.TB) Options {
+	return Options{
+		MaxRequestBytes: 1 << 20,
+		NodeID:          1,
+		Deps:            Deps{Metadata: staticMetadata{img: clusterImage(tb, 9092)}},
+	}
 }
 
 func seedFrames() [][]byte {
@@ -116,7 +124,9 @@ func FuzzFrame(f *testing.F) {
 	f.Add([]byte{0x7f, 0xff, 0xff, 0xff, 0})
 	f.Add(append(append([]byte(nil), seeds[3]...), 0, 0, 0, 3, 0, 18, 0))
 
-	srv, err := newServer(Options{Logger: zerolog.Nop(), MaxRequestBytes: 1 << 20}, fuzzTable(f))
+	opts := fuzzOptions(f)
+	opts.Logger = zerolog.Nop()
+	srv, err := newServer(opts, fuzzTable(f))
 	if err != nil {
 		f.Fatal(err)
 	}
@@ -213,7 +223,9 @@ func wholeFrames(data []byte) []byte {
 // The seeds themselves must be served in full: this keeps the fuzz
 // property honest about its "every request is answered" half.
 func TestFuzzSeedsAnswered(t *testing.T) {
-	srv, err := newServer(Options{Logger: testLogger(t)}, fuzzTable(t))
+	opts := fuzzOptions(t)
+	opts.Logger = testLogger(t)
+	srv, err := newServer(opts, fuzzTable(t))
 	if err != nil {
 		t.Fatal(err)
 	}

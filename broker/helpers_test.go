@@ -17,7 +17,7 @@ import (
 const testDeadline = 20 * time.Second
 
 // startServer serves table on a loopback listener until the test ends.
-func startServer(t *testing.T, table *apiTable, opts Options) (*Server, string) {
+func startServer(t testing.TB, table *apiTable, opts Options) (*Server, string) {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -43,7 +43,7 @@ func startServer(t *testing.T, table *apiTable, opts Options) (*Server, string) 
 }
 
 // testLogger writes the server's log into the test's output.
-func testLogger(t *testing.T) zerolog.Logger {
+func testLogger(t testing.TB) zerolog.Logger {
 	return zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.InfoLevel)
 }
 
@@ -63,11 +63,11 @@ func testTable(t testing.TB, extra ...apiEntry) *apiTable {
 
 // rawClient speaks the protocol byte by byte, to check framing exactly.
 type rawClient struct {
-	t *testing.T
+	t testing.TB
 	c net.Conn
 }
 
-func dialRaw(t *testing.T, addr string) *rawClient {
+func dialRaw(t testing.TB, addr string) *rawClient {
 	t.Helper()
 	c, err := net.DialTimeout("tcp", addr, testDeadline)
 	if err != nil {
