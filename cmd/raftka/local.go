@@ -1,0 +1,238 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/mattn/go-isatty"
+	"github.com/urfave/cli/v2"
+)
+
+// `raftka local` is what `make run` calls: N combined-mode nodes on this
+// machine as child processes of one supervisor, their logs interleaved with a
+// node prefix. The supervisor owns the children: Ctrl-C reaches only it (the
+// children run in their own process group) and it asks each child to shut
+// down cleanly, so a node leading Raft hands leadership over before it exits.
+func init() {
+	overrides := &overrideList{}
+	register(&cli.Command{
+		Name:  "local",
+		Usage: "run an N-node cluster on this machine in the foreground (what make run does)",
+		Flags: []cli.Flag{
+			&cli.IntFlag{Name: "nodes", Value: 3, Usage: "number of nodes (1 to 9)"},
+			&cli.StringFlag{Name: "dir", Value: "data", Usage: "directory for each node's config and data"},
+			&cli.IntFlag{Name: "base-port", Value: 9092, Usage: "client port of node 1; node i listens on base-port+i-1"},
+			&cli.IntFlag{Name: "controller-base-port", Usage: "controller port of node 1 (default base-port+100)"},
+			&cli.IntFlag{Name: "metrics-base-port", Usage: "metrics port of node 1 (default base-port+200)"},
+			&cli.GenericFlag{Name: "override", Value: overrides, Usage: "key=value applied to every node's server.properties (repeatable; commas stay in the value)"},
+			&cli.DurationFlag{Name: "shutdown-timeout", Value: 60 * time.Second, Usage: "how long a node may take to shut down cleanly before it is killed"},
+		},
+		Action: func(c *cli.Context) error { return runLocal(c, overrides.take()) },
+	})
+}
+
+type localPlan struct {
+	nodes                       int
+	dir                         string
+	clientBase, ctrlBase, mBase int
+	overrides                   []string
+}
+
+func (p localPlan) nodeDir(id int) string { return filepath.Join(p.dir, fmt.Sprintf("node%d", id)) }
+
+// properties renders node id's server.properties in the shape a Kafka user
+// writes for KRaft combined mode, so `make run` exercises the same parsing
+// path as a migrated config.
+func (p localPlan) properties(id int) string {
+	var voters []string
+	for i := 1; i <= p.nodes; i++ {
+		voters = append(voters, fmt.Sprintf("%d@127.0.0.1:%d", i, p.ctrlBase+i-1))
+	}
+	rf := min(3, p.nodes)
+	isr := min(2, p.nodes)
+	var b strings.Builder
+	fmt.Fprintf(&b, "# written by raftka local; regenerated on every start\n")
+	fmt.Fprintf(&b, "process.roles=broker,controller\n")
+	fmt.Fprintf(&b, "node.id=%d\n", id)
+	fmt.Fprintf(&b, "controller.quorum.voters=%s\n", strings.Join(voters, ","))
+	fmt.Fprintf(&b, "listeners=PLAINTEXT://127.0.0.1:%d,CONTROLLER://127.0.0.1:%d\n", p.clientBase+id-1, p.ctrlBase+id-1)
+	fmt.Fprintf(&b, "advertised.listeners=PLAINTEXT://localhost:%d\n", p.clientBase+id-1)
+	fmt.Fprintf(&b, "inter.broker.listener.name=PLAINTEXT\n")
+	fmt.Fprintf(&b, "controller.listener.names=CONTROLLER\n")
+	fmt.Fprintf(&b, "listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT\n")
+	fmt.Fprintf(&b, "log.dirs=%s\n", filepath.ToSlash(filepath.Join(p.nodeDir(id), "logs")))
+	fmt.Fprintf(&b, "metrics.listener=127.0.0.1:%d\n", p.mBase+id-1)
+	fmt.Fprintf(&b, "num.partitions=3\n")
+	fmt.Fprintf(&b, "default.replication.factor=%d\n", rf)
+	fmt.Fprintf(&b, "offsets.topic.replication.factor=%d\n", rf)
+	fmt.Fprintf(&b, "transaction.state.log.replication.factor=%d\n", rf)
+	fmt.Fprintf(&b, "transaction.state.log.min.isr=%d\n", isr)
+	fmt.Fprintf(&b, "min.insync.replicas=%d\n", isr)
+	for _, o := range p.overrides {
+		fmt.Fprintf(&b, "%s\n", o)
+	}
+	return b.String()
+}
+
+func runLocal(c *cli.Context, overrides []string) error {
+	p := localPlan{
+		nodes:      c.Int("nodes"),
+		dir:        c.String("dir"),
+		clientBase: c.Int("base-port"),
+		ctrlBase:   c.Int("controller-base-port"),
+		mBase:      c.Int("metrics-base-port"),
+		overrides:  overrides,
+	}
+	if p.nodes < 1 || p.nodes > 9 {
+		return fmt.Errorf("--nodes %d: want 1 to 9", p.nodes)
+	}
+	if p.ctrlBase == 0 {
+		p.ctrlBase = p.clientBase + 100
+	}
+	if p.mBase == 0 {
+		p.mBase = p.clientBase + 200
+	}
+	for _, port := range []int{p.clientBase, p.ctrlBase, p.mBase} {
+		if port < 1 || port+p.nodes-1 > 65535 {
+			return fmt.Errorf("port range starting at %d does not fit %d nodes", port, p.nodes)
+		}
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	clusterID, err := localClusterID(c.Context, self, p.dir)
+	if err != nil {
+		return err
+	}
+	console := isatty.IsTerminal(os.Stderr.Fd())
+	for id := 1; id <= p.nodes; id++ {
+		if err := os.MkdirAll(p.nodeDir(id), 0o755); err != nil {
+			return err
+		}
+		cfg := filepath.Join(p.nodeDir(id), "server.properties")
+		if err := os.WriteFile(cfg, []byte(p.properties(id)), 0o644); err != nil {
+			return err
+		}
+		format := exec.CommandContext(c.Context, self, "storage", "format", "--config", cfg, "--cluster-id", clusterID, "--ignore-formatted")
+		if out, err := format.CombinedOutput(); err != nil {
+			return fmt.Errorf("formatting node %d: %v\n%s", id, err, out)
+		}
+	}
+
+	sig := make(chan os.Signal, 2)
+	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(sig)
+
+	var out sync.Mutex // one line at a time on our stdout
+	type child struct {
+		id   int
+		cmd  *exec.Cmd
+		done chan error
+	}
+	var children []*child
+	exited := make(chan int, p.nodes)
+	for id := 1; id <= p.nodes; id++ {
+		args := []string{"server", "--config", filepath.Join(p.nodeDir(id), "server.properties")}
+		if console {
+			args = append([]string{"--log-format", "console"}, args...)
+		}
+		cmd := exec.Command(self, args...)
+		cmd.SysProcAttr = localSysProcAttr()
+		pipe, err := cmd.StdoutPipe()
+		if err != nil {
+			return err
+		}
+		cmd.Stderr = cmd.Stdout
+		if err := cmd.Start(); err != nil {
+			return fmt.Errorf("starting node %d: %w", id, err)
+		}
+		ch := &child{id: id, cmd: cmd, done: make(chan error, 1)}
+		children = append(children, ch)
+		go prefixLines(pipe, fmt.Sprintf("[n%d] ", id), os.Stdout, &out)
+		go func() { ch.done <- cmd.Wait(); exited <- ch.id }()
+		logger.Info().Int("node", id).Int("pid", cmd.Process.Pid).Int("client_port", p.clientBase+id-1).Msg("node started")
+	}
+	logger.Info().Str("bootstrap", localBootstrap(p)).Msg("cluster starting; Ctrl-C stops every node cleanly")
+
+	var firstErr error
+	select {
+	case <-sig:
+		logger.Info().Msg("stopping every node")
+	case id := <-exited:
+		firstErr = fmt.Errorf("node %d exited; stopping the others", id)
+		logger.Error().Int("node", id).Msg("node exited on its own; stopping the others")
+	}
+	for _, ch := range children {
+		_ = ch.cmd.Process.Signal(syscall.SIGTERM)
+	}
+	deadline := time.After(c.Duration("shutdown-timeout"))
+	for _, ch := range children {
+		select {
+		case <-ch.done:
+		case <-deadline:
+			logger.Warn().Int("node", ch.id).Msg("did not stop in time; killing it")
+			_ = ch.cmd.Process.Kill()
+			<-ch.done
+		case <-sig:
+			logger.Warn().Msg("second interrupt: killing every node")
+			for _, o := range children {
+				_ = o.cmd.Process.Kill()
+			}
+			<-ch.done
+		}
+	}
+	return firstErr
+}
+
+func localBootstrap(p localPlan) string {
+	var addrs []string
+	for i := 0; i < p.nodes; i++ {
+		addrs = append(addrs, "localhost:"+strconv.Itoa(p.clientBase+i))
+	}
+	return strings.Join(addrs, ",")
+}
+
+// localClusterID keeps one cluster id per local cluster directory, so a
+// restarted `raftka local` finds its formatted nodes again.
+func localClusterID(ctx context.Context, self, dir string) (string, error) {
+	path := filepath.Join(dir, "cluster.id")
+	if b, err := os.ReadFile(path); err == nil {
+		if id := strings.TrimSpace(string(b)); id != "" {
+			return id, nil
+		}
+	} else if !errors.Is(err, os.ErrNotExist) {
+		return "", err
+	}
+	out, err := exec.CommandContext(ctx, self, "storage", "random-uuid").Output()
+	if err != nil {
+		return "", fmt.Errorf("storage random-uuid: %w", err)
+	}
+	id := strings.TrimSpace(string(out))
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", err
+	}
+	return id, os.WriteFile(path, []byte(id+"\n"), 0o644)
+}
+
+func prefixLines(r io.Reader, prefix string, w io.Writer, mu *sync.Mutex) {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64*1024), 1024*1024)
+	for sc.Scan() {
+		mu.Lock()
+		fmt.Fprintf(w, "%s%s\n", prefix, sc.Bytes())
+		mu.Unlock()
+	}
+}

@@ -1,0 +1,111 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/raftka/raftka/broker"
+	"github.com/rs/zerolog"
+)
+
+// promMetrics adapts the broker's counters to Prometheus. The broker package
+// stays free of a metrics library; this is the one place that knows the
+// exposition format, with names in Kafka's spirit under a raftka_ prefix.
+type promMetrics struct {
+	reg       *prometheus.Registry
+	connsOpen *prometheus.GaugeVec
+	conns     *prometheus.CounterVec
+	requests  *prometheus.CounterVec
+	bytesIn   prometheus.Counter
+	responses *prometheus.CounterVec
+	bytesOut  prometheus.Counter
+	rejected  *prometheus.CounterVec
+}
+
+func newPromMetrics() *promMetrics {
+	m := &promMetrics{
+		reg: prometheus.NewRegistry(),
+		connsOpen: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "raftka_connections_open", Help: "Client connections open, by listener.",
+		}, []string{"listener"}),
+		conns: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "raftka_connections_total", Help: "Client connections accepted, by listener.",
+		}, []string{"listener"}),
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "raftka_requests_total", Help: "Requests received, by API key and version.",
+		}, []string{"api_key", "version"}),
+		bytesIn: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "raftka_request_bytes_total", Help: "Bytes of request frames received.",
+		}),
+		responses: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "raftka_responses_total", Help: "Responses written in full, by API key and version.",
+		}, []string{"api_key", "version"}),
+		bytesOut: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "raftka_response_bytes_total", Help: "Bytes of responses written.",
+		}),
+		rejected: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "raftka_rejected_requests_total", Help: "Frames or requests answered with an error or a close, by reason.",
+		}, []string{"reason"}),
+	}
+	m.reg.MustRegister(m.connsOpen, m.conns, m.requests, m.bytesIn, m.responses, m.bytesOut, m.rejected,
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return m
+}
+
+var _ broker.Metrics = (*promMetrics)(nil)
+
+func (m *promMetrics) ConnOpened(l string) {
+	m.connsOpen.WithLabelValues(l).Inc()
+	m.conns.WithLabelValues(l).Inc()
+}
+func (m *promMetrics) ConnClosed(l string) { m.connsOpen.WithLabelValues(l).Dec() }
+func (m *promMetrics) RequestReceived(key, version int16, frameBytes int) {
+	m.requests.WithLabelValues(strconv.Itoa(int(key)), strconv.Itoa(int(version))).Inc()
+	m.bytesIn.Add(float64(frameBytes))
+}
+func (m *promMetrics) ResponseSent(key, version int16, bytes int64) {
+	m.responses.WithLabelValues(strconv.Itoa(int(key)), strconv.Itoa(int(version))).Inc()
+	m.bytesOut.Add(float64(bytes))
+}
+func (m *promMetrics) Rejected(r broker.Reason) { m.rejected.WithLabelValues(r.String()).Inc() }
+
+type readyChecker interface{ ready() (bool, string) }
+
+// serveMetrics serves /metrics, /healthz (the process answers) and /readyz
+// (the node can take client traffic) on metrics.listener.
+func serveMetrics(addr string, m *promMetrics, rc readyChecker, log zerolog.Logger) (stop func(), err error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("metrics.listener %s: %w", addr, err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{}))
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
+	mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {
+		ok, why := rc.ready()
+		if !ok {
+			w.WriteHeader(http.StatusServiceUnavailable)
+		}
+		fmt.Fprintln(w, why)
+	})
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	go func() {
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			log.Error().Err(err).Msg("metrics listener stopped")
+		}
+	}()
+	log.Info().Str("addr", ln.Addr().String()).Msg("metrics, /healthz and /readyz listening")
+	return func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(ctx)
+	}, nil
+}

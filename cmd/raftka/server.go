@@ -1,0 +1,237 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"github.com/raftka/raftka/broker"
+	"github.com/raftka/raftka/broker/config"
+	"github.com/raftka/raftka/metadata"
+	"github.com/raftka/raftka/raftfsm"
+	"github.com/raftka/raftka/storage"
+	"github.com/rs/zerolog"
+	"github.com/urfave/cli/v2"
+)
+
+func init() {
+	overrides := &overrideList{}
+	register(&cli.Command{
+		Name:  "server",
+		Usage: "run a raftka node from a Kafka-style server.properties",
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "config", Aliases: []string{"c"}, Required: true, Usage: "the node's server.properties"},
+			&cli.GenericFlag{Name: "override", Value: overrides, Usage: "set a config key, as key=value (repeatable; commas stay in the value)"},
+			&cli.DurationFlag{Name: "shutdown-timeout", Value: 30 * time.Second, Usage: "how long a controlled shutdown may take before the node stops anyway"},
+		},
+		Action: func(c *cli.Context) error {
+			cfg, warnings, err := config.Load(c.String("config"), overrides.take())
+			if err != nil {
+				return err
+			}
+			for _, w := range warnings {
+				logger.Warn().Msg(w)
+			}
+			ctx, stop := signal.NotifyContext(c.Context, os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			return runServer(ctx, cfg, logger.With().Int32("node", cfg.NodeID).Logger(), c.Duration("shutdown-timeout"))
+		},
+	})
+}
+
+// runServer runs one node until ctx ends (SIGTERM or SIGINT), then shuts it
+// down in the order that loses nothing: controlled shutdown through the
+// controller first (leaderships move away while this node still serves),
+// then the client listeners, then the logs (clean-shutdown marker), and Raft
+// last, handing Raft leadership over if this node holds it.
+func runServer(ctx context.Context, cfg *config.Config, log zerolog.Logger, shutdownTimeout time.Duration) error {
+	metas, err := storage.CheckDirs(cfg.AllDirs(), "", cfg.NodeID)
+	if err != nil {
+		return err
+	}
+	clusterID := metas[0].ClusterID
+	log.Info().Str("cluster_id", clusterID).Strs("log_dirs", cfg.LogDirs).Msg("starting raftka node")
+
+	node, err := startRaft(cfg, clusterID, log)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err := node.Shutdown(); err != nil {
+			log.Warn().Err(err).Msg("raft shutdown")
+		}
+	}()
+
+	logs, reports, err := storage.OpenManager(storage.ManagerOptions{
+		Dirs:                   cfg.LogDirs,
+		ConfigFor:              func(topic string) storage.Config { return topicStorageConfig(node, cfg, topic) },
+		RetentionCheckInterval: cfg.LogRetentionCheckInterval,
+		ReplicationInterval:    cfg.HighWatermarkCheckpoint,
+	})
+	if err != nil {
+		return err
+	}
+	for _, r := range reports {
+		log.Warn().Interface("recovery", r).Msg("log recovered after an unclean stop")
+	}
+	defer func() {
+		if err := logs.Close(); err != nil {
+			log.Error().Err(err).Msg("closing logs")
+		}
+	}()
+
+	metrics := newPromMetrics()
+	var listeners []broker.Listener
+	for _, l := range cfg.Listeners {
+		if cfg.IsControllerListener(l.Name) {
+			continue
+		}
+		listeners = append(listeners, broker.Listener{Name: l.Name, Addr: l.Addr()})
+	}
+	srv, err := broker.New(broker.Options{
+		Logger:           log.With().Str("component", "broker").Logger(),
+		Listeners:        listeners,
+		MaxRequestBytes:  cfg.SocketRequestMaxBytes,
+		NodeID:           cfg.NodeID,
+		AutoCreateTopics: cfg.AutoCreateTopicsEnable,
+		Metrics:          metrics,
+		Deps: broker.Deps{
+			Metadata:   node.Publisher(),
+			Controller: node.Client(),
+		},
+	})
+	if err != nil {
+		return err
+	}
+	serveErr := make(chan error, 1)
+	go func() { serveErr <- srv.Serve() }()
+	defer srv.Close()
+
+	endpoints, err := advertisedEndpoints(cfg)
+	if err != nil {
+		return err
+	}
+	life, err := broker.StartLifecycle(broker.LifecycleOptions{
+		NodeID:     cfg.NodeID,
+		ClusterID:  clusterID,
+		Rack:       cfg.Rack,
+		Endpoints:  endpoints,
+		Controller: node.Client(),
+		Applied:    func() uint64 { _, idx := node.Current(); return idx },
+		Interval:   cfg.BrokerHeartbeatInterval,
+		Logger:     log.With().Str("component", "lifecycle").Logger(),
+	})
+	if err != nil {
+		return err
+	}
+	defer life.Close()
+
+	if cfg.MetricsListener != "" {
+		stopMetrics, err := serveMetrics(cfg.MetricsListener, metrics, readiness{node: node, life: life}, log)
+		if err != nil {
+			return err
+		}
+		defer stopMetrics()
+	}
+
+	select {
+	case <-ctx.Done():
+		log.Info().Msg("shutting down")
+	case <-node.Done():
+		return fmt.Errorf("metadata quorum stopped: %w", node.Err())
+	case err := <-serveErr:
+		return fmt.Errorf("client listener stopped: %w", err)
+	}
+	if cfg.ControlledShutdownEnable {
+		sctx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
+		if err := life.ControlledShutdown(sctx); err != nil {
+			log.Warn().Err(err).Msg("controlled shutdown incomplete; stopping anyway")
+		} else {
+			log.Info().Msg("controlled shutdown complete: this node leads no partition")
+		}
+		cancel()
+	}
+	return nil
+}
+
+func startRaft(cfg *config.Config, clusterID string, log zerolog.Logger) (*raftfsm.Node, error) {
+	rc := raftfsm.Config{
+		NodeID:                   cfg.NodeID,
+		Voter:                    cfg.Roles.Controller,
+		DataDir:                  filepath.Join(cfg.MetadataLogDir, "raft"),
+		ClusterID:                clusterID,
+		HeartbeatInterval:        cfg.BrokerHeartbeatInterval,
+		SessionTimeout:           cfg.BrokerSessionTimeout,
+		DefaultPartitions:        cfg.NumPartitions,
+		DefaultReplicationFactor: cfg.DefaultReplicationFactor,
+		Logger:                   log.With().Str("component", "raft").Logger(),
+	}
+	for _, v := range cfg.Voters {
+		rc.Voters = append(rc.Voters, raftfsm.Voter{ID: v.ID, Addr: v.Addr()})
+	}
+	if cfg.ElectionTimeout > 0 {
+		// controller.quorum.election.timeout.ms is KRaft's knob for how
+		// fast a lost leader is replaced; hashicorp/raft splits it into a
+		// follower's heartbeat timeout and a candidate's election timeout.
+		rc.RaftHeartbeatTimeout = cfg.ElectionTimeout
+		rc.RaftElectionTimeout = cfg.ElectionTimeout
+		rc.RaftLeaderLeaseTimeout = cfg.ElectionTimeout / 2
+	}
+	if l, ok := cfg.ControllerListener(); ok {
+		rc.ListenAddr = l.Addr()
+	} else {
+		return nil, errors.New("no controller listener: broker-only nodes need one for the metadata log (listeners=...,CONTROLLER://host:port)")
+	}
+	return raftfsm.Start(rc)
+}
+
+func advertisedEndpoints(cfg *config.Config) ([]metadata.Endpoint, error) {
+	var eps []metadata.Endpoint
+	for _, l := range cfg.AdvertisedListeners {
+		host := l.Host
+		if host == "" {
+			h, err := os.Hostname()
+			if err != nil {
+				return nil, fmt.Errorf("advertised listener %s has no host and the hostname is unknown: %w", l.Name, err)
+			}
+			host = h
+		}
+		if l.Port <= 0 || l.Port > 65535 {
+			return nil, fmt.Errorf("advertised listener %s: port %d out of range", l.Name, l.Port)
+		}
+		eps = append(eps, metadata.Endpoint{Listener: l.Name, Host: host, Port: uint16(l.Port), SecurityProtocol: 0})
+	}
+	return eps, nil
+}
+
+// topicStorageConfig resolves a topic's log config from its overrides in the
+// metadata image and this node's server.properties, by Kafka's precedence.
+func topicStorageConfig(node *raftfsm.Node, cfg *config.Config, topic string) storage.Config {
+	img, _ := node.Current()
+	return broker.StorageConfig(img, cfg, topic)
+}
+
+type readiness struct {
+	node *raftfsm.Node
+	life *broker.Lifecycle
+}
+
+// ready is /readyz: the node has a Raft leader to follow and the controller
+// has unfenced its broker, so it can take client traffic.
+func (r readiness) ready() (bool, string) {
+	if r.node.LeaderID() < 0 {
+		return false, "no metadata quorum leader known"
+	}
+	if r.life.Epoch() < 0 {
+		return false, "broker not registered with the controller"
+	}
+	if r.life.Fenced() {
+		return false, "broker fenced (catching up with the metadata log)"
+	}
+	return true, "ready"
+}
