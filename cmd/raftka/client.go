@@ -1,0 +1,269 @@
+package main
+
+// Shared pieces of the client-side commands (topics, produce, consume,
+// leader-election, bench): the --bootstrap-server flag, the kgo client, Kafka
+// error formatting, and the flag parsers they have in common. Nothing here
+// knows about raftka's server; every command speaks the plain Kafka protocol
+// and works against any broker.
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/rs/zerolog"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/urfave/cli/v2"
+)
+
+const defaultBootstrap = "localhost:9092"
+
+func bootstrapFlag() cli.Flag {
+	return &cli.StringFlag{Name: "bootstrap-server", Value: defaultBootstrap, Usage: "HOST:PORT[,HOST:PORT...] of brokers to connect to first", EnvVars: []string{"RAFTKA_BOOTSTRAP_SERVER"}}
+}
+
+func requestTimeoutFlag() cli.Flag {
+	return &cli.DurationFlag{Name: "request-timeout", Value: 30 * time.Second, Usage: "give up on the cluster after this long"}
+}
+
+// seedBrokers splits --bootstrap-server; an empty entry is a typo worth
+// reporting rather than a dial to ":0".
+func seedBrokers(s string) ([]string, error) {
+	var out []string
+	for _, hp := range strings.Split(s, ",") {
+		hp = strings.TrimSpace(hp)
+		if hp == "" {
+			return nil, fmt.Errorf("--bootstrap-server %q: empty HOST:PORT", s)
+		}
+		if _, port, ok := strings.Cut(hp, ":"); !ok || port == "" {
+			return nil, fmt.Errorf("--bootstrap-server %q: %q is not HOST:PORT", s, hp)
+		}
+		out = append(out, hp)
+	}
+	return out, nil
+}
+
+// newClient builds a kgo client for the command's --bootstrap-server, with
+// kgo's own log routed into the process logger.
+func newClient(c *cli.Context, opts ...kgo.Opt) (*kgo.Client, error) {
+	seeds, err := seedBrokers(c.String("bootstrap-server"))
+	if err != nil {
+		return nil, err
+	}
+	base := []kgo.Opt{
+		kgo.SeedBrokers(seeds...),
+		kgo.WithLogger(kgoLogger{}),
+		kgo.ClientID("raftka-cli"),
+	}
+	return kgo.NewClient(append(base, opts...)...)
+}
+
+// kgoLogger adapts kgo's logger to zerolog. kgo is chatty at info, so its
+// messages are demoted one level: a user who asks for debug sees them.
+type kgoLogger struct{}
+
+func (kgoLogger) Level() kgo.LogLevel {
+	switch l := logger.GetLevel(); {
+	case l <= zerolog.TraceLevel:
+		return kgo.LogLevelDebug
+	case l <= zerolog.DebugLevel:
+		return kgo.LogLevelInfo
+	case l <= zerolog.WarnLevel:
+		return kgo.LogLevelWarn
+	default:
+		return kgo.LogLevelError
+	}
+}
+
+func (kgoLogger) Log(level kgo.LogLevel, msg string, keyvals ...any) {
+	var ev *zerolog.Event
+	switch level {
+	case kgo.LogLevelError:
+		ev = logger.Error()
+	case kgo.LogLevelWarn:
+		ev = logger.Warn()
+	case kgo.LogLevelInfo:
+		ev = logger.Debug()
+	default:
+		ev = logger.Trace()
+	}
+	for i := 0; i+1 < len(keyvals); i += 2 {
+		ev = ev.Interface(fmt.Sprint(keyvals[i]), keyvals[i+1])
+	}
+	ev.Str("component", "kgo").Msg(msg)
+}
+
+// kafkaError is a Kafka error code from a response, shown the way operators
+// search for it: the protocol name, then the broker's message (or kerr's
+// description when the broker sent none).
+type kafkaError struct {
+	Code    int16
+	Name    string
+	Message string
+}
+
+func (e *kafkaError) Error() string { return e.Name + ": " + e.Message }
+
+// Unwrap lets callers compare with kerr's sentinels (errors.Is(err, kerr.TopicAlreadyExists)).
+func (e *kafkaError) Unwrap() error { return kerr.ErrorForCode(e.Code) }
+
+// responseError returns nil for code 0.
+func responseError(code int16, msg *string) error {
+	if code == 0 {
+		return nil
+	}
+	e := &kafkaError{Code: code, Name: fmt.Sprintf("UNKNOWN_ERROR_CODE_%d", code)}
+	var ke *kerr.Error
+	if errors.As(kerr.ErrorForCode(code), &ke) && ke.Code == code {
+		e.Name, e.Message = ke.Message, ke.Description
+	}
+	if msg != nil && *msg != "" {
+		e.Message = *msg
+	}
+	return e
+}
+
+// requestError explains a failed round trip: a deadline usually means
+// nothing answered at --bootstrap-server.
+func requestError(c *cli.Context, what string, err error) error {
+	if errors.Is(err, context.DeadlineExceeded) {
+		return fmt.Errorf("%s: no answer from %s within %s (is a broker running there?)", what, c.String("bootstrap-server"), c.Duration("request-timeout"))
+	}
+	return fmt.Errorf("%s: %w", what, err)
+}
+
+// parseAcks accepts Kafka's acks values: all or -1, 1, 0.
+func parseAcks(s string) (kgo.Acks, bool, error) {
+	switch strings.ToLower(strings.TrimSpace(s)) {
+	case "all", "-1":
+		return kgo.AllISRAcks(), true, nil
+	case "1":
+		return kgo.LeaderAck(), false, nil
+	case "0":
+		return kgo.NoAck(), false, nil
+	}
+	return kgo.Acks{}, false, fmt.Errorf("--acks %q: want all, -1, 1 or 0", s)
+}
+
+// parseCompression accepts Kafka's compression.type names.
+func parseCompression(s string) (kgo.CompressionCodec, error) {
+	switch strings.ToLower(strings.TrimSpace(s)) {
+	case "none", "":
+		return kgo.NoCompression(), nil
+	case "gzip":
+		return kgo.GzipCompression(), nil
+	case "snappy":
+		return kgo.SnappyCompression(), nil
+	case "lz4":
+		return kgo.Lz4Compression(), nil
+	case "zstd":
+		return kgo.ZstdCompression(), nil
+	}
+	return kgo.CompressionCodec{}, fmt.Errorf("--compression %q: want none, gzip, snappy, lz4 or zstd", s)
+}
+
+// unescape turns the backslash escapes a shell user types ('\t', '\n') into
+// the characters, so --key-separator '\t' works as in Kafka's properties
+// files. Text that is not a valid escape is taken literally.
+func unescape(s string) string {
+	if !strings.Contains(s, `\`) {
+		return s
+	}
+	if u, err := strconv.Unquote(`"` + strings.ReplaceAll(s, `"`, `\"`) + `"`); err == nil {
+		return u
+	}
+	return s
+}
+
+// pairList holds the values of a repeatable key=value flag. cli's slice
+// flags split on commas, which would cut apart config values such as
+// follower.replication.throttled.replicas=0:1,1:2.
+type pairList struct {
+	keyOnly bool // for --delete-config: keys without values
+	items   []string
+}
+
+func (p *pairList) Set(v string) error {
+	if p.keyOnly {
+		if strings.TrimSpace(v) == "" || strings.Contains(v, "=") {
+			return fmt.Errorf("want a config name, got %q", v)
+		}
+	} else if k, _, ok := strings.Cut(v, "="); !ok || strings.TrimSpace(k) == "" {
+		return fmt.Errorf("want key=value, got %q", v)
+	}
+	p.items = append(p.items, v)
+	return nil
+}
+
+func (p *pairList) String() string { return strings.Join(p.items, " ") }
+
+// pairs splits every item at its first '='.
+func (p *pairList) pairs() [][2]string {
+	out := make([][2]string, 0, len(p.items))
+	for _, it := range p.items {
+		k, v, _ := strings.Cut(it, "=")
+		out = append(out, [2]string{strings.TrimSpace(k), v})
+	}
+	return out
+}
+
+// pairsFlag is a repeatable flag whose value is a fresh pairList for every
+// parse. A cli.GenericFlag would keep one Value for the life of the process,
+// so a second app.Run (as in the tests) would see the first run's values.
+type pairsFlag struct {
+	Name    string
+	Usage   string
+	KeyOnly bool
+}
+
+func (f *pairsFlag) Apply(set *flag.FlagSet) error {
+	set.Var(&pairList{keyOnly: f.KeyOnly}, f.Name, f.Usage)
+	return nil
+}
+func (f *pairsFlag) Names() []string         { return []string{f.Name} }
+func (f *pairsFlag) IsSet() bool             { return false }
+func (f *pairsFlag) String() string          { return cli.FlagStringer(f) }
+func (f *pairsFlag) TakesValue() bool        { return true }
+func (f *pairsFlag) GetUsage() string        { return f.Usage }
+func (f *pairsFlag) GetValue() string        { return "" }
+func (f *pairsFlag) GetDefaultText() string  { return "" }
+func (f *pairsFlag) GetEnvVars() []string    { return nil }
+func (f *pairsFlag) GetCategory() string     { return "" }
+func (f *pairsFlag) IsVisible() bool         { return true }
+func (f *pairsFlag) IsRequired() bool        { return false }
+func (f *pairsFlag) IsDefaultVisible() bool  { return false }
+func (f *pairsFlag) GetDefaultTextRaw() bool { return false }
+
+// pairsOf returns the parsed values of a pairsFlag.
+func pairsOf(c *cli.Context, name string) *pairList {
+	if p, ok := c.Generic(name).(*pairList); ok {
+		return p
+	}
+	return &pairList{}
+}
+
+// signalContext ends on SIGINT or SIGTERM, so a consumer or a bench run
+// interrupted by Ctrl-C still commits and prints its summary.
+func signalContext(parent context.Context) (context.Context, context.CancelFunc) {
+	if parent == nil {
+		parent = context.Background()
+	}
+	return signal.NotifyContext(parent, os.Interrupt, syscall.SIGTERM)
+}
+
+// requireTopic gives one wording for the most common mistake.
+func requireTopic(c *cli.Context) (string, error) {
+	t := c.String("topic")
+	if t == "" {
+		return "", fmt.Errorf("%s: --topic is required", c.Command.FullName())
+	}
+	return t, nil
+}
