@@ -3,7 +3,11 @@ package storage
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"testing"
+	"time"
+
+	"github.com/raftka/raftka/storage/recordbatch"
 )
 
 func TestAppendReadReopen(t *testing.T) {
@@ -83,5 +87,281 @@ func TestReadOutOfRange(t *testing.T) {
 	r, err := l.Read(1, 1)
 	if err != nil || r.Len == 0 {
 		t.Fatalf("read mid-batch: %v %v", r, err)
+	}
+}
+
+func TestLogAppendTime(t *testing.T) {
+	clk := newClock()
+	cfg := smallConfig()
+	cfg.MessageTimestampType = LogAppendTime
+	l, _ := openTestLog(t, partDir(t), cfg, LogOptions{Now: clk.now})
+	defer l.Close()
+	res, err := l.Append(batchOf(5, "x", 2), AppendOptions{})
+	if err != nil || res.LogAppendTime != clk.now().UnixMilli() {
+		t.Fatalf("append: %+v %v", res, err)
+	}
+	b := readAll(t, l, 0)[0]
+	if !b.LogAppendTime() || b.MaxTimestamp() != clk.now().UnixMilli() || !b.CRCValid() {
+		t.Fatal("batch not rewritten to LogAppendTime with a valid CRC")
+	}
+	if ts, off, ok := l.MaxTimestamp(); !ok || ts != clk.now().UnixMilli() || off != 0 {
+		t.Fatalf("MaxTimestamp %d %d %v", ts, off, ok)
+	}
+}
+
+func TestAppendRejects(t *testing.T) {
+	clk := newClock()
+	cfg := smallConfig()
+	cfg.MaxMessageBytes = 200
+	cfg.MessageTimestampBeforeMaxMs = 1000
+	cfg.MessageTimestampAfterMaxMs = 1000
+	l, _ := openTestLog(t, partDir(t), cfg, LogOptions{Now: clk.now})
+	now := clk.now().UnixMilli()
+	for _, tc := range []struct {
+		name  string
+		batch []byte
+		want  error
+	}{
+		{"too large", batchOf(now, "big", 20), ErrRecordTooLarge},
+		{"too old", batchOf(now-5000, "old", 1), ErrInvalidTimestamp},
+		{"future", batchOf(now+5000, "new", 1), ErrInvalidTimestamp},
+		{"corrupt", []byte("not a batch"), ErrCorruptBatch},
+	} {
+		if _, err := l.Append(tc.batch, AppendOptions{}); !errors.Is(err, tc.want) {
+			t.Errorf("%s: got %v, want %v", tc.name, err, tc.want)
+		}
+	}
+	if l.LogEndOffset() != 0 {
+		t.Fatal("a rejected batch moved the log end")
+	}
+	if _, err := l.AppendAsFollower(append(batchOf(now, "a", 1), 1, 2)); !errors.Is(err, ErrCorruptBatch) {
+		t.Fatalf("follower trailing garbage: %v", err)
+	}
+	l.Close()
+	if _, err := l.Append(batchOf(now, "late", 1), AppendOptions{}); !errors.Is(err, ErrClosed) {
+		t.Fatalf("append after close: %v", err)
+	}
+}
+
+func TestFindOffsetByTimestamp(t *testing.T) {
+	cfg := smallConfig()
+	cfg.SegmentBytes = 600
+	l, _ := openTestLog(t, partDir(t), cfg, LogOptions{})
+	defer l.Close()
+	// Batch i has records at 1000+10i, +1, +2: offsets 3i..3i+2.
+	for i := 0; i < 30; i++ {
+		ts := int64(1000 + 10*i)
+		b := recordbatch.Build(ts, recordbatch.Record{Timestamp: ts, Value: []byte("a")}, recordbatch.Record{Timestamp: ts + 1, Value: []byte("b")}, recordbatch.Record{Timestamp: ts + 2, Value: []byte("c")})
+		if _, err := l.Append(b, AppendOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if l.NumSegments() < 3 {
+		t.Fatalf("%d segments", l.NumSegments())
+	}
+	for _, tc := range []struct {
+		ts   int64
+		off  int64
+		want bool
+	}{{0, 0, true}, {1000, 0, true}, {1001, 1, true}, {1003, 3, true}, {1152, 47, true}, {1291, 88, true}, {1293, 0, false}} {
+		off, ok, err := l.FindOffsetByTimestamp(tc.ts)
+		if err != nil || ok != tc.want || (ok && off != tc.off) {
+			t.Errorf("ts %d: got %d %v %v, want %d %v", tc.ts, off, ok, err, tc.off, tc.want)
+		}
+	}
+	if ts, off, ok := l.MaxTimestamp(); !ok || ts != 1292 || off != 89 {
+		t.Fatalf("MaxTimestamp = %d %d %v", ts, off, ok)
+	}
+}
+
+func TestSegmentMsRoll(t *testing.T) {
+	clk := newClock()
+	cfg := smallConfig()
+	cfg.SegmentBytes = 1 << 20
+	cfg.SegmentMs = 1000
+	l, _ := openTestLog(t, partDir(t), cfg, LogOptions{Now: clk.now})
+	defer l.Close()
+	for i := 0; i < 5; i++ {
+		if _, err := l.Append(batchOf(clk.now().UnixMilli(), "x", 1), AppendOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		clk.advance(600 * time.Millisecond)
+	}
+	// Batches at 0, 600, 1200, 1800, 2400 ms: rolls before 1200 and 2400.
+	if n := l.NumSegments(); n != 3 {
+		t.Fatalf("%d segments, want 3", n)
+	}
+}
+
+func TestRetention(t *testing.T) {
+	clk := newClock()
+	cfg := smallConfig()
+	cfg.SegmentBytes = 300
+	cfg.RetentionMs = 10_000
+	l, _ := openTestLog(t, partDir(t), cfg, LogOptions{Now: clk.now})
+	defer l.Close()
+	for i := 0; i < 20; i++ {
+		if _, err := l.Append(batchOf(clk.now().UnixMilli(), "x", 2), AppendOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		clk.advance(time.Second)
+	}
+	segs := l.NumSegments()
+	// Nothing goes above the high watermark.
+	if res, err := l.ApplyRetention(clk.now().Add(time.Hour)); err != nil || res.Segments != 0 {
+		t.Fatalf("retention with hw 0: %+v %v", res, err)
+	}
+	l.SetHighWatermark(l.LogEndOffset())
+	res, err := l.ApplyRetention(clk.now())
+	if err != nil || res.Segments == 0 || res.Segments >= segs || res.LogStartOffset == 0 {
+		t.Fatalf("time retention: %+v %v (of %d segments)", res, err, segs)
+	}
+	for _, b := range readAll(t, l, l.LogStartOffset()) {
+		if b.MaxTimestamp() < clk.now().UnixMilli()-10_000-3000 {
+			t.Fatalf("an expired segment survived: batch at %d", b.MaxTimestamp())
+		}
+	}
+	cfg.RetentionMs = -1
+	cfg.RetentionBytes = 500
+	l.UpdateConfig(cfg)
+	if _, err := l.ApplyRetention(clk.now()); err != nil {
+		t.Fatal(err)
+	}
+	if l.Size()-int64(l.active().size.Load()) > 500 {
+		t.Fatalf("size retention left %d bytes", l.Size())
+	}
+	// Everything expired: the active segment is rolled and removed too.
+	cfg.RetentionMs = 1
+	l.UpdateConfig(cfg)
+	if _, err := l.ApplyRetention(clk.now().Add(time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	if l.LogStartOffset() != l.LogEndOffset() || l.Size() != 0 {
+		t.Fatalf("all expired: log [%d, %d) size %d", l.LogStartOffset(), l.LogEndOffset(), l.Size())
+	}
+}
+
+func TestReadUpToAndMaxBytes(t *testing.T) {
+	l, _ := openTestLog(t, partDir(t), smallConfig(), LogOptions{})
+	defer l.Close()
+	var sizes []int64
+	for i := 0; i < 10; i++ {
+		b := batchOf(1, "x", 2)
+		sizes = append(sizes, int64(len(b)))
+		l.Append(b, AppendOptions{})
+	}
+	r, err := l.ReadUpTo(0, 1<<20, 5) // offsets 0..3 are whole batches below 5
+	if err != nil || r.Len != sizes[0]+sizes[1] {
+		t.Fatalf("ReadUpTo(0, _, 5): len %d %v", r.Len, err)
+	}
+	if r, err := l.ReadUpTo(4, 1<<20, 5); err != nil || r.Len != 0 {
+		t.Fatalf("the batch holding the limit is excluded: %d %v", r.Len, err)
+	}
+	r, _ = l.Read(0, int(sizes[0]+sizes[1]+sizes[2]/2))
+	if r.Len != sizes[0]+sizes[1] {
+		t.Fatalf("maxBytes cut inside a batch: len %d", r.Len)
+	}
+	r, _ = l.Read(0, 1)
+	if r.Len != sizes[0] {
+		t.Fatalf("maxBytes below one batch must still return it: %d", r.Len)
+	}
+}
+
+// TestConcurrentReaders runs readers beside a writer that appends, rolls
+// and truncates; every region read must hold whole valid batches (the race
+// detector checks the publication).
+func TestConcurrentReaders(t *testing.T) {
+	cfg := smallConfig()
+	cfg.FileDeleteDelayMs = 60_000
+	l, _ := openTestLog(t, partDir(t), cfg, LogOptions{})
+	done := make(chan struct{})
+	errs := make(chan error, 4)
+	for r := 0; r < 3; r++ {
+		go func() {
+			var off int64
+			for i := 0; ; i++ {
+				select {
+				case <-done:
+					errs <- nil
+					return
+				default:
+				}
+				reg, err := l.Read(off, 4096)
+				if errors.Is(err, ErrOffsetOutOfRange) {
+					off = l.LogStartOffset()
+					continue
+				}
+				if err != nil {
+					errs <- err
+					return
+				}
+				data, err := reg.Bytes()
+				if err != nil {
+					errs <- err
+					return
+				}
+				for len(data) > 0 {
+					n, err := BatchSize(data)
+					if err != nil || n > len(data) {
+						errs <- fmt.Errorf("partial batch in a region")
+						return
+					}
+					if _, err := Batch(data[:n]).ValidateStored(); err != nil {
+						// A truncation may have rewritten the bytes under an
+						// old region; only a published region must be whole.
+						break
+					}
+					off = Batch(data[:n]).NextOffset()
+					data = data[n:]
+				}
+				if reg.Len == 0 {
+					off = 0
+				}
+			}
+		}()
+	}
+	for i := 0; i < 400; i++ {
+		if _, err := l.Append(batchOf(1, "c", 1+i%4), AppendOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if i%97 == 96 {
+			if err := l.Truncate(l.LogEndOffset() - 5); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	close(done)
+	for r := 0; r < 3; r++ {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	l.Close()
+}
+
+func TestGroupCommit(t *testing.T) {
+	cfg := smallConfig()
+	cfg.FlushMessages = 1
+	l, _ := openTestLog(t, partDir(t), cfg, LogOptions{})
+	defer l.Close()
+	errs := make(chan error, 8)
+	for g := 0; g < 8; g++ {
+		go func() {
+			for i := 0; i < 20; i++ {
+				if _, err := l.Append(batchOf(1, "g", 1), AppendOptions{}); err != nil {
+					errs <- err
+					return
+				}
+			}
+			errs <- nil
+		}()
+	}
+	for g := 0; g < 8; g++ {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if l.RecoveryPoint() != l.LogEndOffset() || l.LogEndOffset() != 160 {
+		t.Fatalf("recovery point %d, LEO %d", l.RecoveryPoint(), l.LogEndOffset())
 	}
 }

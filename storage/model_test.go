@@ -1,0 +1,203 @@
+package storage
+
+import (
+	"bytes"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/raftka/raftka/storage/recordbatch"
+	"pgregory.net/rapid"
+)
+
+// logModel is the in-memory truth the real log is checked against: the
+// batches in order, the log start offset and the log end offset.
+type logModel struct {
+	batches [][]byte // as stored (offsets assigned)
+	start   int64
+	leo     int64
+}
+
+func (m *logModel) visible() [][]byte {
+	var out [][]byte
+	for _, b := range m.batches {
+		if Batch(b).LastOffset() >= m.start {
+			out = append(out, b)
+		}
+	}
+	return out
+}
+
+// TestLogModel drives a log with random appends (leader and follower),
+// truncations, rolls, retention, DeleteRecords, resets, high-watermark
+// moves and reopens (clean and unclean), and after every step compares its
+// offsets and its full contents with the model.
+func TestLogModel(t *testing.T) {
+	noFsync(t)
+	rapid.Check(t, func(rt *rapid.T) {
+		dir := partDir(t)
+		clk := newClock()
+		cfg := smallConfig()
+		cfg.SegmentBytes = int64(rapid.IntRange(200, 3000).Draw(rt, "segmentBytes"))
+		cfg.IndexIntervalBytes = int64(rapid.IntRange(0, 500).Draw(rt, "indexInterval"))
+		cfg.SegmentIndexBytes = int64(rapid.IntRange(12, 200).Draw(rt, "indexBytes"))
+		l, _, err := OpenLog(dir, cfg, LogOptions{Now: clk.now})
+		if err != nil {
+			rt.Fatal(err)
+		}
+		defer func() { l.Close() }()
+		m := &logModel{}
+		epoch := int32(0)
+		check := func(op string) {
+			if l.LogEndOffset() != m.leo || l.LogStartOffset() != m.start {
+				rt.Fatalf("after %s: log [%d, %d), model [%d, %d)", op, l.LogStartOffset(), l.LogEndOffset(), m.start, m.leo)
+			}
+			got := readAll(t, l, m.start)
+			want := m.visible()
+			if len(got) != len(want) {
+				rt.Fatalf("after %s: read %d batches, model has %d", op, len(got), len(want))
+			}
+			for i := range got {
+				if !bytes.Equal(got[i], want[i]) {
+					rt.Fatalf("after %s: batch %d differs", op, i)
+				}
+			}
+			if hw := l.HighWatermark(); hw < m.start || hw > m.leo {
+				rt.Fatalf("after %s: high watermark %d outside [%d, %d]", op, hw, m.start, m.leo)
+			}
+		}
+		steps := rapid.IntRange(1, 60).Draw(rt, "steps")
+		for step := 0; step < steps; step++ {
+			clk.advance(time.Duration(rapid.IntRange(0, 1000).Draw(rt, "ms")) * time.Millisecond)
+			switch op := rapid.IntRange(0, 10).Draw(rt, "op"); op {
+			case 0, 1, 2: // leader append
+				n := rapid.IntRange(1, 8).Draw(rt, "records")
+				b := batchOf(clk.now().UnixMilli(), fmt.Sprint(step), n)
+				if rapid.Bool().Draw(rt, "newEpoch") {
+					epoch++
+				}
+				res, err := l.Append(b, AppendOptions{LeaderEpoch: epoch})
+				if err != nil {
+					rt.Fatal(err)
+				}
+				if res.BaseOffset != m.leo {
+					rt.Fatalf("append at %d, model LEO %d", res.BaseOffset, m.leo)
+				}
+				m.batches = append(m.batches, b)
+				m.leo = res.LastOffset + 1
+			case 3: // follower append, sometimes with a gap or overlap
+				skew := int64(rapid.IntRange(-1, 1).Draw(rt, "skew"))
+				if m.leo == 0 && skew < 0 {
+					skew = 0
+				}
+				n := rapid.IntRange(1, 5).Draw(rt, "records")
+				rs := make([]recordbatch.Record, n)
+				for i := range rs {
+					rs[i] = recordbatch.Record{OffsetDelta: int32(i), Timestamp: clk.now().UnixMilli(), Value: []byte("f")}
+				}
+				b := recordbatch.Batch{BaseOffset: m.leo + skew, PartitionLeaderEpoch: epoch, BaseTimestamp: clk.now().UnixMilli(), ProducerID: -1, ProducerEpoch: -1, BaseSequence: -1, Records: rs}.Encode()
+				_, err := l.AppendAsFollower(b)
+				if (err == nil) != (skew == 0) {
+					rt.Fatalf("follower append with skew %d: %v", skew, err)
+				}
+				if err == nil {
+					m.batches = append(m.batches, b)
+					m.leo = Batch(b).NextOffset()
+				}
+			case 4: // truncate
+				to := rapid.Int64Range(0, m.leo+1).Draw(rt, "to")
+				if err := l.Truncate(to); err != nil {
+					rt.Fatal(err)
+				}
+				if to < m.leo {
+					if to < m.start {
+						m.batches, m.start, m.leo = nil, to, to
+					} else {
+						// Whole batches go: the log ends where the batch
+						// holding to began.
+						cut := m.leo
+						for i, b := range m.batches {
+							if Batch(b).LastOffset() >= to {
+								cut = Batch(b).BaseOffset()
+								m.batches = m.batches[:i]
+								break
+							}
+						}
+						if cut < m.start {
+							m.batches, m.start, m.leo = nil, to, to
+						} else {
+							m.leo = cut
+						}
+					}
+				}
+			case 5: // roll
+				if err := l.Roll(); err != nil {
+					rt.Fatal(err)
+				}
+			case 6: // high watermark
+				hw := rapid.Int64Range(m.start, m.leo).Draw(rt, "hw")
+				if got := l.SetHighWatermark(hw); got != hw {
+					rt.Fatalf("SetHighWatermark(%d) stored %d", hw, got)
+				}
+			case 7: // DeleteRecords up to the HW
+				if l.HighWatermark() > m.start {
+					to := rapid.Int64Range(m.start, l.HighWatermark()).Draw(rt, "deleteTo")
+					got, err := l.DeleteRecords(to)
+					if err != nil || got != to {
+						rt.Fatalf("DeleteRecords(%d) = %d, %v", to, got, err)
+					}
+					m.start = to
+				}
+				if _, err := l.DeleteRecords(l.HighWatermark() + 1); err == nil {
+					rt.Fatal("DeleteRecords beyond the high watermark accepted")
+				}
+			case 8: // retention by bytes (and time)
+				c := l.Config()
+				c.RetentionBytes = int64(rapid.IntRange(-1, 5000).Draw(rt, "retentionBytes"))
+				c.RetentionMs = int64(rapid.IntRange(-1, 20000).Draw(rt, "retentionMs"))
+				if err := l.UpdateConfig(c); err != nil {
+					rt.Fatal(err)
+				}
+				res, err := l.ApplyRetention(clk.now())
+				if err != nil {
+					rt.Fatal(err)
+				}
+				if res.LogStartOffset < m.start || res.LogStartOffset > l.HighWatermark() {
+					rt.Fatalf("retention moved the start to %d (model %d, hw %d)", res.LogStartOffset, m.start, l.HighWatermark())
+				}
+				if res.LogStartOffset > m.start {
+					m.start = res.LogStartOffset
+					for len(m.batches) > 0 && Batch(m.batches[0]).LastOffset() < m.start {
+						m.batches = m.batches[1:]
+					}
+					if len(m.batches) > 0 && Batch(m.batches[0]).BaseOffset() != m.start {
+						rt.Fatalf("retention cut inside a batch: start %d", m.start)
+					}
+				}
+			case 9: // reset
+				if rapid.IntRange(0, 3).Draw(rt, "resetChance") == 0 {
+					to := m.leo + int64(rapid.IntRange(0, 10).Draw(rt, "resetAhead"))
+					if err := l.ResetTo(to); err != nil {
+						rt.Fatal(err)
+					}
+					m.batches, m.start, m.leo = nil, to, to
+				}
+			case 10: // reopen
+				clean := rapid.Bool().Draw(rt, "clean")
+				opts := LogOptions{Now: clk.now, CleanShutdown: clean, RecoveryPoint: l.RecoveryPoint(), LogStartOffset: l.LogStartOffset(), HighWatermark: l.HighWatermark()}
+				if err := l.Close(); err != nil {
+					rt.Fatal(err)
+				}
+				var rep *RecoveryReport
+				l, rep, err = OpenLog(dir, l.Config(), opts)
+				if err != nil {
+					rt.Fatal(err)
+				}
+				if rep.LostData() {
+					rt.Fatalf("reopen after Close lost data: %+v", rep)
+				}
+			}
+			check(fmt.Sprintf("step %d", step))
+		}
+	})
+}
