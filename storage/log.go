@@ -314,8 +314,9 @@ func (l *Log) appendLocked(b Batch, info BatchInfo, cfg *Config) error {
 		_ = s.f.Truncate(s.size.Load())
 		return err
 	}
-	l.nextOffset = s.nextOffset
 	l.segMu.Lock()
+	s.noteBatch(b, info)
+	l.nextOffset = s.nextOffset
 	s.size.Add(int64(len(b)))
 	l.leo.Store(l.nextOffset)
 	l.segMu.Unlock()

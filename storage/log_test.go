@@ -286,6 +286,13 @@ func TestConcurrentReaders(t *testing.T) {
 					return
 				default:
 				}
+				if i%10 == 0 {
+					l.MaxTimestamp()
+					if _, _, err := l.FindOffsetByTimestamp(1); err != nil {
+						errs <- err
+						return
+					}
+				}
 				reg, err := l.Read(off, 4096)
 				if errors.Is(err, ErrOffsetOutOfRange) {
 					off = l.LogStartOffset()

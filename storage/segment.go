@@ -48,7 +48,6 @@ type segment struct {
 	maxTsOffset     int64
 	firstTs         int64 // first batch's max timestamp, NoTimestamp if unknown
 	created         int64 // unix ms the segment was created (or the file's mtime)
-	synced          bool
 	deleteAt        time.Time // when a removed segment's files may be deleted
 }
 
@@ -111,7 +110,6 @@ func openSegmentFiles(dir string, base int64, cfg *Config) (s *segment, idxErr e
 	}
 	s.size.Store(st.Size())
 	s.created = st.ModTime().UnixMilli()
-	s.synced = true
 	for _, p := range []string{s.indexPath(), s.timeIndexPath()} {
 		if _, err := os.Stat(p); errors.Is(err, os.ErrNotExist) {
 			idxErr = errors.Join(idxErr, fmt.Errorf("%s: missing", p))
@@ -194,7 +192,8 @@ func (s *segment) boundaryAtOrBefore(limit, from int64) (int64, error) {
 }
 
 // append writes batch at the end of the segment and updates the indexes.
-// It does not publish size; the caller does once the write is complete.
+// It does not publish: the caller then calls noteBatch and adds to size
+// under Log.segMu, where readers look.
 func (s *segment) append(b Batch, info BatchInfo, indexInterval int64) error {
 	pos := s.size.Load()
 	if s.bytesSinceIndex > indexInterval {
@@ -211,8 +210,6 @@ func (s *segment) append(b Batch, info BatchInfo, indexInterval int64) error {
 	if _, err := s.f.WriteAt(b, pos); err != nil {
 		return err
 	}
-	s.noteBatch(b, info)
-	s.synced = false
 	return nil
 }
 
@@ -290,7 +287,6 @@ func (s *segment) recover(indexInterval int64, scratch *[]byte) (truncated int64
 			return 0, nil, err
 		}
 		s.size.Store(pos)
-		s.synced = false
 	}
 	return end - pos, reason, nil
 }
@@ -382,7 +378,6 @@ func (s *segment) truncateTo(offset int64) (int64, error) {
 		return 0, err
 	}
 	s.size.Store(pos)
-	s.synced = false
 	// Recompute the writer state from what is left.
 	s.nextOffset, s.bytesSinceIndex, s.maxTs, s.maxTsOffset = s.baseOffset, 0, NoTimestamp, s.baseOffset
 	if err := s.loadTail(); err != nil {
