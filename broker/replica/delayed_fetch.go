@@ -1,0 +1,116 @@
+package replica
+
+import (
+	"context"
+	"math"
+	"time"
+
+	"github.com/raftka/raftka/storage"
+)
+
+// FetchPartition is one partition of a Fetch request.
+type FetchPartition struct {
+	Topic              string
+	Partition          int32
+	Offset             int64
+	MaxBytes           int // the partition's max bytes
+	CurrentLeaderEpoch int32
+	LastFetchedEpoch   int32
+	// KnownHighWatermark is the HW a follower reports (KIP-1166, Fetch's
+	// tagged HighWatermark): the fetch completes at once when the leader's
+	// HW is above it, so followers learn the HW without waiting for data.
+	// -1 or math.MaxInt64 turns this off.
+	KnownHighWatermark int64
+}
+
+// FetchRequest is a Fetch after the handler resolved its session: every
+// partition it asks for, in the order answers are wanted.
+type FetchRequest struct {
+	// ReplicaID is the fetching follower's broker id, -1 for consumers.
+	ReplicaID int32
+	MaxWait   time.Duration
+	MinBytes  int
+	// MaxBytes bounds the whole answer (<= 0: no bound). As in Kafka the
+	// first batch returned is always whole, even if larger.
+	MaxBytes  int
+	Isolation int8
+	Parts     []FetchPartition
+}
+
+// Fetch reads every partition of req (results in the same order) and, when
+// fewer than MinBytes are available and nothing needs an immediate answer
+// (an error, a divergence, a HW a follower lacks), waits up to MaxWait for
+// appends or HW moves on those partitions to make enough available: the
+// delayed-fetch purgatory. Woken, it reads again; it never polls.
+func (m *Manager) Fetch(ctx context.Context, req FetchRequest) []ReadResult {
+	parts := make([]*Partition, len(req.Parts))
+	lookupErrs := make([]error, len(req.Parts))
+	for i, fp := range req.Parts {
+		parts[i], lookupErrs[i] = m.Partition(fp.Topic, fp.Partition)
+	}
+	results := make([]ReadResult, len(req.Parts))
+	read := func() (bytes int64, urgent bool) {
+		budget := int64(req.MaxBytes)
+		if budget <= 0 {
+			budget = math.MaxInt64
+		}
+		for i, fp := range req.Parts {
+			p := parts[i]
+			if p == nil {
+				results[i] = ReadResult{HighWatermark: -1, LastStableOffset: -1, LogStartOffset: -1, Err: lookupErrs[i]}
+				urgent = true
+				continue
+			}
+			r := p.Read(ReadRequest{
+				Offset: fp.Offset, MaxBytes: int(min(int64(fp.MaxBytes), budget)), Isolation: req.Isolation,
+				ReplicaID: req.ReplicaID, CurrentLeaderEpoch: fp.CurrentLeaderEpoch, LastFetchedEpoch: fp.LastFetchedEpoch,
+			})
+			if budget <= 0 {
+				// The response is full: answer the offsets, not the data.
+				r.Region = storage.Region{}
+			}
+			if r.Err != nil || r.Diverging != nil {
+				urgent = true
+			}
+			if req.ReplicaID >= 0 && fp.KnownHighWatermark >= 0 && fp.KnownHighWatermark != math.MaxInt64 && r.HighWatermark > fp.KnownHighWatermark {
+				urgent = true
+			}
+			bytes += r.Region.Len
+			budget -= r.Region.Len
+			results[i] = r
+		}
+		return bytes, urgent
+	}
+	bytes, urgent := read()
+	if req.MaxWait <= 0 || urgent || bytes >= int64(max(req.MinBytes, 1)) {
+		return results
+	}
+	w := newWaiter()
+	seen := map[*Partition]bool{}
+	for _, p := range parts {
+		if p != nil && !seen[p] {
+			seen[p] = true
+			p.dataWatch.add(w)
+		}
+	}
+	defer func() {
+		for p := range seen {
+			p.dataWatch.remove(w)
+		}
+	}()
+	timer := time.NewTimer(req.MaxWait)
+	defer timer.Stop()
+	for {
+		select {
+		case <-w.ch:
+			if bytes, urgent = read(); urgent || bytes >= int64(max(req.MinBytes, 1)) {
+				return results
+			}
+		case <-timer.C:
+			read()
+			return results
+		case <-ctx.Done():
+			return results
+		}
+	}
+}

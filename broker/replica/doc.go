@@ -1,0 +1,67 @@
+// Package replica is the partition layer between the Kafka API handlers (the
+// root broker package) and the partition logs (storage): it makes this broker
+// the leader or a follower of the partitions the metadata image assigns to it,
+// replicates by follower fetch with Kafka's LEO / high-watermark / ISR rules,
+// and holds the purgatories in which acks=all produces and long-poll fetches
+// wait.
+//
+// # What it owns
+//
+//   - manager.go: Manager, one per broker. Apply follows the published
+//     metadata events: it opens or creates logs, makes partitions leaders or
+//     followers at the image's leader epoch, moves them between fetchers and
+//     deletes the logs of partitions no longer assigned here.
+//   - partition.go: Partition, the per-partition state (role, epochs,
+//     replicas, ISR, HW) and the leader API handlers call: AppendAsLeader,
+//     Read, OffsetForLeaderEpoch, ListOffsets, DeleteRecords.
+//   - isr.go: the pure leader core (follower LEOs, last caught-up times, HW,
+//     shrink and expand decisions) and the AlterPartition exchange with the
+//     controller (at most one in flight per partition; the image, not the
+//     answer, applies a new ISR).
+//   - truncation.go: the pure KIP-101/279 truncation rule a follower applies
+//     to the leader's OffsetForLeaderEpoch answer or a Fetch DivergingEpoch.
+//   - fetcher.go: one goroutine per source broker batching all partitions
+//     this broker follows from it into one Fetch request.
+//   - leader_endpoint.go: LeaderEndpoint, what a fetcher needs from a leader,
+//     with a TCP implementation speaking Kafka frames (Fetch v12,
+//     OffsetForLeaderEpoch v4) and InmemNetwork, its in-memory twin.
+//   - serve.go: the server side of those two requests on a leader (ServeFetch,
+//     ServeOffsetForLeaderEpoch), shared by the in-memory twin and usable by
+//     the root broker's handlers.
+//   - purgatory.go, delayed_produce.go, delayed_fetch.go: waiting without
+//     polling. A Partition keeps two watcher lists, woken on high-watermark
+//     or role changes (produce) and on appends (fetch).
+//
+// # Imports
+//
+// It imports storage, metadata, kmsg, kerr and zerolog. It must not import the
+// root broker package or raftfsm: the controller (AlterPartitionClient) and
+// the network (Dialer, LeaderEndpoint) arrive as small interfaces defined here.
+//
+// # Errors
+//
+// Replication outcomes are returned as *kerr.Error values (possibly wrapped
+// with %w), which the root broker's errors.go passes through as codes:
+// NOT_LEADER_OR_FOLLOWER, FENCED_LEADER_EPOCH, UNKNOWN_LEADER_EPOCH,
+// NOT_ENOUGH_REPLICAS(_AFTER_APPEND), REQUEST_TIMED_OUT, OFFSET_OUT_OF_RANGE,
+// UNKNOWN_TOPIC_OR_PARTITION. Errors from storage (corrupt batch, too large,
+// invalid timestamp, ...) are passed through unchanged for the broker to map.
+//
+// # Goroutines and locks
+//
+// Manager.Apply is called by one goroutine (the metadata subscriber), in
+// order; every other Manager and Partition method may be called from any
+// goroutine. Goroutines started here: one ISR-expiry loop per Manager, one
+// fetcher per source broker, and one short-lived goroutine per AlterPartition
+// in flight; Close stops and waits for all of them.
+//
+// Lock order (never take an earlier lock while holding a later one):
+//
+//	Manager.applyMu -> fetcher.mu -> Manager.mu -> Partition.roleMu ->
+//	Partition.mu -> storage's locks; watchers.mu is a leaf.
+//
+// Partition.roleMu (a RWMutex) guards the role and epochs: appends and reads
+// hold it shared so that a role change never interleaves with an append at
+// the old epoch. Partition.mu guards the leader core (follower states, HW,
+// pending ISR change).
+package replica

@@ -1,0 +1,441 @@
+package replica
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/raftka/raftka/storage"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// Versions the fetcher sends. Fetch v12 is the first with LastFetchedEpoch
+// and DivergingEpoch (KIP-320) and the last with topic names, so a fetcher
+// needs no topic-id mapping and any leader serving Kafka 2.7+ clients
+// answers it; ReplicaID is still a plain field (v15 moved it into
+// ReplicaState). OffsetForLeaderEpoch v4 is flexible and carries ReplicaID.
+const (
+	fetchVersion                = 12
+	offsetForLeaderEpochVersion = 4
+)
+
+// fetchState is one partition a fetcher follows.
+type fetchState struct {
+	epoch int32 // the leader epoch it follows at
+	// truncating: ask OffsetForLeaderEpoch and truncate before fetching
+	// (every new leader epoch starts here, KIP-279).
+	truncating bool
+	// stalled: the leader is at a newer epoch than ours; wait for the image
+	// (Apply re-adds the partition with a fresh state).
+	stalled    bool
+	delayUntil time.Time // backoff after an error
+}
+
+// fetcher replicates every partition this broker follows from one source
+// broker, batching them into one Fetch (and one OffsetForLeaderEpoch) per
+// round. Its goroutine (run) is the only writer of those partitions' logs.
+type fetcher struct {
+	m      *Manager
+	source int32
+	ctx    context.Context
+	cancel context.CancelFunc
+	wake   chan struct{}
+	recon  chan struct{}
+
+	mu    sync.Mutex
+	parts map[*Partition]*fetchState
+}
+
+func newFetcher(m *Manager, source int32) *fetcher {
+	f := &fetcher{m: m, source: source, wake: make(chan struct{}, 1), recon: make(chan struct{}, 1), parts: map[*Partition]*fetchState{}}
+	f.ctx, f.cancel = context.WithCancel(m.ctx)
+	return f
+}
+
+func signal(ch chan struct{}) {
+	select {
+	case ch <- struct{}{}:
+	default:
+	}
+}
+
+func (f *fetcher) add(p *Partition, epoch int32) {
+	f.mu.Lock()
+	f.parts[p] = &fetchState{epoch: epoch, truncating: true}
+	f.mu.Unlock()
+	signal(f.wake)
+}
+
+// remove drops p; once it returns, the fetcher no longer touches p's log.
+func (f *fetcher) remove(p *Partition) {
+	f.mu.Lock()
+	delete(f.parts, p)
+	f.mu.Unlock()
+}
+
+func (f *fetcher) empty() bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return len(f.parts) == 0
+}
+
+// reconnect makes the next round dial again (the source re-registered).
+func (f *fetcher) reconnect() {
+	signal(f.recon)
+	signal(f.wake)
+}
+
+type fetchItem struct {
+	p     *Partition
+	epoch int32
+}
+
+// ready splits the partitions due now into those to truncate and those to
+// fetch; next is the earliest time a delayed one becomes due (zero if none).
+func (f *fetcher) ready(now time.Time) (trunc, fetch []fetchItem, next time.Time) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for p, st := range f.parts {
+		switch {
+		case st.stalled:
+		case now.Before(st.delayUntil):
+			if next.IsZero() || st.delayUntil.Before(next) {
+				next = st.delayUntil
+			}
+		case st.truncating:
+			trunc = append(trunc, fetchItem{p, st.epoch})
+		default:
+			fetch = append(fetch, fetchItem{p, st.epoch})
+		}
+	}
+	return trunc, fetch, next
+}
+
+// sleep waits d, a wake-up, or the end; it reports false at the end.
+func (f *fetcher) sleep(d time.Duration, wakeable bool) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	var wake chan struct{}
+	if wakeable {
+		wake = f.wake
+	}
+	select {
+	case <-f.ctx.Done():
+		return false
+	case <-t.C:
+	case <-wake:
+	}
+	return true
+}
+
+func (f *fetcher) run() {
+	log := f.m.log.With().Int32("source", f.source).Logger()
+	var ep LeaderEndpoint
+	defer func() {
+		if ep != nil {
+			ep.Close()
+		}
+	}()
+	failures := 0
+	for f.ctx.Err() == nil {
+		select {
+		case <-f.recon:
+			if ep != nil {
+				ep.Close()
+				ep = nil
+			}
+		default:
+		}
+		now := f.m.now()
+		trunc, fetch, next := f.ready(now)
+		if len(trunc)+len(fetch) == 0 {
+			wait := time.Hour
+			if !next.IsZero() {
+				wait = max(next.Sub(now), time.Millisecond)
+			}
+			if !f.sleep(wait, true) {
+				return
+			}
+			continue
+		}
+		var err error
+		if ep == nil {
+			ep, err = f.dial()
+		}
+		if err == nil && len(trunc) > 0 {
+			err = f.truncate(ep, trunc)
+		}
+		if err == nil && len(fetch) > 0 {
+			err = f.fetch(ep, fetch)
+		}
+		if err == nil {
+			failures = 0
+			continue
+		}
+		if f.ctx.Err() != nil {
+			return
+		}
+		failures++
+		if failures == 1 || failures%100 == 0 {
+			log.Warn().Err(err).Int("failures", failures).Msg("fetching from leader failed; backing off")
+		}
+		if ep != nil {
+			ep.Close()
+			ep = nil
+		}
+		if !f.sleep(f.m.cfg.FetchBackoff, false) {
+			return
+		}
+	}
+}
+
+func (f *fetcher) dial() (LeaderEndpoint, error) {
+	b, ok := f.m.img.Load().Broker(f.source)
+	if !ok {
+		return nil, fmt.Errorf("replica: broker %d is not registered", f.source)
+	}
+	ep, ok := b.Endpoint(f.m.cfg.InterBrokerListener)
+	if !ok {
+		return nil, fmt.Errorf("replica: broker %d has no %q listener", f.source, f.m.cfg.InterBrokerListener)
+	}
+	ctx, cancel := context.WithTimeout(f.ctx, f.m.cfg.RequestTimeout)
+	defer cancel()
+	return f.m.cfg.Dial(ctx, f.source, ep)
+}
+
+// delayLocked backs a partition off after a per-partition error.
+func (f *fetcher) delayLocked(st *fetchState) {
+	st.delayUntil = f.m.now().Add(f.m.cfg.FetchBackoff)
+}
+
+// current returns p's state if it is still followed at epoch.
+func (f *fetcher) currentLocked(p *Partition, epoch int32) *fetchState {
+	st := f.parts[p]
+	if st == nil || st.epoch != epoch {
+		return nil
+	}
+	return st
+}
+
+// truncate asks the leader where each partition's latest local epoch ends
+// and truncates there (KIP-279), possibly over several rounds.
+func (f *fetcher) truncate(ep LeaderEndpoint, items []fetchItem) error {
+	req := kmsg.NewPtrOffsetForLeaderEpochRequest()
+	req.Version = offsetForLeaderEpochVersion
+	req.ReplicaID = f.m.cfg.BrokerID
+	byTopic := map[string]int{}
+	want := map[storage.TopicPartition]fetchItem{}
+	f.mu.Lock()
+	for _, it := range items {
+		st := f.currentLocked(it.p, it.epoch)
+		if st == nil {
+			continue
+		}
+		latest, ok := it.p.log.LeaderEpochs().Latest()
+		if !ok {
+			if it.p.log.LogEndOffset() > it.p.log.LogStartOffset() {
+				// Records without any epoch (a lost leader-epoch-checkpoint):
+				// nothing to ask the leader about. Kafka's answer for a log
+				// without epochs is to cut at the high watermark.
+				if err := it.p.truncateAsFollower(it.epoch, it.p.log.HighWatermark()); err != nil && !errors.Is(err, errStale) {
+					f.m.log.Error().Err(err).Stringer("partition", it.p).Msg("truncating a log without epochs")
+					f.delayLocked(st)
+					continue
+				}
+			}
+			st.truncating = false
+			continue
+		}
+		i, ok := byTopic[it.p.topic]
+		if !ok {
+			i = len(req.Topics)
+			byTopic[it.p.topic] = i
+			t := kmsg.NewOffsetForLeaderEpochRequestTopic()
+			t.Topic = it.p.topic
+			req.Topics = append(req.Topics, t)
+		}
+		rp := kmsg.NewOffsetForLeaderEpochRequestTopicPartition()
+		rp.Partition, rp.CurrentLeaderEpoch, rp.LeaderEpoch = it.p.index, it.epoch, latest.Epoch
+		req.Topics[i].Partitions = append(req.Topics[i].Partitions, rp)
+		want[storage.TopicPartition{Topic: it.p.topic, Partition: it.p.index}] = it
+	}
+	f.mu.Unlock()
+	if len(want) == 0 {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(f.ctx, f.m.cfg.RequestTimeout)
+	defer cancel()
+	resp, err := ep.OffsetForLeaderEpoch(ctx, req)
+	if err != nil {
+		return err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, t := range resp.Topics {
+		for _, rp := range t.Partitions {
+			tp := storage.TopicPartition{Topic: t.Topic, Partition: rp.Partition}
+			it, ok := want[tp]
+			if !ok {
+				continue
+			}
+			delete(want, tp)
+			st := f.currentLocked(it.p, it.epoch)
+			if st == nil {
+				continue
+			}
+			if rp.ErrorCode != 0 {
+				f.partitionErrorLocked(it.p, st, rp.ErrorCode)
+				continue
+			}
+			f.applyTruncationLocked(it, st, rp.LeaderEpoch, rp.EndOffset)
+		}
+	}
+	for _, it := range want { // not answered
+		if st := f.currentLocked(it.p, it.epoch); st != nil {
+			f.delayLocked(st)
+		}
+	}
+	return nil
+}
+
+// applyTruncationLocked applies the leader's answer (leaderEpoch ends at
+// leaderEnd) to one partition.
+func (f *fetcher) applyTruncationLocked(it fetchItem, st *fetchState, leaderEpoch int32, leaderEnd int64) {
+	p := it.p
+	off, complete, ok := truncationTarget(leaderEpoch, leaderEnd, p.log.EndOffsetForEpoch, p.log.LogEndOffset())
+	if !ok {
+		st.truncating = true
+		f.delayLocked(st)
+		return
+	}
+	if off < p.log.LogEndOffset() {
+		f.m.log.Info().Stringer("partition", p).Int64("from", p.log.LogEndOffset()).Int64("to", off).
+			Int32("leader_epoch", leaderEpoch).Int64("leader_end", leaderEnd).Msg("truncating to the leader's epoch end")
+		if err := p.truncateAsFollower(it.epoch, off); err != nil {
+			if !errors.Is(err, errStale) {
+				f.m.log.Error().Err(err).Stringer("partition", p).Msg("truncation failed")
+				f.delayLocked(st)
+			}
+			return
+		}
+	}
+	st.truncating = !complete
+}
+
+// partitionErrorLocked handles a per-partition error code from the leader.
+func (f *fetcher) partitionErrorLocked(p *Partition, st *fetchState, code int16) {
+	switch code {
+	case kerr.FencedLeaderEpoch.Code:
+		// The leader is past our epoch: only a new image helps.
+		st.stalled = true
+	default:
+		// NOT_LEADER_OR_FOLLOWER, UNKNOWN_LEADER_EPOCH, UNKNOWN_TOPIC...:
+		// the leader has not caught up with the image yet, or we are about
+		// to hear of a new leader. Retry after the backoff.
+		f.delayLocked(st)
+	}
+	f.m.log.Debug().Stringer("partition", p).Int16("code", code).Msg("leader refused partition")
+}
+
+// fetch sends one Fetch for items and appends what comes back.
+func (f *fetcher) fetch(ep LeaderEndpoint, items []fetchItem) error {
+	cfg := &f.m.cfg
+	req := kmsg.NewPtrFetchRequest()
+	req.Version = fetchVersion
+	req.ReplicaID = cfg.BrokerID
+	req.MaxWaitMillis = int32(cfg.FetchWaitMax.Milliseconds())
+	req.MinBytes = int32(cfg.FetchMinBytes)
+	req.MaxBytes = int32(cfg.FetchMaxBytes)
+	req.SessionID, req.SessionEpoch = 0, -1 // no fetch session: full requests
+	byTopic := map[string]int{}
+	want := map[storage.TopicPartition]fetchItem{}
+	for _, it := range items {
+		p := it.p
+		i, ok := byTopic[p.topic]
+		if !ok {
+			i = len(req.Topics)
+			byTopic[p.topic] = i
+			t := kmsg.NewFetchRequestTopic()
+			t.Topic, t.TopicID = p.topic, p.topicID
+			req.Topics = append(req.Topics, t)
+		}
+		rp := kmsg.NewFetchRequestTopicPartition()
+		rp.Partition, rp.CurrentLeaderEpoch = p.index, it.epoch
+		rp.FetchOffset = p.log.LogEndOffset()
+		if latest, ok := p.log.LeaderEpochs().Latest(); ok {
+			rp.LastFetchedEpoch = latest.Epoch
+		}
+		rp.LogStartOffset = p.log.LogStartOffset()
+		rp.PartitionMaxBytes = int32(cfg.FetchPartitionMaxBytes)
+		rp.HighWatermark = p.log.HighWatermark()
+		req.Topics[i].Partitions = append(req.Topics[i].Partitions, rp)
+		want[storage.TopicPartition{Topic: p.topic, Partition: p.index}] = it
+	}
+	ctx, cancel := context.WithTimeout(f.ctx, cfg.FetchWaitMax+cfg.RequestTimeout)
+	defer cancel()
+	resp, err := ep.Fetch(ctx, req)
+	if err != nil {
+		return err
+	}
+	if resp.ErrorCode != 0 {
+		return fmt.Errorf("replica: fetch from broker %d: %w", f.source, kerr.ErrorForCode(resp.ErrorCode))
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, t := range resp.Topics {
+		for i := range t.Partitions {
+			rp := &t.Partitions[i]
+			it, ok := want[storage.TopicPartition{Topic: t.Topic, Partition: rp.Partition}]
+			if !ok {
+				continue
+			}
+			st := f.currentLocked(it.p, it.epoch)
+			if st == nil || st.truncating {
+				continue
+			}
+			f.handleFetchedLocked(it, st, rp)
+		}
+	}
+	return nil
+}
+
+func (f *fetcher) handleFetchedLocked(it fetchItem, st *fetchState, rp *kmsg.FetchResponseTopicPartition) {
+	p := it.p
+	switch rp.ErrorCode {
+	case 0:
+	case kerr.OffsetOutOfRange.Code:
+		if rp.LogStartOffset > p.log.LogEndOffset() {
+			// The leader's log starts past ours: start over there.
+			f.m.log.Info().Stringer("partition", p).Int64("start", rp.LogStartOffset).Msg("leader log starts past ours; resetting")
+			if err := p.resetAsFollower(it.epoch, rp.LogStartOffset); err != nil && !errors.Is(err, errStale) {
+				f.m.log.Error().Err(err).Stringer("partition", p).Msg("reset failed")
+				f.delayLocked(st)
+			}
+			return
+		}
+		// Ahead of the leader: find the divergence by epochs.
+		st.truncating = true
+		f.delayLocked(st)
+		return
+	default:
+		f.partitionErrorLocked(p, st, rp.ErrorCode)
+		return
+	}
+	if d := rp.DivergingEpoch; d.Epoch >= 0 || d.EndOffset >= 0 {
+		f.applyTruncationLocked(it, st, d.Epoch, d.EndOffset)
+		return
+	}
+	if _, err := p.appendFromLeader(it.epoch, rp.RecordBatches, rp.HighWatermark, rp.LogStartOffset); err != nil {
+		switch {
+		case errors.Is(err, errStale):
+		case errors.Is(err, storage.ErrUnexpectedOffset):
+			st.truncating = true
+		default:
+			f.m.log.Error().Err(err).Stringer("partition", p).Msg("appending the leader's batches failed")
+			f.delayLocked(st)
+		}
+	}
+}

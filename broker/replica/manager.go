@@ -1,0 +1,546 @@
+package replica
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/raftka/raftka/metadata"
+	"github.com/raftka/raftka/storage"
+	"github.com/rs/zerolog"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// TopicConfig is what a partition obeys from its topic's effective config.
+type TopicConfig struct {
+	Log               storage.Config
+	MinInsyncReplicas int // min.insync.replicas
+}
+
+// Config configures a Manager. Zero durations and sizes take Kafka's
+// defaults.
+type Config struct {
+	// BrokerID is this broker's node.id.
+	BrokerID int32
+	// Storage holds the partition logs.
+	Storage *storage.Manager
+	// TopicConfig returns a topic's effective config in img (the topic's
+	// overrides over the broker's defaults). Required.
+	TopicConfig func(img *metadata.Image, topic string) (TopicConfig, error)
+	// Controller receives AlterPartition. Required.
+	Controller AlterPartitionClient
+	// Dial connects to a leader for follower fetching. Required.
+	Dial Dialer
+	// InterBrokerListener names the listener whose endpoint in the image a
+	// fetcher dials (inter.broker.listener.name).
+	InterBrokerListener string
+	Logger              zerolog.Logger
+	// Now is the clock for lag decisions; time.Now if nil.
+	Now func() time.Time
+
+	ReplicaLagTimeMax      time.Duration // replica.lag.time.max.ms, 30s
+	FetchWaitMax           time.Duration // replica.fetch.wait.max.ms, 500ms
+	FetchMaxBytes          int           // replica.fetch.response.max.bytes, 10 MiB
+	FetchPartitionMaxBytes int           // replica.fetch.max.bytes, 1 MiB
+	FetchMinBytes          int           // replica.fetch.min.bytes, 1
+	FetchBackoff           time.Duration // replica.fetch.backoff.ms, 1s
+	// RequestTimeout bounds an AlterPartition or OffsetForLeaderEpoch
+	// exchange, and a Fetch beyond its wait (replica.socket.timeout.ms, 30s).
+	RequestTimeout time.Duration
+}
+
+func (c *Config) defaults() error {
+	if c.Storage == nil || c.TopicConfig == nil || c.Controller == nil || c.Dial == nil {
+		return errors.New("replica: Config needs Storage, TopicConfig, Controller and Dial")
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	def := func(d *time.Duration, v time.Duration) {
+		if *d <= 0 {
+			*d = v
+		}
+	}
+	def(&c.ReplicaLagTimeMax, 30*time.Second)
+	def(&c.FetchWaitMax, 500*time.Millisecond)
+	def(&c.FetchBackoff, time.Second)
+	def(&c.RequestTimeout, 30*time.Second)
+	if c.FetchMaxBytes <= 0 {
+		c.FetchMaxBytes = 10 << 20
+	}
+	if c.FetchPartitionMaxBytes <= 0 {
+		c.FetchPartitionMaxBytes = 1 << 20
+	}
+	if c.FetchMinBytes <= 0 {
+		c.FetchMinBytes = 1
+	}
+	return nil
+}
+
+// Manager owns this broker's partitions: it follows the metadata image
+// (Apply), runs the fetchers and the ISR expiry, and hands Partitions to the
+// request handlers. One per broker.
+type Manager struct {
+	cfg Config
+	log zerolog.Logger
+
+	ctx    context.Context
+	cancel context.CancelFunc
+	goMu   sync.Mutex // guards stopping and wg.Add against Close's Wait
+	wg     sync.WaitGroup
+	stop   bool
+
+	applyMu  sync.Mutex
+	closed   bool               // under applyMu
+	fetchers map[int32]*fetcher // under applyMu
+
+	img atomic.Pointer[metadata.Image]
+	seq atomic.Uint64
+
+	mu    sync.RWMutex
+	parts map[storage.TopicPartition]*Partition
+}
+
+// NewManager starts a Manager (its ISR expiry loop); feed it metadata with
+// Apply and stop it with Close. It does not close cfg.Storage.
+func NewManager(cfg Config) (*Manager, error) {
+	if err := cfg.defaults(); err != nil {
+		return nil, err
+	}
+	m := &Manager{
+		cfg: cfg, log: cfg.Logger.With().Str("component", "replica").Int32("broker", cfg.BrokerID).Logger(),
+		fetchers: map[int32]*fetcher{}, parts: map[storage.TopicPartition]*Partition{},
+	}
+	m.ctx, m.cancel = context.WithCancel(context.Background())
+	m.img.Store(metadata.NewImage())
+	m.goStart(m.isrLoop)
+	return m, nil
+}
+
+func (m *Manager) now() time.Time { return m.cfg.Now() }
+
+func (m *Manager) nextSeq() uint64 { return m.seq.Add(1) }
+
+// goStart runs fn on a goroutine Close waits for; false after Close began.
+func (m *Manager) goStart(fn func()) bool {
+	m.goMu.Lock()
+	defer m.goMu.Unlock()
+	if m.stop {
+		return false
+	}
+	m.wg.Add(1)
+	go func() {
+		defer m.wg.Done()
+		fn()
+	}()
+	return true
+}
+
+// Close stops the fetchers and the ISR loop, waits for them and for
+// AlterPartitions in flight, and stops every partition (waiting produces and
+// fetches answer NOT_LEADER_OR_FOLLOWER). Logs stay open: storage's owner
+// closes them.
+func (m *Manager) Close() error {
+	m.applyMu.Lock()
+	m.closed = true
+	for id, f := range m.fetchers {
+		f.cancel()
+		delete(m.fetchers, id)
+	}
+	m.applyMu.Unlock()
+	m.goMu.Lock()
+	m.stop = true
+	m.goMu.Unlock()
+	m.cancel()
+	m.wg.Wait()
+	for _, p := range m.partitions() {
+		p.stop()
+	}
+	return nil
+}
+
+// Image is the last image Apply received.
+func (m *Manager) Image() *metadata.Image { return m.img.Load() }
+
+func (m *Manager) partitions() []*Partition {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	out := make([]*Partition, 0, len(m.parts))
+	for _, p := range m.parts {
+		out = append(out, p)
+	}
+	return out
+}
+
+// Partitions returns every partition hosted here.
+func (m *Manager) Partitions() []*Partition { return m.partitions() }
+
+// Partition returns a hosted partition (leader or follower: its methods say
+// NOT_LEADER_OR_FOLLOWER where that matters). A partition the image knows
+// but this broker does not host is NOT_LEADER_OR_FOLLOWER; one the image
+// does not know is UNKNOWN_TOPIC_OR_PARTITION.
+func (m *Manager) Partition(topic string, partition int32) (*Partition, error) {
+	m.mu.RLock()
+	p := m.parts[storage.TopicPartition{Topic: topic, Partition: partition}]
+	m.mu.RUnlock()
+	if p != nil {
+		return p, nil
+	}
+	if t, ok := m.img.Load().Topic(topic); ok {
+		if _, ok := t.Partition(partition); ok {
+			return nil, fmt.Errorf("%w: %s-%d is not hosted on broker %d", kerr.NotLeaderForPartition, topic, partition, m.cfg.BrokerID)
+		}
+	}
+	return nil, fmt.Errorf("%w: %s-%d", kerr.UnknownTopicOrPartition, topic, partition)
+}
+
+func (m *Manager) get(topic string, partition int32) *Partition {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	return m.parts[storage.TopicPartition{Topic: topic, Partition: partition}]
+}
+
+// eligible reports whether a broker may join an ISR: registered, unfenced,
+// not shutting down (KIP-841).
+func (m *Manager) eligible(id int32) bool {
+	b, ok := m.img.Load().Broker(id)
+	return ok && b.Usable()
+}
+
+// Apply follows one published metadata event; call it in publish order from
+// one goroutine. reset (or a nil delta) rebuilds from img: partitions not
+// assigned here in img are removed. Otherwise only what delta names is
+// touched. Removing a partition deletes its log.
+//
+// A partition that fails to open is logged and left out (it is offline on
+// this broker); the next event touching it tries again.
+func (m *Manager) Apply(img *metadata.Image, delta *metadata.Delta, reset bool) {
+	m.applyMu.Lock()
+	defer m.applyMu.Unlock()
+	if m.closed || img == nil {
+		return
+	}
+	m.img.Store(img)
+	self := m.cfg.BrokerID
+	if reset || delta == nil {
+		want := map[storage.TopicPartition]bool{}
+		for _, t := range img.Topics() {
+			for _, reg := range t.Partitions {
+				if slices.Contains(reg.Replicas, self) {
+					want[storage.TopicPartition{Topic: t.Name, Partition: reg.Partition}] = true
+					m.reconcile(img, t, reg)
+				}
+			}
+		}
+		for _, p := range m.partitions() {
+			if !want[storage.TopicPartition{Topic: p.topic, Partition: p.index}] {
+				m.remove(p)
+			}
+		}
+		m.refreshConfigs(img, nil)
+		for _, f := range m.fetchers {
+			f.reconnect()
+		}
+	} else {
+		for _, t := range delta.TopicsRemoved {
+			for _, reg := range t.Partitions {
+				if p := m.get(t.Name, reg.Partition); p != nil && p.topicID == t.ID {
+					m.remove(p)
+				}
+			}
+		}
+		for _, pd := range delta.ChangedPartitions {
+			if pd.New != nil && slices.Contains(pd.New.Replicas, self) {
+				if t, ok := img.TopicByID(pd.TopicID); ok {
+					m.reconcile(img, t, *pd.New)
+				}
+			} else if p := m.get(pd.Topic, pd.Partition); p != nil {
+				m.remove(p)
+			}
+		}
+		if len(delta.ConfigsChanged) > 0 {
+			topics := map[string]bool{}
+			all := false
+			for _, c := range delta.ConfigsChanged {
+				if c.ResourceType == metadata.ConfigResourceTopic {
+					topics[c.ResourceName] = true
+				} else {
+					all = true // broker defaults feed every topic
+				}
+			}
+			if all {
+				topics = nil
+			}
+			m.refreshConfigs(img, topics)
+		}
+		for _, id := range delta.BrokersChanged {
+			// Its endpoint may have moved (a restart re-registers).
+			if f := m.fetchers[id]; f != nil {
+				f.reconnect()
+			}
+		}
+	}
+	for id, f := range m.fetchers {
+		if f.empty() {
+			f.cancel()
+			delete(m.fetchers, id)
+		}
+	}
+}
+
+func (m *Manager) topicConfig(img *metadata.Image, topic string) TopicConfig {
+	tc, err := m.cfg.TopicConfig(img, topic)
+	if err != nil {
+		m.log.Error().Err(err).Str("topic", topic).Msg("topic config unusable; using defaults")
+		return TopicConfig{Log: storage.DefaultConfig(), MinInsyncReplicas: 1}
+	}
+	return tc
+}
+
+// refreshConfigs re-reads the config of the named topics (nil: all).
+func (m *Manager) refreshConfigs(img *metadata.Image, topics map[string]bool) {
+	for _, p := range m.partitions() {
+		if topics != nil && !topics[p.topic] {
+			continue
+		}
+		tc := m.topicConfig(img, p.topic)
+		if err := p.log.UpdateConfig(tc.Log); err != nil {
+			m.log.Error().Err(err).Stringer("partition", p).Msg("topic config refused by the log")
+		}
+		p.setMinISR(tc.MinInsyncReplicas)
+	}
+}
+
+// reconcile makes partition reg of topic t match the image.
+func (m *Manager) reconcile(img *metadata.Image, t metadata.TopicImage, reg metadata.PartitionRegistration) {
+	p := m.get(t.Name, reg.Partition)
+	if p != nil && p.topicID != t.ID {
+		// The topic was deleted and re-created under the same name.
+		m.remove(p)
+		p = nil
+	}
+	tc := m.topicConfig(img, t.Name)
+	if p == nil {
+		var err error
+		if p, err = m.open(t, reg.Partition, tc); err != nil {
+			m.log.Error().Err(err).Str("topic", t.Name).Int32("partition", reg.Partition).Msg("cannot open partition log; it stays offline here")
+			return
+		}
+	}
+	if reg.Leader == m.cfg.BrokerID {
+		m.fetcherRemove(p)
+		if err := p.makeLeader(reg, tc.MinInsyncReplicas); err != nil {
+			m.log.Error().Err(err).Stringer("partition", p).Msg("cannot become leader")
+			return
+		}
+		m.log.Debug().Stringer("partition", p).Int32("epoch", reg.LeaderEpoch).Ints32("isr", reg.ISR).Msg("leader")
+		return
+	}
+	if p.makeFollower(reg, tc.MinInsyncReplicas) {
+		m.fetcherRemove(p)
+		if reg.Leader >= 0 {
+			m.fetcherAdd(reg.Leader, p, reg.LeaderEpoch)
+		}
+		m.log.Debug().Stringer("partition", p).Int32("leader", reg.Leader).Int32("epoch", reg.LeaderEpoch).Msg("follower")
+	}
+}
+
+// open creates or opens the partition's log, making sure partition.metadata
+// names this topic: a log left by an earlier topic of the same name is
+// deleted first.
+func (m *Manager) open(t metadata.TopicImage, index int32, tc TopicConfig) (*Partition, error) {
+	l, err := m.cfg.Storage.GetOrCreate(t.Name, index, tc.Log)
+	if err != nil {
+		return nil, err
+	}
+	path := filepath.Join(l.Dir(), storage.PartitionMetadataFile)
+	id, ok, err := storage.ReadPartitionMetadata(path)
+	if err != nil {
+		return nil, err
+	}
+	if ok && id != storage.TopicID(t.ID) {
+		m.log.Warn().Str("topic", t.Name).Int32("partition", index).Stringer("found", id).Stringer("want", storage.TopicID(t.ID)).
+			Msg("log belongs to an earlier topic of the same name; deleting it")
+		if err := m.cfg.Storage.Delete(t.Name, index); err != nil {
+			return nil, err
+		}
+		if l, err = m.cfg.Storage.GetOrCreate(t.Name, index, tc.Log); err != nil {
+			return nil, err
+		}
+		ok = false
+	}
+	if !ok {
+		if err := storage.WritePartitionMetadata(path, storage.TopicID(t.ID)); err != nil {
+			return nil, err
+		}
+	} else if err := l.UpdateConfig(tc.Log); err != nil {
+		return nil, err
+	}
+	p := &Partition{m: m, topic: t.Name, index: index, topicID: t.ID, log: l, leader: metadata.NoLeader, leaderEpoch: -1, minISR: tc.MinInsyncReplicas}
+	m.mu.Lock()
+	m.parts[storage.TopicPartition{Topic: t.Name, Partition: index}] = p
+	m.mu.Unlock()
+	return p, nil
+}
+
+// remove stops a partition and deletes its log.
+func (m *Manager) remove(p *Partition) {
+	m.fetcherRemove(p)
+	p.stop()
+	m.mu.Lock()
+	delete(m.parts, storage.TopicPartition{Topic: p.topic, Partition: p.index})
+	m.mu.Unlock()
+	if err := m.cfg.Storage.Delete(p.topic, p.index); err != nil {
+		m.log.Error().Err(err).Stringer("partition", p).Msg("deleting the log of a removed partition")
+	}
+	m.log.Debug().Stringer("partition", p).Msg("removed")
+}
+
+func (m *Manager) fetcherAdd(leader int32, p *Partition, epoch int32) {
+	f := m.fetchers[leader]
+	if f == nil {
+		f = newFetcher(m, leader)
+		if !m.goStart(f.run) {
+			return
+		}
+		m.fetchers[leader] = f
+	}
+	f.add(p, epoch)
+}
+
+func (m *Manager) fetcherRemove(p *Partition) {
+	for _, f := range m.fetchers {
+		f.remove(p)
+	}
+}
+
+// isrLoop shrinks ISRs every half lag time, as Kafka's isr-expiration task.
+func (m *Manager) isrLoop() {
+	t := time.NewTicker(max(m.cfg.ReplicaLagTimeMax/2, time.Millisecond))
+	defer t.Stop()
+	for {
+		select {
+		case <-m.ctx.Done():
+			return
+		case <-t.C:
+			m.CheckISR()
+		}
+	}
+}
+
+// CheckISR runs one ISR expiry pass over the partitions led here: an ISR
+// member that has not caught up within replica.lag.time.max.ms is dropped
+// through AlterPartition. The ISR loop calls it; tests may too.
+func (m *Manager) CheckISR() {
+	for _, p := range m.partitions() {
+		p.maybeShrinkISR()
+	}
+}
+
+func (p *Partition) maybeShrinkISR() {
+	p.roleMu.RLock()
+	defer p.roleMu.RUnlock()
+	if p.role != RoleLeader {
+		return
+	}
+	now := p.m.now()
+	p.mu.Lock()
+	var ch *isrChange
+	if newISR := p.core.shrinkISR(p.log.LogEndOffset(), now, p.m.cfg.ReplicaLagTimeMax); newISR != nil {
+		ch = p.core.begin(p.m.nextSeq(), newISR)
+	}
+	p.mu.Unlock()
+	if ch != nil {
+		p.m.log.Info().Stringer("partition", p).Ints32("isr", p.isr).Ints32("new_isr", ch.newISR).Msg("shrinking ISR")
+		p.m.sendAlterPartition(p, p.leaderEpoch, ch)
+	}
+}
+
+// sendAlterPartition sends one ISR change to the controller on its own
+// goroutine and feeds the answer back to the partition's core.
+func (m *Manager) sendAlterPartition(p *Partition, leaderEpoch int32, ch *isrChange) {
+	img := m.img.Load()
+	req := kmsg.NewPtrAlterPartitionRequest()
+	req.Version = 3
+	req.BrokerID = m.cfg.BrokerID
+	req.BrokerEpoch = -1
+	if b, ok := img.Broker(m.cfg.BrokerID); ok {
+		req.BrokerEpoch = b.Epoch
+	}
+	rt := kmsg.NewAlterPartitionRequestTopic()
+	rt.Topic, rt.TopicID = p.topic, p.topicID
+	rp := kmsg.NewAlterPartitionRequestTopicPartition()
+	rp.Partition, rp.LeaderEpoch, rp.PartitionEpoch = p.index, leaderEpoch, ch.partitionEpoch
+	rp.NewISR = slices.Clone(ch.newISR)
+	for _, r := range ch.newISR {
+		e := kmsg.NewAlterPartitionRequestTopicPartitionNewEpochISR()
+		e.BrokerID, e.BrokerEpoch = r, -1
+		if b, ok := img.Broker(r); ok {
+			// At Fetch v12 a follower does not send its broker epoch, so
+			// the image's is the best the leader knows (KIP-903).
+			e.BrokerEpoch = b.Epoch
+		}
+		rp.NewEpochISR = append(rp.NewEpochISR, e)
+	}
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	seq := ch.seq
+	started := m.goStart(func() {
+		ctx, cancel := context.WithTimeout(m.ctx, m.cfg.RequestTimeout)
+		defer cancel()
+		resp, err := m.cfg.Controller.AlterPartition(ctx, req)
+		code, epoch := alterPartitionOutcome(resp, err, p)
+		if code != 0 {
+			m.log.Info().Stringer("partition", p).Ints32("new_isr", rp.NewISR).Int16("code", code).AnErr("err", err).Msg("AlterPartition not applied")
+		}
+		p.alterAnswered(seq, code, epoch)
+	})
+	if !started {
+		p.alterAnswered(seq, kerr.RequestTimedOut.Code, -1)
+	}
+}
+
+// alterPartitionOutcome reduces an AlterPartition answer to this
+// partition's error code and new partition epoch.
+func alterPartitionOutcome(resp *kmsg.AlterPartitionResponse, err error, p *Partition) (int16, int32) {
+	if err != nil {
+		var ke *kerr.Error
+		if errors.As(err, &ke) {
+			return ke.Code, -1
+		}
+		return kerr.RequestTimedOut.Code, -1
+	}
+	if resp == nil {
+		return kerr.UnknownServerError.Code, -1
+	}
+	if resp.ErrorCode != 0 {
+		return resp.ErrorCode, -1
+	}
+	for _, t := range resp.Topics {
+		if t.TopidID != p.topicID && t.Topic != p.topic {
+			continue
+		}
+		for _, rp := range t.Partitions {
+			if rp.Partition == p.index {
+				return rp.ErrorCode, rp.PartitionEpoch
+			}
+		}
+	}
+	return kerr.UnknownServerError.Code, -1
+}
+
+func (p *Partition) alterAnswered(seq uint64, code int16, partitionEpoch int32) {
+	p.mu.Lock()
+	if p.core != nil {
+		p.core.answer(seq, code, partitionEpoch, p.m.now(), p.m.cfg.FetchBackoff)
+	}
+	p.mu.Unlock()
+	// A dropped expansion shrinks the maximal ISR, which may let the HW move.
+	p.maybeAdvanceHW()
+}

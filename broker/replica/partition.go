@@ -1,0 +1,602 @@
+package replica
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+
+	"github.com/raftka/raftka/metadata"
+	"github.com/raftka/raftka/storage"
+	"github.com/twmb/franz-go/pkg/kerr"
+)
+
+// Role is what this broker is for a partition.
+type Role int8
+
+const (
+	// RoleNone: the partition is not (or no longer) served here, or it has
+	// no leader.
+	RoleNone Role = iota
+	RoleLeader
+	RoleFollower
+)
+
+func (r Role) String() string {
+	switch r {
+	case RoleLeader:
+		return "leader"
+	case RoleFollower:
+		return "follower"
+	default:
+		return "none"
+	}
+}
+
+// Isolation levels of Fetch and ListOffsets.
+const (
+	ReadUncommitted int8 = 0
+	ReadCommitted   int8 = 1
+)
+
+// ListOffsets special timestamps (Kafka's ListOffsetsRequest constants).
+const (
+	LatestTimestamp        int64 = -1
+	EarliestTimestamp      int64 = -2
+	MaxTimestamp           int64 = -3
+	EarliestLocalTimestamp int64 = -4
+	LatestTieredTimestamp  int64 = -5
+)
+
+// errStale marks a follower operation whose leader epoch is no longer the
+// partition's: the fetcher drops the response.
+var errStale = errors.New("replica: stale follower state")
+
+// Partition is one partition hosted by this broker: its log and its
+// replication state. The Manager creates it; handlers get it from
+// Manager.Partition and call the leader API from any goroutine.
+type Partition struct {
+	m       *Manager
+	topic   string
+	index   int32
+	topicID [16]byte
+	log     *storage.Log
+
+	roleMu         sync.RWMutex
+	role           Role
+	leader         int32
+	leaderEpoch    int32
+	partitionEpoch int32
+	replicas       []int32
+	isr            []int32
+	minISR         int
+
+	mu   sync.Mutex
+	core *leaderCore // non-nil exactly while leader
+
+	hwWatch   watchers // HW moves and role changes: delayed produce
+	dataWatch watchers // appends, HW moves, role changes: delayed fetch
+}
+
+// PartitionState is a snapshot of a partition's replication state.
+type PartitionState struct {
+	Role           Role
+	Leader         int32
+	LeaderEpoch    int32
+	PartitionEpoch int32
+	Replicas       []int32
+	ISR            []int32 // as committed in the image
+	// PendingISR is the ISR of an AlterPartition in flight, nil if none.
+	PendingISR     []int32
+	HighWatermark  int64
+	LogStartOffset int64
+	LogEndOffset   int64
+}
+
+// Topic is the partition's topic name.
+func (p *Partition) Topic() string { return p.topic }
+
+// Index is the partition number.
+func (p *Partition) Index() int32 { return p.index }
+
+// TopicID is the topic's id.
+func (p *Partition) TopicID() [16]byte { return p.topicID }
+
+// Log is the partition's log, for reads that need no replication decision
+// (DescribeLogDirs sizes, for example). Writes go through the Partition.
+func (p *Partition) Log() *storage.Log { return p.log }
+
+// State returns a snapshot of the partition's state.
+func (p *Partition) State() PartitionState {
+	p.roleMu.RLock()
+	defer p.roleMu.RUnlock()
+	s := PartitionState{
+		Role: p.role, Leader: p.leader, LeaderEpoch: p.leaderEpoch, PartitionEpoch: p.partitionEpoch,
+		Replicas: slices.Clone(p.replicas), ISR: slices.Clone(p.isr),
+		HighWatermark: p.log.HighWatermark(), LogStartOffset: p.log.LogStartOffset(), LogEndOffset: p.log.LogEndOffset(),
+	}
+	p.mu.Lock()
+	if p.core != nil && p.core.pending != nil {
+		s.PendingISR = slices.Clone(p.core.pending.newISR)
+	}
+	p.mu.Unlock()
+	return s
+}
+
+func (p *Partition) String() string { return fmt.Sprintf("%s-%d", p.topic, p.index) }
+
+// checkLeaderLocked checks a request's current leader epoch (-1: not given)
+// and that this broker leads. Called with roleMu held.
+func (p *Partition) checkLeaderLocked(current int32) error {
+	if current >= 0 && p.role != RoleNone {
+		if current < p.leaderEpoch {
+			return fmt.Errorf("%w: %s request epoch %d, current %d", kerr.FencedLeaderEpoch, p, current, p.leaderEpoch)
+		}
+		if current > p.leaderEpoch {
+			return fmt.Errorf("%w: %s request epoch %d, current %d", kerr.UnknownLeaderEpoch, p, current, p.leaderEpoch)
+		}
+	}
+	if p.role != RoleLeader {
+		return fmt.Errorf("%w: %s is led by %d", kerr.NotLeaderForPartition, p, p.leader)
+	}
+	return nil
+}
+
+// Leader returns the leader id and epoch this broker knows.
+func (p *Partition) Leader() (id, epoch int32) {
+	p.roleMu.RLock()
+	defer p.roleMu.RUnlock()
+	return p.leader, p.leaderEpoch
+}
+
+// AppendAsLeader appends one producer batch (validated and stamped with
+// offsets and the leader epoch by storage). requiredAcks is the request's
+// acks: with -1 the ISR must hold at least min.insync.replicas members or
+// nothing is appended (NOT_ENOUGH_REPLICAS), and the returned Ack completes
+// once the high watermark passes the batch (see WaitAcks). With 0 or 1 the
+// Ack is nil. The batch slice is modified in place.
+func (p *Partition) AppendAsLeader(batch []byte, requiredAcks int16) (storage.AppendResult, *Ack, error) {
+	p.roleMu.RLock()
+	if err := p.checkLeaderLocked(-1); err != nil {
+		p.roleMu.RUnlock()
+		return storage.AppendResult{}, nil, err
+	}
+	if requiredAcks == -1 && len(p.isr) < p.minISR {
+		n, want := len(p.isr), p.minISR
+		p.roleMu.RUnlock()
+		return storage.AppendResult{}, nil, fmt.Errorf("%w: %s has %d in-sync replicas, min.insync.replicas is %d", kerr.NotEnoughReplicas, p, n, want)
+	}
+	epoch := p.leaderEpoch
+	res, err := p.log.Append(batch, storage.AppendOptions{LeaderEpoch: epoch})
+	p.roleMu.RUnlock()
+	if err != nil {
+		if errors.Is(err, storage.ErrClosed) {
+			err = fmt.Errorf("%w: %s was removed", kerr.NotLeaderForPartition, p)
+		}
+		return res, nil, err
+	}
+	p.dataWatch.wakeAll()
+	p.maybeAdvanceHW()
+	if requiredAcks != -1 {
+		return res, nil, nil
+	}
+	return res, &Ack{p: p, epoch: epoch, required: res.LastOffset + 1}, nil
+}
+
+// maybeAdvanceHW moves the leader's HW to the smallest LEO of the maximal
+// ISR if that is higher (the HW never goes backwards), and wakes the
+// purgatories when it moves.
+func (p *Partition) maybeAdvanceHW() {
+	p.mu.Lock()
+	if p.core == nil {
+		p.mu.Unlock()
+		return
+	}
+	moved := false
+	if hw := p.core.highWatermark(p.log.LogEndOffset()); hw > p.log.HighWatermark() {
+		p.log.SetHighWatermark(hw)
+		moved = true
+	}
+	p.mu.Unlock()
+	if moved {
+		p.hwWatch.wakeAll()
+		p.dataWatch.wakeAll()
+	}
+}
+
+// EpochEndOffset is a leader epoch and where it ends (OffsetForLeaderEpoch's
+// answer, Fetch's DivergingEpoch).
+type EpochEndOffset struct {
+	Epoch     int32
+	EndOffset int64
+}
+
+// ReadRequest is one partition of a Fetch.
+type ReadRequest struct {
+	Offset   int64
+	MaxBytes int
+	// Isolation is ReadUncommitted or ReadCommitted (the same until
+	// transactions exist: the last stable offset is the HW).
+	Isolation int8
+	// ReplicaID is the fetching broker for a follower fetch, -1 for a
+	// consumer. Followers read up to the LEO, consumers up to the HW.
+	ReplicaID int32
+	// CurrentLeaderEpoch is the fetcher's idea of the leader epoch (-1: not
+	// checked): older is FENCED_LEADER_EPOCH, newer UNKNOWN_LEADER_EPOCH.
+	CurrentLeaderEpoch int32
+	// LastFetchedEpoch is the epoch of the fetcher's last batch (-1: not
+	// checked). When that epoch ends on this leader before Offset, the
+	// answer is DivergingEpoch instead of records (KIP-320).
+	LastFetchedEpoch int32
+}
+
+// ReadResult is the answer for one partition.
+type ReadResult struct {
+	// Region holds whole batches; empty when there is nothing to send.
+	Region storage.Region
+	// HighWatermark, LastStableOffset, LogStartOffset: -1 when unknown
+	// (the partition is not led here).
+	HighWatermark    int64
+	LastStableOffset int64
+	LogStartOffset   int64
+	// Diverging is set when the fetcher must truncate first; Region is then
+	// empty.
+	Diverging *EpochEndOffset
+	Err       error
+}
+
+// Read serves one partition of a Fetch on the leader. A follower's read
+// records its fetch offset as its LEO, which may advance the HW and may
+// start an ISR expansion.
+func (p *Partition) Read(r ReadRequest) ReadResult {
+	res := ReadResult{HighWatermark: -1, LastStableOffset: -1, LogStartOffset: -1}
+	p.roleMu.RLock()
+	defer p.roleMu.RUnlock()
+	if res.Err = p.checkLeaderLocked(r.CurrentLeaderEpoch); res.Err != nil {
+		return res
+	}
+	follower := r.ReplicaID >= 0
+	if follower && (r.ReplicaID == p.m.cfg.BrokerID || !slices.Contains(p.replicas, r.ReplicaID)) {
+		res.Err = fmt.Errorf("%w: broker %d is not a follower of %s", kerr.NotLeaderForPartition, r.ReplicaID, p)
+		return res
+	}
+	fill := func() {
+		hw := p.log.HighWatermark()
+		res.HighWatermark, res.LastStableOffset, res.LogStartOffset = hw, hw, p.log.LogStartOffset()
+	}
+	if r.LastFetchedEpoch >= 0 {
+		e, end := p.log.EndOffsetForEpoch(r.LastFetchedEpoch)
+		if e < r.LastFetchedEpoch || end < r.Offset {
+			res.Diverging = &EpochEndOffset{Epoch: e, EndOffset: end}
+			fill()
+			return res
+		}
+	}
+	leo := p.log.LogEndOffset()
+	if r.Offset < p.log.LogStartOffset() || r.Offset > leo {
+		fill()
+		res.Err = fmt.Errorf("%w: %s offset %d, log covers [%d, %d]", kerr.OffsetOutOfRange, p, r.Offset, p.log.LogStartOffset(), leo)
+		return res
+	}
+	var err error
+	if follower {
+		res.Region, err = p.log.Read(r.Offset, r.MaxBytes)
+		p.followerFetched(r.ReplicaID, r.Offset, leo)
+	} else {
+		res.Region, err = p.log.ReadUpTo(r.Offset, r.MaxBytes, p.log.HighWatermark())
+	}
+	if err != nil {
+		if errors.Is(err, storage.ErrOffsetOutOfRange) {
+			err = fmt.Errorf("%w: %w", kerr.OffsetOutOfRange, err)
+		}
+		res.Err = err
+	}
+	fill()
+	return res
+}
+
+// followerFetched updates the leader core after a follower's fetch. Called
+// with roleMu held shared, as leader.
+func (p *Partition) followerFetched(id int32, offset, leaderLEO int64) {
+	now := p.m.now()
+	p.mu.Lock()
+	if p.core == nil || !p.core.followerFetch(id, offset, leaderLEO, now) {
+		p.mu.Unlock()
+		return
+	}
+	moved := false
+	if hw := p.core.highWatermark(p.log.LogEndOffset()); hw > p.log.HighWatermark() {
+		p.log.SetHighWatermark(hw)
+		moved = true
+	}
+	var ch *isrChange
+	if newISR := p.core.expandISR(id, p.log.HighWatermark(), now, p.m.eligible(id)); newISR != nil {
+		ch = p.core.begin(p.m.nextSeq(), newISR)
+	}
+	p.mu.Unlock()
+	if moved {
+		p.hwWatch.wakeAll()
+		p.dataWatch.wakeAll()
+	}
+	if ch != nil {
+		p.m.sendAlterPartition(p, p.leaderEpoch, ch)
+	}
+}
+
+// OffsetForLeaderEpoch answers for one partition on the leader: the largest
+// epoch at or below epoch and where it ends (the LEO for the current one).
+func (p *Partition) OffsetForLeaderEpoch(currentLeaderEpoch, epoch int32) (EpochEndOffset, error) {
+	p.roleMu.RLock()
+	defer p.roleMu.RUnlock()
+	if err := p.checkLeaderLocked(currentLeaderEpoch); err != nil {
+		return EpochEndOffset{Epoch: storage.UndefinedEpoch, EndOffset: storage.UndefinedOffset}, err
+	}
+	e, end := p.log.EndOffsetForEpoch(epoch)
+	return EpochEndOffset{Epoch: e, EndOffset: end}, nil
+}
+
+// ListedOffset is ListOffsets' answer for one partition. Offset -1 means
+// no record matches.
+type ListedOffset struct {
+	Timestamp   int64
+	Offset      int64
+	LeaderEpoch int32
+}
+
+// ListOffsets answers on the leader: EarliestTimestamp (and
+// EarliestLocalTimestamp) is the log start offset, LatestTimestamp the HW
+// (the last stable offset under ReadCommitted, the same for now),
+// MaxTimestamp the record with the largest timestamp, and a timestamp >= 0
+// the first record at or after it. Records at or past the HW are never
+// answered, as in Kafka.
+//
+// For a search by time the Timestamp field is the one asked for, not the
+// found record's own (storage does not return it; see the package report).
+func (p *Partition) ListOffsets(currentLeaderEpoch int32, timestamp int64, isolation int8) (ListedOffset, error) {
+	none := ListedOffset{Timestamp: storage.NoTimestamp, Offset: -1, LeaderEpoch: -1}
+	p.roleMu.RLock()
+	defer p.roleMu.RUnlock()
+	if err := p.checkLeaderLocked(currentLeaderEpoch); err != nil {
+		return none, err
+	}
+	hw := p.log.HighWatermark()
+	switch {
+	case timestamp == LatestTimestamp:
+		return ListedOffset{Timestamp: storage.NoTimestamp, Offset: hw, LeaderEpoch: p.leaderEpoch}, nil
+	case timestamp == EarliestTimestamp || timestamp == EarliestLocalTimestamp:
+		start := p.log.LogStartOffset()
+		return ListedOffset{Timestamp: storage.NoTimestamp, Offset: start, LeaderEpoch: p.epochAt(start)}, nil
+	case timestamp == MaxTimestamp:
+		ts, off, ok := p.log.MaxTimestamp()
+		if !ok || off >= hw {
+			return none, nil
+		}
+		return ListedOffset{Timestamp: ts, Offset: off, LeaderEpoch: p.epochAt(off)}, nil
+	case timestamp == LatestTieredTimestamp:
+		// No tiered storage: nothing is tiered.
+		return none, nil
+	case timestamp >= 0:
+		off, ok, err := p.log.FindOffsetByTimestamp(timestamp)
+		if err != nil {
+			return none, err
+		}
+		if !ok || off >= hw {
+			return none, nil
+		}
+		return ListedOffset{Timestamp: timestamp, Offset: off, LeaderEpoch: p.epochAt(off)}, nil
+	default:
+		return none, fmt.Errorf("%w: timestamp %d", kerr.InvalidRequest, timestamp)
+	}
+}
+
+// epochAt is the leader epoch of the batch holding offset, from the epoch
+// cache (-1 if unknown).
+func (p *Partition) epochAt(offset int64) int32 {
+	e := int32(-1)
+	for _, ent := range p.log.LeaderEpochs().Entries() {
+		if ent.StartOffset > offset {
+			break
+		}
+		e = ent.Epoch
+	}
+	return e
+}
+
+// DeleteRecords moves the log start offset to offset on the leader (-1
+// means the HW); offsets past the HW are OFFSET_OUT_OF_RANGE. It returns the
+// new log start offset (the low watermark). Followers follow the leader's
+// log start offset from their fetch answers; this does not wait for them.
+func (p *Partition) DeleteRecords(offset int64) (int64, error) {
+	p.roleMu.RLock()
+	defer p.roleMu.RUnlock()
+	if err := p.checkLeaderLocked(-1); err != nil {
+		return -1, err
+	}
+	hw := p.log.HighWatermark()
+	if offset == -1 {
+		offset = hw
+	}
+	if offset < 0 || offset > hw {
+		return -1, fmt.Errorf("%w: %s delete before %d, high watermark %d", kerr.OffsetOutOfRange, p, offset, hw)
+	}
+	start, err := p.log.DeleteRecords(offset)
+	if err != nil {
+		return -1, err
+	}
+	p.dataWatch.wakeAll()
+	return start, nil
+}
+
+// makeLeader makes this broker the leader at reg's epoch, or (same epoch)
+// takes the image's new ISR and replicas. A new leader epoch is assigned in
+// the epoch cache at the LEO: records from here on belong to it.
+func (p *Partition) makeLeader(reg metadata.PartitionRegistration, minISR int) error {
+	now := p.m.now()
+	p.roleMu.Lock()
+	p.minISR = minISR
+	if p.role == RoleLeader && p.leaderEpoch == reg.LeaderEpoch {
+		p.partitionEpoch, p.replicas, p.isr = reg.PartitionEpoch, slices.Clone(reg.Replicas), slices.Clone(reg.ISR)
+		p.mu.Lock()
+		p.core.applyImage(reg.Replicas, reg.ISR, reg.PartitionEpoch, now)
+		p.mu.Unlock()
+		p.roleMu.Unlock()
+		// A shrink can let the HW move (and waiting produces finish or
+		// fail with NOT_ENOUGH_REPLICAS_AFTER_APPEND).
+		p.maybeAdvanceHW()
+		p.hwWatch.wakeAll()
+		return nil
+	}
+	leo := p.log.LogEndOffset()
+	if latest, ok := p.log.LeaderEpochs().Latest(); !ok || reg.LeaderEpoch >= latest.Epoch {
+		if err := p.log.LeaderEpochs().Assign(reg.LeaderEpoch, leo); err != nil {
+			p.roleMu.Unlock()
+			return err
+		}
+	}
+	p.role, p.leader, p.leaderEpoch, p.partitionEpoch = RoleLeader, reg.Leader, reg.LeaderEpoch, reg.PartitionEpoch
+	p.replicas, p.isr = slices.Clone(reg.Replicas), slices.Clone(reg.ISR)
+	p.mu.Lock()
+	p.core = newLeaderCore(p.m.cfg.BrokerID, reg.Replicas, reg.ISR, reg.PartitionEpoch, leo, now)
+	p.mu.Unlock()
+	p.roleMu.Unlock()
+	p.wakeAll()
+	p.maybeAdvanceHW()
+	return nil
+}
+
+// makeFollower makes this broker a follower of reg.Leader (or of nobody,
+// NoLeader). It reports whether the leader or epoch changed, in which case
+// the caller moves the partition to the new leader's fetcher, truncating
+// first.
+func (p *Partition) makeFollower(reg metadata.PartitionRegistration, minISR int) bool {
+	p.roleMu.Lock()
+	changed := p.role != RoleFollower || p.leader != reg.Leader || p.leaderEpoch != reg.LeaderEpoch
+	p.role, p.leader, p.leaderEpoch, p.partitionEpoch = RoleFollower, reg.Leader, reg.LeaderEpoch, reg.PartitionEpoch
+	p.replicas, p.isr, p.minISR = slices.Clone(reg.Replicas), slices.Clone(reg.ISR), minISR
+	p.mu.Lock()
+	p.core = nil
+	p.mu.Unlock()
+	p.roleMu.Unlock()
+	if changed {
+		p.wakeAll()
+	}
+	return changed
+}
+
+// stop ends service: the partition is being removed.
+func (p *Partition) stop() {
+	p.roleMu.Lock()
+	p.role, p.leader = RoleNone, metadata.NoLeader
+	p.mu.Lock()
+	p.core = nil
+	p.mu.Unlock()
+	p.roleMu.Unlock()
+	p.wakeAll()
+}
+
+func (p *Partition) setMinISR(n int) {
+	p.roleMu.Lock()
+	p.minISR = n
+	p.roleMu.Unlock()
+	p.hwWatch.wakeAll()
+}
+
+func (p *Partition) wakeAll() {
+	p.hwWatch.wakeAll()
+	p.dataWatch.wakeAll()
+}
+
+// followerEpochLocked checks that this broker still follows at epoch.
+func (p *Partition) followerEpochLocked(epoch int32) error {
+	if p.role != RoleFollower || p.leaderEpoch != epoch {
+		return errStale
+	}
+	return nil
+}
+
+// appendFromLeader appends the leader's batches unchanged and takes the
+// leader's HW (bounded by the local LEO) and log start offset. A trailing
+// partial batch (a leader may cut a response at its byte limit) is dropped.
+func (p *Partition) appendFromLeader(epoch int32, records []byte, leaderHW, leaderStart int64) (storage.AppendResult, error) {
+	p.roleMu.RLock()
+	defer p.roleMu.RUnlock()
+	var res storage.AppendResult
+	if err := p.followerEpochLocked(epoch); err != nil {
+		return res, err
+	}
+	records = wholeBatches(records)
+	if len(records) > 0 {
+		var err error
+		if res, err = p.log.AppendAsFollower(records); err != nil {
+			return res, err
+		}
+	}
+	if leaderHW >= 0 {
+		p.log.SetHighWatermark(min(leaderHW, p.log.LogEndOffset()))
+	}
+	if leaderStart > p.log.LogStartOffset() {
+		if target := min(leaderStart, p.log.HighWatermark()); target > p.log.LogStartOffset() {
+			if _, err := p.log.DeleteRecords(target); err != nil {
+				return res, err
+			}
+		}
+	}
+	return res, nil
+}
+
+// wholeBatches returns the prefix of records made of complete batches.
+func wholeBatches(records []byte) []byte {
+	pos := 0
+	for pos+storage.BatchHeaderSize <= len(records) {
+		n, err := storage.BatchSize(records[pos:])
+		if err != nil || pos+n > len(records) {
+			break
+		}
+		pos += n
+	}
+	return records[:pos]
+}
+
+// truncateAsFollower cuts the log at offset while following at epoch.
+func (p *Partition) truncateAsFollower(epoch int32, offset int64) error {
+	p.roleMu.RLock()
+	defer p.roleMu.RUnlock()
+	if err := p.followerEpochLocked(epoch); err != nil {
+		return err
+	}
+	return p.log.Truncate(offset)
+}
+
+// resetAsFollower empties the log to restart at the leader's log start.
+func (p *Partition) resetAsFollower(epoch int32, start int64) error {
+	p.roleMu.RLock()
+	defer p.roleMu.RUnlock()
+	if err := p.followerEpochLocked(epoch); err != nil {
+		return err
+	}
+	return p.log.ResetTo(start)
+}
+
+// Ack is an acks=all produce waiting for the HW to pass its batch.
+type Ack struct {
+	p        *Partition
+	epoch    int32
+	required int64 // the offset after the batch
+}
+
+// check reports whether the ack is decided, and how.
+func (a *Ack) check() (bool, error) {
+	p := a.p
+	p.roleMu.RLock()
+	defer p.roleMu.RUnlock()
+	if p.role != RoleLeader || p.leaderEpoch != a.epoch {
+		return true, fmt.Errorf("%w: %s lost leadership while waiting for replication", kerr.NotLeaderForPartition, p)
+	}
+	if p.log.HighWatermark() >= a.required {
+		if len(p.isr) < p.minISR {
+			return true, fmt.Errorf("%w: %s has %d in-sync replicas, min.insync.replicas is %d", kerr.NotEnoughReplicasAfterAppend, p, len(p.isr), p.minISR)
+		}
+		return true, nil
+	}
+	return false, nil
+}

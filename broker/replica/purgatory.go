@@ -1,0 +1,60 @@
+package replica
+
+import "sync"
+
+// A waiter is one delayed operation (a produce waiting for the HW, a fetch
+// waiting for bytes) registered with the watcher lists of the partitions it
+// waits on. Wakes coalesce in its one-slot channel: the operation re-checks
+// its condition after each wake, so a wake is never lost and never queued
+// twice. This is Kafka's DelayedOperationPurgatory reduced to what Go
+// channels make easy: the waiting goroutine owns its operation, a timer
+// bounds it, and events (appends, HW moves, role changes) wake it instead of
+// a poll.
+type waiter struct {
+	ch chan struct{}
+}
+
+func newWaiter() *waiter { return &waiter{ch: make(chan struct{}, 1)} }
+
+func (w *waiter) wake() {
+	select {
+	case w.ch <- struct{}{}:
+	default:
+	}
+}
+
+// watchers is one partition's list of waiters for one kind of event.
+type watchers struct {
+	mu  sync.Mutex
+	set map[*waiter]struct{}
+}
+
+func (ws *watchers) add(w *waiter) {
+	ws.mu.Lock()
+	if ws.set == nil {
+		ws.set = map[*waiter]struct{}{}
+	}
+	ws.set[w] = struct{}{}
+	ws.mu.Unlock()
+}
+
+func (ws *watchers) remove(w *waiter) {
+	ws.mu.Lock()
+	delete(ws.set, w)
+	ws.mu.Unlock()
+}
+
+// wakeAll wakes every registered waiter. It never blocks.
+func (ws *watchers) wakeAll() {
+	ws.mu.Lock()
+	for w := range ws.set {
+		w.wake()
+	}
+	ws.mu.Unlock()
+}
+
+func (ws *watchers) len() int {
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	return len(ws.set)
+}

@@ -1,0 +1,141 @@
+package replica
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/raftka/raftka/storage"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// errCode turns an error from this package (or storage's offset range)
+// into a Kafka code for the serve helpers. The root broker has its own,
+// complete mapping (errors.go) for the handlers it writes.
+func errCode(err error) int16 {
+	if err == nil {
+		return 0
+	}
+	var ke *kerr.Error
+	switch {
+	case errors.As(err, &ke):
+		return ke.Code
+	case errors.Is(err, storage.ErrOffsetOutOfRange):
+		return kerr.OffsetOutOfRange.Code
+	case errors.Is(err, storage.ErrClosed):
+		return kerr.NotLeaderForPartition.Code
+	case errors.Is(err, storage.ErrCorruptFile):
+		return kerr.KafkaStorageError.Code
+	default:
+		return kerr.UnknownServerError.Code
+	}
+}
+
+// ServeFetch answers a sessionless Fetch (any version kmsg knows) on this
+// broker: a follower's (ReplicaID, or ReplicaState from v15, >= 0) or a
+// consumer's. Topics are named up to v12 and by id from v13. Record bytes
+// are copied into the response; the root broker's handler may instead use
+// Fetch and send the regions with sendfile. A request that asks for a fetch
+// session (SessionEpoch 0) gets none (SessionID 0), which Kafka allows.
+func (m *Manager) ServeFetch(ctx context.Context, req *kmsg.FetchRequest) *kmsg.FetchResponse {
+	resp := req.ResponseKind().(*kmsg.FetchResponse)
+	replicaID := req.ReplicaID
+	if req.Version >= 15 {
+		replicaID = req.ReplicaState.ID
+	}
+	img := m.img.Load()
+	type slot struct{ t, p int }
+	var fr FetchRequest
+	fr.ReplicaID, fr.MaxWait, fr.MinBytes, fr.MaxBytes, fr.Isolation = replicaID,
+		time.Duration(req.MaxWaitMillis)*time.Millisecond, int(req.MinBytes), int(req.MaxBytes), req.IsolationLevel
+	if req.Version < 3 {
+		fr.MaxBytes = 0
+	}
+	var slots []slot
+	for _, t := range req.Topics {
+		rt := kmsg.NewFetchResponseTopic()
+		rt.Topic, rt.TopicID = t.Topic, t.TopicID
+		name, known := t.Topic, true
+		if req.Version >= 13 {
+			ti, ok := img.TopicByID(t.TopicID)
+			name, known = ti.Name, ok
+		}
+		for _, p := range t.Partitions {
+			rp := kmsg.NewFetchResponseTopicPartition()
+			rp.Partition = p.Partition
+			rp.HighWatermark, rp.LastStableOffset, rp.LogStartOffset = -1, -1, -1
+			if !known {
+				rp.ErrorCode = kerr.UnknownTopicID.Code
+			} else {
+				slots = append(slots, slot{len(resp.Topics), len(rt.Partitions)})
+				fr.Parts = append(fr.Parts, FetchPartition{
+					Topic: name, Partition: p.Partition, Offset: p.FetchOffset, MaxBytes: int(p.PartitionMaxBytes),
+					CurrentLeaderEpoch: p.CurrentLeaderEpoch, LastFetchedEpoch: p.LastFetchedEpoch,
+					KnownHighWatermark: p.HighWatermark,
+				})
+			}
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		resp.Topics = append(resp.Topics, rt)
+	}
+	if req.Version < 12 {
+		for i := range fr.Parts {
+			if req.Version < 9 {
+				fr.Parts[i].CurrentLeaderEpoch = -1
+			}
+			if req.Version < 12 {
+				fr.Parts[i].LastFetchedEpoch = -1
+			}
+		}
+	}
+	results := m.Fetch(ctx, fr)
+	for i, r := range results {
+		rp := &resp.Topics[slots[i].t].Partitions[slots[i].p]
+		rp.ErrorCode = errCode(r.Err)
+		rp.HighWatermark, rp.LastStableOffset, rp.LogStartOffset = r.HighWatermark, r.LastStableOffset, r.LogStartOffset
+		if r.Diverging != nil {
+			rp.DivergingEpoch.Epoch, rp.DivergingEpoch.EndOffset = r.Diverging.Epoch, r.Diverging.EndOffset
+		}
+		if r.Err == nil && r.Region.Len > 0 {
+			b, err := r.Region.Bytes()
+			if err != nil {
+				// A truncation raced the read: answer nothing for it now.
+				continue
+			}
+			rp.RecordBatches = b
+		}
+	}
+	return resp
+}
+
+// ServeOffsetForLeaderEpoch answers OffsetForLeaderEpoch (any version) for
+// the partitions this broker leads.
+func (m *Manager) ServeOffsetForLeaderEpoch(req *kmsg.OffsetForLeaderEpochRequest) *kmsg.OffsetForLeaderEpochResponse {
+	resp := req.ResponseKind().(*kmsg.OffsetForLeaderEpochResponse)
+	for _, t := range req.Topics {
+		rt := kmsg.NewOffsetForLeaderEpochResponseTopic()
+		rt.Topic = t.Topic
+		for _, p := range t.Partitions {
+			rp := kmsg.NewOffsetForLeaderEpochResponseTopicPartition()
+			rp.Partition = p.Partition
+			current := p.CurrentLeaderEpoch
+			if req.Version < 2 {
+				current = -1
+			}
+			part, err := m.Partition(t.Topic, p.Partition)
+			var eo EpochEndOffset
+			if err == nil {
+				eo, err = part.OffsetForLeaderEpoch(current, p.LeaderEpoch)
+			}
+			rp.ErrorCode = errCode(err)
+			rp.LeaderEpoch, rp.EndOffset = storage.UndefinedEpoch, storage.UndefinedOffset
+			if err == nil {
+				rp.LeaderEpoch, rp.EndOffset = eo.Epoch, eo.EndOffset
+			}
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		resp.Topics = append(resp.Topics, rt)
+	}
+	return resp
+}
