@@ -123,6 +123,15 @@ var defs = []Def{
 		Doc: "The single log directory, used when log.dirs is not set."},
 	{Name: "metadata.log.dir", Type: TypeString, NoDefault: true,
 		Doc: "Where the Raft log and snapshots live. Default: the first log directory."},
+	// hashicorp/raft counts snapshot thresholds in log entries, not bytes as
+	// Kafka's metadata.log.max.record.bytes.between.snapshots does, so these
+	// are raftka's own keys rather than a reinterpretation of Kafka's.
+	{Name: "raftka.metadata.snapshot.threshold", Type: TypeLong, Default: "8192", Validate: atLeast(1),
+		Doc: "raftka: take a metadata snapshot after this many new Raft log entries."},
+	{Name: "raftka.metadata.snapshot.interval.ms", Type: TypeDurationMs, Default: "120000", Validate: atLeast(1),
+		Doc: "raftka: how often the snapshot threshold is checked."},
+	{Name: "raftka.metadata.snapshot.trailing.logs", Type: TypeLong, Default: "10240", Validate: atLeast(0),
+		Doc: "raftka: Raft log entries kept behind a snapshot, so a briefly absent node catches up from the log rather than a snapshot."},
 
 	// Topic defaults.
 	{Name: "num.partitions", Type: TypeInt, Default: "1", Validate: atLeast(1),

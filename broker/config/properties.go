@@ -37,6 +37,11 @@ type Config struct {
 	LogDirs        []string
 	MetadataLogDir string
 
+	// Metadata snapshots (raftka.metadata.snapshot.*).
+	SnapshotThreshold    uint64
+	SnapshotInterval     time.Duration
+	SnapshotTrailingLogs uint64
+
 	NumPartitions               int32
 	DefaultReplicationFactor    int16
 	MinInsyncReplicas           int32

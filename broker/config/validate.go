@@ -180,6 +180,9 @@ func fromValues(v values, src map[string]Source) (*Config, error) {
 		}
 	}
 	c.MetadataLogDir = v.str("metadata.log.dir")
+	c.SnapshotThreshold = uint64(v.int64("raftka.metadata.snapshot.threshold"))
+	c.SnapshotInterval = v.dur("raftka.metadata.snapshot.interval.ms")
+	c.SnapshotTrailingLogs = uint64(v.int64("raftka.metadata.snapshot.trailing.logs"))
 	if c.MetadataLogDir == "" && len(c.LogDirs) > 0 {
 		c.MetadataLogDir = c.LogDirs[0]
 	}

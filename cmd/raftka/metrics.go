@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/raftka/raftka/broker"
+	"github.com/raftka/raftka/raftfsm"
 	"github.com/rs/zerolog"
 )
 
@@ -76,6 +77,35 @@ func (m *promMetrics) ResponseSent(key, version int16, bytes int64) {
 	m.bytesOut.Add(float64(bytes))
 }
 func (m *promMetrics) Rejected(r broker.Reason) { m.rejected.WithLabelValues(r.String()).Inc() }
+
+// addNode exports the Raft node's and the broker registration's state,
+// read at scrape time.
+func (m *promMetrics) addNode(node *raftfsm.Node, life *broker.Lifecycle) {
+	m.reg.MustRegister(
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "raftka_metadata_applied_index", Help: "Raft index of the newest metadata entry this node applied.",
+		}, func() float64 { _, idx := node.Current(); return float64(idx) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "raftka_metadata_snapshot_restores_total", Help: "Metadata snapshots this node restored, from disk or installed from the leader.",
+		}, func() float64 { return float64(node.SnapshotRestores()) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "raftka_metadata_active_controller", Help: "1 while this node leads Raft and runs the active controller.",
+		}, func() float64 { return b2f(node.IsLeader()) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "raftka_broker_fenced", Help: "1 while the controller has this broker fenced.",
+		}, func() float64 { return b2f(life.Fenced()) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "raftka_broker_epoch", Help: "This broker's registration epoch, -1 before registration.",
+		}, func() float64 { return float64(life.Epoch()) }),
+	)
+}
+
+func b2f(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
+}
 
 type readyChecker interface{ ready() (bool, string) }
 

@@ -130,6 +130,7 @@ func runServer(ctx context.Context, cfg *config.Config, log zerolog.Logger, shut
 		return err
 	}
 	defer life.Close()
+	metrics.addNode(node, life)
 
 	if cfg.MetricsListener != "" {
 		stopMetrics, err := serveMetrics(cfg.MetricsListener, metrics, readiness{node: node, life: life}, log)
@@ -167,6 +168,9 @@ func startRaft(cfg *config.Config, clusterID string, log zerolog.Logger) (*raftf
 		ClusterID:                clusterID,
 		HeartbeatInterval:        cfg.BrokerHeartbeatInterval,
 		SessionTimeout:           cfg.BrokerSessionTimeout,
+		SnapshotThreshold:        cfg.SnapshotThreshold,
+		SnapshotInterval:         cfg.SnapshotInterval,
+		TrailingLogs:             cfg.SnapshotTrailingLogs,
 		DefaultPartitions:        cfg.NumPartitions,
 		DefaultReplicationFactor: cfg.DefaultReplicationFactor,
 		Logger:                   log.With().Str("component", "raft").Logger(),

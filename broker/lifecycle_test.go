@@ -1,0 +1,168 @@
+package broker
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/raftka/raftka/metadata"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// fakeLifecycleController plays the active controller's side of the
+// registration protocol with rules set per test.
+type fakeLifecycleController struct {
+	mu         sync.Mutex
+	epoch      int64
+	regs       []*kmsg.BrokerRegistrationRequest
+	beats      []*kmsg.BrokerHeartbeatRequest
+	unfenceAt  int64 // applied offset at which the broker is unfenced
+	staleOnce  bool  // answer the next heartbeat STALE_BROKER_EPOCH
+	leadsUntil int   // number of shutdown heartbeats before ShouldShutdown
+}
+
+func (f *fakeLifecycleController) RegisterBroker(_ context.Context, req *kmsg.BrokerRegistrationRequest) (*kmsg.BrokerRegistrationResponse, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.regs = append(f.regs, req)
+	f.epoch += 10
+	resp := req.ResponseKind().(*kmsg.BrokerRegistrationResponse)
+	resp.BrokerEpoch = f.epoch
+	return resp, nil
+}
+
+func (f *fakeLifecycleController) Heartbeat(_ context.Context, req *kmsg.BrokerHeartbeatRequest) (*kmsg.BrokerHeartbeatResponse, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.beats = append(f.beats, req)
+	resp := req.ResponseKind().(*kmsg.BrokerHeartbeatResponse)
+	if req.BrokerEpoch != f.epoch || f.staleOnce {
+		f.staleOnce = false
+		resp.ErrorCode = kerr.StaleBrokerEpoch.Code
+		return resp, nil
+	}
+	resp.IsCaughtUp = req.CurrentMetadataOffset >= f.unfenceAt
+	resp.IsFenced = !resp.IsCaughtUp
+	if req.WantShutdown {
+		if f.leadsUntil > 0 {
+			f.leadsUntil--
+		} else {
+			resp.ShouldShutdown = true
+		}
+	}
+	return resp, nil
+}
+
+func (f *fakeLifecycleController) snapshot() (regs int, beats []*kmsg.BrokerHeartbeatRequest) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return len(f.regs), append([]*kmsg.BrokerHeartbeatRequest(nil), f.beats...)
+}
+
+func waitUntil(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(testDeadline)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func TestLifecycleRegistersThenUnfencesWhenCaughtUp(t *testing.T) {
+	fc := &fakeLifecycleController{unfenceAt: 5}
+	var applied sync.Mutex
+	offset := uint64(0)
+	l, err := StartLifecycle(LifecycleOptions{
+		NodeID: 7, ClusterID: "c1", Rack: "r1",
+		Endpoints:  []metadata.Endpoint{{Listener: "PLAINTEXT", Host: "127.0.0.1", Port: 9092}},
+		Controller: fc,
+		Applied:    func() uint64 { applied.Lock(); defer applied.Unlock(); return offset },
+		Interval:   20 * time.Millisecond,
+		Logger:     testLogger(t),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	<-l.Registered()
+	if l.Epoch() != 10 {
+		t.Fatalf("epoch %d, want 10", l.Epoch())
+	}
+	if !l.Fenced() {
+		t.Fatal("a broker behind the metadata log must stay fenced")
+	}
+	fc.mu.Lock()
+	reg := fc.regs[0]
+	fc.mu.Unlock()
+	if reg.BrokerID != 7 || reg.ClusterID != "c1" || reg.Rack == nil || *reg.Rack != "r1" || len(reg.Listeners) != 1 || reg.Listeners[0].Port != 9092 {
+		t.Fatalf("registration carried %+v", reg)
+	}
+	applied.Lock()
+	offset = 5
+	applied.Unlock()
+	waitUntil(t, "unfence", func() bool { return !l.Fenced() })
+}
+
+func TestLifecycleRegistersAgainOnStaleEpoch(t *testing.T) {
+	fc := &fakeLifecycleController{}
+	l, err := StartLifecycle(LifecycleOptions{NodeID: 1, Controller: fc, Applied: func() uint64 { return 1 }, Interval: 10 * time.Millisecond, Logger: testLogger(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	waitUntil(t, "unfence", func() bool { return !l.Fenced() })
+	fc.mu.Lock()
+	fc.staleOnce = true
+	fc.mu.Unlock()
+	waitUntil(t, "second registration", func() bool { n, _ := fc.snapshot(); return n >= 2 })
+	waitUntil(t, "new epoch unfenced", func() bool { return l.Epoch() == 20 && !l.Fenced() })
+}
+
+func TestLifecycleControlledShutdownWaitsForController(t *testing.T) {
+	fc := &fakeLifecycleController{leadsUntil: 3}
+	l, err := StartLifecycle(LifecycleOptions{NodeID: 1, Controller: fc, Applied: func() uint64 { return 1 }, Interval: 10 * time.Millisecond, Logger: testLogger(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	<-l.Registered()
+	ctx, cancel := context.WithTimeout(context.Background(), testDeadline)
+	defer cancel()
+	if err := l.ControlledShutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	_, beats := fc.snapshot()
+	var asked int
+	for _, b := range beats {
+		if b.WantShutdown {
+			asked++
+		}
+	}
+	if asked < 4 {
+		t.Fatalf("shutdown confirmed after %d WantShutdown heartbeats; the controller needed 4", asked)
+	}
+}
+
+func TestLifecycleControlledShutdownGivesUpAtDeadline(t *testing.T) {
+	fc := &fakeLifecycleController{leadsUntil: 1 << 30}
+	l, err := StartLifecycle(LifecycleOptions{NodeID: 1, Controller: fc, Applied: func() uint64 { return 1 }, Interval: 10 * time.Millisecond, Logger: testLogger(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	if err := l.ControlledShutdown(ctx); err == nil {
+		t.Fatal("want an error when the controller never confirms")
+	}
+}
+
+func TestStartLifecycleNeedsController(t *testing.T) {
+	if _, err := StartLifecycle(LifecycleOptions{}); err == nil {
+		t.Fatal("want an error without a controller")
+	}
+}

@@ -1,0 +1,70 @@
+package broker
+
+import (
+	"testing"
+
+	"github.com/raftka/raftka/broker/config"
+	"github.com/raftka/raftka/metadata"
+	"github.com/raftka/raftka/storage"
+)
+
+const baseProps = `process.roles=broker,controller
+node.id=1
+controller.quorum.voters=1@127.0.0.1:9093
+listeners=PLAINTEXT://127.0.0.1:9092,CONTROLLER://127.0.0.1:9093
+controller.listener.names=CONTROLLER
+log.dirs=data
+`
+
+func TestStorageConfigPrecedence(t *testing.T) {
+	cfg, _, err := config.Parse([]byte(baseProps+"log.retention.hours=1\nlog.segment.bytes=2048\nlog.message.timestamp.type=LogAppendTime\n"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	img, delta := metadata.NewImage().Apply([]metadata.Record{
+		&metadata.CreateTopic{Name: "t", ID: [16]byte{1}, Configs: map[string]string{"segment.bytes": "4096"},
+			Partitions: []metadata.PartitionRegistration{{Partition: 0, Replicas: []int32{1}, ISR: []int32{1}, Leader: 1}}},
+	})
+	if len(delta.Skipped) > 0 {
+		t.Fatalf("setup record skipped: %v", delta.Skipped[0].Err)
+	}
+	def := storage.DefaultConfig()
+	cases := []struct {
+		name  string
+		topic string
+		check func(storage.Config) bool
+	}{
+		{"topic override wins", "t", func(c storage.Config) bool { return c.SegmentBytes == 4096 }},
+		{"static broker config without an override", "other", func(c storage.Config) bool { return c.SegmentBytes == 2048 }},
+		{"hours scaled into retention.ms", "t", func(c storage.Config) bool { return c.RetentionMs == 3600000 }},
+		{"timestamp type from the broker", "t", func(c storage.Config) bool { return c.MessageTimestampType == storage.LogAppendTime }},
+		{"untouched keys keep storage defaults", "t", func(c storage.Config) bool { return c.IndexIntervalBytes == def.IndexIntervalBytes }},
+	}
+	for _, tc := range cases {
+		got := StorageConfig(img, cfg, tc.topic)
+		if !tc.check(got) {
+			t.Errorf("%s: got %+v", tc.name, got)
+		}
+	}
+}
+
+func TestStorageConfigFromIgnoresUnparsable(t *testing.T) {
+	got := storageConfigFrom([]metadata.ConfigEntry{{Name: "segment.bytes", Value: "lots"}, {Name: "cleanup.policy", Value: "delete"}})
+	if got != storage.DefaultConfig() {
+		t.Fatalf("got %+v, want defaults", got)
+	}
+}
+
+func TestStaticConfigsOnlyWhatWasSet(t *testing.T) {
+	cfg, _, err := config.Parse([]byte(baseProps+"num.partitions=4\n"), []string{"log.retention.ms=5"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := StaticConfigs(cfg)
+	if m["num.partitions"] != "4" || m["log.retention.ms"] != "5" {
+		t.Fatalf("missing set keys: %v", m)
+	}
+	if _, ok := m["log.segment.bytes"]; ok {
+		t.Fatalf("a default leaked into the static layer: %v", m)
+	}
+}
