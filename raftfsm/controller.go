@@ -128,6 +128,14 @@ func (c *controller) run() {
 	}
 	tick := time.NewTicker(c.tickEvery())
 	defer tick.Stop()
+	// The preferred-leader check runs only with auto.leader.rebalance.enable;
+	// a nil channel never fires.
+	var rebalance <-chan time.Time
+	if c.n.cfg.AutoLeaderRebalance {
+		rt := time.NewTicker(c.n.cfg.LeaderImbalanceCheckInterval)
+		defer rt.Stop()
+		rebalance = rt.C
+	}
 	for {
 		select {
 		case <-c.quit:
@@ -135,6 +143,8 @@ func (c *controller) run() {
 			return
 		case <-tick.C:
 			c.process(nil, time.Now())
+		case <-rebalance:
+			c.process([]*op{{decide: decideRebalance, done: make(chan opResult, 1)}}, time.Now())
 		case o := <-c.ops:
 			batch := []*op{o}
 		more:
@@ -149,6 +159,12 @@ func (c *controller) run() {
 			c.process(batch, time.Now())
 		}
 	}
+}
+
+// unclean returns the unclean-election policy for img's topics, with this
+// node's dynamic broker config and server.properties as the fallbacks.
+func (c *controller) unclean(img *metadata.Image) func(metadata.TopicImage) bool {
+	return uncleanPolicy(img, c.n.cfg.NodeID, c.n.cfg.DefaultUncleanLeaderElection)
 }
 
 func (c *controller) tickEvery() time.Duration {

@@ -1,7 +1,6 @@
 package raftfsm
 
 import (
-	"slices"
 	"time"
 
 	"github.com/raftka/raftka/metadata"
@@ -65,7 +64,7 @@ func decideRegister(req *kmsg.BrokerRegistrationRequest) decideFunc {
 		// led under its old epoch need a leader now.
 		if registered && !old.Fenced {
 			after, _ := img.Apply(recs)
-			recs = append(recs, evacuate(after, req.BrokerID)...)
+			recs = append(recs, evacuate(after, req.BrokerID, metadata.ReasonBrokerFenced, c.unclean(after))...)
 		}
 		resp.BrokerEpoch = epoch
 		id := req.BrokerID
@@ -81,13 +80,9 @@ func decideHeartbeat(req *kmsg.BrokerHeartbeatRequest) decideFunc {
 	return func(c *controller, img *metadata.Image, now time.Time) decision {
 		resp := req.ResponseKind().(*kmsg.BrokerHeartbeatResponse)
 		resp.IsFenced = true
-		b, ok := img.Broker(req.BrokerID)
-		if !ok {
-			resp.ErrorCode = kerr.BrokerIDNotRegistered.Code
-			return decision{resp: resp}
-		}
-		if b.Epoch != req.BrokerEpoch {
-			resp.ErrorCode = kerr.StaleBrokerEpoch.Code
+		b, code := brokerAtEpoch(img, req.BrokerID, req.BrokerEpoch)
+		if code != 0 {
+			resp.ErrorCode = code
 			return decision{resp: resp}
 		}
 		l := c.leaseOf(b.ID, now)
@@ -109,15 +104,15 @@ func decideHeartbeat(req *kmsg.BrokerHeartbeatRequest) decideFunc {
 				recs = append(recs, &metadata.BrokerShutdown{BrokerID: b.ID, BrokerEpoch: b.Epoch, InControlledShutdown: true})
 			}
 			next, _ := img.Apply(recs)
-			recs = append(recs, evacuate(next, b.ID)...)
+			recs = append(recs, evacuate(next, b.ID, metadata.ReasonControlledShutdown, c.unclean(next))...)
 		case req.WantFence && !b.Fenced:
 			recs = append(recs, &metadata.FenceBroker{BrokerID: b.ID, BrokerEpoch: b.Epoch})
 			next, _ := img.Apply(recs)
-			recs = append(recs, evacuate(next, b.ID)...)
+			recs = append(recs, evacuate(next, b.ID, metadata.ReasonBrokerFenced, c.unclean(next))...)
 		case !req.WantFence && b.Fenced && caughtUp:
 			recs = append(recs, &metadata.UnfenceBroker{BrokerID: b.ID, BrokerEpoch: b.Epoch})
 			next, _ := img.Apply(recs)
-			recs = append(recs, electOffline(next, b.ID)...)
+			recs = append(recs, electLeaderless(next, c.unclean(next))...)
 		}
 		after := img
 		if len(recs) > 0 {
@@ -146,7 +141,7 @@ func (c *controller) expireSessions(img *metadata.Image, now time.Time) []metada
 		c.n.log.Warn().Int32("broker", b.ID).Dur("since_heartbeat", now.Sub(l.lastSeen)).Msg("broker session expired: fencing")
 		fence := []metadata.Record{&metadata.FenceBroker{BrokerID: b.ID, BrokerEpoch: b.Epoch}}
 		img, _ = img.Apply(fence)
-		moves := evacuate(img, b.ID)
+		moves := evacuate(img, b.ID, metadata.ReasonBrokerFenced, c.unclean(img))
 		if len(moves) > 0 {
 			img, _ = img.Apply(moves)
 		}
@@ -169,7 +164,7 @@ func decideUnregister(req *kmsg.UnregisterBrokerRequest) decideFunc {
 			recs = append(recs, &metadata.FenceBroker{BrokerID: b.ID, BrokerEpoch: b.Epoch})
 		}
 		next, _ := img.Apply(recs)
-		recs = append(recs, evacuate(next, b.ID)...)
+		recs = append(recs, evacuate(next, b.ID, metadata.ReasonBrokerFenced, c.unclean(next))...)
 		recs = append(recs, &metadata.UnregisterBroker{BrokerID: b.ID, BrokerEpoch: b.Epoch})
 		id := b.ID
 		return decision{recs: recs, resp: resp, after: func(uint64) { delete(c.leases, id) }}
@@ -179,13 +174,9 @@ func decideUnregister(req *kmsg.UnregisterBrokerRequest) decideFunc {
 func decideAllocateProducerIDs(req *kmsg.AllocateProducerIDsRequest) decideFunc {
 	return func(c *controller, img *metadata.Image, now time.Time) decision {
 		resp := req.ResponseKind().(*kmsg.AllocateProducerIDsResponse)
-		b, ok := img.Broker(req.BrokerID)
-		if !ok {
-			resp.ErrorCode = kerr.BrokerIDNotRegistered.Code
-			return decision{resp: resp}
-		}
-		if b.Epoch != req.BrokerEpoch {
-			resp.ErrorCode = kerr.StaleBrokerEpoch.Code
+		b, code := brokerAtEpoch(img, req.BrokerID, req.BrokerEpoch)
+		if code != 0 {
+			resp.ErrorCode = code
 			return decision{resp: resp}
 		}
 		start := img.NextProducerID()
@@ -212,77 +203,22 @@ func leadsAnything(img *metadata.Image, id int32) bool {
 	return false
 }
 
+// brokerAtEpoch returns broker id's registration, or the error code for a
+// request that names an unregistered broker or a stale epoch.
+func brokerAtEpoch(img *metadata.Image, id int32, epoch int64) (metadata.BrokerRegistration, int16) {
+	b, ok := img.Broker(id)
+	switch {
+	case !ok:
+		return b, kerr.BrokerIDNotRegistered.Code
+	case b.Epoch != epoch:
+		return b, kerr.StaleBrokerEpoch.Code
+	}
+	return b, 0
+}
+
 func deref(s *string) string {
 	if s == nil {
 		return ""
 	}
 	return *s
-}
-
-// usable reports whether broker id may lead or join an ISR in img.
-func usable(img *metadata.Image, id int32) bool {
-	b, ok := img.Broker(id)
-	return ok && b.Usable()
-}
-
-// evacuate builds the PartitionChange records that take broker id out of
-// every ISR (keeping the last member, as Kafka does, so an offline
-// partition's last ISR member is remembered) and move every leadership it
-// holds to the first live ISR member in replica order, or to no leader when
-// none is left (unclean election stays off). Fencing and controlled
-// shutdown both use it, as Kafka's generateLeaderAndIsrUpdates does.
-func evacuate(img *metadata.Image, id int32) []metadata.Record {
-	var recs []metadata.Record
-	for _, t := range img.Topics() {
-		for _, p := range t.Partitions {
-			inISR := slices.Contains(p.ISR, id)
-			if !inISR && p.Leader != id {
-				continue
-			}
-			isr := p.ISR
-			if inISR && len(p.ISR) > 1 {
-				isr = slices.DeleteFunc(slices.Clone(p.ISR), func(r int32) bool { return r == id })
-			}
-			ch := &metadata.PartitionChange{TopicID: t.ID, Partition: p.Partition, Leader: metadata.NoLeaderChange}
-			if !slices.Equal(isr, p.ISR) {
-				ch.ISR = isr
-			}
-			if p.Leader == id {
-				ch.Leader = metadata.NoLeader
-				for _, r := range p.Replicas {
-					if r != id && slices.Contains(isr, r) && usable(img, r) {
-						ch.Leader = r
-						break
-					}
-				}
-			}
-			if ch.ISR == nil && (ch.Leader == metadata.NoLeaderChange || ch.Leader == p.Leader) {
-				continue
-			}
-			recs = append(recs, ch)
-		}
-	}
-	return recs
-}
-
-// electOffline gives a leader to every leaderless partition whose ISR holds
-// broker id, which has just become usable.
-func electOffline(img *metadata.Image, id int32) []metadata.Record {
-	var recs []metadata.Record
-	for _, t := range img.Topics() {
-		for _, p := range t.Partitions {
-			if p.Leader != metadata.NoLeader || !slices.Contains(p.ISR, id) {
-				continue
-			}
-			leader := id
-			for _, r := range p.Replicas {
-				if slices.Contains(p.ISR, r) && usable(img, r) {
-					leader = r
-					break
-				}
-			}
-			recs = append(recs, &metadata.PartitionChange{TopicID: t.ID, Partition: p.Partition, Leader: leader})
-		}
-	}
-	return recs
 }

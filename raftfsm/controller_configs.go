@@ -16,10 +16,6 @@ import (
 // topic and broker resources; a broker resource with an empty name is the
 // cluster-wide default.
 
-// validateTopicConfigs checks topic overrides against metadata's topic
-// config definitions.
-func validateTopicConfigs(cfg map[string]string) error { return metadata.ValidateTopicConfigs(cfg) }
-
 // resource resolves a config resource to its metadata type, name and
 // current dynamic values.
 func resource(img *metadata.Image, typ int8, name string) (metadata.ConfigResourceType, map[string]string, error) {
@@ -47,7 +43,7 @@ func resource(img *metadata.Image, typ int8, name string) (metadata.ConfigResour
 // records, after validating topic sets.
 func configRecords(rt metadata.ConfigResourceType, name string, old, next map[string]string) ([]metadata.Record, error) {
 	if rt == metadata.ConfigResourceTopic {
-		if err := validateTopicConfigs(next); err != nil {
+		if err := metadata.ValidateTopicConfigs(next); err != nil {
 			return nil, err
 		}
 	}
@@ -65,6 +61,26 @@ func configRecords(rt metadata.ConfigResourceType, name string, old, next map[st
 	return recs, nil
 }
 
+// alterResource decides one resource of an AlterConfigs or
+// IncrementalAlterConfigs: next computes the new dynamic set from the
+// current one; the records are returned only when they should be
+// committed (not for validate-only requests).
+func alterResource(img *metadata.Image, typ int8, name string, validateOnly bool, next func(old map[string]string) (map[string]string, error)) ([]metadata.Record, error) {
+	rt, old, err := resource(img, typ, name)
+	if err != nil {
+		return nil, err
+	}
+	want, err := next(old)
+	if err != nil {
+		return nil, err
+	}
+	recs, err := configRecords(rt, name, old, want)
+	if err != nil || validateOnly {
+		return nil, err
+	}
+	return recs, nil
+}
+
 func decideAlterConfigs(req *kmsg.AlterConfigsRequest) decideFunc {
 	return func(c *controller, img *metadata.Image, now time.Time) decision {
 		resp := req.ResponseKind().(*kmsg.AlterConfigsResponse)
@@ -72,24 +88,20 @@ func decideAlterConfigs(req *kmsg.AlterConfigsRequest) decideFunc {
 		for _, r := range req.Resources {
 			out := kmsg.NewAlterConfigsResponseResource()
 			out.ResourceType, out.ResourceName = r.ResourceType, r.ResourceName
-			rt, old, err := resource(img, int8(r.ResourceType), r.ResourceName)
-			var rs []metadata.Record
-			if err == nil {
+			rs, err := alterResource(img, int8(r.ResourceType), r.ResourceName, req.ValidateOnly, func(map[string]string) (map[string]string, error) {
 				next := map[string]string{}
 				for _, kv := range r.Configs {
 					if kv.Value != nil {
 						next[kv.Name] = *kv.Value
 					}
 				}
-				rs, err = configRecords(rt, r.ResourceName, old, next)
-			}
+				return next, nil
+			})
 			out.ErrorCode, out.ErrorMessage = errCode(err), errMsg(err)
-			if err == nil && !req.ValidateOnly {
-				recs = append(recs, rs...)
-			}
+			recs = append(recs, rs...)
 			resp.Resources = append(resp.Resources, out)
 		}
-		return decision{recs: recs, resp: resp}
+		return c.withConfigElections(img, recs, resp)
 	}
 }
 
@@ -100,23 +112,38 @@ func decideIncrementalAlterConfigs(req *kmsg.IncrementalAlterConfigsRequest) dec
 		for _, r := range req.Resources {
 			out := kmsg.NewIncrementalAlterConfigsResponseResource()
 			out.ResourceType, out.ResourceName = r.ResourceType, r.ResourceName
-			rt, old, err := resource(img, int8(r.ResourceType), r.ResourceName)
-			var rs []metadata.Record
-			if err == nil {
-				var next map[string]string
-				next, err = applyIncremental(old, r.Configs)
-				if err == nil {
-					rs, err = configRecords(rt, r.ResourceName, old, next)
-				}
-			}
+			rs, err := alterResource(img, int8(r.ResourceType), r.ResourceName, req.ValidateOnly, func(old map[string]string) (map[string]string, error) {
+				return applyIncremental(old, r.Configs)
+			})
 			out.ErrorCode, out.ErrorMessage = errCode(err), errMsg(err)
-			if err == nil && !req.ValidateOnly {
-				recs = append(recs, rs...)
-			}
+			recs = append(recs, rs...)
 			resp.Resources = append(resp.Resources, out)
 		}
-		return decision{recs: recs, resp: resp}
+		return c.withConfigElections(img, recs, resp)
 	}
+}
+
+// withConfigElections adds, to config records that may have turned
+// unclean.leader.election.enable on, the elections that makes possible: a
+// leaderless partition of a topic that now allows unclean election gets a
+// leader in the same entry (Kafka's controller does this on a timer,
+// unclean.leader.election.interval.ms; doing it at once is the same rule
+// applied sooner).
+func (c *controller) withConfigElections(img *metadata.Image, recs []metadata.Record, resp kmsg.Response) decision {
+	if len(recs) == 0 {
+		return decision{resp: resp}
+	}
+	touched := false
+	for _, r := range recs {
+		if cr, ok := r.(*metadata.Config); ok && cr.Key == uncleanKey {
+			touched = true
+		}
+	}
+	if touched {
+		next, _ := img.Apply(recs)
+		recs = append(recs, electLeaderless(next, c.unclean(next))...)
+	}
+	return decision{recs: recs, resp: resp}
 }
 
 // applyIncremental applies SET (0), DELETE (1), APPEND (2) and SUBTRACT (3)

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/raftka/raftka/metadata"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -85,12 +86,17 @@ func TestFencingMovesLeadershipInSameBatchAndUnfences(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	refused := 0
 	for _, tp := range resp.Topics {
 		for _, p := range tp.Partitions {
-			if p.ErrorCode == 0 {
-				t.Fatalf("partition %d: preferred election succeeded for a replica outside the ISR", p.Partition)
+			if p.ErrorCode != kerr.PreferredLeaderNotAvailable.Code {
+				t.Fatalf("partition %d: code %d, want PREFERRED_LEADER_NOT_AVAILABLE (partitions needing no election are left out)", p.Partition, p.ErrorCode)
 			}
+			refused++
 		}
+	}
+	if refused != ledBy(img, victim.id) {
+		t.Fatalf("%d partitions refused, want the %d the victim led before it was fenced", refused, ledBy(img, victim.id))
 	}
 }
 

@@ -14,8 +14,10 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// Topic and partition operations: CreateTopics, DeleteTopics,
-// CreatePartitions, ElectLeaders and AlterPartition.
+// Topic operations: CreateTopics, DeleteTopics and CreatePartitions.
+// Names, configs, placement and manual assignments are checked by
+// metadata's rules (CheckNewTopicName, ValidateTopicConfigs, PlaceReplicas,
+// ValidateReplicaAssignment, NewPartitions).
 
 // errCode maps metadata's error kinds to Kafka error codes.
 func errCode(err error) int16 {
@@ -89,41 +91,6 @@ func place(img *metadata.Image, first, count int32, rf int16) ([][]int32, error)
 	})
 }
 
-// checkAssignment validates explicit replica lists.
-func checkAssignment(img *metadata.Image, reps []int32) error {
-	if len(reps) == 0 {
-		return fmt.Errorf("%w: empty replica list", metadata.ErrInvalidReplicaAssignment)
-	}
-	seen := map[int32]bool{}
-	for _, r := range reps {
-		if seen[r] {
-			return fmt.Errorf("%w: broker %d listed twice", metadata.ErrInvalidReplicaAssignment, r)
-		}
-		seen[r] = true
-		if _, ok := img.Broker(r); !ok {
-			return fmt.Errorf("%w: broker %d is not registered", metadata.ErrInvalidReplicaAssignment, r)
-		}
-	}
-	return nil
-}
-
-// newPartition registers a partition on its replicas: the ISR is the usable
-// replicas and the leader the first of them in replica order.
-func newPartition(img *metadata.Image, p int32, reps []int32) metadata.PartitionRegistration {
-	reg := metadata.PartitionRegistration{Partition: p, Replicas: reps, Leader: metadata.NoLeader}
-	for _, r := range reps {
-		if usable(img, r) {
-			reg.ISR = append(reg.ISR, r)
-		}
-	}
-	if len(reg.ISR) == 0 {
-		reg.ISR = slices.Clone(reps)
-	} else {
-		reg.Leader = reg.ISR[0]
-	}
-	return reg
-}
-
 func decideCreateTopics(req *kmsg.CreateTopicsRequest, defParts int32, defRF int16) decideFunc {
 	return func(c *controller, img *metadata.Image, now time.Time) decision {
 		resp := req.ResponseKind().(*kmsg.CreateTopicsResponse)
@@ -170,13 +137,14 @@ func buildCreateTopic(img *metadata.Image, t kmsg.CreateTopicsRequestTopic, defP
 		}
 		configs[cfg.Name] = *cfg.Value
 	}
-	if err := validateTopicConfigs(configs); err != nil {
+	if err := metadata.ValidateTopicConfigs(configs); err != nil {
 		return nil, err
 	}
 	rec := &metadata.CreateTopic{Name: t.Topic, ID: newTopicID()}
 	if len(configs) > 0 {
 		rec.Configs = configs
 	}
+	var assign [][]int32
 	if len(t.ReplicaAssignment) > 0 {
 		if t.NumPartitions != -1 || t.ReplicationFactor != -1 {
 			return nil, fmt.Errorf("%w: both a replica assignment and partitions/replication factor given", metadata.ErrInvalidRequest)
@@ -187,36 +155,31 @@ func buildCreateTopic(img *metadata.Image, t kmsg.CreateTopicsRequestTopic, defP
 			if a.Partition != int32(i) {
 				return nil, fmt.Errorf("%w: partitions must be numbered 0..%d", metadata.ErrInvalidReplicaAssignment, len(as)-1)
 			}
-			if err := checkAssignment(img, a.Replicas); err != nil {
-				return nil, err
-			}
-			if len(a.Replicas) != len(as[0].Replicas) {
-				return nil, fmt.Errorf("%w: partitions have different replica counts", metadata.ErrInvalidReplicaAssignment)
-			}
-			rec.Partitions = append(rec.Partitions, newPartition(img, a.Partition, slices.Clone(a.Replicas)))
+			assign = append(assign, slices.Clone(a.Replicas))
 		}
-		return rec, nil
+		if err := metadata.ValidateReplicaAssignment(assign, img.Brokers(), 0); err != nil {
+			return nil, err
+		}
+	} else {
+		parts, rf := t.NumPartitions, t.ReplicationFactor
+		if parts == -1 {
+			parts = defParts
+		}
+		if rf == -1 {
+			rf = defRF
+		}
+		if parts <= 0 {
+			return nil, fmt.Errorf("%w: %d partitions", metadata.ErrInvalidPartitions, parts)
+		}
+		if rf <= 0 {
+			return nil, fmt.Errorf("%w: %d", metadata.ErrInvalidReplicationFactor, rf)
+		}
+		var err error
+		if assign, err = place(img, 0, parts, rf); err != nil {
+			return nil, err
+		}
 	}
-	parts, rf := t.NumPartitions, t.ReplicationFactor
-	if parts == -1 {
-		parts = defParts
-	}
-	if rf == -1 {
-		rf = defRF
-	}
-	if parts <= 0 {
-		return nil, fmt.Errorf("%w: %d partitions", metadata.ErrInvalidPartitions, parts)
-	}
-	if rf <= 0 {
-		return nil, fmt.Errorf("%w: %d", metadata.ErrInvalidReplicationFactor, rf)
-	}
-	assign, err := place(img, 0, parts, rf)
-	if err != nil {
-		return nil, err
-	}
-	for p, reps := range assign {
-		rec.Partitions = append(rec.Partitions, newPartition(img, int32(p), reps))
-	}
+	rec.Partitions = metadata.NewPartitions(0, assign, img.UsableBrokers())
 	return rec, nil
 }
 
@@ -248,6 +211,15 @@ func decideDeleteTopics(req *kmsg.DeleteTopicsRequest) decideFunc {
 		for _, tg := range targets {
 			rt := kmsg.NewDeleteTopicsResponseTopic()
 			rt.Topic, rt.TopicID = tg.name, tg.id
+			if c.n.cfg.TopicDeletionDisabled {
+				// delete.topic.enable=false, as Kafka answers it.
+				rt.ErrorCode = kerr.TopicDeletionDisabled.Code
+				if req.Version < 3 {
+					rt.ErrorCode = kerr.InvalidRequest.Code
+				}
+				resp.Topics = append(resp.Topics, rt)
+				continue
+			}
 			var ti metadata.TopicImage
 			var ok bool
 			if tg.name != nil && *tg.name != "" {
@@ -303,207 +275,23 @@ func buildAddPartitions(img *metadata.Image, t kmsg.CreatePartitionsRequestTopic
 		return nil, fmt.Errorf("%w: topic %s has %d partitions; the new count must be larger, not %d", metadata.ErrInvalidPartitions, t.Topic, have, t.Count)
 	}
 	add := t.Count - have
-	rec := &metadata.AddPartitions{TopicID: ti.ID}
+	rf := int16(len(ti.Partitions[0].Replicas))
+	var assign [][]int32
 	if t.Assignment != nil {
 		if int32(len(t.Assignment)) != add {
 			return nil, fmt.Errorf("%w: %d assignments for %d new partitions", metadata.ErrInvalidReplicaAssignment, len(t.Assignment), add)
 		}
-		for i, a := range t.Assignment {
-			if err := checkAssignment(img, a.Replicas); err != nil {
-				return nil, err
-			}
-			rec.Partitions = append(rec.Partitions, newPartition(img, have+int32(i), slices.Clone(a.Replicas)))
+		for _, a := range t.Assignment {
+			assign = append(assign, slices.Clone(a.Replicas))
 		}
-		return rec, nil
-	}
-	rf := int16(len(ti.Partitions[0].Replicas))
-	assign, err := place(img, have, add, rf)
-	if err != nil {
-		return nil, err
-	}
-	for i, reps := range assign {
-		rec.Partitions = append(rec.Partitions, newPartition(img, have+int32(i), reps))
-	}
-	return rec, nil
-}
-
-// decideElectLeaders handles PREFERRED (0) and UNCLEAN (1) elections. A nil
-// topic list means every partition.
-func decideElectLeaders(req *kmsg.ElectLeadersRequest) decideFunc {
-	return func(c *controller, img *metadata.Image, now time.Time) decision {
-		resp := req.ResponseKind().(*kmsg.ElectLeadersResponse)
-		type tp struct {
-			topic string
-			parts []int32
+		if err := metadata.ValidateReplicaAssignment(assign, img.Brokers(), int(rf)); err != nil {
+			return nil, err
 		}
-		var want []tp
-		if req.Topics == nil {
-			for _, t := range img.Topics() {
-				w := tp{topic: t.Name}
-				for _, p := range t.Partitions {
-					w.parts = append(w.parts, p.Partition)
-				}
-				want = append(want, w)
-			}
-		} else {
-			for _, t := range req.Topics {
-				want = append(want, tp{topic: t.Topic, parts: t.Partitions})
-			}
-		}
-		var recs []metadata.Record
-		for _, w := range want {
-			rt := kmsg.NewElectLeadersResponseTopic()
-			rt.Topic = w.topic
-			ti, tok := img.Topic(w.topic)
-			for _, pn := range w.parts {
-				rp := kmsg.NewElectLeadersResponseTopicPartition()
-				rp.Partition = pn
-				var err error
-				var rec metadata.Record
-				if !tok {
-					err = metadata.ErrUnknownTopic
-				} else if p, ok := ti.Partition(pn); !ok {
-					err = metadata.ErrUnknownPartition
-				} else if req.ElectionType == 1 {
-					rec, err = electUnclean(img, ti.ID, p)
-				} else {
-					rec, err = electPreferred(img, ti.ID, p)
-				}
-				if err != nil {
-					rp.ErrorCode, rp.ErrorMessage = errCode(err), errMsg(err)
-				} else {
-					recs = append(recs, rec)
-				}
-				rt.Partitions = append(rt.Partitions, rp)
-			}
-			resp.Topics = append(resp.Topics, rt)
-		}
-		return decision{recs: recs, resp: resp}
-	}
-}
-
-func electPreferred(img *metadata.Image, topicID [16]byte, p metadata.PartitionRegistration) (metadata.Record, error) {
-	if len(p.Replicas) == 0 {
-		return nil, metadata.ErrPreferredLeaderNotAvailable
-	}
-	pref := p.Replicas[0]
-	if p.Leader == pref {
-		return nil, metadata.ErrElectionNotNeeded
-	}
-	if !slices.Contains(p.ISR, pref) || !usable(img, pref) {
-		return nil, fmt.Errorf("%w: broker %d is not a live ISR member", metadata.ErrPreferredLeaderNotAvailable, pref)
-	}
-	return &metadata.PartitionChange{TopicID: topicID, Partition: p.Partition, Leader: pref}, nil
-}
-
-func electUnclean(img *metadata.Image, topicID [16]byte, p metadata.PartitionRegistration) (metadata.Record, error) {
-	if p.Leader != metadata.NoLeader && usable(img, p.Leader) {
-		return nil, metadata.ErrElectionNotNeeded
-	}
-	for _, r := range p.Replicas {
-		if slices.Contains(p.ISR, r) && usable(img, r) {
-			return &metadata.PartitionChange{TopicID: topicID, Partition: p.Partition, Leader: r}, nil
+	} else {
+		var err error
+		if assign, err = place(img, have, add, rf); err != nil {
+			return nil, err
 		}
 	}
-	for _, r := range p.Replicas {
-		if usable(img, r) {
-			return &metadata.PartitionChange{TopicID: topicID, Partition: p.Partition, Leader: r, ISR: []int32{r}}, nil
-		}
-	}
-	return nil, metadata.ErrLeaderNotAvailable
-}
-
-// decideAlterPartition validates ISR changes from partition leaders with
-// partition-epoch fencing (KIP-497): the sender must be the registered
-// leader at the current leader epoch, the partition epoch must match, and
-// every new ISR member must be a live replica (KIP-903: at its current
-// broker epoch when v3 gives one).
-func decideAlterPartition(req *kmsg.AlterPartitionRequest) decideFunc {
-	return func(c *controller, img *metadata.Image, now time.Time) decision {
-		resp := req.ResponseKind().(*kmsg.AlterPartitionResponse)
-		b, ok := img.Broker(req.BrokerID)
-		if !ok || b.Epoch != req.BrokerEpoch {
-			resp.ErrorCode = kerr.StaleBrokerEpoch.Code
-			return decision{resp: resp}
-		}
-		var recs []metadata.Record
-		cur := img
-		for _, t := range req.Topics {
-			rt := kmsg.NewAlterPartitionResponseTopic()
-			rt.Topic, rt.TopidID = t.Topic, t.TopicID
-			var ti metadata.TopicImage
-			var tok bool
-			if req.Version >= 2 {
-				ti, tok = cur.TopicByID(t.TopicID)
-			} else {
-				ti, tok = cur.Topic(t.Topic)
-			}
-			for _, rp := range t.Partitions {
-				out := kmsg.NewAlterPartitionResponseTopicPartition()
-				out.Partition = rp.Partition
-				if !tok {
-					out.ErrorCode = kerr.UnknownTopicOrPartition.Code
-					if req.Version >= 2 {
-						out.ErrorCode = kerr.UnknownTopicID.Code
-					}
-					rt.Partitions = append(rt.Partitions, out)
-					continue
-				}
-				rec, err := checkAlterPartition(cur, ti, req.BrokerID, rp)
-				if err != nil {
-					out.ErrorCode = errCode(err)
-				} else {
-					recs = append(recs, rec)
-					cur, _ = cur.Apply([]metadata.Record{rec})
-					ti, _ = cur.TopicByID(ti.ID)
-				}
-				if p, ok := ti.Partition(rp.Partition); ok && out.ErrorCode == 0 {
-					out.LeaderID, out.LeaderEpoch, out.ISR, out.PartitionEpoch = p.Leader, p.LeaderEpoch, p.ISR, p.PartitionEpoch
-				}
-				rt.Partitions = append(rt.Partitions, out)
-			}
-			resp.Topics = append(resp.Topics, rt)
-		}
-		return decision{recs: recs, resp: resp}
-	}
-}
-
-func checkAlterPartition(img *metadata.Image, ti metadata.TopicImage, from int32, rp kmsg.AlterPartitionRequestTopicPartition) (metadata.Record, error) {
-	p, ok := ti.Partition(rp.Partition)
-	if !ok {
-		return nil, metadata.ErrUnknownPartition
-	}
-	if p.Leader != from {
-		return nil, fmt.Errorf("%w: broker %d does not lead %s-%d", metadata.ErrNotLeader, from, ti.Name, p.Partition)
-	}
-	if rp.LeaderEpoch != p.LeaderEpoch {
-		return nil, fmt.Errorf("%w: leader epoch %d, current %d", metadata.ErrFencedLeaderEpoch, rp.LeaderEpoch, p.LeaderEpoch)
-	}
-	if rp.PartitionEpoch != p.PartitionEpoch {
-		return nil, fmt.Errorf("%w: partition epoch %d, current %d", metadata.ErrInvalidUpdateVersion, rp.PartitionEpoch, p.PartitionEpoch)
-	}
-	isr := rp.NewISR
-	if len(rp.NewEpochISR) > 0 {
-		isr = nil
-		for _, e := range rp.NewEpochISR {
-			if b, ok := img.Broker(e.BrokerID); ok && e.BrokerEpoch != -1 && b.Epoch != e.BrokerEpoch {
-				return nil, fmt.Errorf("%w: broker %d epoch %d is stale", metadata.ErrIneligibleReplica, e.BrokerID, e.BrokerEpoch)
-			}
-			isr = append(isr, e.BrokerID)
-		}
-	}
-	if len(isr) == 0 || !slices.Contains(isr, from) {
-		return nil, fmt.Errorf("%w: the new ISR must contain the leader", metadata.ErrInvalidRequest)
-	}
-	seen := map[int32]bool{}
-	for _, r := range isr {
-		if seen[r] || !slices.Contains(p.Replicas, r) {
-			return nil, fmt.Errorf("%w: ISR member %d is duplicated or not a replica", metadata.ErrInvalidRequest, r)
-		}
-		seen[r] = true
-		if !slices.Contains(p.ISR, r) && !usable(img, r) {
-			return nil, fmt.Errorf("%w: broker %d is fenced or shutting down", metadata.ErrIneligibleReplica, r)
-		}
-	}
-	return &metadata.PartitionChange{TopicID: ti.ID, Partition: p.Partition, Leader: metadata.NoLeaderChange, ISR: slices.Clone(isr)}, nil
+	return &metadata.AddPartitions{TopicID: ti.ID, Partitions: metadata.NewPartitions(have, assign, img.UsableBrokers())}, nil
 }

@@ -73,6 +73,32 @@ type Config struct {
 	// num.partitions and default.replication.factor.
 	DefaultPartitions        int32
 	DefaultReplicationFactor int16
+	// DefaultUncleanLeaderElection is unclean.leader.election.enable from
+	// server.properties: the fallback when neither the topic nor the
+	// dynamic broker or cluster configs set it. The controller never copies
+	// it (or any other default) into a topic's configs.
+	DefaultUncleanLeaderElection bool
+	// TopicDeletionDisabled is delete.topic.enable=false: DeleteTopics is
+	// answered TOPIC_DELETION_DISABLED.
+	TopicDeletionDisabled bool
+
+	// AutoLeaderRebalance is auto.leader.rebalance.enable: every
+	// LeaderImbalanceCheckInterval (leader.imbalance.check.interval.seconds,
+	// default 300s) the active controller moves leadership back to each
+	// partition's preferred replica where it is usable and in the ISR, for
+	// the brokers whose share of such misplaced leaderships exceeds
+	// LeaderImbalancePerBrokerPercentage (leader.imbalance.per.broker.percentage;
+	// 0 moves every one). Kafka 4's KRaft controller ignores the percentage
+	// and behaves as 0; Kafka's documentation and its ZooKeeper controller
+	// apply it as here. The zero Config leaves rebalancing off.
+	AutoLeaderRebalance                bool
+	LeaderImbalanceCheckInterval       time.Duration
+	LeaderImbalancePerBrokerPercentage int
+
+	// ControllerListenerName is the first of controller.listener.names
+	// (default "CONTROLLER"): the listener name DescribeQuorum reports for
+	// the voters' endpoints.
+	ControllerListenerName string
 
 	// ShutdownTransferTimeout bounds the leadership transfer at shutdown.
 	ShutdownTransferTimeout time.Duration
@@ -104,6 +130,12 @@ func (c *Config) setDefaults() {
 	}
 	if c.DefaultReplicationFactor <= 0 {
 		c.DefaultReplicationFactor = 1
+	}
+	if c.LeaderImbalanceCheckInterval <= 0 {
+		c.LeaderImbalanceCheckInterval = 300 * time.Second
+	}
+	if c.ControllerListenerName == "" {
+		c.ControllerListenerName = "CONTROLLER"
 	}
 	if c.ShutdownTransferTimeout <= 0 {
 		c.ShutdownTransferTimeout = 5 * time.Second
@@ -138,6 +170,9 @@ func (c *Config) validate() error {
 	}
 	if !c.Voter && seen[c.NodeID] {
 		return fmt.Errorf("raftfsm: node %d is in controller.quorum.voters but lacks the controller role", c.NodeID)
+	}
+	if c.LeaderImbalancePerBrokerPercentage < 0 || c.LeaderImbalancePerBrokerPercentage > 100 {
+		return fmt.Errorf("raftfsm: leader.imbalance.per.broker.percentage %d is not between 0 and 100", c.LeaderImbalancePerBrokerPercentage)
 	}
 	if c.Listener == nil && c.ListenAddr == "" {
 		return errors.New("raftfsm: no controller listener")

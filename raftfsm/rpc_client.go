@@ -202,43 +202,37 @@ func hasCode(resp kmsg.Response, code int16) bool {
 	return false
 }
 
+// call sends req and returns its response as the type the caller expects.
+func call[R kmsg.Response](ctx context.Context, c *ControllerClient, req kmsg.Request) (R, error) {
+	resp, _, err := c.Request(ctx, req)
+	if err != nil {
+		var zero R
+		return zero, err
+	}
+	return resp.(R), nil
+}
+
 // RegisterBroker sends BrokerRegistration; the response carries the new
 // broker epoch.
 func (c *ControllerClient) RegisterBroker(ctx context.Context, req *kmsg.BrokerRegistrationRequest) (*kmsg.BrokerRegistrationResponse, error) {
-	resp, _, err := c.Request(ctx, req)
-	if err != nil {
-		return nil, err
-	}
-	return resp.(*kmsg.BrokerRegistrationResponse), nil
+	return call[*kmsg.BrokerRegistrationResponse](ctx, c, req)
 }
 
 // Heartbeat sends BrokerHeartbeat.
 func (c *ControllerClient) Heartbeat(ctx context.Context, req *kmsg.BrokerHeartbeatRequest) (*kmsg.BrokerHeartbeatResponse, error) {
-	resp, _, err := c.Request(ctx, req)
-	if err != nil {
-		return nil, err
-	}
-	return resp.(*kmsg.BrokerHeartbeatResponse), nil
+	return call[*kmsg.BrokerHeartbeatResponse](ctx, c, req)
 }
 
 // UnregisterBroker sends UnregisterBroker.
 func (c *ControllerClient) UnregisterBroker(ctx context.Context, brokerID int32) (*kmsg.UnregisterBrokerResponse, error) {
 	req := kmsg.NewPtrUnregisterBrokerRequest()
 	req.BrokerID = brokerID
-	resp, _, err := c.Request(ctx, req)
-	if err != nil {
-		return nil, err
-	}
-	return resp.(*kmsg.UnregisterBrokerResponse), nil
+	return call[*kmsg.UnregisterBrokerResponse](ctx, c, req)
 }
 
 // CreateTopics sends CreateTopics (v7: topic ids and configs come back).
 func (c *ControllerClient) CreateTopics(ctx context.Context, req *kmsg.CreateTopicsRequest) (*kmsg.CreateTopicsResponse, error) {
-	resp, _, err := c.Request(ctx, req)
-	if err != nil {
-		return nil, err
-	}
-	return resp.(*kmsg.CreateTopicsResponse), nil
+	return call[*kmsg.CreateTopicsResponse](ctx, c, req)
 }
 
 // DeleteTopics sends DeleteTopics v6; names in TopicNames are moved into
@@ -250,47 +244,27 @@ func (c *ControllerClient) DeleteTopics(ctx context.Context, req *kmsg.DeleteTop
 		req.Topics = append(req.Topics, t)
 	}
 	req.TopicNames = nil
-	resp, _, err := c.Request(ctx, req)
-	if err != nil {
-		return nil, err
-	}
-	return resp.(*kmsg.DeleteTopicsResponse), nil
+	return call[*kmsg.DeleteTopicsResponse](ctx, c, req)
 }
 
 // CreatePartitions sends CreatePartitions.
 func (c *ControllerClient) CreatePartitions(ctx context.Context, req *kmsg.CreatePartitionsRequest) (*kmsg.CreatePartitionsResponse, error) {
-	resp, _, err := c.Request(ctx, req)
-	if err != nil {
-		return nil, err
-	}
-	return resp.(*kmsg.CreatePartitionsResponse), nil
+	return call[*kmsg.CreatePartitionsResponse](ctx, c, req)
 }
 
 // AlterConfigs sends AlterConfigs.
 func (c *ControllerClient) AlterConfigs(ctx context.Context, req *kmsg.AlterConfigsRequest) (*kmsg.AlterConfigsResponse, error) {
-	resp, _, err := c.Request(ctx, req)
-	if err != nil {
-		return nil, err
-	}
-	return resp.(*kmsg.AlterConfigsResponse), nil
+	return call[*kmsg.AlterConfigsResponse](ctx, c, req)
 }
 
 // IncrementalAlterConfigs sends IncrementalAlterConfigs.
 func (c *ControllerClient) IncrementalAlterConfigs(ctx context.Context, req *kmsg.IncrementalAlterConfigsRequest) (*kmsg.IncrementalAlterConfigsResponse, error) {
-	resp, _, err := c.Request(ctx, req)
-	if err != nil {
-		return nil, err
-	}
-	return resp.(*kmsg.IncrementalAlterConfigsResponse), nil
+	return call[*kmsg.IncrementalAlterConfigsResponse](ctx, c, req)
 }
 
 // AlterPartition sends AlterPartition (v3: ISR members with broker epochs).
 func (c *ControllerClient) AlterPartition(ctx context.Context, req *kmsg.AlterPartitionRequest) (*kmsg.AlterPartitionResponse, error) {
-	resp, _, err := c.Request(ctx, req)
-	if err != nil {
-		return nil, err
-	}
-	return resp.(*kmsg.AlterPartitionResponse), nil
+	return call[*kmsg.AlterPartitionResponse](ctx, c, req)
 }
 
 // AllocateProducerIDs sends AllocateProducerIDs; a block is
@@ -298,20 +272,12 @@ func (c *ControllerClient) AlterPartition(ctx context.Context, req *kmsg.AlterPa
 func (c *ControllerClient) AllocateProducerIDs(ctx context.Context, brokerID int32, brokerEpoch int64) (*kmsg.AllocateProducerIDsResponse, error) {
 	req := kmsg.NewPtrAllocateProducerIDsRequest()
 	req.BrokerID, req.BrokerEpoch = brokerID, brokerEpoch
-	resp, _, err := c.Request(ctx, req)
-	if err != nil {
-		return nil, err
-	}
-	return resp.(*kmsg.AllocateProducerIDsResponse), nil
+	return call[*kmsg.AllocateProducerIDsResponse](ctx, c, req)
 }
 
 // ElectLeaders sends ElectLeaders (type 0 preferred, 1 unclean).
 func (c *ControllerClient) ElectLeaders(ctx context.Context, req *kmsg.ElectLeadersRequest) (*kmsg.ElectLeadersResponse, error) {
-	resp, _, err := c.Request(ctx, req)
-	if err != nil {
-		return nil, err
-	}
-	return resp.(*kmsg.ElectLeadersResponse), nil
+	return call[*kmsg.ElectLeadersResponse](ctx, c, req)
 }
 
 // DescribeQuorum asks the active controller for the quorum's state.
@@ -321,11 +287,7 @@ func (c *ControllerClient) DescribeQuorum(ctx context.Context) (*kmsg.DescribeQu
 	t.Topic = MetadataTopic
 	t.Partitions = append(t.Partitions, kmsg.NewDescribeQuorumRequestTopicPartition())
 	req.Topics = append(req.Topics, t)
-	resp, _, err := c.Request(ctx, req)
-	if err != nil {
-		return nil, err
-	}
-	return resp.(*kmsg.DescribeQuorumResponse), nil
+	return call[*kmsg.DescribeQuorumResponse](ctx, c, req)
 }
 
 // CommitOffsets stores a group's committed offsets in the metadata image.

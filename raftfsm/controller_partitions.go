@@ -1,0 +1,308 @@
+package raftfsm
+
+import (
+	"errors"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/raftka/raftka/metadata"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// Leadership and ISR changes. Every rule (who may lead, who stays in the
+// ISR, when an election is unclean, what an AlterPartition may do) is
+// metadata's: BuildPartitionChange, ElectLeader and
+// Image.ValidateAlterPartition. This file only chooses which partitions to
+// hand them, with which reason, and turns the results into Kafka answers.
+
+// uncleanKey is the topic config (and broker default) that allows electing
+// a replica outside the ISR.
+const uncleanKey = "unclean.leader.election.enable"
+
+// uncleanPolicy reports, per topic, whether unclean.leader.election.enable
+// is in effect, resolving it as Kafka's controller does: the topic's
+// override, then the dynamic config of this controller's node, then the
+// cluster-wide dynamic default, then server.properties (def).
+func uncleanPolicy(img *metadata.Image, nodeID int32, def bool) func(metadata.TopicImage) bool {
+	src := metadata.ConfigSources{
+		DynamicBroker:  img.BrokerConfigs(nodeID),
+		DynamicCluster: img.ClusterConfigs(),
+		Static:         map[string]string{uncleanKey: strconv.FormatBool(def)},
+	}
+	return func(t metadata.TopicImage) bool {
+		s := src
+		s.Topic = t.Configs
+		e, _ := metadata.EffectiveTopicConfig(uncleanKey, s)
+		return strings.EqualFold(strings.TrimSpace(e.Value), "true")
+	}
+}
+
+// partitionChanges asks metadata.BuildPartitionChange, with reason, what
+// every partition that sel picks should become, and returns the records in
+// topic-name and partition order. A partition the rule leaves unchanged or
+// refuses (a preferred replica that cannot lead) contributes nothing.
+func partitionChanges(img *metadata.Image, reason metadata.ChangeReason, unclean func(metadata.TopicImage) bool, sel func(metadata.PartitionRegistration) bool) []metadata.Record {
+	usable := img.UsableBrokers()
+	var recs []metadata.Record
+	for _, t := range img.Topics() {
+		var allow, decided bool
+		for _, p := range t.Partitions {
+			if !sel(p) {
+				continue
+			}
+			if !decided {
+				allow, decided = unclean(t), true
+			}
+			rec, err := metadata.BuildPartitionChange(metadata.PartitionChangeRequest{
+				TopicID: t.ID, Partition: p, Reason: reason, Usable: usable, Unclean: allow,
+			})
+			if err == nil && rec != nil {
+				recs = append(recs, rec)
+			}
+		}
+	}
+	return recs
+}
+
+// evacuate takes broker id, which img already shows fenced or in
+// controlled shutdown, out of every ISR and leadership it holds (Kafka's
+// generateLeaderAndIsrUpdates for a removed broker). The ISR never empties:
+// a partition whose last ISR member goes keeps it and goes offline, unless
+// the topic allows unclean election and another replica is usable.
+func evacuate(img *metadata.Image, id int32, reason metadata.ChangeReason, unclean func(metadata.TopicImage) bool) []metadata.Record {
+	return partitionChanges(img, reason, unclean, func(p metadata.PartitionRegistration) bool {
+		return p.Leader == id || slices.Contains(p.ISR, id)
+	})
+}
+
+// electLeaderless gives a leader to every partition without a usable one:
+// the first usable ISR member in replica order, or, where the topic allows
+// unclean election, the first usable replica. Kafka runs this over all
+// leaderless partitions whenever a broker is unfenced, so an offline
+// partition comes back as soon as one of its ISR members does.
+func electLeaderless(img *metadata.Image, unclean func(metadata.TopicImage) bool) []metadata.Record {
+	usable := img.UsableBrokers()
+	return partitionChanges(img, metadata.ReasonElection, unclean, func(p metadata.PartitionRegistration) bool {
+		return p.Leader == metadata.NoLeader || !usable(p.Leader)
+	})
+}
+
+// maxElectionsPerRebalance bounds the preferred elections one rebalance
+// check commits (Kafka's maxElectionsPerImbalance); the rest wait for the
+// next check.
+const maxElectionsPerRebalance = 1000
+
+// rebalanceLeaders is the auto.leader.rebalance.enable check. For every
+// broker it counts the partitions whose preferred replica (the first) it
+// is and, of those, the ones it does not lead; where that share exceeds
+// pct percent it elects the broker as leader of each of them where it is
+// usable and in the ISR (the documented leader.imbalance.per.broker.percentage
+// rule; pct 0 moves every misplaced leadership, which is what Kafka 4's
+// KRaft controller does whatever the key says). At most limit records.
+func rebalanceLeaders(img *metadata.Image, pct int, limit int) []metadata.Record {
+	type tally struct{ preferred, misplaced int }
+	counts := map[int32]*tally{}
+	for _, t := range img.Topics() {
+		for _, p := range t.Partitions {
+			if len(p.Replicas) == 0 {
+				continue
+			}
+			c := counts[p.Replicas[0]]
+			if c == nil {
+				c = &tally{}
+				counts[p.Replicas[0]] = c
+			}
+			c.preferred++
+			if p.Leader != p.Replicas[0] {
+				c.misplaced++
+			}
+		}
+	}
+	over := func(id int32) bool {
+		c := counts[id]
+		// misplaced/preferred > pct/100, in integers.
+		return c != nil && c.misplaced > 0 && c.misplaced*100 > pct*c.preferred
+	}
+	recs := partitionChanges(img, metadata.ReasonPreferredElection, func(metadata.TopicImage) bool { return false },
+		func(p metadata.PartitionRegistration) bool {
+			return len(p.Replicas) > 0 && p.Leader != p.Replicas[0] && over(p.Replicas[0])
+		})
+	if len(recs) > limit {
+		recs = recs[:limit]
+	}
+	return recs
+}
+
+// decideRebalance is the periodic preferred-leader check, run on the
+// controller loop like any operation so its records join a batch.
+func decideRebalance(c *controller, img *metadata.Image, now time.Time) decision {
+	recs := rebalanceLeaders(img, c.n.cfg.LeaderImbalancePerBrokerPercentage, maxElectionsPerRebalance)
+	if len(recs) > 0 {
+		c.n.log.Info().Int("partitions", len(recs)).Msg("leader imbalance: electing preferred replicas")
+	}
+	return decision{recs: recs}
+}
+
+// electOne runs one ElectLeaders election against the current image.
+// PREFERRED (0) moves leadership to the first replica if it is a usable ISR
+// member; UNCLEAN (1) elects only for a partition without a usable leader,
+// from the ISR if it can and otherwise from any usable replica, whatever
+// the topic config says (an operator asked for it).
+func electOne(img *metadata.Image, t metadata.TopicImage, p metadata.PartitionRegistration, electionType int8) (*metadata.PartitionChange, error) {
+	usable := img.UsableBrokers()
+	req := metadata.PartitionChangeRequest{TopicID: t.ID, Partition: p, Usable: usable}
+	if electionType == 1 {
+		if p.Leader != metadata.NoLeader && usable(p.Leader) {
+			return nil, metadata.ErrElectionNotNeeded
+		}
+		req.Reason, req.Unclean = metadata.ReasonElection, true
+	} else {
+		req.Reason = metadata.ReasonPreferredElection
+	}
+	rec, err := metadata.BuildPartitionChange(req)
+	if err == nil && rec == nil {
+		err = metadata.ErrLeaderNotAvailable
+	}
+	return rec, err
+}
+
+// decideElectLeaders handles PREFERRED (0) and UNCLEAN (1) elections. A nil
+// topic list means every partition, and then, as in Kafka, partitions that
+// need no election are left out of the answer.
+func decideElectLeaders(req *kmsg.ElectLeadersRequest) decideFunc {
+	return func(c *controller, img *metadata.Image, now time.Time) decision {
+		resp := req.ResponseKind().(*kmsg.ElectLeadersResponse)
+		type tp struct {
+			topic string
+			parts []int32
+		}
+		all := req.Topics == nil
+		var want []tp
+		if all {
+			for _, t := range img.Topics() {
+				w := tp{topic: t.Name}
+				for _, p := range t.Partitions {
+					w.parts = append(w.parts, p.Partition)
+				}
+				want = append(want, w)
+			}
+		} else {
+			for _, t := range req.Topics {
+				want = append(want, tp{topic: t.Topic, parts: t.Partitions})
+			}
+		}
+		var recs []metadata.Record
+		cur := img
+		for _, w := range want {
+			rt := kmsg.NewElectLeadersResponseTopic()
+			rt.Topic = w.topic
+			for _, pn := range w.parts {
+				rp := kmsg.NewElectLeadersResponseTopicPartition()
+				rp.Partition = pn
+				var err error
+				ti, ok := cur.Topic(w.topic)
+				if !ok {
+					err = metadata.ErrUnknownTopic
+				} else if p, ok := ti.Partition(pn); !ok {
+					err = metadata.ErrUnknownPartition
+				} else {
+					var rec *metadata.PartitionChange
+					if rec, err = electOne(cur, ti, p, req.ElectionType); err == nil {
+						recs = append(recs, rec)
+						cur, _ = cur.Apply([]metadata.Record{rec})
+					}
+				}
+				if all && errors.Is(err, metadata.ErrElectionNotNeeded) {
+					continue
+				}
+				rp.ErrorCode, rp.ErrorMessage = errCode(err), errMsg(err)
+				rt.Partitions = append(rt.Partitions, rp)
+			}
+			if !all || len(rt.Partitions) > 0 {
+				resp.Topics = append(resp.Topics, rt)
+			}
+		}
+		return decision{recs: recs, resp: resp}
+	}
+}
+
+// alterPartitionCode maps a metadata.ValidateAlterPartition error to the
+// code Kafka's controller answers. A sender that does not lead gets
+// INVALID_REQUEST, as from Kafka, not NOT_LEADER_OR_FOLLOWER.
+func alterPartitionCode(err error) int16 {
+	if errors.Is(err, metadata.ErrNotLeader) {
+		return kerr.InvalidRequest.Code
+	}
+	return errCode(err)
+}
+
+// decideAlterPartition applies ISR changes from partition leaders through
+// Image.ValidateAlterPartition: partition-epoch fencing (KIP-497), the
+// sender must lead at the current leader epoch, and every new ISR member
+// must be a usable replica (KIP-903: at the broker epoch the leader saw,
+// which v3 carries). Partitions are decided in order against the image as
+// the earlier ones left it.
+func decideAlterPartition(req *kmsg.AlterPartitionRequest) decideFunc {
+	return func(c *controller, img *metadata.Image, now time.Time) decision {
+		resp := req.ResponseKind().(*kmsg.AlterPartitionResponse)
+		b, ok := img.Broker(req.BrokerID)
+		if !ok || b.Epoch != req.BrokerEpoch {
+			resp.ErrorCode = kerr.StaleBrokerEpoch.Code
+			return decision{resp: resp}
+		}
+		var recs []metadata.Record
+		cur := img
+		for _, t := range req.Topics {
+			rt := kmsg.NewAlterPartitionResponseTopic()
+			rt.Topic, rt.TopidID = t.Topic, t.TopicID
+			var ti metadata.TopicImage
+			var tok bool
+			if req.Version >= 2 {
+				ti, tok = cur.TopicByID(t.TopicID)
+			} else {
+				ti, tok = cur.Topic(t.Topic)
+			}
+			for _, rp := range t.Partitions {
+				out := kmsg.NewAlterPartitionResponseTopicPartition()
+				out.Partition = rp.Partition
+				if !tok {
+					out.ErrorCode = kerr.UnknownTopicOrPartition.Code
+					if req.Version >= 2 {
+						out.ErrorCode = kerr.UnknownTopicID.Code
+					}
+					rt.Partitions = append(rt.Partitions, out)
+					continue
+				}
+				ap := metadata.AlterPartitionRequest{
+					BrokerID: req.BrokerID, BrokerEpoch: req.BrokerEpoch, TopicID: ti.ID,
+					Partition: rp.Partition, LeaderEpoch: rp.LeaderEpoch, PartitionEpoch: rp.PartitionEpoch,
+					NewISR: rp.NewISR,
+				}
+				if req.Version >= 3 {
+					ap.NewISR = make([]int32, 0, len(rp.NewEpochISR))
+					ap.NewISRBrokerEpochs = make([]int64, 0, len(rp.NewEpochISR))
+					for _, e := range rp.NewEpochISR {
+						ap.NewISR = append(ap.NewISR, e.BrokerID)
+						ap.NewISRBrokerEpochs = append(ap.NewISRBrokerEpochs, e.BrokerEpoch)
+					}
+				}
+				rec, err := cur.ValidateAlterPartition(ap)
+				if err != nil {
+					out.ErrorCode = alterPartitionCode(err)
+				} else if rec != nil {
+					recs = append(recs, rec)
+					cur, _ = cur.Apply([]metadata.Record{rec})
+				}
+				if p, ok := cur.Partition(ti.ID, rp.Partition); ok && out.ErrorCode == 0 {
+					out.LeaderID, out.LeaderEpoch, out.ISR, out.PartitionEpoch = p.Leader, p.LeaderEpoch, p.ISR, p.PartitionEpoch
+				}
+				rt.Partitions = append(rt.Partitions, out)
+			}
+			resp.Topics = append(resp.Topics, rt)
+		}
+		return decision{recs: recs, resp: resp}
+	}
+}

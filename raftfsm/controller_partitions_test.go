@@ -1,0 +1,465 @@
+package raftfsm
+
+import (
+	"errors"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/raftka/raftka/metadata"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// imgBuilder builds images for the pure decision tests: brokers 1..n
+// registered (epoch 100+id) and unfenced unless listed as fenced, then
+// topics from compact partition specs.
+type imgBuilder struct {
+	t    *testing.T
+	recs []metadata.Record
+}
+
+func newImg(t *testing.T, brokers int, fenced ...int32) *imgBuilder {
+	b := &imgBuilder{t: t}
+	for id := int32(1); id <= int32(brokers); id++ {
+		b.recs = append(b.recs, &metadata.RegisterBroker{BrokerID: id, BrokerEpoch: 100 + int64(id), Fenced: slices.Contains(fenced, id)})
+	}
+	return b
+}
+
+// pspec is one partition: replicas, ISR, leader.
+type pspec struct {
+	reps, isr []int32
+	leader    int32
+}
+
+func topicID(name string) [16]byte {
+	var id [16]byte
+	copy(id[:], "topic-"+name)
+	return id
+}
+
+func (b *imgBuilder) topic(name string, configs map[string]string, parts ...pspec) *imgBuilder {
+	ct := &metadata.CreateTopic{Name: name, ID: topicID(name), Configs: configs}
+	for i, p := range parts {
+		ct.Partitions = append(ct.Partitions, metadata.PartitionRegistration{
+			Partition: int32(i), Replicas: p.reps, ISR: p.isr, Leader: p.leader, LeaderEpoch: 3, PartitionEpoch: 7,
+		})
+	}
+	b.recs = append(b.recs, ct)
+	return b
+}
+
+func (b *imgBuilder) with(recs ...metadata.Record) *imgBuilder {
+	b.recs = append(b.recs, recs...)
+	return b
+}
+
+func (b *imgBuilder) build() *metadata.Image {
+	b.t.Helper()
+	img, d := metadata.NewImage().Apply(b.recs)
+	if len(d.Skipped) > 0 {
+		b.t.Fatalf("test image: skipped %v", d.Skipped[0].Err)
+	}
+	return img
+}
+
+func ids(v ...int32) []int32 { return v }
+
+func never(metadata.TopicImage) bool  { return false }
+func always(metadata.TopicImage) bool { return true }
+
+// after applies recs and returns the named partition.
+func after(t *testing.T, img *metadata.Image, recs []metadata.Record, topic string, p int32) metadata.PartitionRegistration {
+	t.Helper()
+	next, d := img.Apply(recs)
+	if len(d.Skipped) > 0 {
+		t.Fatalf("decided records do not apply: %v", d.Skipped[0].Err)
+	}
+	part, ok := next.Partition(topicID(topic), p)
+	if !ok {
+		t.Fatalf("%s-%d missing", topic, p)
+	}
+	return part
+}
+
+func TestUncleanPolicy(t *testing.T) {
+	cfg := func(rt metadata.ConfigResourceType, name, v string) metadata.Record {
+		return &metadata.Config{ResourceType: rt, ResourceName: name, Key: uncleanKey, Value: v}
+	}
+	cases := []struct {
+		name    string
+		def     bool
+		topic   map[string]string
+		extra   []metadata.Record
+		want    bool
+		nodeOf1 bool // evaluate as node 1 (whose broker config is set) rather than node 2
+	}{
+		{name: "off by default", want: false},
+		{name: "server.properties default", def: true, want: true},
+		{name: "topic override beats the default", def: true, topic: map[string]string{uncleanKey: "false"}, want: false},
+		{name: "topic override, any case", topic: map[string]string{uncleanKey: "TRUE"}, want: true},
+		{name: "cluster dynamic default beats server.properties",
+			extra: []metadata.Record{cfg(metadata.ConfigResourceCluster, "", "true")}, want: true},
+		{name: "this node's dynamic config beats the cluster default", nodeOf1: true,
+			extra: []metadata.Record{cfg(metadata.ConfigResourceCluster, "", "true"), cfg(metadata.ConfigResourceBroker, "1", "false")}, want: false},
+		{name: "another node's dynamic config does not count",
+			extra: []metadata.Record{cfg(metadata.ConfigResourceBroker, "1", "true")}, want: false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			b := newImg(t, 2).with(tc.extra...)
+			img := b.topic("t", tc.topic, pspec{ids(1), ids(1), 1}).build()
+			node := int32(2)
+			if tc.nodeOf1 {
+				node = 1
+			}
+			ti, _ := img.Topic("t")
+			if got := uncleanPolicy(img, node, tc.def)(ti); got != tc.want {
+				t.Fatalf("unclean = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestEvacuate(t *testing.T) {
+	cases := []struct {
+		name       string
+		part       pspec
+		fenced     int32
+		reason     metadata.ChangeReason
+		unclean    bool
+		wantNone   bool
+		wantLeader int32
+		wantISR    []int32
+		wantBump   bool // leader epoch bumped
+	}{
+		{name: "fenced leader: next ISR replica in replica order leads",
+			part: pspec{ids(1, 2, 3), ids(1, 2, 3), 1}, fenced: 1, reason: metadata.ReasonBrokerFenced,
+			wantLeader: 2, wantISR: ids(2, 3), wantBump: true},
+		{name: "fenced follower leaves the ISR without a leader epoch bump",
+			part: pspec{ids(1, 2, 3), ids(1, 2, 3), 1}, fenced: 3, reason: metadata.ReasonBrokerFenced,
+			wantLeader: 1, wantISR: ids(1, 2)},
+		{name: "last ISR member fenced: kept in the ISR, partition offline",
+			part: pspec{ids(1, 2), ids(1), 1}, fenced: 1, reason: metadata.ReasonBrokerFenced,
+			wantLeader: metadata.NoLeader, wantISR: ids(1), wantBump: true},
+		{name: "last ISR member fenced with unclean election: live replica leads alone",
+			part: pspec{ids(1, 2), ids(1), 1}, fenced: 1, reason: metadata.ReasonBrokerFenced, unclean: true,
+			wantLeader: 2, wantISR: ids(2), wantBump: true},
+		{name: "controlled shutdown of the leader",
+			part: pspec{ids(1, 2), ids(1, 2), 1}, fenced: 1, reason: metadata.ReasonControlledShutdown,
+			wantLeader: 2, wantISR: ids(2), wantBump: true},
+		{name: "uninvolved broker changes nothing",
+			part: pspec{ids(1, 2), ids(1, 2), 1}, fenced: 3, reason: metadata.ReasonBrokerFenced, wantNone: true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			img := newImg(t, 3, tc.fenced).topic("t", nil, tc.part).build()
+			pol := never
+			if tc.unclean {
+				pol = always
+			}
+			recs := evacuate(img, tc.fenced, tc.reason, pol)
+			if tc.wantNone {
+				if len(recs) != 0 {
+					t.Fatalf("records %v, want none", recs)
+				}
+				return
+			}
+			if len(recs) != 1 {
+				t.Fatalf("%d records, want 1", len(recs))
+			}
+			p := after(t, img, recs, "t", 0)
+			if p.Leader != tc.wantLeader || !slices.Equal(p.ISR, tc.wantISR) {
+				t.Fatalf("leader %d ISR %v, want %d %v", p.Leader, p.ISR, tc.wantLeader, tc.wantISR)
+			}
+			if bumped := p.LeaderEpoch != 3; bumped != tc.wantBump {
+				t.Fatalf("leader epoch %d, bump wanted %v", p.LeaderEpoch, tc.wantBump)
+			}
+			if p.PartitionEpoch != 8 {
+				t.Fatalf("partition epoch %d, want 8", p.PartitionEpoch)
+			}
+		})
+	}
+}
+
+func TestElectLeaderless(t *testing.T) {
+	cases := []struct {
+		name       string
+		part       pspec
+		fenced     []int32
+		unclean    bool
+		wantLeader int32 // NoLeader: no record
+		wantISR    []int32
+	}{
+		{name: "returning ISR member leads again",
+			part: pspec{ids(1, 2), ids(1), metadata.NoLeader}, fenced: ids(2), wantLeader: 1, wantISR: ids(1)},
+		{name: "ISR member that is not the unfenced one still leads (every leaderless partition)",
+			part: pspec{ids(2, 3), ids(3), metadata.NoLeader}, wantLeader: 3, wantISR: ids(3)},
+		{name: "only a non-ISR replica usable: stays offline without unclean",
+			part: pspec{ids(1, 2), ids(1), metadata.NoLeader}, fenced: ids(1), wantLeader: metadata.NoLeader},
+		{name: "only a non-ISR replica usable: unclean elects it",
+			part: pspec{ids(1, 2), ids(1), metadata.NoLeader}, fenced: ids(1), unclean: true, wantLeader: 2, wantISR: ids(2)},
+		{name: "a partition with a usable leader is left alone",
+			part: pspec{ids(1, 2), ids(1, 2), 2}, wantLeader: metadata.NoLeader},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			img := newImg(t, 3, tc.fenced...).topic("t", nil, tc.part).build()
+			pol := never
+			if tc.unclean {
+				pol = always
+			}
+			recs := electLeaderless(img, pol)
+			if tc.wantLeader == metadata.NoLeader {
+				if len(recs) != 0 {
+					t.Fatalf("records %v, want none", recs)
+				}
+				return
+			}
+			p := after(t, img, recs, "t", 0)
+			if p.Leader != tc.wantLeader || !slices.Equal(p.ISR, tc.wantISR) {
+				t.Fatalf("leader %d ISR %v, want %d %v", p.Leader, p.ISR, tc.wantLeader, tc.wantISR)
+			}
+		})
+	}
+}
+
+func TestRebalanceLeaders(t *testing.T) {
+	// misplaced: preferred 1 in the ISR, led by 2.
+	misplaced := pspec{ids(1, 2), ids(1, 2), 2}
+	placed := pspec{ids(1, 2), ids(1, 2), 1}
+	notInISR := pspec{ids(1, 2), ids(2), 2}
+	cases := []struct {
+		name   string
+		parts  []pspec
+		fenced []int32
+		pct    int
+		limit  int
+		want   []int32 // partitions moved back to broker 1
+	}{
+		{name: "misplaced leadership moves back", parts: []pspec{misplaced, placed}, pct: 10, want: ids(0)},
+		{name: "preferred replica outside the ISR is not elected", parts: []pspec{notInISR, misplaced}, pct: 0, want: ids(1)},
+		{name: "fenced preferred replica is not elected", parts: []pspec{misplaced}, fenced: ids(1), pct: 0},
+		{name: "ratio at the threshold does nothing", pct: 10,
+			parts: []pspec{misplaced, placed, placed, placed, placed, placed, placed, placed, placed, placed}},
+		{name: "ratio over the threshold moves", pct: 9, want: ids(0),
+			parts: []pspec{misplaced, placed, placed, placed, placed, placed, placed, placed, placed, placed}},
+		{name: "percentage 0 moves any misplaced leader (Kafka 4 KRaft)", pct: 0, want: ids(0),
+			parts: []pspec{misplaced, placed, placed, placed, placed, placed, placed, placed, placed, placed}},
+		{name: "limit bounds one round", parts: []pspec{misplaced, misplaced, misplaced}, pct: 0, limit: 2, want: ids(0, 1)},
+		{name: "balanced cluster: nothing", parts: []pspec{placed, placed}, pct: 0},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			img := newImg(t, 2, tc.fenced...).topic("t", nil, tc.parts...).build()
+			limit := tc.limit
+			if limit == 0 {
+				limit = maxElectionsPerRebalance
+			}
+			recs := rebalanceLeaders(img, tc.pct, limit)
+			next, d := img.Apply(recs)
+			if len(d.Skipped) > 0 {
+				t.Fatal(d.Skipped[0].Err)
+			}
+			var moved []int32
+			for _, pd := range d.ChangedPartitions {
+				if pd.New.Leader != 1 {
+					t.Fatalf("partition %d: leader %d after rebalance", pd.Partition, pd.New.Leader)
+				}
+				moved = append(moved, pd.Partition)
+			}
+			if !slices.Equal(moved, tc.want) {
+				t.Fatalf("moved %v, want %v", moved, tc.want)
+			}
+			if again := rebalanceLeaders(next, 0, maxElectionsPerRebalance); len(tc.want) > 0 && tc.limit == 0 && len(again) != 0 {
+				t.Fatalf("a second round still moves %d partitions", len(again))
+			}
+		})
+	}
+}
+
+func TestElectOne(t *testing.T) {
+	cases := []struct {
+		name       string
+		part       pspec
+		fenced     []int32
+		typ        int8
+		wantErr    error
+		wantLeader int32
+		wantISR    []int32
+	}{
+		{name: "preferred: moves to the first replica", part: pspec{ids(1, 2), ids(1, 2), 2}, typ: 0, wantLeader: 1, wantISR: ids(1, 2)},
+		{name: "preferred: already leads", part: pspec{ids(1, 2), ids(1, 2), 1}, typ: 0, wantErr: metadata.ErrElectionNotNeeded},
+		{name: "preferred: not in the ISR", part: pspec{ids(1, 2), ids(2), 2}, typ: 0, wantErr: metadata.ErrPreferredLeaderNotAvailable},
+		{name: "preferred: fenced", part: pspec{ids(1, 2), ids(1, 2), 2}, fenced: ids(1), typ: 0, wantErr: metadata.ErrPreferredLeaderNotAvailable},
+		{name: "unclean: a usable leader needs no election", part: pspec{ids(1, 2), ids(1, 2), 1}, typ: 1, wantErr: metadata.ErrElectionNotNeeded},
+		{name: "unclean: clean choice first", part: pspec{ids(1, 2, 3), ids(1, 3), metadata.NoLeader}, fenced: ids(1), typ: 1, wantLeader: 3, wantISR: ids(1, 3)},
+		{name: "unclean: outside the ISR whatever the topic says", part: pspec{ids(1, 2), ids(1), metadata.NoLeader}, fenced: ids(1), typ: 1, wantLeader: 2, wantISR: ids(2)},
+		{name: "unclean: nobody usable", part: pspec{ids(1, 2), ids(1), metadata.NoLeader}, fenced: ids(1, 2), typ: 1, wantErr: metadata.ErrLeaderNotAvailable},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			img := newImg(t, 3, tc.fenced...).topic("t", nil, tc.part).build()
+			ti, _ := img.Topic("t")
+			rec, err := electOne(img, ti, ti.Partitions[0], tc.typ)
+			if tc.wantErr != nil {
+				if !errors.Is(err, tc.wantErr) {
+					t.Fatalf("err %v, want %v", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			p := after(t, img, []metadata.Record{rec}, "t", 0)
+			if p.Leader != tc.wantLeader || !slices.Equal(p.ISR, tc.wantISR) {
+				t.Fatalf("leader %d ISR %v, want %d %v", p.Leader, p.ISR, tc.wantLeader, tc.wantISR)
+			}
+		})
+	}
+}
+
+func TestDecideElectLeadersAllPartitionsLeavesOutUnneeded(t *testing.T) {
+	img := newImg(t, 2).topic("t", nil, pspec{ids(1, 2), ids(1, 2), 2}, pspec{ids(1, 2), ids(1, 2), 1}, pspec{ids(2, 1), ids(1), 1}).build()
+	d := decideElectLeaders(kmsg.NewPtrElectLeadersRequest())(nil, img, time.Time{})
+	resp := d.resp.(*kmsg.ElectLeadersResponse)
+	if len(resp.Topics) != 1 {
+		t.Fatalf("topics %+v", resp.Topics)
+	}
+	got := map[int32]int16{}
+	for _, p := range resp.Topics[0].Partitions {
+		got[p.Partition] = p.ErrorCode
+	}
+	want := map[int32]int16{0: 0, 2: kerr.PreferredLeaderNotAvailable.Code}
+	if len(got) != len(want) || got[0] != want[0] || got[2] != want[2] {
+		t.Fatalf("partitions %v, want %v", got, want)
+	}
+	if len(d.recs) != 1 {
+		t.Fatalf("%d records, want 1", len(d.recs))
+	}
+}
+
+func TestDecideAlterPartition(t *testing.T) {
+	base := func(t *testing.T) *metadata.Image {
+		return newImg(t, 4, 4).topic("t", nil, pspec{ids(1, 2, 3, 4), ids(1, 2), 1}).build()
+	}
+	type part struct {
+		leaderEpoch, partEpoch int32
+		isr                    []int32
+		epochs                 []int64 // v3 broker epochs, parallel to isr
+	}
+	good := part{leaderEpoch: 3, partEpoch: 7}
+	cases := []struct {
+		name     string
+		version  int16
+		broker   int32
+		epoch    int64
+		byName   string // v0/v1: the topic name; v2+: the id of topic "t" unless unknownID
+		unknown  bool
+		p        part
+		isr      []int32
+		wantTop  int16
+		wantCode int16
+		wantISR  []int32 // in the answer and the image
+	}{
+		{name: "shrink", version: 2, broker: 1, epoch: 101, isr: ids(1), wantISR: ids(1)},
+		{name: "expand", version: 2, broker: 1, epoch: 101, isr: ids(1, 2, 3), wantISR: ids(1, 2, 3)},
+		{name: "no change answers the current state", version: 2, broker: 1, epoch: 101, isr: ids(1, 2), wantISR: ids(1, 2)},
+		{name: "v1 names the topic", version: 1, broker: 1, epoch: 101, byName: "t", isr: ids(1), wantISR: ids(1)},
+		{name: "v1 unknown name", version: 1, broker: 1, epoch: 101, byName: "nope", isr: ids(1), wantCode: kerr.UnknownTopicOrPartition.Code},
+		{name: "v2 unknown id", version: 2, broker: 1, epoch: 101, unknown: true, isr: ids(1), wantCode: kerr.UnknownTopicID.Code},
+		{name: "stale broker epoch fails the request", version: 2, broker: 1, epoch: 99, isr: ids(1), wantTop: kerr.StaleBrokerEpoch.Code},
+		{name: "not the leader: INVALID_REQUEST as Kafka", version: 2, broker: 2, epoch: 102, isr: ids(2), wantCode: kerr.InvalidRequest.Code},
+		{name: "old leader epoch", version: 2, broker: 1, epoch: 101, p: part{leaderEpoch: 2, partEpoch: 7}, isr: ids(1), wantCode: kerr.FencedLeaderEpoch.Code},
+		{name: "old partition epoch", version: 2, broker: 1, epoch: 101, p: part{leaderEpoch: 3, partEpoch: 6}, isr: ids(1), wantCode: kerr.InvalidUpdateVersion.Code},
+		{name: "ISR without the leader", version: 2, broker: 1, epoch: 101, isr: ids(2), wantCode: kerr.InvalidRequest.Code},
+		{name: "fenced broker cannot join", version: 2, broker: 1, epoch: 101, isr: ids(1, 4), wantCode: kerr.IneligibleReplica.Code},
+		{name: "v3 broker epoch the leader saw is stale", version: 3, broker: 1, epoch: 101,
+			p: part{leaderEpoch: 3, partEpoch: 7, isr: ids(1, 3), epochs: []int64{101, 50}}, wantCode: kerr.IneligibleReplica.Code},
+		{name: "v3 with current epochs", version: 3, broker: 1, epoch: 101,
+			p: part{leaderEpoch: 3, partEpoch: 7, isr: ids(1, 3), epochs: []int64{101, 103}}, wantISR: ids(1, 3)},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			img := base(t)
+			p := tc.p
+			if p.leaderEpoch == 0 {
+				p.leaderEpoch, p.partEpoch = good.leaderEpoch, good.partEpoch
+			}
+			req := kmsg.NewPtrAlterPartitionRequest()
+			req.Version, req.BrokerID, req.BrokerEpoch = tc.version, tc.broker, tc.epoch
+			rt := kmsg.NewAlterPartitionRequestTopic()
+			rt.Topic, rt.TopicID = tc.byName, topicID("t")
+			if tc.unknown {
+				rt.TopicID = topicID("nope")
+			}
+			rp := kmsg.NewAlterPartitionRequestTopicPartition()
+			rp.LeaderEpoch, rp.PartitionEpoch, rp.NewISR = p.leaderEpoch, p.partEpoch, tc.isr
+			for i, id := range p.isr {
+				e := kmsg.NewAlterPartitionRequestTopicPartitionNewEpochISR()
+				e.BrokerID, e.BrokerEpoch = id, p.epochs[i]
+				rp.NewEpochISR = append(rp.NewEpochISR, e)
+			}
+			rt.Partitions = append(rt.Partitions, rp)
+			req.Topics = append(req.Topics, rt)
+
+			d := decideAlterPartition(req)(nil, img, time.Time{})
+			resp := d.resp.(*kmsg.AlterPartitionResponse)
+			if resp.ErrorCode != tc.wantTop {
+				t.Fatalf("top-level code %d, want %d", resp.ErrorCode, tc.wantTop)
+			}
+			if tc.wantTop != 0 {
+				if len(d.recs) != 0 {
+					t.Fatal("records for a refused request")
+				}
+				return
+			}
+			out := resp.Topics[0].Partitions[0]
+			if out.ErrorCode != tc.wantCode {
+				t.Fatalf("code %s, want %s", kerr.ErrorForCode(out.ErrorCode), kerr.ErrorForCode(tc.wantCode))
+			}
+			if tc.wantCode != 0 {
+				if len(d.recs) != 0 {
+					t.Fatal("records for a refused partition")
+				}
+				return
+			}
+			next, _ := img.Apply(d.recs)
+			np, _ := next.Partition(topicID("t"), 0)
+			if !slices.Equal(np.ISR, tc.wantISR) || !slices.Equal(out.ISR, tc.wantISR) {
+				t.Fatalf("image ISR %v, answer ISR %v, want %v", np.ISR, out.ISR, tc.wantISR)
+			}
+			if out.PartitionEpoch != np.PartitionEpoch || out.LeaderEpoch != np.LeaderEpoch || out.LeaderID != np.Leader {
+				t.Fatalf("answer %+v does not match the image %+v", out, np)
+			}
+			if np.LeaderEpoch != 3 {
+				t.Fatalf("an ISR change bumped the leader epoch to %d", np.LeaderEpoch)
+			}
+		})
+	}
+}
+
+func TestDecideAlterPartitionAppliesPartitionsInOrder(t *testing.T) {
+	// Two changes to one partition in one request: the second was built
+	// from the state before the first, so partition-epoch fencing refuses it.
+	img := newImg(t, 3).topic("t", nil, pspec{ids(1, 2, 3), ids(1, 2, 3), 1}).build()
+	req := kmsg.NewPtrAlterPartitionRequest()
+	req.Version, req.BrokerID, req.BrokerEpoch = 2, 1, 101
+	rt := kmsg.NewAlterPartitionRequestTopic()
+	rt.TopicID = topicID("t")
+	for _, isr := range [][]int32{ids(1, 2), ids(1, 3)} {
+		rp := kmsg.NewAlterPartitionRequestTopicPartition()
+		rp.LeaderEpoch, rp.PartitionEpoch, rp.NewISR = 3, 7, isr
+		rt.Partitions = append(rt.Partitions, rp)
+	}
+	req.Topics = append(req.Topics, rt)
+	d := decideAlterPartition(req)(nil, img, time.Time{})
+	parts := d.resp.(*kmsg.AlterPartitionResponse).Topics[0].Partitions
+	if parts[0].ErrorCode != 0 || parts[1].ErrorCode != kerr.InvalidUpdateVersion.Code {
+		t.Fatalf("codes %d %d, want 0 and INVALID_UPDATE_VERSION", parts[0].ErrorCode, parts[1].ErrorCode)
+	}
+	if len(d.recs) != 1 {
+		t.Fatalf("%d records, want 1", len(d.recs))
+	}
+}
