@@ -46,8 +46,8 @@ type segment struct {
 	bytesSinceIndex int64
 	maxTs           int64 // largest batch max timestamp, NoTimestamp if none
 	maxTsOffset     int64
-	firstTs         int64 // first batch's max timestamp, NoTimestamp if unknown
-	created         int64 // unix ms the segment was created (or the file's mtime)
+	firstTs         int64     // first batch's max timestamp, NoTimestamp if unknown
+	created         int64     // unix ms the segment was created (or the file's mtime)
 	deleteAt        time.Time // when a removed segment's files may be deleted
 }
 
