@@ -72,7 +72,7 @@ type controller struct {
 func newController(n *Node) *controller {
 	c := &controller{
 		n:      n,
-		ops:    make(chan *op),
+		ops:    make(chan *op, maxBatchOps),
 		quit:   make(chan struct{}),
 		done:   make(chan struct{}),
 		leases: make(map[int32]*lease),
@@ -101,6 +101,16 @@ func (c *controller) submit(ctx context.Context, d decideFunc) opResult {
 	select {
 	case r := <-o.done:
 		return r
+	case <-c.done:
+		// The queue is buffered: an op can land in it after the loop has
+		// drained it for the last time. The loop answers before it exits,
+		// so an op without an answer by now will never get one.
+		select {
+		case r := <-o.done:
+			return r
+		default:
+			return opResult{err: ErrNotController}
+		}
 	case <-ctx.Done():
 		return opResult{err: ctx.Err()}
 	}

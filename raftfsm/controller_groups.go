@@ -8,36 +8,162 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
+// Group state the group coordinators (broker/group) keep in the image:
+// committed offsets, generations, and their deletion. The coordinator owns
+// the group state machine and decides everything Kafka's coordinator
+// decides (membership, emptiness, whether a topic is still subscribed);
+// the controller checks only what replay needs to be meaningful and
+// records it. Every operation queues on the controller loop like the
+// others, so concurrent commits from many coordinators leave in one Raft
+// entry (see controller.process): N coordinators' writes cost one fsync.
+// The wire forms are described in doc.go.
+
+// DeleteOffsetsTag marks an OffsetCommit request to the controller that
+// deletes the listed partitions' committed offsets instead of committing
+// them (Kafka's OffsetDelete has no flexible version, so its answer could
+// not carry IndexTag). Value: one byte, 1.
+const DeleteOffsetsTag uint32 = 10002
+
+// InstanceIDTag carries a member's group.instance.id on a SyncGroup
+// assignment entry sent to the controller (value: the id's UTF-8 bytes).
+const InstanceIDTag uint32 = 10003
+
+func isDeleteOffsets(req *kmsg.OffsetCommitRequest) bool {
+	found := false
+	req.UnknownTags.Each(func(k uint32, v []byte) {
+		if k == DeleteOffsetsTag && len(v) == 1 && v[0] == 1 {
+			found = true
+		}
+	})
+	return found
+}
+
+// offsetCommitAnswer answers every partition of an OffsetCommit with code.
+func offsetCommitAnswer(req *kmsg.OffsetCommitRequest, code int16) *kmsg.OffsetCommitResponse {
+	resp := req.ResponseKind().(*kmsg.OffsetCommitResponse)
+	for _, t := range req.Topics {
+		rt := kmsg.NewOffsetCommitResponseTopic()
+		rt.Topic = t.Topic
+		for _, p := range t.Partitions {
+			rp := kmsg.NewOffsetCommitResponseTopicPartition()
+			rp.Partition, rp.ErrorCode = p.Partition, code
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		resp.Topics = append(resp.Topics, rt)
+	}
+	return resp
+}
+
 // decideCommitOffsets turns an OffsetCommit from a group coordinator into a
-// CommitOffsets record. Concurrent commits queue on the controller loop and
-// leave in one Raft entry (see controller.process), so N coordinators'
-// commits cost one fsync, not N.
+// CommitOffsets record. The commit time is taken here, once, and carried
+// in the record, so every replica replays the same value.
 func decideCommitOffsets(req *kmsg.OffsetCommitRequest) decideFunc {
 	return func(c *controller, img *metadata.Image, now time.Time) decision {
-		resp := req.ResponseKind().(*kmsg.OffsetCommitResponse)
+		if req.Group == "" {
+			return decision{resp: offsetCommitAnswer(req, kerr.InvalidGroupID.Code)}
+		}
 		rec := &metadata.CommitOffsets{Group: req.Group}
 		nowMs := now.UnixMilli()
 		for _, t := range req.Topics {
-			rt := kmsg.NewOffsetCommitResponseTopic()
-			rt.Topic = t.Topic
 			for _, p := range t.Partitions {
-				rp := kmsg.NewOffsetCommitResponseTopicPartition()
-				rp.Partition = p.Partition
-				if req.Group == "" {
-					rp.ErrorCode = kerr.InvalidGroupID.Code
-				} else {
-					rec.Offsets = append(rec.Offsets, metadata.OffsetCommit{
-						Topic: t.Topic, Partition: p.Partition, Offset: p.Offset,
-						LeaderEpoch: p.LeaderEpoch, Metadata: deref(p.Metadata), CommitTimeMs: nowMs,
-					})
-				}
-				rt.Partitions = append(rt.Partitions, rp)
+				rec.Offsets = append(rec.Offsets, metadata.OffsetCommit{
+					Topic: t.Topic, Partition: p.Partition, Offset: p.Offset,
+					LeaderEpoch: p.LeaderEpoch, Metadata: deref(p.Metadata), CommitTimeMs: nowMs,
+				})
 			}
-			resp.Topics = append(resp.Topics, rt)
 		}
+		resp := offsetCommitAnswer(req, 0)
 		if len(rec.Offsets) == 0 {
 			return decision{resp: resp}
 		}
 		return decision{recs: []metadata.Record{rec}, resp: resp}
+	}
+}
+
+// decideDeleteOffsets records a DeleteOffsets (OffsetDelete) for the
+// partitions that have a committed offset; the others need nothing.
+func decideDeleteOffsets(req *kmsg.OffsetCommitRequest) decideFunc {
+	return func(c *controller, img *metadata.Image, now time.Time) decision {
+		if req.Group == "" {
+			return decision{resp: offsetCommitAnswer(req, kerr.InvalidGroupID.Code)}
+		}
+		rec := &metadata.DeleteOffsets{Group: req.Group}
+		for _, t := range req.Topics {
+			for _, p := range t.Partitions {
+				if _, ok := img.Offset(req.Group, t.Topic, p.Partition); ok {
+					rec.Partitions = append(rec.Partitions, metadata.TopicPartition{Topic: t.Topic, Partition: p.Partition})
+				}
+			}
+		}
+		resp := offsetCommitAnswer(req, 0)
+		if len(rec.Partitions) == 0 {
+			return decision{resp: resp}
+		}
+		return decision{recs: []metadata.Record{rec}, resp: resp}
+	}
+}
+
+// groupGenerationFrom reads the GroupGeneration a coordinator sent as a
+// SyncGroup (see doc.go).
+func groupGenerationFrom(req *kmsg.SyncGroupRequest) *metadata.GroupGeneration {
+	gen := &metadata.GroupGeneration{
+		Group: req.Group, Generation: req.Generation,
+		ProtocolType: deref(req.ProtocolType), Protocol: deref(req.Protocol), Leader: req.MemberID,
+	}
+	for _, a := range req.GroupAssignment {
+		m := metadata.GroupMember{MemberID: a.MemberID}
+		a.UnknownTags.Each(func(k uint32, v []byte) {
+			if k == InstanceIDTag {
+				m.InstanceID = string(v)
+			}
+		})
+		gen.Members = append(gen.Members, m)
+	}
+	return gen
+}
+
+// decideGroupGeneration records a group's completed rebalance. Generations
+// only grow: one not above the recorded generation is ILLEGAL_GENERATION
+// (replay would skip it), as is a negative one.
+func decideGroupGeneration(req *kmsg.SyncGroupRequest) decideFunc {
+	return func(c *controller, img *metadata.Image, now time.Time) decision {
+		resp := req.ResponseKind().(*kmsg.SyncGroupResponse)
+		resp.ProtocolType, resp.Protocol = req.ProtocolType, req.Protocol
+		gen := groupGenerationFrom(req)
+		if gen.Group == "" {
+			resp.ErrorCode = kerr.InvalidGroupID.Code
+			return decision{resp: resp}
+		}
+		if cur, ok := img.GroupGeneration(gen.Group); gen.Generation < 0 || (ok && gen.Generation <= cur.Generation) {
+			resp.ErrorCode = kerr.IllegalGeneration.Code
+			return decision{resp: resp}
+		}
+		return decision{recs: []metadata.Record{gen}, resp: resp}
+	}
+}
+
+// decideDeleteGroups records a DeleteGroup for every named group the image
+// holds. Kafka deletes only empty groups; the coordinator, which knows the
+// members, has checked that before asking. A group the image does not hold
+// needs no record and is answered without error.
+func decideDeleteGroups(req *kmsg.DeleteGroupsRequest) decideFunc {
+	return func(c *controller, img *metadata.Image, now time.Time) decision {
+		resp := req.ResponseKind().(*kmsg.DeleteGroupsResponse)
+		var recs []metadata.Record
+		cur := img
+		for _, g := range req.Groups {
+			rg := kmsg.NewDeleteGroupsResponseGroup()
+			rg.Group = g
+			switch _, hasGen := cur.GroupGeneration(g); {
+			case g == "":
+				rg.ErrorCode = kerr.InvalidGroupID.Code
+			case hasGen || cur.Offsets(g) != nil:
+				rec := &metadata.DeleteGroup{Group: g}
+				recs = append(recs, rec)
+				cur, _ = cur.Apply([]metadata.Record{rec})
+			}
+			resp.Groups = append(resp.Groups, rg)
+		}
+		return decision{recs: recs, resp: resp}
 	}
 }

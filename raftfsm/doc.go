@@ -14,7 +14,12 @@
 //	transport.go   the controller listener mux and the raft.StreamLayer
 //	fsm.go         FSM Apply/Snapshot/Restore and the snapshot file format
 //	publisher.go   Current, WaitForIndex, Subscribe
-//	controller*.go the active controller loop and its operations
+//	controller.go  the active controller loop (batching, group commit)
+//	controller_brokers.go     registration, heartbeats, fencing, shutdown
+//	controller_partitions.go  elections, AlterPartition, preferred-leader rebalance
+//	controller_topics.go      CreateTopics, DeleteTopics, CreatePartitions
+//	controller_configs.go     AlterConfigs, IncrementalAlterConfigs
+//	controller_groups.go      offsets, generations, group and offset deletes
 //	rpc_server.go  Kafka-framed controller RPCs, forwarding to the leader
 //	rpc_client.go  ControllerClient (retries, read-your-writes)
 //	frame.go       frame and header codec, the index tag
@@ -33,9 +38,34 @@
 // captures decode them as Kafka. Served: BrokerRegistration, BrokerHeartbeat,
 // UnregisterBroker, CreateTopics, DeleteTopics, CreatePartitions,
 // AlterConfigs, IncrementalAlterConfigs, AlterPartition, AllocateProducerIDs,
-// ElectLeaders, OffsetCommit (the group coordinator's commits into the
-// image), DescribeQuorum, and AddRaftVoter with NonvoterTag (a broker-only
-// node joining as a Raft non-voter).
+// ElectLeaders, DescribeQuorum, AddRaftVoter with NonvoterTag (a broker-only
+// node joining as a Raft non-voter), and the group coordinators' writes
+// below.
+//
+// # Group state on the wire
+//
+// Kafka keeps group state in __consumer_offsets and has no KRaft message for
+// it; raftka keeps it in the image and reuses the client-facing group
+// messages, sent by a coordinator to the controller listener, so captures
+// still decode. Each is a record the controller checks and commits, never
+// a group protocol step:
+//
+//	OffsetCommit v9       CommitOffsets record: Group, and per partition
+//	                      Offset, LeaderEpoch, Metadata (Generation, MemberID
+//	                      ignored; the commit time is the controller's)
+//	OffsetCommit v9 with  DeleteOffsets record (Kafka's OffsetDelete, whose
+//	  DeleteOffsetsTag    only version is not flexible and so could not
+//	  (10002) = 1         carry IndexTag): the listed partitions' offsets go
+//	SyncGroup v5          GroupGeneration record: Group, Generation,
+//	                      ProtocolType, Protocol, MemberID = the leader, one
+//	                      GroupAssignment entry per member (MemberID, empty
+//	                      MemberAssignment, InstanceIDTag (10003) = the
+//	                      group.instance.id of a static member)
+//	DeleteGroups v2       one DeleteGroup record per named group the image
+//	                      holds (emptiness is the coordinator's check)
+//
+// The errors are Kafka's: INVALID_GROUP_ID for an empty group id,
+// ILLEGAL_GENERATION for a generation not above the recorded one.
 //
 // A request that lands on a follower is forwarded once to the Raft leader
 // (with client id "raftka-controller-forward"); a forwarded request that
@@ -59,7 +89,7 @@
 //     only there. Current, WaitForIndex and Subscribe are safe anywhere.
 //   - The active controller is one goroutine (controller.run), started when
 //     this node gains Raft leadership and stopped when it loses it. It owns
-//     the broker leases. Operations reach it over a channel; it decides each
+//     the broker leases. Operations reach it over a buffered channel; it decides each
 //     against the image as it will be after the operations before it in the
 //     batch, commits all their records as one Raft entry (group commit, one
 //     fsync), and answers each after the commit. Decide functions mutate

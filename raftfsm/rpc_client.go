@@ -198,6 +198,14 @@ func hasCode(resp kmsg.Response, code int16) bool {
 				}
 			}
 		}
+	case *kmsg.SyncGroupResponse:
+		return r.ErrorCode == code
+	case *kmsg.DeleteGroupsResponse:
+		for _, g := range r.Groups {
+			if g.ErrorCode == code {
+				return true
+			}
+		}
 	}
 	return false
 }
@@ -290,19 +298,19 @@ func (c *ControllerClient) DescribeQuorum(ctx context.Context) (*kmsg.DescribeQu
 	return call[*kmsg.DescribeQuorumResponse](ctx, c, req)
 }
 
-// CommitOffsets stores a group's committed offsets in the metadata image.
-// Concurrent calls from many coordinators are coalesced by the controller
-// into one Raft entry. The returned index is the commit's.
-func (c *ControllerClient) CommitOffsets(ctx context.Context, group string, offsets []metadata.OffsetCommit) (*kmsg.OffsetCommitResponse, uint64, error) {
+// offsetCommitRequest builds the OffsetCommit that carries a group's
+// partitions to the controller.
+func offsetCommitRequest(group string, n int, at func(i int) metadata.OffsetCommit) *kmsg.OffsetCommitRequest {
 	req := kmsg.NewPtrOffsetCommitRequest()
 	req.Group = group
 	req.Generation = -1
 	byTopic := map[string]int{}
-	for _, o := range offsets {
-		i, ok := byTopic[o.Topic]
+	for i := range n {
+		o := at(i)
+		ti, ok := byTopic[o.Topic]
 		if !ok {
-			i = len(req.Topics)
-			byTopic[o.Topic] = i
+			ti = len(req.Topics)
+			byTopic[o.Topic] = ti
 			t := kmsg.NewOffsetCommitRequestTopic()
 			t.Topic = o.Topic
 			req.Topics = append(req.Topics, t)
@@ -310,13 +318,89 @@ func (c *ControllerClient) CommitOffsets(ctx context.Context, group string, offs
 		p := kmsg.NewOffsetCommitRequestTopicPartition()
 		p.Partition, p.Offset, p.LeaderEpoch = o.Partition, o.Offset, o.LeaderEpoch
 		p.Metadata = kmsg.StringPtr(o.Metadata)
-		req.Topics[i].Partitions = append(req.Topics[i].Partitions, p)
+		req.Topics[ti].Partitions = append(req.Topics[ti].Partitions, p)
 	}
+	return req
+}
+
+// CommitOffsets stores a group's committed offsets in the metadata image.
+// Concurrent calls from many coordinators are coalesced by the controller
+// into one Raft entry. The returned index is the commit's.
+func (c *ControllerClient) CommitOffsets(ctx context.Context, group string, offsets []metadata.OffsetCommit) (*kmsg.OffsetCommitResponse, uint64, error) {
+	req := offsetCommitRequest(group, len(offsets), func(i int) metadata.OffsetCommit { return offsets[i] })
 	resp, index, err := c.Request(ctx, req)
 	if err != nil {
 		return nil, 0, err
 	}
 	return resp.(*kmsg.OffsetCommitResponse), index, nil
+}
+
+// DeleteOffsets deletes a group's committed offsets for parts (Kafka's
+// OffsetDelete, after the coordinator has checked the group no longer
+// consumes those topics). Partitions without an offset are ignored. It is
+// coalesced like CommitOffsets and returns the index of the commit (or of
+// the image it was decided against when nothing needed deleting).
+func (c *ControllerClient) DeleteOffsets(ctx context.Context, group string, parts []metadata.TopicPartition) (uint64, error) {
+	req := offsetCommitRequest(group, len(parts), func(i int) metadata.OffsetCommit {
+		return metadata.OffsetCommit{Topic: parts[i].Topic, Partition: parts[i].Partition, Offset: -1, LeaderEpoch: -1}
+	})
+	req.UnknownTags.Set(DeleteOffsetsTag, []byte{1})
+	resp, index, err := c.Request(ctx, req)
+	if err != nil {
+		return 0, err
+	}
+	for _, t := range resp.(*kmsg.OffsetCommitResponse).Topics {
+		for _, p := range t.Partitions {
+			if p.ErrorCode != 0 {
+				return index, fmt.Errorf("raftfsm: delete offsets of group %q, %s-%d: %w", group, t.Topic, p.Partition, kerr.ErrorForCode(p.ErrorCode))
+			}
+		}
+	}
+	return index, nil
+}
+
+// CommitGroupGeneration records a group's completed rebalance (its
+// generation, protocol, leader and members) in the image, coalesced with
+// other group commits. A generation not above the recorded one fails with
+// kerr.IllegalGeneration.
+func (c *ControllerClient) CommitGroupGeneration(ctx context.Context, gen *metadata.GroupGeneration) (uint64, error) {
+	req := kmsg.NewPtrSyncGroupRequest()
+	req.Group, req.Generation, req.MemberID = gen.Group, gen.Generation, gen.Leader
+	req.ProtocolType, req.Protocol = kmsg.StringPtr(gen.ProtocolType), kmsg.StringPtr(gen.Protocol)
+	for _, m := range gen.Members {
+		a := kmsg.NewSyncGroupRequestGroupAssignment()
+		a.MemberID = m.MemberID
+		if m.InstanceID != "" {
+			a.UnknownTags.Set(InstanceIDTag, []byte(m.InstanceID))
+		}
+		req.GroupAssignment = append(req.GroupAssignment, a)
+	}
+	resp, index, err := c.Request(ctx, req)
+	if err != nil {
+		return 0, err
+	}
+	if code := resp.(*kmsg.SyncGroupResponse).ErrorCode; code != 0 {
+		return index, fmt.Errorf("raftfsm: group %q generation %d: %w", gen.Group, gen.Generation, kerr.ErrorForCode(code))
+	}
+	return index, nil
+}
+
+// DeleteGroups removes the groups' offsets and generations from the image
+// (Kafka's DeleteGroups, after the coordinator has checked each group is
+// empty). A group the image does not hold is not an error.
+func (c *ControllerClient) DeleteGroups(ctx context.Context, groups []string) (uint64, error) {
+	req := kmsg.NewPtrDeleteGroupsRequest()
+	req.Groups = groups
+	resp, index, err := c.Request(ctx, req)
+	if err != nil {
+		return 0, err
+	}
+	for _, g := range resp.(*kmsg.DeleteGroupsResponse).Groups {
+		if g.ErrorCode != 0 {
+			return index, fmt.Errorf("raftfsm: delete group %q: %w", g.Group, kerr.ErrorForCode(g.ErrorCode))
+		}
+	}
+	return index, nil
 }
 
 // AddNonvoter asks the active controller to add node id at addr as a Raft

@@ -109,7 +109,14 @@ func (n *Node) decideFor(req kmsg.Request) decideFunc {
 	case *kmsg.ElectLeadersRequest:
 		return decideElectLeaders(r)
 	case *kmsg.OffsetCommitRequest:
+		if isDeleteOffsets(r) {
+			return decideDeleteOffsets(r)
+		}
 		return decideCommitOffsets(r)
+	case *kmsg.SyncGroupRequest:
+		return decideGroupGeneration(r)
+	case *kmsg.DeleteGroupsRequest:
+		return decideDeleteGroups(r)
 	case *kmsg.AddRaftVoterRequest, *kmsg.DescribeQuorumRequest:
 		// Answered outside the loop (a Raft configuration change, a read of
 		// Raft state); the non-nil func only marks them as served.
@@ -185,6 +192,10 @@ func respTags(resp kmsg.Response) *kmsg.Tags {
 		return &r.UnknownTags
 	case *kmsg.OffsetCommitResponse:
 		return &r.UnknownTags
+	case *kmsg.SyncGroupResponse:
+		return &r.UnknownTags
+	case *kmsg.DeleteGroupsResponse:
+		return &r.UnknownTags
 	}
 	return nil
 }
@@ -254,16 +265,15 @@ func errorResponse(req kmsg.Request, code int16) kmsg.Response {
 			x.Resources = append(x.Resources, o)
 		}
 	case *kmsg.OffsetCommitRequest:
-		x := resp.(*kmsg.OffsetCommitResponse)
-		for _, t := range r.Topics {
-			rt := kmsg.NewOffsetCommitResponseTopic()
-			rt.Topic = t.Topic
-			for _, p := range t.Partitions {
-				rp := kmsg.NewOffsetCommitResponseTopicPartition()
-				rp.Partition, rp.ErrorCode = p.Partition, code
-				rt.Partitions = append(rt.Partitions, rp)
-			}
-			x.Topics = append(x.Topics, rt)
+		resp = offsetCommitAnswer(r, code)
+	case *kmsg.SyncGroupRequest:
+		resp.(*kmsg.SyncGroupResponse).ErrorCode = code
+	case *kmsg.DeleteGroupsRequest:
+		x := resp.(*kmsg.DeleteGroupsResponse)
+		for _, g := range r.Groups {
+			rg := kmsg.NewDeleteGroupsResponseGroup()
+			rg.Group, rg.ErrorCode = g, code
+			x.Groups = append(x.Groups, rg)
 		}
 	}
 	resp.SetVersion(req.GetVersion())
