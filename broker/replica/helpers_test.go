@@ -371,3 +371,11 @@ func serveFrame(ctx context.Context, m *Manager, n *InmemNetwork, self int32, c 
 	_, err := c.Write(out)
 	return err
 }
+
+func batchOfAt(ts int64, values ...string) []byte {
+	vs := make([][]byte, len(values))
+	for i, v := range values {
+		vs[i] = []byte(v)
+	}
+	return recordbatch.BuildValues(ts, vs...)
+}
