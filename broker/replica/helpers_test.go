@@ -130,7 +130,7 @@ type clusterOpts struct {
 }
 
 type cluster struct {
-	t    *testing.T
+	t    testing.TB
 	ctrl *fakeController
 	net  *InmemNetwork
 	ms   map[int32]*Manager
@@ -150,7 +150,7 @@ func topicConfigFromImage(img *metadata.Image, topic string) (TopicConfig, error
 	return tc, nil
 }
 
-func newCluster(t *testing.T, o clusterOpts) *cluster {
+func newCluster(t testing.TB, o clusterOpts) *cluster {
 	t.Helper()
 	if o.lag == 0 {
 		o.lag = 30 * time.Second
@@ -273,7 +273,7 @@ func (c *cluster) sameBelow(topic string, end int64, ids ...int32) {
 
 // serveTCP serves Fetch and OffsetForLeaderEpoch frames for m on a loopback
 // port, the way the root broker's listener would, and returns the port.
-func serveTCP(t *testing.T, m *Manager, n *InmemNetwork, self int32) uint16 {
+func serveTCP(t testing.TB, m *Manager, n *InmemNetwork, self int32) uint16 {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

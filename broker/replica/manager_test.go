@@ -181,3 +181,46 @@ func TestListOffsets(t *testing.T) {
 		t.Fatalf("bad timestamp: %v", err)
 	}
 }
+
+// A log left on disk by an earlier topic of the same name (deleted while
+// this broker was down) is deleted, not served as the new topic's.
+func TestStaleLogOnDiskIsReplaced(t *testing.T) {
+	dir := t.TempDir()
+	sm, _, err := storage.OpenManager(storage.ManagerOptions{Dirs: []string{dir}, DisableScheduler: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := sm.GetOrCreate("twice", 0, storage.DefaultConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := storage.WritePartitionMetadata(filepath.Join(l.Dir(), storage.PartitionMetadataFile), storage.TopicID{1}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.Append(batchOf("from the old topic"), storage.AppendOptions{LeaderEpoch: 0}); err != nil {
+		t.Fatal(err)
+	}
+	ctrl := &fakeController{img: metadata.NewImage()}
+	ctrl.apply(t, &metadata.RegisterBroker{BrokerID: 1, BrokerEpoch: 5})
+	parts := metadata.NewPartitions(0, [][]int32{{1}}, ctrl.image().UsableBrokers())
+	ctrl.apply(t, &metadata.CreateTopic{Name: "twice", ID: [16]byte{2}, Partitions: parts})
+	m, err := NewManager(Config{BrokerID: 1, Storage: sm, TopicConfig: topicConfigFromImage, Controller: ctrl,
+		Dial: NewInmemNetwork().Dialer(1), Logger: zerolog.Nop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sm.Close()
+	defer m.Close()
+	m.Apply(ctrl.image(), nil, true)
+	p, err := m.Partition("twice", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Log().LogEndOffset() != 0 {
+		t.Fatalf("the old topic's records are served: LEO %d", p.Log().LogEndOffset())
+	}
+	id, ok, err := storage.ReadPartitionMetadata(filepath.Join(p.Log().Dir(), storage.PartitionMetadataFile))
+	if err != nil || !ok || id != (storage.TopicID{2}) {
+		t.Fatalf("partition.metadata: %v %v %v", id, ok, err)
+	}
+}
