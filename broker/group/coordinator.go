@@ -1,0 +1,648 @@
+package group
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/raftka/raftka/metadata"
+	"github.com/rs/zerolog"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// MetadataSource is the node's latest applied metadata image.
+type MetadataSource interface {
+	Current() (*metadata.Image, uint64)
+}
+
+// Controller is what the coordinator needs from the active controller.
+// Every call returns once the change is visible in this node's
+// MetadataSource (read-your-writes). *raftfsm.ControllerClient satisfies it.
+type Controller interface {
+	// CreateTopics creates the slots topic on the first FindCoordinator.
+	CreateTopics(ctx context.Context, req *kmsg.CreateTopicsRequest) (*kmsg.CreateTopicsResponse, error)
+	// CommitOffsets stores a group's offsets; concurrent calls are
+	// coalesced into one Raft entry.
+	CommitOffsets(ctx context.Context, group string, offsets []metadata.OffsetCommit) (*kmsg.OffsetCommitResponse, uint64, error)
+	// CommitGroupGeneration records a completed rebalance.
+	CommitGroupGeneration(ctx context.Context, gen metadata.GroupGeneration) error
+	// DeleteGroups removes groups' offsets and generations.
+	DeleteGroups(ctx context.Context, groups []string) error
+	// DeleteOffsets removes some of a group's committed offsets.
+	DeleteOffsets(ctx context.Context, group string, partitions []metadata.TopicPartition) error
+}
+
+// CoordinatorConfig configures a Coordinator.
+type CoordinatorConfig struct {
+	NodeID int32
+	Group  Config
+	// OffsetsTopicPartitions and OffsetsTopicReplicationFactor are
+	// offsets.topic.num.partitions and offsets.topic.replication.factor,
+	// used when the slots topic is created. As in Kafka the replication
+	// factor is not lowered to fit a small cluster: FindCoordinator answers
+	// COORDINATOR_NOT_AVAILABLE until enough brokers are registered (a
+	// slots topic created with fewer replicas would stay that way, and its
+	// coordinators could not fail over).
+	OffsetsTopicPartitions        int32
+	OffsetsTopicReplicationFactor int16
+	// PersistTimeout bounds one controller call made from a group's loop
+	// (10s when zero).
+	PersistTimeout time.Duration
+	Logger         zerolog.Logger
+}
+
+// Coordinator coordinates the groups whose slots this broker leads. Its
+// methods may be called from any goroutine; see the package doc for the
+// loops and locks.
+type Coordinator struct {
+	cfg  CoordinatorConfig
+	md   MetadataSource
+	ctrl Controller
+	log  zerolog.Logger
+
+	ctx    context.Context
+	cancel context.CancelFunc
+
+	mu     sync.Mutex // guards groups, closed and adding to wg
+	groups map[string]*loop
+	closed bool
+	wg     sync.WaitGroup
+
+	createMu sync.Mutex // one slots-topic creation at a time
+}
+
+// NewCoordinator returns a coordinator; Close stops its loops.
+func NewCoordinator(cfg CoordinatorConfig, md MetadataSource, ctrl Controller) *Coordinator {
+	if cfg.PersistTimeout <= 0 {
+		cfg.PersistTimeout = 10 * time.Second
+	}
+	if cfg.OffsetsTopicPartitions <= 0 {
+		cfg.OffsetsTopicPartitions = 50
+	}
+	if cfg.OffsetsTopicReplicationFactor <= 0 {
+		cfg.OffsetsTopicReplicationFactor = 3
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	return &Coordinator{cfg: cfg, md: md, ctrl: ctrl, log: cfg.Logger, ctx: ctx, cancel: cancel, groups: make(map[string]*loop)}
+}
+
+// Close unloads every group (waiting requests get NOT_COORDINATOR) and
+// waits for the loops to end.
+func (c *Coordinator) Close() {
+	c.mu.Lock()
+	c.closed = true
+	c.mu.Unlock()
+	c.cancel()
+	c.wg.Wait()
+}
+
+// errFor turns a state-machine code into an error for the broker's mapping.
+func errFor(code int16) error {
+	if code == 0 {
+		return nil
+	}
+	return kerr.ErrorForCode(code)
+}
+
+// controllerErr keeps a protocol error from the controller and turns any
+// other failure (no quorum, a lost connection) into the retriable
+// COORDINATOR_NOT_AVAILABLE Kafka answers when its log append fails.
+func controllerErr(err error) error {
+	var ke *kerr.Error
+	if err == nil || errors.As(err, &ke) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return err
+	}
+	return fmt.Errorf("%w: %w", kerr.CoordinatorNotAvailable, err)
+}
+
+// Ownership returns nil when this broker coordinates groupID in img, else
+// NOT_COORDINATOR (as a *kerr.Error).
+func (c *Coordinator) Ownership(img *metadata.Image, groupID string) error {
+	code, _ := ownership(img, c.cfg.NodeID, groupID)
+	return errFor(code)
+}
+
+// Locate returns the broker that coordinates groupID, creating the slots
+// topic on first use as Kafka does. COORDINATOR_NOT_AVAILABLE means the
+// slot has no leader yet (or cannot have one: too few brokers).
+func (c *Coordinator) Locate(ctx context.Context, groupID string) (int32, error) {
+	img, _ := c.md.Current()
+	p, ok := Place(img, groupID)
+	if !ok {
+		if err := c.createSlots(ctx); err != nil {
+			return -1, err
+		}
+		img, _ = c.md.Current()
+		if p, ok = Place(img, groupID); !ok {
+			return -1, kerr.CoordinatorNotAvailable
+		}
+	}
+	if p.Leader < 0 {
+		return -1, kerr.CoordinatorNotAvailable
+	}
+	return p.Leader, nil
+}
+
+func (c *Coordinator) createSlots(ctx context.Context) error {
+	c.createMu.Lock()
+	defer c.createMu.Unlock()
+	if img, _ := c.md.Current(); img != nil {
+		if _, ok := img.Topic(OffsetsTopic); ok {
+			return nil
+		}
+	}
+	req := kmsg.NewPtrCreateTopicsRequest()
+	req.TimeoutMillis = 10000
+	t := kmsg.NewCreateTopicsRequestTopic()
+	t.Topic = OffsetsTopic
+	t.NumPartitions = c.cfg.OffsetsTopicPartitions
+	t.ReplicationFactor = c.cfg.OffsetsTopicReplicationFactor
+	// Kafka's internal-topic configs; no records are ever written here,
+	// but tools that describe the topic see what they expect.
+	for _, kv := range [][2]string{{"cleanup.policy", "compact"}, {"compression.type", "producer"}} {
+		cfg := kmsg.NewCreateTopicsRequestTopicConfig()
+		cfg.Name, cfg.Value = kv[0], kmsg.StringPtr(kv[1])
+		t.Configs = append(t.Configs, cfg)
+	}
+	req.Topics = append(req.Topics, t)
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	resp, err := c.ctrl.CreateTopics(ctx, req)
+	if err != nil {
+		c.log.Info().Err(err).Msg("creating the group coordinator slots topic failed; FindCoordinator answers COORDINATOR_NOT_AVAILABLE")
+		return kerr.CoordinatorNotAvailable
+	}
+	for _, rt := range resp.Topics {
+		if rt.ErrorCode != 0 && rt.ErrorCode != kerr.TopicAlreadyExists.Code {
+			c.log.Info().Int16("error", rt.ErrorCode).Str("message", derefStr(rt.ErrorMessage)).
+				Int16("replication_factor", c.cfg.OffsetsTopicReplicationFactor).
+				Msg("the group coordinator slots topic cannot be created yet; FindCoordinator answers COORDINATOR_NOT_AVAILABLE")
+			return kerr.CoordinatorNotAvailable
+		}
+	}
+	return nil
+}
+
+func derefStr(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}
+
+// op runs on a group's loop. When this broker does not coordinate the
+// group, g is nil and code says why.
+type op func(g *Group, now time.Time, img *metadata.Image, code int16)
+
+// loop is one group's event loop.
+type loop struct {
+	id    string
+	mu    sync.Mutex // guards queue
+	queue []op
+	wake  chan struct{}
+}
+
+func (l *loop) take() []op {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	q := l.queue
+	l.queue = nil
+	return q
+}
+
+// submit queues fn on the group's loop, starting the loop if needed. fn
+// runs exactly once.
+func (c *Coordinator) submit(groupID string, fn op) {
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		fn(nil, time.Now(), nil, kerr.NotCoordinator.Code)
+		return
+	}
+	l := c.groups[groupID]
+	if l == nil {
+		l = &loop{id: groupID, wake: make(chan struct{}, 1)}
+		c.groups[groupID] = l
+		c.wg.Add(1)
+		go c.run(l)
+	}
+	l.mu.Lock()
+	l.queue = append(l.queue, fn)
+	l.mu.Unlock()
+	c.mu.Unlock()
+	select {
+	case l.wake <- struct{}{}:
+	default:
+	}
+}
+
+// tryExit removes an idle loop from the map unless work arrived meanwhile.
+func (c *Coordinator) tryExit(l *loop) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if len(l.queue) > 0 {
+		return false
+	}
+	delete(c.groups, l.id)
+	return true
+}
+
+func (c *Coordinator) run(l *loop) {
+	defer c.wg.Done()
+	var (
+		g     *Group
+		epoch int32
+	)
+	timer := time.NewTimer(time.Hour)
+	timer.Stop()
+	defer timer.Stop()
+	for {
+		select {
+		case <-c.ctx.Done():
+			if g != nil {
+				g.Unload(kerr.NotCoordinator.Code)
+			}
+			c.mu.Lock()
+			delete(c.groups, l.id)
+			c.mu.Unlock()
+			for _, fn := range l.take() {
+				fn(nil, time.Now(), nil, kerr.NotCoordinator.Code)
+			}
+			return
+		case <-l.wake:
+		case <-timer.C:
+		}
+		img, _ := c.md.Current()
+		code, ep := int16(kerr.NotCoordinator.Code), int32(-1)
+		if img != nil {
+			code, ep = ownership(img, c.cfg.NodeID, l.id)
+		}
+		if g != nil && (code != 0 || ep != epoch) {
+			// The slot moved away, or away and back: members rejoin,
+			// and a reloaded group starts from the image.
+			c.log.Info().Str("group", l.id).Msg("group unloaded: its coordinator slot moved")
+			g.Unload(kerr.NotCoordinator.Code)
+			g = nil
+		}
+		for _, fn := range l.take() {
+			if code != 0 {
+				fn(nil, time.Now(), img, code)
+				continue
+			}
+			if g == nil {
+				g, epoch = c.load(img, l.id), ep
+			}
+			fn(g, time.Now(), img, 0)
+			c.settle(g)
+		}
+		if g != nil {
+			c.settle(g)
+		}
+		if (g == nil || g.Idle()) && c.tryExit(l) {
+			return
+		}
+		if g != nil {
+			if d, ok := g.NextDeadline(); ok {
+				timer.Reset(time.Until(d))
+			}
+		}
+	}
+}
+
+func (c *Coordinator) load(img *metadata.Image, id string) *Group {
+	if gen, ok := img.GroupGeneration(id); ok {
+		return New(id, c.cfg.Group, &gen)
+	}
+	return New(id, c.cfg.Group, nil)
+}
+
+// settle runs the group's due timers and persists the generations it asks
+// for. Each round is bounded; a persist failure feeds back into the group.
+func (c *Coordinator) settle(g *Group) {
+	for range 8 {
+		g.Tick(time.Now())
+		rec := g.TakePersist()
+		if rec == nil {
+			return
+		}
+		ctx, cancel := context.WithTimeout(c.ctx, c.cfg.PersistTimeout)
+		err := c.ctrl.CommitGroupGeneration(ctx, *rec)
+		cancel()
+		if err != nil {
+			c.log.Warn().Err(err).Str("group", g.ID()).Int32("generation", rec.Generation).Msg("persisting a group generation failed")
+		}
+		g.Persisted(time.Now(), rec.Generation, err)
+	}
+}
+
+// imageHas reports whether the image knows the group (a recorded generation
+// or committed offsets).
+func imageHas(img *metadata.Image, id string) bool {
+	if img == nil {
+		return false
+	}
+	if _, ok := img.GroupGeneration(id); ok {
+		return true
+	}
+	_, found := slices.BinarySearch(img.Groups(), id)
+	return found
+}
+
+// call runs fn on the group's loop and waits for it (or ctx).
+func call[T any](ctx context.Context, c *Coordinator, groupID string, fn func(g *Group, now time.Time, img *metadata.Image, code int16) T) (T, error) {
+	ch := make(chan T, 1)
+	c.submit(groupID, func(g *Group, now time.Time, img *metadata.Image, code int16) {
+		ch <- fn(g, now, img, code)
+	})
+	select {
+	case v := <-ch:
+		return v, nil
+	case <-ctx.Done():
+		var zero T
+		return zero, ctx.Err()
+	}
+}
+
+// Join queues a JoinGroup; the answer arrives on the channel once the
+// rebalance completes (r.Reply is replaced). The request is queued when
+// Join returns, so the caller may let its connection go on.
+func (c *Coordinator) Join(groupID string, r JoinRequest) <-chan JoinResult {
+	ch := make(chan JoinResult, 1)
+	r.Reply = func(res JoinResult) { ch <- res }
+	c.submit(groupID, func(g *Group, now time.Time, _ *metadata.Image, code int16) {
+		if code != 0 {
+			r.Reply(JoinResult{ErrorCode: code, MemberID: r.MemberID, Generation: -1})
+			return
+		}
+		g.Join(now, r)
+	})
+	return ch
+}
+
+// Sync queues a SyncGroup; see Join.
+func (c *Coordinator) Sync(groupID string, r SyncRequest) <-chan SyncResult {
+	ch := make(chan SyncResult, 1)
+	r.Reply = func(res SyncResult) { ch <- res }
+	c.submit(groupID, func(g *Group, now time.Time, _ *metadata.Image, code int16) {
+		if code != 0 {
+			r.Reply(SyncResult{ErrorCode: code})
+			return
+		}
+		g.Sync(now, r)
+	})
+	return ch
+}
+
+// Heartbeat handles a Heartbeat.
+func (c *Coordinator) Heartbeat(ctx context.Context, groupID, memberID, instanceID string, generation int32) error {
+	code, err := call(ctx, c, groupID, func(g *Group, now time.Time, _ *metadata.Image, code int16) int16 {
+		if code != 0 {
+			return code
+		}
+		return g.Heartbeat(now, memberID, instanceID, generation)
+	})
+	if err != nil {
+		return err
+	}
+	return errFor(code)
+}
+
+// LeaveMember is one member of a LeaveGroup.
+type LeaveMember struct{ MemberID, InstanceID string }
+
+// Leave handles a LeaveGroup: a group-level error (NOT_COORDINATOR), or one
+// error per member.
+func (c *Coordinator) Leave(ctx context.Context, groupID string, members []LeaveMember) ([]error, error) {
+	codes, err := call(ctx, c, groupID, func(g *Group, now time.Time, _ *metadata.Image, code int16) []int16 {
+		if code != 0 {
+			return []int16{code}
+		}
+		out := make([]int16, len(members))
+		for i, m := range members {
+			out[i] = g.Leave(now, m.MemberID, m.InstanceID)
+		}
+		return out
+	})
+	if err != nil {
+		return nil, err
+	}
+	if len(codes) != len(members) {
+		return nil, errFor(codes[0])
+	}
+	errs := make([]error, len(codes))
+	for i, code := range codes {
+		errs[i] = errFor(code)
+	}
+	return errs, nil
+}
+
+// CommitRequest is the group part of an OffsetCommit plus the offsets that
+// passed the per-partition checks.
+type CommitRequest struct {
+	Group                string
+	MemberID, InstanceID string
+	Generation           int32
+	Offsets              []metadata.OffsetCommit
+}
+
+// Commit validates the member and generation on the group's loop, then
+// commits the offsets through the controller (coalesced with other
+// commits). The error applies to every offset in the request.
+func (c *Coordinator) Commit(ctx context.Context, r CommitRequest) error {
+	code, err := call(ctx, c, r.Group, func(g *Group, now time.Time, _ *metadata.Image, code int16) int16 {
+		if code != 0 {
+			return code
+		}
+		return g.ValidateCommit(now, r.MemberID, r.InstanceID, r.Generation)
+	})
+	if err != nil {
+		return err
+	}
+	if code != 0 || len(r.Offsets) == 0 {
+		return errFor(code)
+	}
+	resp, _, err := c.ctrl.CommitOffsets(ctx, r.Group, r.Offsets)
+	if err != nil {
+		return controllerErr(err)
+	}
+	for _, t := range resp.Topics {
+		for _, p := range t.Partitions {
+			if p.ErrorCode != 0 {
+				return errFor(p.ErrorCode)
+			}
+		}
+	}
+	return nil
+}
+
+// Describe returns a group as DescribeGroups shows it. A group that exists
+// neither here nor in the image is GROUP_ID_NOT_FOUND.
+func (c *Coordinator) Describe(ctx context.Context, groupID string) (Description, error) {
+	type result struct {
+		d    Description
+		code int16
+	}
+	res, err := call(ctx, c, groupID, func(g *Group, _ time.Time, img *metadata.Image, code int16) result {
+		if code != 0 {
+			return result{code: code}
+		}
+		d := g.Describe()
+		if d.State == Empty && !imageHas(img, groupID) {
+			return result{code: kerr.GroupIDNotFound.Code}
+		}
+		return result{d: d}
+	})
+	if err != nil {
+		return Description{}, err
+	}
+	return res.d, errFor(res.code)
+}
+
+// Listing is one group in ListGroups.
+type Listing struct {
+	Group        string
+	State        State
+	ProtocolType string
+}
+
+// List returns the groups this broker coordinates: loaded ones with their
+// state, and those only the image knows as Empty.
+func (c *Coordinator) List(ctx context.Context) ([]Listing, error) {
+	img, _ := c.md.Current()
+	if img == nil {
+		return nil, nil
+	}
+	c.mu.Lock()
+	loaded := make(map[string]bool, len(c.groups))
+	for id := range c.groups {
+		loaded[id] = true
+	}
+	c.mu.Unlock()
+	names := img.Groups()
+	for id := range loaded {
+		if _, found := slices.BinarySearch(names, id); !found {
+			names = append(names, id)
+		}
+	}
+	slices.Sort(names)
+	var out []Listing
+	for _, id := range names {
+		if code, _ := ownership(img, c.cfg.NodeID, id); code != 0 {
+			continue
+		}
+		if !loaded[id] {
+			l := Listing{Group: id, State: Empty}
+			if gen, ok := img.GroupGeneration(id); ok {
+				l.ProtocolType = gen.ProtocolType
+			}
+			out = append(out, l)
+			continue
+		}
+		d, err := c.Describe(ctx, id)
+		switch {
+		case errors.Is(err, kerr.GroupIDNotFound), errors.Is(err, kerr.NotCoordinator):
+			continue
+		case err != nil:
+			return nil, err
+		}
+		out = append(out, Listing{Group: id, State: d.State, ProtocolType: d.ProtocolType})
+	}
+	return out, nil
+}
+
+// Delete deletes groups that have no members (NON_EMPTY_GROUP otherwise),
+// with their offsets; one error per group. Groups are deleted in parallel,
+// so their controller commits coalesce.
+func (c *Coordinator) Delete(ctx context.Context, groups []string) []error {
+	chans := make([]chan error, len(groups))
+	for i, id := range groups {
+		ch := make(chan error, 1)
+		chans[i] = ch
+		c.submit(id, func(g *Group, _ time.Time, img *metadata.Image, code int16) {
+			switch {
+			case code != 0:
+				ch <- errFor(code)
+			case g.State() != Empty:
+				ch <- kerr.NonEmptyGroup
+			case !imageHas(img, id):
+				ch <- kerr.GroupIDNotFound
+			default:
+				dctx, cancel := context.WithTimeout(c.ctx, c.cfg.PersistTimeout)
+				err := c.ctrl.DeleteGroups(dctx, []string{id})
+				cancel()
+				if err == nil {
+					g.Unload(kerr.NotCoordinator.Code)
+				}
+				ch <- controllerErr(err)
+			}
+		})
+	}
+	errs := make([]error, len(groups))
+	for i, ch := range chans {
+		select {
+		case errs[i] = <-ch:
+		case <-ctx.Done():
+			errs[i] = ctx.Err()
+		}
+	}
+	return errs
+}
+
+// DeleteOffsets handles OffsetDelete: a group-level error, or per
+// partition either nil or GROUP_SUBSCRIBED_TO_TOPIC (a member of a
+// non-empty consumer group subscribes to the topic). The others are deleted.
+func (c *Coordinator) DeleteOffsets(ctx context.Context, groupID string, parts []metadata.TopicPartition) ([]error, error) {
+	type result struct {
+		code       int16
+		subscribed func(topic string) bool
+	}
+	res, err := call(ctx, c, groupID, func(g *Group, _ time.Time, img *metadata.Image, code int16) result {
+		switch {
+		case code != 0:
+			return result{code: code}
+		case g.State() == Empty && !imageHas(img, groupID):
+			return result{code: kerr.GroupIDNotFound.Code}
+		case g.State() == Empty:
+			return result{subscribed: func(string) bool { return false }}
+		case g.ProtocolType() == ConsumerProtocolType:
+			md, ok := g.SubscriptionMetadata()
+			var topics map[string]bool
+			if ok {
+				topics, ok = SubscribedTopics(md)
+			}
+			if !ok {
+				return result{subscribed: func(string) bool { return true }}
+			}
+			return result{subscribed: func(t string) bool { return topics[t] }}
+		default:
+			return result{code: kerr.NonEmptyGroup.Code}
+		}
+	})
+	if err != nil {
+		return nil, err
+	}
+	if res.code != 0 {
+		return nil, errFor(res.code)
+	}
+	errs := make([]error, len(parts))
+	var del []metadata.TopicPartition
+	for i, p := range parts {
+		if res.subscribed(p.Topic) {
+			errs[i] = kerr.GroupSubscribedToTopic
+			continue
+		}
+		del = append(del, p)
+	}
+	if len(del) > 0 {
+		if err := c.ctrl.DeleteOffsets(ctx, groupID, del); err != nil {
+			return nil, controllerErr(err)
+		}
+	}
+	return errs, nil
+}

@@ -1,0 +1,50 @@
+// Package group is the classic consumer group coordinator: which broker
+// coordinates a group, the group state machine, and the event loops that
+// drive it.
+//
+// # What it owns
+//
+//   - slot.go: placement. A group belongs to one of the partitions of the
+//     internal topic __consumer_offsets (offsets.topic.num.partitions slots),
+//     chosen as Kafka does (Java String.hashCode of the group id, sign bit
+//     masked, modulo the slot count), and the partition's leader coordinates
+//     it. The topic holds no records here: offsets and generations live in
+//     the Raft metadata image, so its leaders only say who coordinates, and
+//     a coordinator that moves (a broker fails or shuts down, leadership is
+//     rebalanced) finds every committed offset already in its image.
+//   - group.go: Group, the pure state machine (Empty, PreparingRebalance,
+//     CompletingRebalance, Stable, Dead). Inputs carry the time; replies go
+//     to callbacks; timers are a NextDeadline/Tick pair; generation records
+//     to persist are taken with TakePersist. No goroutines, no clock, no
+//     I/O: table-tested with a fake clock.
+//   - member.go: member ids and the consumer protocol subscription decoder.
+//   - coordinator.go: Coordinator, which owns one event loop per loaded group
+//     and is what the broker's API handlers call.
+//
+// # Goroutines and locks
+//
+// Coordinator methods may be called from any goroutine. Each loaded group is
+// owned by one goroutine (its loop); every operation on the group is a
+// closure queued to that loop, run in arrival order, so a group's state is
+// never shared. A loop persists generations through the controller itself
+// (a few milliseconds of Raft commit, during which the group's other
+// requests wait, as they wait on Kafka's group lock). A loop ends when its
+// group is idle (Empty and fully persisted: the image holds all there is)
+// or no longer coordinated here; the group is loaded again from the image
+// on its next request.
+//
+// Locks: Coordinator.mu (the loop map) then loop.mu (the loop's queue). No
+// other lock is held while taking one, and neither is held while calling
+// the controller or a reply callback.
+//
+// Committed offsets are not kept here: OffsetCommit validates the member
+// and generation on the group's loop and then commits through the
+// controller, which coalesces concurrent commits into one Raft entry;
+// OffsetFetch reads the image.
+//
+// # Imports
+//
+// It imports metadata, kmsg/kerr and zerolog. It must not import the root
+// broker package, raftfsm or storage: the controller and the metadata view
+// arrive as the small interfaces Controller and MetadataSource.
+package group
