@@ -32,6 +32,31 @@
 //     polling. A Partition keeps two watcher lists, woken on high-watermark
 //     or role changes (produce) and on appends (fetch).
 //
+// # How the broker uses it
+//
+// Server wiring: NewManager(Config{BrokerID, Storage, TopicConfig,
+// Controller: the raftfsm ControllerClient, Dial: TCPDialer(...),
+// InterBrokerListener, Logger, timings from server.properties}); then, from
+// the metadata subscription's goroutine, Apply(ev.Image, ev.Delta, ev.Reset)
+// for every event in order; on shutdown Close (before closing storage).
+//
+// Handlers look a partition up with Manager.Partition (an error there is the
+// partition's error code) and then:
+//
+//   - Produce: AppendAsLeader(batch, acks) per partition; for acks=-1 collect
+//     the returned Acks and call WaitAcks(ctx, timeout_ms, acks) once for the
+//     request. acks values other than -1, 0, 1 are the handler's
+//     INVALID_REQUIRED_ACKS.
+//   - Fetch: resolve the session into a FetchRequest and call Manager.Fetch
+//     (it waits for MinBytes/MaxWait); each ReadResult carries the region to
+//     send with sendfile, the HW, LSO, log start offset, DivergingEpoch and
+//     the error. ServeFetch does the same from a kmsg request without
+//     sessions, copying the bytes.
+//   - OffsetForLeaderEpoch: Partition.OffsetForLeaderEpoch, or
+//     ServeOffsetForLeaderEpoch for a whole request.
+//   - ListOffsets: Partition.ListOffsets; DeleteRecords:
+//     Partition.DeleteRecords.
+//
 // # Imports
 //
 // It imports storage, metadata, kmsg, kerr and zerolog. It must not import the
