@@ -200,6 +200,7 @@ func CheckDirs(dirs []string, clusterID string, nodeID int32) ([]MetaProperties,
 // characters.
 type UUID [16]byte
 
+// String renders the id as Kafka does: unpadded base64url, 22 characters.
 func (u UUID) String() string { return base64.RawURLEncoding.EncodeToString(u[:]) }
 
 // ParseUUID accepts 22 unpadded base64url characters. Like Kafka's

@@ -1,7 +1,6 @@
 package storage
 
 import (
-	"encoding/base64"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -9,20 +8,17 @@ import (
 	"strings"
 )
 
-// TopicID is a Kafka topic UUID.
-type TopicID [16]byte
+// TopicID is a Kafka topic UUID: the same 128-bit Uuid as UUID, so one
+// type carries one parse and one format. It is an alias, so conversions
+// such as storage.TopicID(image.ID) keep working.
+type TopicID = UUID
 
-// String renders the id as Kafka does: URL-safe base64 without padding.
-func (id TopicID) String() string { return base64.RawURLEncoding.EncodeToString(id[:]) }
-
-// ParseTopicID parses the String form.
+// ParseTopicID parses the String form (22 unpadded base64url characters).
 func ParseTopicID(s string) (TopicID, error) {
-	var id TopicID
-	b, err := base64.RawURLEncoding.DecodeString(s)
-	if err != nil || len(b) != 16 {
-		return id, fmt.Errorf("bad topic id %q", s)
+	id, err := ParseUUID(s)
+	if err != nil {
+		return id, fmt.Errorf("bad topic id %q: %v", s, err)
 	}
-	copy(id[:], b)
 	return id, nil
 }
 
