@@ -60,18 +60,20 @@ func newClient(c *cli.Context, opts ...kgo.Opt) (*kgo.Client, error) {
 	}
 	base := []kgo.Opt{
 		kgo.SeedBrokers(seeds...),
-		kgo.WithLogger(kgoLogger{}),
+		kgo.WithLogger(kgoLogger{l: logger}),
 		kgo.ClientID("raftka-cli"),
 	}
 	return kgo.NewClient(append(base, opts...)...)
 }
 
 // kgoLogger adapts kgo's logger to zerolog. kgo is chatty at info, so its
-// messages are demoted one level: a user who asks for debug sees them.
-type kgoLogger struct{}
+// messages are demoted one level: a user who asks for debug sees them. It
+// keeps its own copy of the logger because kgo may log from goroutines that
+// outlive the command.
+type kgoLogger struct{ l zerolog.Logger }
 
-func (kgoLogger) Level() kgo.LogLevel {
-	switch l := logger.GetLevel(); {
+func (k kgoLogger) Level() kgo.LogLevel {
+	switch l := k.l.GetLevel(); {
 	case l <= zerolog.TraceLevel:
 		return kgo.LogLevelDebug
 	case l <= zerolog.DebugLevel:
@@ -83,17 +85,17 @@ func (kgoLogger) Level() kgo.LogLevel {
 	}
 }
 
-func (kgoLogger) Log(level kgo.LogLevel, msg string, keyvals ...any) {
+func (k kgoLogger) Log(level kgo.LogLevel, msg string, keyvals ...any) {
 	var ev *zerolog.Event
 	switch level {
 	case kgo.LogLevelError:
-		ev = logger.Error()
+		ev = k.l.Error()
 	case kgo.LogLevelWarn:
-		ev = logger.Warn()
+		ev = k.l.Warn()
 	case kgo.LogLevelInfo:
-		ev = logger.Debug()
+		ev = k.l.Debug()
 	default:
-		ev = logger.Trace()
+		ev = k.l.Trace()
 	}
 	for i := 0; i+1 < len(keyvals); i += 2 {
 		ev = ev.Interface(fmt.Sprint(keyvals[i]), keyvals[i+1])

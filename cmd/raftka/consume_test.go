@@ -1,0 +1,68 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+func TestConsumeGroupCommits(t *testing.T) {
+	bs := startKfake(t, kfake.SeedTopics(3, "events"))
+	var in strings.Builder
+	for i := range 30 {
+		fmt.Fprintf(&in, "k%d\tv%d\n", i, i)
+	}
+	mustRun(t, in.String(), "produce", "--bootstrap-server", bs, "--topic", "events", "--parse-key")
+
+	group := []string{"consume", "--bootstrap-server", bs, "--topic", "events", "--group", "g1", "--from-beginning"}
+	// The first run stops after 20 of 30: only those 20 may be committed.
+	first := mustRun(t, "", append(group, "--max-messages", "20", "--print-key")...)
+	second := mustRun(t, "", append(group, "--timeout-ms", "3000", "--print-key")...)
+	seen := map[string]int{}
+	for _, l := range strings.Split(strings.TrimSuffix(first+second, "\n"), "\n") {
+		seen[l]++
+	}
+	if len(strings.Split(strings.TrimSuffix(first, "\n"), "\n")) != 20 || len(seen) != 30 {
+		t.Fatalf("first run:\n%s\nsecond run:\n%s", first, second)
+	}
+	for l, n := range seen {
+		if n != 1 {
+			t.Errorf("%q read %d times", l, n)
+		}
+	}
+
+	// Everything is committed now: a third run reads nothing.
+	if third := mustRun(t, "", append(group, "--timeout-ms", "1500")...); third != "" {
+		t.Fatalf("third run of a fully committed group read %q", third)
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(bs))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	offs, err := kadm.NewClient(cl).FetchOffsets(ctx, "g1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var total int64
+	offs.Each(func(o kadm.OffsetResponse) { total += o.At })
+	if total != 30 {
+		t.Fatalf("committed offsets add up to %d, want 30: %v", total, offs)
+	}
+}
+
+func TestConsumeIdleTimeoutOnEmptyTopic(t *testing.T) {
+	bs := startKfake(t, kfake.SeedTopics(1, "empty"))
+	out, errOut, err := runCLI(t, "", "consume", "--bootstrap-server", bs, "--topic", "empty", "--from-beginning", "--timeout-ms", "300")
+	if err != nil || out != "" || errOut != "Processed a total of 0 messages\n" {
+		t.Fatalf("out %q, stderr %q, err %v", out, errOut, err)
+	}
+}
