@@ -86,8 +86,8 @@ func decideHeartbeat(req *kmsg.BrokerHeartbeatRequest) decideFunc {
 			return decision{resp: resp}
 		}
 		l := c.leaseOf(b.ID, now)
-		l.lastSeen = now
-		l.metadataOffset = req.CurrentMetadataOffset
+		_, leaderIndex := c.n.pub.Current()
+		l.heartbeat(now, req.CurrentMetadataOffset, leaderIndex)
 		need := l.regIndex
 		if need == 0 {
 			need = c.startIndex

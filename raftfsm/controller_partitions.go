@@ -102,7 +102,7 @@ const maxElectionsPerRebalance = 1000
 // usable and in the ISR (the documented leader.imbalance.per.broker.percentage
 // rule; pct 0 moves every misplaced leadership, which is what Kafka 4's
 // KRaft controller does whatever the key says). At most limit records.
-func rebalanceLeaders(img *metadata.Image, pct int, limit int) []metadata.Record {
+func rebalanceLeaders(img *metadata.Image, pct int32, limit int) []metadata.Record {
 	type tally struct{ preferred, misplaced int }
 	counts := map[int32]*tally{}
 	for _, t := range img.Topics() {
@@ -124,7 +124,7 @@ func rebalanceLeaders(img *metadata.Image, pct int, limit int) []metadata.Record
 	over := func(id int32) bool {
 		c := counts[id]
 		// misplaced/preferred > pct/100, in integers.
-		return c != nil && c.misplaced > 0 && c.misplaced*100 > pct*c.preferred
+		return c != nil && c.misplaced > 0 && c.misplaced*100 > int(pct)*c.preferred
 	}
 	recs := partitionChanges(img, metadata.ReasonPreferredElection, func(metadata.TopicImage) bool { return false },
 		func(p metadata.PartitionRegistration) bool {

@@ -234,7 +234,7 @@ func TestRebalanceLeaders(t *testing.T) {
 		name   string
 		parts  []pspec
 		fenced []int32
-		pct    int
+		pct    int32
 		limit  int
 		want   []int32 // partitions moved back to broker 1
 	}{

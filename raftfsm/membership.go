@@ -7,18 +7,25 @@ import (
 
 	"github.com/hashicorp/raft"
 	"github.com/raftka/raftka/metadata"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // ReplicaStatus is one member of the Raft configuration as this node sees
-// it. LastContact and MetadataOffset come from the member's last broker
-// heartbeat (hashicorp/raft does not expose its per-follower replication
-// state); they are known only on the leader, and only for members that run
-// a broker. Zero LastContact and MetadataOffset -1 mean unknown.
+// it. LastContact, LastCaughtUp and MetadataOffset come from the member's
+// broker heartbeats (hashicorp/raft does not expose its per-follower
+// replication state); they are known only on the leader, and only for
+// members that run a broker and have heartbeated to this controller. Zero
+// times and MetadataOffset -1 mean unknown.
 type ReplicaStatus struct {
-	ID             int32
-	Addr           string
-	LastContact    time.Time
+	ID   int32
+	Addr string
+	// LastContact is the last heartbeat.
+	LastContact time.Time
+	// LastCaughtUp is the last time the member had applied everything the
+	// leader had applied (Kafka's LastCaughtUpTimestamp).
+	LastCaughtUp time.Time
+	// MetadataOffset is the index the member had applied at LastContact.
 	MetadataOffset int64
 }
 
@@ -76,11 +83,12 @@ func (n *Node) QuorumStatus(ctx context.Context) (QuorumStatus, error) {
 			continue
 		}
 		rs := ReplicaStatus{ID: int32(id64), Addr: string(s.Address), MetadataOffset: -1}
-		if l, ok := leases[rs.ID]; ok && l.metadataOffset > 0 {
-			rs.LastContact, rs.MetadataOffset = l.lastSeen, l.metadataOffset
+		if l, ok := leases[rs.ID]; ok && l.heard {
+			rs.LastContact, rs.LastCaughtUp, rs.MetadataOffset = l.lastSeen, l.caughtUpAt, l.metadataOffset
 		}
 		if rs.ID == n.cfg.NodeID {
-			rs.LastContact, rs.MetadataOffset = time.Now(), int64(st.AppliedIndex)
+			now := time.Now()
+			rs.LastContact, rs.LastCaughtUp, rs.MetadataOffset = now, now, int64(st.AppliedIndex)
 		}
 		if s.Suffrage == raft.Voter {
 			st.Voters = append(st.Voters, rs)
@@ -97,6 +105,21 @@ const MetadataTopic = "__cluster_metadata"
 
 func (n *Node) describeQuorum(ctx context.Context, req *kmsg.DescribeQuorumRequest) kmsg.Response {
 	resp := req.ResponseKind().(*kmsg.DescribeQuorumResponse)
+	if len(req.Topics) != 1 || req.Topics[0].Topic != MetadataTopic || len(req.Topics[0].Partitions) != 1 || req.Topics[0].Partitions[0].Partition != 0 {
+		// Kafka knows only the metadata log's one partition and answers
+		// anything else per partition.
+		for _, rt := range req.Topics {
+			t := kmsg.NewDescribeQuorumResponseTopic()
+			t.Topic = rt.Topic
+			for _, rp := range rt.Partitions {
+				p := kmsg.NewDescribeQuorumResponseTopicPartition()
+				p.Partition, p.ErrorCode = rp.Partition, kerr.UnknownTopicOrPartition.Code
+				t.Partitions = append(t.Partitions, p)
+			}
+			resp.Topics = append(resp.Topics, t)
+		}
+		return resp
+	}
 	st, err := n.QuorumStatus(ctx)
 	if err != nil {
 		return errorResponse(req, errCode(ErrNotController))
@@ -112,11 +135,7 @@ func (n *Node) describeQuorum(ctx context.Context, req *kmsg.DescribeQuorumReque
 		for _, r := range rs {
 			s := kmsg.NewDescribeQuorumResponseTopicPartitionReplicaState()
 			s.ReplicaID, s.LogEndOffset = r.ID, r.MetadataOffset
-			s.LastFetchTimestamp, s.LastCaughtUpTimestamp = -1, -1
-			if !r.LastContact.IsZero() {
-				s.LastFetchTimestamp = r.LastContact.UnixMilli()
-				s.LastCaughtUpTimestamp = s.LastFetchTimestamp
-			}
+			s.LastFetchTimestamp, s.LastCaughtUpTimestamp = millisOrUnknown(r.LastContact), millisOrUnknown(r.LastCaughtUp)
 			out = append(out, s)
 		}
 		return out
@@ -125,15 +144,24 @@ func (n *Node) describeQuorum(ctx context.Context, req *kmsg.DescribeQuorumReque
 	t.Partitions = append(t.Partitions, p)
 	resp.Topics = append(resp.Topics, t)
 	if resp.Version >= 2 {
-		for _, r := range append(append([]ReplicaStatus(nil), st.Voters...), st.NonVoters...) {
+		// As in Kafka, Nodes lists the voters' controller endpoints.
+		for _, r := range st.Voters {
 			nd := kmsg.NewDescribeQuorumResponseNode()
 			nd.NodeID = r.ID
 			host, port := splitHostPort(r.Addr)
 			l := kmsg.NewDescribeQuorumResponseNodeListener()
-			l.Name, l.Host, l.Port = "CONTROLLER", host, port
+			l.Name, l.Host, l.Port = n.cfg.ControllerListenerName, host, port
 			nd.Listeners = append(nd.Listeners, l)
 			resp.Nodes = append(resp.Nodes, nd)
 		}
 	}
 	return resp
+}
+
+// millisOrUnknown is a DescribeQuorum timestamp: -1 when unknown.
+func millisOrUnknown(t time.Time) int64 {
+	if t.IsZero() {
+		return -1
+	}
+	return t.UnixMilli()
 }

@@ -52,7 +52,9 @@ type Config struct {
 	ClusterID string
 
 	// HeartbeatInterval is broker.heartbeat.interval.ms (default 2s) and
-	// SessionTimeout broker.session.timeout.ms (default 9s).
+	// SessionTimeout broker.session.timeout.ms (default 9s). The controller
+	// fences on SessionTimeout alone, as Kafka's does; HeartbeatInterval is
+	// how often this node's broker side heartbeats.
 	HeartbeatInterval time.Duration
 	SessionTimeout    time.Duration
 
@@ -93,7 +95,7 @@ type Config struct {
 	// apply it as here. The zero Config leaves rebalancing off.
 	AutoLeaderRebalance                bool
 	LeaderImbalanceCheckInterval       time.Duration
-	LeaderImbalancePerBrokerPercentage int
+	LeaderImbalancePerBrokerPercentage int32
 
 	// ControllerListenerName is the first of controller.listener.names
 	// (default "CONTROLLER"): the listener name DescribeQuorum reports for

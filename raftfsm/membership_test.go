@@ -1,0 +1,128 @@
+package raftfsm
+
+import (
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+func TestLeaseCaughtUp(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	at := func(s int) time.Time { return t0.Add(time.Duration(s) * time.Second) }
+	type beat struct {
+		at     int
+		offset int64
+		leader uint64
+	}
+	cases := []struct {
+		name  string
+		beats []beat
+		want  int // seconds after t0; -1: never caught up
+	}{
+		{name: "at the leader's index", beats: []beat{{1, 10, 10}}, want: 1},
+		{name: "behind, never caught up", beats: []beat{{1, 5, 10}, {2, 9, 12}}, want: -1},
+		{name: "reached what the leader had at the previous heartbeat", beats: []beat{{1, 5, 10}, {2, 10, 12}}, want: 1},
+		{name: "caught up now beats the previous time", beats: []beat{{1, 5, 10}, {2, 12, 12}}, want: 2},
+		{name: "falling behind keeps the last caught-up time", beats: []beat{{1, 10, 10}, {2, 10, 20}, {3, 11, 30}}, want: 1},
+		{name: "unknown offset", beats: []beat{{1, -1, 10}, {2, -1, 10}}, want: -1},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			l := &lease{lastSeen: t0}
+			for _, b := range tc.beats {
+				l.heartbeat(at(b.at), b.offset, b.leader)
+			}
+			want := time.Time{}
+			if tc.want >= 0 {
+				want = at(tc.want)
+			}
+			if !l.caughtUpAt.Equal(want) {
+				t.Fatalf("caught up at %v, want %v", l.caughtUpAt, want)
+			}
+			last := tc.beats[len(tc.beats)-1]
+			if !l.heard || !l.lastSeen.Equal(at(last.at)) || l.metadataOffset != last.offset {
+				t.Fatalf("lease %+v after the last heartbeat %+v", l, last)
+			}
+		})
+	}
+}
+
+// TestDescribeQuorum checks the answer has what kafka-metadata-quorum.sh
+// describe --status and --replication print.
+func TestDescribeQuorum(t *testing.T) {
+	tc := startCluster(t, 3, func(c *Config) { c.ControllerListenerName = "CTRL" })
+	li := tc.leader(10 * time.Second)
+	startBrokers(t, tc, 3) // broker i heartbeats with node i's applied index
+	c := NewControllerClient(ClientConfig{Voters: tc.voters})
+	defer c.Close()
+	ctx := ctxT(t, 20*time.Second)
+
+	var resp *kmsg.DescribeQuorumResponse
+	waitFor(t, 10*time.Second, "every voter reported by heartbeat", func() bool {
+		var err error
+		if resp, err = c.DescribeQuorum(ctx); err != nil {
+			t.Fatal(err)
+		}
+		for _, v := range resp.Topics[0].Partitions[0].CurrentVoters {
+			if v.LogEndOffset <= 0 || v.LastFetchTimestamp <= 0 || v.LastCaughtUpTimestamp <= 0 {
+				return false
+			}
+		}
+		return true
+	})
+	if resp.ErrorCode != 0 || len(resp.Topics) != 1 || resp.Topics[0].Topic != MetadataTopic {
+		t.Fatalf("response %+v", resp)
+	}
+	p := resp.Topics[0].Partitions[0]
+	leader := tc.nodes[li]
+	st, err := leader.QuorumStatus(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.ErrorCode != 0 || p.LeaderID != leader.ID() || p.LeaderEpoch != int32(st.Term) || p.LeaderEpoch <= 0 {
+		t.Fatalf("partition %+v, leader %d term %d", p, leader.ID(), st.Term)
+	}
+	if p.HighWatermark <= 0 || uint64(p.HighWatermark) > st.CommitIndex {
+		t.Fatalf("high watermark %d, leader commit index now %d", p.HighWatermark, st.CommitIndex)
+	}
+	if len(p.CurrentVoters) != 3 || len(p.Observers) != 0 {
+		t.Fatalf("voters %+v observers %+v", p.CurrentVoters, p.Observers)
+	}
+	for _, v := range p.CurrentVoters {
+		if v.LogEndOffset > p.HighWatermark {
+			t.Fatalf("voter %d reports offset %d past the high watermark %d", v.ReplicaID, v.LogEndOffset, p.HighWatermark)
+		}
+	}
+	if len(resp.Nodes) != 3 {
+		t.Fatalf("nodes %+v", resp.Nodes)
+	}
+	for _, nd := range resp.Nodes {
+		var addr string
+		for _, v := range tc.voters {
+			if v.ID == nd.NodeID {
+				addr = v.Addr
+			}
+		}
+		if len(nd.Listeners) != 1 || nd.Listeners[0].Name != "CTRL" ||
+			addr != nd.Listeners[0].Host+":"+strconv.Itoa(int(nd.Listeners[0].Port)) {
+			t.Fatalf("node %d listeners %+v, want CTRL at %s", nd.NodeID, nd.Listeners, addr)
+		}
+	}
+
+	// Any other partition is unknown, as in Kafka.
+	req := kmsg.NewPtrDescribeQuorumRequest()
+	rt := kmsg.NewDescribeQuorumRequestTopic()
+	rt.Topic = "other"
+	rt.Partitions = append(rt.Partitions, kmsg.NewDescribeQuorumRequestTopicPartition())
+	req.Topics = append(req.Topics, rt)
+	raw, _, err := c.Request(ctx, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := raw.(*kmsg.DescribeQuorumResponse).Topics[0].Partitions[0].ErrorCode; got != kerr.UnknownTopicOrPartition.Code {
+		t.Fatalf("other-0: code %d", got)
+	}
+}
