@@ -264,3 +264,32 @@ func testDivergence(t *testing.T, tcp bool) {
 // side checks the same InmemNetwork and drops the connection).
 func (c *cluster) stop(id int32)  { c.net.SetDown(id, true) }
 func (c *cluster) start(id int32) { c.net.SetDown(id, false) }
+
+// A follower whose log ends before the leader's log start (records deleted
+// while it was away) restarts its log at the leader's log start.
+func TestFollowerBehindLogStartResets(t *testing.T) {
+	c := newCluster(t, clusterOpts{n: 2, lag: 200 * time.Millisecond})
+	c.stop(2)
+	c.createTopic("lso", 1, 1, 2)
+	leader := c.partition(1, "lso")
+	for range 3 {
+		if _, _, err := leader.AppendAsLeader(batchOf("v"), 1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitFor(t, "the ISR to shrink and the HW to reach the LEO", func() bool { return leader.Log().HighWatermark() == 3 })
+	if start, err := leader.DeleteRecords(-1); err != nil || start != 3 {
+		t.Fatalf("DeleteRecords: %d %v", start, err)
+	}
+	if _, _, err := leader.AppendAsLeader(batchOf("after"), 1); err != nil {
+		t.Fatal(err)
+	}
+	c.start(2)
+	f := c.partition(2, "lso")
+	waitFor(t, "the follower to reset and catch up", func() bool { return f.Log().LogEndOffset() == 4 })
+	if f.Log().LogStartOffset() != 3 {
+		t.Fatalf("follower log start %d, want 3", f.Log().LogStartOffset())
+	}
+	waitFor(t, "the follower to rejoin the ISR", func() bool { return len(leader.State().ISR) == 2 })
+	c.sameBelow("lso", 4, 1, 2)
+}
