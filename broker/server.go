@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/raftka/raftka/broker/config"
 	"github.com/raftka/raftka/metadata"
 	"github.com/rs/zerolog"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -50,6 +51,26 @@ type ControllerClient interface {
 	CreateTopics(ctx context.Context, req *kmsg.CreateTopicsRequest) (*kmsg.CreateTopicsResponse, error)
 }
 
+// ControllerAdmin forwards the admin APIs every broker must accept to the
+// active controller, with read-your-writes like ControllerClient. It is
+// separate from ControllerClient so fakes of either stay small.
+// *raftfsm.ControllerClient satisfies it.
+type ControllerAdmin interface {
+	DeleteTopics(ctx context.Context, req *kmsg.DeleteTopicsRequest) (*kmsg.DeleteTopicsResponse, error)
+	CreatePartitions(ctx context.Context, req *kmsg.CreatePartitionsRequest) (*kmsg.CreatePartitionsResponse, error)
+	AlterConfigs(ctx context.Context, req *kmsg.AlterConfigsRequest) (*kmsg.AlterConfigsResponse, error)
+	IncrementalAlterConfigs(ctx context.Context, req *kmsg.IncrementalAlterConfigsRequest) (*kmsg.IncrementalAlterConfigsResponse, error)
+	ElectLeaders(ctx context.Context, req *kmsg.ElectLeadersRequest) (*kmsg.ElectLeadersResponse, error)
+	DescribeQuorum(ctx context.Context) (*kmsg.DescribeQuorumResponse, error)
+	AllocateProducerIDs(ctx context.Context, brokerID int32, brokerEpoch int64) (*kmsg.AllocateProducerIDsResponse, error)
+}
+
+// QuorumView tells which node leads the Raft quorum (the active
+// controller). *raftfsm.Node satisfies it.
+type QuorumView interface {
+	LeaderID() int32 // -1 when unknown
+}
+
 // Deps is what request handlers need from the rest of the node. Fields are
 // added as api_*.go files land; each is a small interface defined in this
 // package and satisfied by metadata, storage and raftfsm types wired in
@@ -58,6 +79,8 @@ type ControllerClient interface {
 type Deps struct {
 	Metadata   MetadataSource
 	Controller ControllerClient
+	Admin      ControllerAdmin
+	Quorum     QuorumView
 }
 
 // Options configures a Server.
@@ -79,6 +102,10 @@ type Options struct {
 	// Metrics receives counters; nil means a fresh *Counters, available
 	// from Server.Counters.
 	Metrics Metrics
+	// Config is the node's server.properties, which DescribeConfigs shows
+	// (broker resources, and the static layer of topic configs); nil shows
+	// only the metadata image's configs.
+	Config *config.Config
 }
 
 // Server answers the Kafka protocol on its listeners.
@@ -96,7 +123,9 @@ type Server struct {
 	maxInFlight     int
 	nodeID          int32
 	autoCreate      bool
+	config          *config.Config
 	listeners       []boundListener
+	producerIDs     producerIDs // see producer_ids.go
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -130,6 +159,7 @@ func newServer(opts Options, table *apiTable) (*Server, error) {
 		maxInFlight:     opts.MaxInFlight,
 		nodeID:          opts.NodeID,
 		autoCreate:      opts.AutoCreateTopics,
+		config:          opts.Config,
 	}
 	if s.maxRequestBytes == 0 {
 		s.maxRequestBytes = DefaultMaxRequestBytes

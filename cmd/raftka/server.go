@@ -100,9 +100,12 @@ func runServer(ctx context.Context, cfg *config.Config, log zerolog.Logger, shut
 		NodeID:           cfg.NodeID,
 		AutoCreateTopics: cfg.AutoCreateTopicsEnable,
 		Metrics:          metrics,
+		Config:           cfg,
 		Deps: broker.Deps{
 			Metadata:   node.Publisher(),
 			Controller: node.Client(),
+			Admin:      node.Client(),
+			Quorum:     node,
 		},
 	})
 	if err != nil {
@@ -173,6 +176,7 @@ func startRaft(cfg *config.Config, clusterID string, log zerolog.Logger) (*raftf
 		TrailingLogs:             cfg.SnapshotTrailingLogs,
 		DefaultPartitions:        cfg.NumPartitions,
 		DefaultReplicationFactor: cfg.DefaultReplicationFactor,
+		TopicDeletionDisabled:    !cfg.DeleteTopicEnable,
 		Logger:                   log.With().Str("component", "raft").Logger(),
 	}
 	for _, v := range cfg.Voters {

@@ -1,0 +1,142 @@
+package broker
+
+// AlterConfigs (key 33): v0-v2, as Kafka 4.2, forwarded to the active
+// controller. The legacy API: each resource's dynamic configs are replaced
+// by exactly the set given (a config left out returns to its default).
+//
+// Behaviour (Kafka's ConfigAdminManager.preprocess, then the controller's
+// ConfigurationControlManager):
+//   - TOPIC and BROKER resources (a broker id, or an empty name for the
+//     cluster-wide default) are forwarded in one call; the controller
+//     validates topic configs (INVALID_CONFIG with a message), answers an
+//     unknown topic UNKNOWN_TOPIC_OR_PARTITION, and commits nothing for
+//     ValidateOnly. Once it returns, this broker's image (and so
+//     DescribeConfigs here) shows the new values.
+//   - A resource named twice, a config named twice within one resource, or
+//     another resource type (BROKER_LOGGER and the like: raftka has none)
+//     is answered INVALID_REQUEST and not forwarded.
+//   - A failed call answers each forwarded resource with its code.
+//
+// Version notes: v1 is v0; v2 is flexible.
+
+import (
+	"context"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+func init() {
+	register(apiEntry{
+		key:           33,
+		advertisedMin: 0, min: 0, max: 2,
+		concurrent: false, // a DescribeConfigs after it must see the change
+		handle:     handleAlterConfigs,
+	})
+}
+
+// configResource identifies a config resource in a request.
+type configResource struct {
+	typ  kmsg.ConfigResourceType
+	name string
+}
+
+// precheckConfigResource answers what Kafka's broker answers before
+// forwarding: resource types raftka has no configs for, and names given
+// twice. It returns 0 for a resource to forward.
+func precheckConfigResource(r configResource, names []string) (int16, string) {
+	switch r.typ {
+	case kmsg.ConfigResourceTypeTopic, kmsg.ConfigResourceTypeBroker:
+	default:
+		return kerr.InvalidRequest.Code, "Unsupported resource type: " + r.typ.String()
+	}
+	if r.typ == kmsg.ConfigResourceTypeTopic && r.name == metadataTopic {
+		return kerr.InvalidRequest.Code, "The configs of " + metadataTopic + " cannot be changed."
+	}
+	seen := make(map[string]bool, len(names))
+	for _, n := range names {
+		if seen[n] {
+			return kerr.InvalidRequest.Code, "Duplicate config key " + n + "."
+		}
+		seen[n] = true
+	}
+	return 0, ""
+}
+
+func handleAlterConfigs(ctx context.Context, rc *request, kreq kmsg.Request) (kmsg.Response, error) {
+	req := kreq.(*kmsg.AlterConfigsRequest)
+	resp := req.ResponseKind().(*kmsg.AlterConfigsResponse)
+	srv := rc.conn.srv
+
+	count := map[configResource]int{}
+	for _, r := range req.Resources {
+		count[configResource{r.ResourceType, r.ResourceName}]++
+	}
+	results := map[configResource]kmsg.AlterConfigsResponseResource{}
+	fwd := kmsg.NewPtrAlterConfigsRequest()
+	fwd.ValidateOnly = req.ValidateOnly
+	for _, r := range req.Resources {
+		key := configResource{r.ResourceType, r.ResourceName}
+		var names []string
+		for _, c := range r.Configs {
+			names = append(names, c.Name)
+		}
+		code, msg := precheckConfigResource(key, names)
+		if code == 0 && count[key] > 1 {
+			code, msg = kerr.InvalidRequest.Code, "Duplicate resource."
+		}
+		if code != 0 {
+			results[key] = alterConfigsResult(key, code, kmsg.StringPtr(msg))
+			continue
+		}
+		fwd.Resources = append(fwd.Resources, r)
+	}
+
+	if len(fwd.Resources) > 0 {
+		forwardAlterConfigs(ctx, srv, fwd, results)
+	}
+	answered := map[configResource]bool{}
+	for _, r := range req.Resources {
+		key := configResource{r.ResourceType, r.ResourceName}
+		if answered[key] {
+			continue
+		}
+		answered[key] = true
+		rr, ok := results[key]
+		if !ok {
+			rr = alterConfigsResult(key, kerr.UnknownServerError.Code, kmsg.StringPtr("the controller did not answer for this resource"))
+		}
+		resp.Resources = append(resp.Resources, rr)
+	}
+	return resp, nil
+}
+
+func forwardAlterConfigs(ctx context.Context, srv *Server, fwd *kmsg.AlterConfigsRequest, results map[configResource]kmsg.AlterConfigsResponseResource) {
+	fail := func(code int16, msg *string) {
+		for _, r := range fwd.Resources {
+			key := configResource{r.ResourceType, r.ResourceName}
+			results[key] = alterConfigsResult(key, code, msg)
+		}
+	}
+	if srv.deps.Admin == nil {
+		fail(noController.Code, kmsg.StringPtr("no controller reachable from this broker"))
+		return
+	}
+	cctx, cancel := forwardContext(ctx, 0)
+	defer cancel()
+	cresp, err := srv.deps.Admin.AlterConfigs(cctx, fwd)
+	if err != nil {
+		fail(forwardFailure(err))
+		return
+	}
+	for _, rr := range cresp.Resources {
+		clearTags(&rr.UnknownTags)
+		results[configResource{rr.ResourceType, rr.ResourceName}] = rr
+	}
+}
+
+func alterConfigsResult(r configResource, code int16, msg *string) kmsg.AlterConfigsResponseResource {
+	out := kmsg.NewAlterConfigsResponseResource()
+	out.ResourceType, out.ResourceName, out.ErrorCode, out.ErrorMessage = r.typ, r.name, code, msg
+	return out
+}

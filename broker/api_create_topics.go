@@ -1,0 +1,168 @@
+package broker
+
+// CreateTopics (key 19): v2-v7, as Kafka 4.2 (v0 and v1 were removed in
+// Kafka 4.0), forwarded to the active controller.
+//
+// Behaviour (Kafka's ControllerApis.createTopics and ReplicationControlManager):
+//   - A name given more than once is answered once, INVALID_REQUEST
+//     "Duplicate topic name.", and none of its entries is created;
+//     __cluster_metadata is refused with INVALID_REQUEST.
+//   - The rest go to the controller in one call: name rules and the '.'/'_'
+//     collision check, config validation, replica assignments (then
+//     NumPartitions and ReplicationFactor must be -1), and -1 for either
+//     meaning num.partitions / default.replication.factor. Per-topic errors
+//     come back with messages. ValidateOnly decides everything and commits
+//     nothing.
+//   - The call is bounded by TimeoutMillis (30s when not positive); once it
+//     returns, this broker's image has the new topics, so the client's next
+//     Metadata here sees them. A call that fails as a whole answers every
+//     forwarded topic with its code (REQUEST_TIMED_OUT for a deadline).
+//
+// Version notes:
+//   - v1+: ErrorMessage.
+//   - v5: flexible; NumPartitions, ReplicationFactor and the topic's full
+//     effective config (every topic config with its value, source and
+//     sensitivity, sorted by name, as Kafka's controller lists them) for
+//     each created or validated topic; -1/-1 and no configs on error.
+//   - v7: TopicID (zero for validate-only, as nothing was created).
+
+import (
+	"context"
+
+	"github.com/raftka/raftka/metadata"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// metadataTopic is KRaft's name for the metadata log; no client may create
+// or configure a topic of that name.
+const metadataTopic = "__cluster_metadata"
+
+func init() {
+	register(apiEntry{
+		key:           19,
+		advertisedMin: 2, min: 2, max: 7,
+		// A client that creates a topic and then produces to it on the same
+		// connection must find it created.
+		concurrent: false,
+		handle:     handleCreateTopics,
+	})
+}
+
+func handleCreateTopics(ctx context.Context, rc *request, kreq kmsg.Request) (kmsg.Response, error) {
+	req := kreq.(*kmsg.CreateTopicsRequest)
+	resp := req.ResponseKind().(*kmsg.CreateTopicsResponse)
+	srv := rc.conn.srv
+
+	count := make(map[string]int, len(req.Topics))
+	for _, t := range req.Topics {
+		count[t.Topic]++
+	}
+	results := make(map[string]kmsg.CreateTopicsResponseTopic, len(count))
+	fwd := kmsg.NewPtrCreateTopicsRequest()
+	fwd.TimeoutMillis, fwd.ValidateOnly = req.TimeoutMillis, req.ValidateOnly
+	for _, t := range req.Topics {
+		switch {
+		case count[t.Topic] > 1:
+			results[t.Topic] = createTopicError(t.Topic, kerr.InvalidRequest.Code, "Duplicate topic name.")
+		case t.Topic == metadataTopic:
+			results[t.Topic] = createTopicError(t.Topic, kerr.InvalidRequest.Code, "Creation of internal topic "+metadataTopic+" is prohibited.")
+		default:
+			fwd.Topics = append(fwd.Topics, t)
+		}
+	}
+
+	if len(fwd.Topics) > 0 {
+		forwardCreateTopics(ctx, srv, fwd, results)
+	}
+
+	var img *metadata.Image
+	if srv.deps.Metadata != nil {
+		img, _ = srv.deps.Metadata.Current()
+	}
+	requested := make(map[string]kmsg.CreateTopicsRequestTopic, len(req.Topics))
+	for _, t := range req.Topics {
+		requested[t.Topic] = t
+	}
+	answered := make(map[string]bool, len(count))
+	for _, t := range req.Topics {
+		if answered[t.Topic] {
+			continue
+		}
+		answered[t.Topic] = true
+		rt := results[t.Topic]
+		if rt.ErrorCode == 0 && req.Version >= 5 && img != nil {
+			rt.Configs = createdTopicConfigs(srv, img, requested[t.Topic])
+		}
+		resp.Topics = append(resp.Topics, rt)
+	}
+	return resp, nil
+}
+
+// forwardCreateTopics sends the topics that passed the local checks to the
+// controller and records its answer for each.
+func forwardCreateTopics(ctx context.Context, srv *Server, fwd *kmsg.CreateTopicsRequest, results map[string]kmsg.CreateTopicsResponseTopic) {
+	if srv.deps.Controller == nil {
+		for _, t := range fwd.Topics {
+			results[t.Topic] = createTopicError(t.Topic, noController.Code, "no controller reachable from this broker")
+		}
+		return
+	}
+	cctx, cancel := forwardContext(ctx, fwd.TimeoutMillis)
+	defer cancel()
+	cresp, err := srv.deps.Controller.CreateTopics(cctx, fwd)
+	if err != nil {
+		code, msg := forwardFailure(err)
+		for _, t := range fwd.Topics {
+			rt := createTopicError(t.Topic, code, "")
+			rt.ErrorMessage = msg
+			results[t.Topic] = rt
+		}
+		return
+	}
+	for _, rt := range cresp.Topics {
+		clearTags(&rt.UnknownTags)
+		if rt.ErrorCode != 0 {
+			rt.NumPartitions, rt.ReplicationFactor, rt.Configs = -1, -1, nil
+		}
+		results[rt.Topic] = rt
+	}
+	for _, t := range fwd.Topics {
+		if _, ok := results[t.Topic]; !ok {
+			// A controller that skips a topic is a bug there; the client
+			// still gets an answer for every topic it asked for.
+			results[t.Topic] = createTopicError(t.Topic, kerr.UnknownServerError.Code, "the controller did not answer for this topic")
+		}
+	}
+}
+
+// createdTopicConfigs is the v5+ config list of a created (or validated)
+// topic: every topic config's effective value, the topic's own settings
+// taken from the request, which for a created topic equal its image.
+func createdTopicConfigs(srv *Server, img *metadata.Image, t kmsg.CreateTopicsRequestTopic) []kmsg.CreateTopicsResponseTopicConfig {
+	src := srv.topicConfigSources(img, t.Topic)
+	src.Topic = make(map[string]string, len(t.Configs))
+	for _, c := range t.Configs {
+		if c.Value != nil {
+			src.Topic[c.Name] = *c.Value
+		}
+	}
+	entries := metadata.EffectiveTopicConfigs(src)
+	out := make([]kmsg.CreateTopicsResponseTopicConfig, 0, len(entries))
+	for _, e := range entries {
+		c := kmsg.NewCreateTopicsResponseTopicConfig()
+		c.Name, c.Value, c.Source = e.Name, kmsg.StringPtr(e.Value), int8(e.Source)
+		out = append(out, c)
+	}
+	return out
+}
+
+func createTopicError(name string, code int16, msg string) kmsg.CreateTopicsResponseTopic {
+	rt := kmsg.NewCreateTopicsResponseTopic()
+	rt.Topic, rt.ErrorCode = name, code
+	rt.NumPartitions, rt.ReplicationFactor = -1, -1
+	if msg != "" {
+		rt.ErrorMessage = kmsg.StringPtr(msg)
+	}
+	return rt
+}

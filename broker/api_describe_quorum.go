@@ -1,0 +1,67 @@
+package broker
+
+// DescribeQuorum (key 55): v0-v2, as Kafka 4.2, forwarded to the active
+// controller, which reads the Raft quorum (raftfsm's QuorumStatus).
+//
+// Behaviour (Kafka's KafkaRaftClient.handleDescribeQuorumRequest, reached
+// through a broker as kafka-metadata-quorum.sh --bootstrap-server does):
+//   - The request must name exactly topic __cluster_metadata, partition 0,
+//     the metadata log; anything else is INVALID_REQUEST, as in Kafka.
+//   - The answer is for that partition: LeaderID is the Raft leader,
+//     LeaderEpoch the Raft term, HighWatermark the Raft commit index;
+//     CurrentVoters are the Raft voters and Observers the non-voters
+//     (broker-only nodes), each with its applied metadata offset
+//     (LogEndOffset) and the time of its last broker heartbeat
+//     (LastFetchTimestamp, LastCaughtUpTimestamp; -1 when unknown).
+//     hashicorp/raft does not expose per-follower replication state, so
+//     these come from broker heartbeats, not from Raft fetches.
+//   - A controller that cannot be reached answers the request's error
+//     code (REQUEST_TIMED_OUT for a deadline, NOT_CONTROLLER without one).
+//
+// Version notes:
+//   - v1: LastFetchTimestamp and LastCaughtUpTimestamp.
+//   - v2: ErrorMessage, ReplicaDirectoryID (zero: raftka has no directory
+//     ids), and Nodes with each voter's controller listener.
+
+import (
+	"context"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+func init() {
+	register(apiEntry{
+		key:           55,
+		advertisedMin: 0, min: 0, max: 2,
+		concurrent: true, // a read
+		handle:     handleDescribeQuorum,
+	})
+}
+
+func handleDescribeQuorum(ctx context.Context, rc *request, kreq kmsg.Request) (kmsg.Response, error) {
+	req := kreq.(*kmsg.DescribeQuorumRequest)
+	resp := req.ResponseKind().(*kmsg.DescribeQuorumResponse)
+	srv := rc.conn.srv
+
+	if len(req.Topics) != 1 || req.Topics[0].Topic != metadataTopic ||
+		len(req.Topics[0].Partitions) != 1 || req.Topics[0].Partitions[0].Partition != 0 {
+		resp.ErrorCode = kerr.InvalidRequest.Code
+		resp.ErrorMessage = kmsg.StringPtr("DescribeQuorum is answered for " + metadataTopic + " partition 0 only")
+		return resp, nil
+	}
+	if srv.deps.Admin == nil {
+		resp.ErrorCode = noController.Code
+		resp.ErrorMessage = kmsg.StringPtr("no controller reachable from this broker")
+		return resp, nil
+	}
+	cctx, cancel := forwardContext(ctx, 0)
+	defer cancel()
+	cresp, err := srv.deps.Admin.DescribeQuorum(cctx)
+	if err != nil {
+		resp.ErrorCode, resp.ErrorMessage = forwardFailure(err)
+		return resp, nil
+	}
+	clearTags(&cresp.UnknownTags)
+	return cresp, nil
+}
