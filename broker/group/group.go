@@ -845,15 +845,18 @@ func (g *Group) Tick(now time.Time) {
 	if g.state != PreparingRebalance {
 		return
 	}
-	if !g.rebalanceDeadline.After(now) {
+	// Bounded: each extension consumes delayRemaining, and it only extends
+	// while members arrive, which they cannot do inside one Tick.
+	for !g.rebalanceDeadline.After(now) {
 		if g.initialDelay && g.newMemberAdded && g.delayRemaining > 0 {
 			// Kafka's InitialDelayedJoin: someone joined during the
-			// delay, so wait another delay (within the rebalance timeout).
+			// delay, so wait another delay (within the rebalance timeout),
+			// counted from when the last one ended.
 			d := min(g.cfg.InitialRebalanceDelay, g.delayRemaining)
 			g.delayRemaining -= d
 			g.newMemberAdded = false
-			g.rebalanceDeadline = now.Add(d)
-			return
+			g.rebalanceDeadline = g.rebalanceDeadline.Add(d)
+			continue
 		}
 		g.completeJoin(now)
 		return
