@@ -134,6 +134,21 @@ func (b Batch) LastOffset() int64 { return b.BaseOffset() + int64(b.LastOffsetDe
 // NextOffset is the offset after the batch's last one.
 func (b Batch) NextOffset() int64 { return b.LastOffset() + 1 }
 
+// LastSequence is the sequence number of the batch's last record:
+// baseSequence + lastOffsetDelta, wrapping past MaxInt32 to 0 as
+// producers do, or -1 (Kafka's NO_SEQUENCE) for a batch without one.
+func (b Batch) LastSequence() int32 { return lastSequence(b.BaseSequence(), b.LastOffsetDelta()) }
+
+func lastSequence(base, delta int32) int32 {
+	if base < 0 {
+		return -1
+	}
+	if base > math.MaxInt32-delta {
+		return delta - (math.MaxInt32 - base) - 1
+	}
+	return base + delta
+}
+
 func (b Batch) Compression() Compression { return Compression(b.Attributes() & attrCompressionMask) }
 func (b Batch) LogAppendTime() bool      { return b.Attributes()&attrLogAppendTime != 0 }
 func (b Batch) Transactional() bool      { return b.Attributes()&attrTransactional != 0 }

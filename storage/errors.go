@@ -35,4 +35,12 @@ var (
 	// ErrInvalidConfig: a topic config value out of range.
 	// Kafka: INVALID_CONFIG.
 	ErrInvalidConfig = errors.New("storage: invalid config")
+	// ErrOutOfOrderSequence: an idempotent producer's batch does not
+	// continue its sequence (a gap, or a new epoch not starting at 0).
+	// Kafka: OUT_OF_ORDER_SEQUENCE_NUMBER.
+	ErrOutOfOrderSequence = errors.New("storage: out of order sequence number")
+	// ErrInvalidProducerEpoch: an idempotent producer's epoch is older
+	// than the latest the partition has seen (a fenced zombie).
+	// Kafka: INVALID_PRODUCER_EPOCH.
+	ErrInvalidProducerEpoch = errors.New("storage: invalid producer epoch")
 )

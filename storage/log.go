@@ -34,8 +34,11 @@ type Log struct {
 	mu         sync.Mutex // the writer
 	closed     bool
 	pending    []*segment // removed segments awaiting file deletion
-	scratch    []byte     // reused by recovery
+	scratch    []byte     // reused by recovery and producer-state replay
 	nextOffset int64      // writer's view of the log end offset
+	// producers is the idempotent-producer table as of nextOffset.
+	producers     producerStates
+	producerTTLMs int64 // producer.id.expiration.ms
 
 	flushMu   sync.Mutex // serialises fsyncs (group commit)
 	shut      bool       // files closed; guarded by flushMu
@@ -69,6 +72,12 @@ type AppendResult struct {
 	LogStartOffset int64
 	RecordCount    int64
 	Bytes          int64
+	// Duplicate: the batch was a producer's retry of one of its last
+	// MaxProducerBatches batches, already in the log. Nothing was
+	// appended; BaseOffset and LastOffset are the original batch's (what
+	// the Produce response answers, with no error, as Kafka does), and
+	// RecordCount and Bytes are zero.
+	Duplicate bool
 }
 
 // Region is a byte range of a segment file holding whole record batches,
@@ -202,6 +211,19 @@ func (l *Log) Append(batch []byte, opts AppendOptions) (AppendResult, error) {
 		l.mu.Unlock()
 		return res, ErrClosed
 	}
+	// The producer checks come before anything is assigned, so a refused
+	// or duplicate batch leaves the log and the slice as they were.
+	if dup, isDup, err := l.checkProducerLocked(b); err != nil || isDup {
+		if isDup {
+			res.BaseOffset, res.LastOffset, res.Duplicate = dup.FirstOffset, dup.LastOffset, true
+			if cfg.MessageTimestampType == LogAppendTime {
+				res.LogAppendTime = dup.Timestamp
+			}
+			res.LogStartOffset = l.logStart.Load()
+		}
+		l.mu.Unlock()
+		return res, err
+	}
 	base := l.nextOffset
 	b.SetBaseOffset(base)
 	b.SetPartitionLeaderEpoch(opts.LeaderEpoch)
@@ -320,6 +342,7 @@ func (l *Log) appendLocked(b Batch, info BatchInfo, cfg *Config) error {
 	s.size.Add(int64(len(b)))
 	l.leo.Store(l.nextOffset)
 	l.segMu.Unlock()
+	l.producers.apply(b)
 	l.unflushed.Add(int64(b.RecordCount()))
 	return nil
 }
@@ -369,6 +392,11 @@ func (l *Log) rollLocked(now time.Time, cfg *Config) error {
 		return nil
 	}
 	if err := old.onInactive(); err != nil {
+		return err
+	}
+	// The new segment's snapshot lets a restart or truncation replay from
+	// here rather than from the log start.
+	if err := l.writeProducerSnapshotLocked(); err != nil {
 		return err
 	}
 	s, err := createSegment(l.dir, l.nextOffset, cfg, now)
@@ -586,7 +614,10 @@ func (l *Log) Truncate(offset int64) error {
 		return l.resetLocked(offset)
 	}
 	l.afterTruncateLocked()
-	return l.epochs.TruncateFromEnd(l.nextOffset)
+	if err := l.epochs.TruncateFromEnd(l.nextOffset); err != nil {
+		return err
+	}
+	return l.rebuildProducersLocked(l.nextOffset, nil)
 }
 
 func (l *Log) afterTruncateLocked() {
@@ -636,6 +667,10 @@ func (l *Log) resetLocked(newStart int64) error {
 	l.recoveryPoint.Store(newStart)
 	l.flushMu.Unlock()
 	l.unflushed.Store(0)
+	clear(l.producers)
+	if err := l.deleteSnapshotsLocked(math.MaxInt64, -1); err != nil {
+		return err
+	}
 	return l.epochs.Clear()
 }
 
@@ -685,6 +720,12 @@ func (l *Log) deleteSegmentsLocked(pred func(s, next *segment) bool) (int, error
 	}
 	l.removeSegmentsLocked(gone)
 	first := l.segments[0].baseOffset
+	// The producer table keeps producers whose batches went (Kafka does
+	// too, since KIP-360; they leave by expiry), but the snapshots taken
+	// before the first segment can no longer be replayed from.
+	if err := l.deleteSnapshotsLocked(first, math.MaxInt64); err != nil {
+		return len(gone), err
+	}
 	if first > l.logStart.Load() {
 		l.segMu.Lock()
 		l.logStart.Store(first)
@@ -774,6 +815,10 @@ func (l *Log) Close() error {
 		errs = append(errs, l.active().onInactive())
 	}
 	errs = append(errs, l.Sync())
+	if len(l.segments) > 0 {
+		// Lets the next open skip replaying batch headers.
+		errs = append(errs, l.writeProducerSnapshotLocked())
+	}
 	l.flushMu.Lock()
 	if len(l.segments) > 0 {
 		// The trimmed index sizes must be durable before a clean-shutdown

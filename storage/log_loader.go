@@ -29,6 +29,9 @@ type LogOptions struct {
 	HighWatermark int64
 	// Now is the clock; time.Now if nil.
 	Now func() time.Time
+	// ProducerIDExpirationMs is producer.id.expiration.ms;
+	// DefaultProducerIDExpirationMs if zero.
+	ProducerIDExpirationMs int64
 }
 
 // Truncation is one cut made by recovery.
@@ -61,6 +64,15 @@ type RecoveryReport struct {
 	Reset bool
 	// LogStartOffset and LogEndOffset after opening.
 	LogStartOffset, LogEndOffset int64
+	// ProducerSnapshot is the producer snapshot file the idempotence state
+	// was loaded from, empty if it was rebuilt from the first segment;
+	// ProducerReplayFrom is the offset from which batch headers were then
+	// replayed (the log end offset when nothing was).
+	ProducerSnapshot   string
+	ProducerReplayFrom int64
+	// CorruptSnapshots lists producer snapshot files that failed to parse
+	// and were deleted (the state came from an earlier one or the log).
+	CorruptSnapshots []string
 }
 
 // LostData reports whether recovery removed any batches.
@@ -98,7 +110,13 @@ func OpenLog(dir string, cfg Config, opts LogOptions) (*Log, *RecoveryReport, er
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, nil, err
 	}
-	l := &Log{dir: dir, tp: tp, now: opts.Now}
+	if opts.ProducerIDExpirationMs == 0 {
+		opts.ProducerIDExpirationMs = DefaultProducerIDExpirationMs
+	}
+	if opts.ProducerIDExpirationMs < 0 {
+		return nil, nil, fmt.Errorf("%w: producer.id.expiration.ms=%d", ErrInvalidConfig, opts.ProducerIDExpirationMs)
+	}
+	l := &Log{dir: dir, tp: tp, now: opts.Now, producers: producerStates{}, producerTTLMs: opts.ProducerIDExpirationMs}
 	l.cfg.Store(&cfg)
 	l.dirSynced.Store(true)
 	rep := &RecoveryReport{Dir: dir, Clean: opts.CleanShutdown}
@@ -107,7 +125,19 @@ func OpenLog(dir string, cfg Config, opts LogOptions) (*Log, *RecoveryReport, er
 		return nil, nil, err
 	}
 	l.epochs = epochs
-	if err := l.load(&cfg, opts, rep); err != nil {
+	err = l.load(&cfg, opts, rep)
+	if err == nil {
+		// After a clean stop Close left a snapshot at the log end. After
+		// an unclean one only what lies below the recovery point is known
+		// to have been durable, so snapshots above it are passed over and
+		// the (just validated) batch headers replayed instead.
+		maxSnap := l.nextOffset
+		if !opts.CleanShutdown {
+			maxSnap = min(maxSnap, opts.RecoveryPoint)
+		}
+		err = l.rebuildProducersLocked(maxSnap, rep)
+	}
+	if err != nil {
 		for _, s := range l.segments {
 			s.close()
 		}

@@ -38,6 +38,13 @@ type ManagerOptions struct {
 	ReplicationInterval   time.Duration
 	// RetentionCheckInterval is log.retention.check.interval.ms (5 min).
 	RetentionCheckInterval time.Duration
+	// ProducerIDExpiration is producer.id.expiration.ms (1 day): how long
+	// an idle idempotent producer's state is kept.
+	// ProducerIDExpirationCheckInterval is
+	// producer.id.expiration.check.interval.ms (10 min): how often Tick
+	// looks for such producers.
+	ProducerIDExpiration              time.Duration
+	ProducerIDExpirationCheckInterval time.Duration
 	// DisableScheduler turns off the background goroutine; callers then
 	// call Tick themselves (tests).
 	DisableScheduler bool
@@ -59,6 +66,8 @@ type Manager struct {
 	closed bool
 
 	ckptMu sync.Mutex // serialises checkpoint file writes
+
+	lastExpiry time.Time // last producer-id expiry pass; guarded by mu
 
 	stop chan struct{}
 	done chan struct{}
@@ -89,8 +98,10 @@ func OpenManager(opts ManagerOptions) (*Manager, []*RecoveryReport, error) {
 	setDefault(&opts.LogStartInterval, time.Minute)
 	setDefault(&opts.ReplicationInterval, 5*time.Second)
 	setDefault(&opts.RetentionCheckInterval, 5*time.Minute)
+	setDefault(&opts.ProducerIDExpiration, DefaultProducerIDExpirationMs*time.Millisecond)
+	setDefault(&opts.ProducerIDExpirationCheckInterval, 10*time.Minute)
 
-	m := &Manager{opts: opts, logs: map[TopicPartition]*Log{}, dirOf: map[TopicPartition]string{}}
+	m := &Manager{opts: opts, logs: map[TopicPartition]*Log{}, dirOf: map[TopicPartition]string{}, lastExpiry: opts.Now()}
 	type job struct {
 		dir  string
 		path string
@@ -147,6 +158,8 @@ func OpenManager(opts ManagerOptions) (*Manager, []*RecoveryReport, error) {
 				LogStartOffset: starts[tp],
 				HighWatermark:  hws[tp],
 				Now:            opts.Now,
+
+				ProducerIDExpirationMs: opts.ProducerIDExpiration.Milliseconds(),
 			}})
 		}
 	}
@@ -247,7 +260,7 @@ func (m *Manager) GetOrCreate(topic string, partition int32, cfg Config) (*Log, 
 			dir = d
 		}
 	}
-	l, _, err := OpenLog(filepath.Join(dir, tp.String()), cfg, LogOptions{Now: m.opts.Now})
+	l, _, err := OpenLog(filepath.Join(dir, tp.String()), cfg, LogOptions{Now: m.opts.Now, ProducerIDExpirationMs: m.opts.ProducerIDExpiration.Milliseconds()})
 	if err != nil {
 		return nil, err
 	}
@@ -335,12 +348,25 @@ func (m *Manager) checkpoint(file string) error {
 }
 
 // Tick runs one round of the scheduled work that is due at now: flush.ms
-// flushes, retention and checkpoints. The scheduler goroutine calls it;
-// with DisableScheduler, tests call it. It returns the errors met (the
-// caller logs them); one log's failure does not stop the others.
+// flushes, retention and checkpoints as asked, and producer-id expiry when
+// ProducerIDExpirationCheckInterval has passed since the last. The
+// scheduler goroutine calls it; with DisableScheduler, tests call it. It
+// returns the errors met (the caller logs them); one log's failure does
+// not stop the others.
 func (m *Manager) Tick(now time.Time, retention, recoveryPoints, logStarts, replication bool) error {
 	var errs []error
+	m.mu.Lock()
+	expire := now.Sub(m.lastExpiry) >= m.opts.ProducerIDExpirationCheckInterval
+	if expire {
+		m.lastExpiry = now
+	}
+	m.mu.Unlock()
 	for _, l := range m.Logs() {
+		if expire {
+			if _, err := l.ExpireProducers(now); err != nil && !errors.Is(err, ErrClosed) {
+				errs = append(errs, fmt.Errorf("expire producers %s: %w", l.tp, err))
+			}
+		}
 		if err := l.FlushIfDue(now); err != nil && !errors.Is(err, ErrClosed) {
 			errs = append(errs, fmt.Errorf("flush %s: %w", l.tp, err))
 		}
