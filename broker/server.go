@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/raftka/raftka/broker/config"
+	"github.com/raftka/raftka/broker/group"
 	"github.com/raftka/raftka/metadata"
 	"github.com/rs/zerolog"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -81,6 +82,9 @@ type Deps struct {
 	Controller ControllerClient
 	Admin      ControllerAdmin
 	Quorum     QuorumView
+	// Groups is the group coordinator (api_find_coordinator.go and the
+	// other group APIs); nil answers them COORDINATOR_NOT_AVAILABLE.
+	Groups *group.Coordinator
 }
 
 // Options configures a Server.

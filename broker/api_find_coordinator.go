@@ -1,0 +1,118 @@
+package broker
+
+// FindCoordinator (key 10): v0-v6, as Kafka 4.2.
+//
+// Behaviour:
+//   - Group keys (type 0) map to a coordinator slot, a partition of
+//     __consumer_offsets, with Kafka's hash (see broker/group); the answer is
+//     the slot leader's endpoint on the listener the request came in on. The
+//     first request creates __consumer_offsets through the controller with
+//     offsets.topic.num.partitions and offsets.topic.replication.factor, as
+//     Kafka does; while that cannot happen (fewer registered brokers than
+//     the replication factor) or the slot has no live leader, the answer is
+//     COORDINATOR_NOT_AVAILABLE, which clients retry.
+//   - Transaction keys (type 1) answer COORDINATOR_NOT_AVAILABLE with a
+//     message saying so: this broker has no transaction coordinator yet.
+//     Clients keep retrying; a transactional producer cannot start.
+//   - Other key types (2, share groups) answer INVALID_REQUEST.
+//
+// Version notes: v1 adds the key type and error message; v3 is flexible;
+// v4+ batches keys (Coordinators) and drops the top-level fields; v5/v6
+// only add error codes clients may see.
+
+import (
+	"context"
+	"net"
+
+	"github.com/raftka/raftka/broker/group"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+func init() {
+	register(apiEntry{key: 10, advertisedMin: 0, min: 0, max: 6, concurrent: true, handle: handleFindCoordinator})
+}
+
+// groupOps is the authorized-operations set of a group (Kafka's READ,
+// DESCRIBE, DELETE): everything, without an authorizer.
+var groupOps = opSet(opRead, opDescribe, opDelete)
+
+func handleFindCoordinator(ctx context.Context, rc *request, kreq kmsg.Request) (kmsg.Response, error) {
+	req := kreq.(*kmsg.FindCoordinatorRequest)
+	resp := req.ResponseKind().(*kmsg.FindCoordinatorResponse)
+	keys := req.CoordinatorKeys
+	if req.Version < 4 {
+		keys = []string{req.CoordinatorKey}
+	}
+	for _, key := range keys {
+		resp.Coordinators = append(resp.Coordinators, findCoordinator(ctx, rc, req.CoordinatorType, key))
+	}
+	if req.Version < 4 {
+		c := resp.Coordinators[0]
+		resp.Coordinators = nil
+		resp.ErrorCode, resp.NodeID, resp.Host, resp.Port = c.ErrorCode, c.NodeID, c.Host, c.Port
+		if req.Version >= 1 {
+			resp.ErrorMessage = c.ErrorMessage
+		}
+	}
+	return resp, nil
+}
+
+func findCoordinator(ctx context.Context, rc *request, keyType int8, key string) kmsg.FindCoordinatorResponseCoordinator {
+	c := kmsg.NewFindCoordinatorResponseCoordinator()
+	c.Key, c.NodeID = key, -1
+	fail := func(err error, msg string) kmsg.FindCoordinatorResponseCoordinator {
+		c.ErrorCode = errorCode(err)
+		if msg != "" {
+			c.ErrorMessage = kmsg.StringPtr(msg)
+		}
+		return c
+	}
+	srv := rc.conn.srv
+	switch {
+	case keyType == 1:
+		return fail(kerr.CoordinatorNotAvailable, "transactions are not implemented by this broker")
+	case keyType != 0:
+		return fail(kerr.InvalidRequest, "unsupported coordinator key type")
+	case srv.deps.Groups == nil || srv.deps.Metadata == nil:
+		return fail(kerr.CoordinatorNotAvailable, "")
+	}
+	node, err := srv.deps.Groups.Locate(ctx, key)
+	if err != nil {
+		return fail(err, "")
+	}
+	img, _ := srv.deps.Metadata.Current()
+	b, ok := img.Broker(node)
+	if !ok || b.Fenced {
+		return fail(kerr.CoordinatorNotAvailable, "")
+	}
+	ep, ok := b.Endpoint(rc.conn.listener)
+	if !ok {
+		return fail(kerr.CoordinatorNotAvailable, "the coordinator has no endpoint on this listener")
+	}
+	c.NodeID, c.Host, c.Port = node, ep.Host, int32(ep.Port)
+	return c
+}
+
+// groups returns the coordinator, or nil when the node has none.
+func groupsOf(rc *request) *group.Coordinator { return rc.conn.srv.deps.Groups }
+
+// clientHost is the member's address as Kafka shows it in DescribeGroups:
+// "/" and the IP.
+func clientHost(rc *request) string {
+	if rc.conn.remote == nil {
+		return ""
+	}
+	host, _, err := net.SplitHostPort(rc.conn.remote.String())
+	if err != nil {
+		host = rc.conn.remote.String()
+	}
+	return "/" + host
+}
+
+func derefOr(s *string, def string) string {
+	if s == nil {
+		return def
+	}
+	return *s
+}

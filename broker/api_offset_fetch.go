@@ -1,0 +1,166 @@
+package broker
+
+// OffsetFetch (key 9): v1-v10, as Kafka 4.2.
+//
+// Behaviour: committed offsets come from the metadata image (the Raft
+// state), so any broker that coordinates the group answers at once after a
+// failover. A partition without a committed offset answers offset -1,
+// leader epoch -1, metadata "" and no error, as Kafka does; a null topic
+// list (v2+) asks for every committed offset of the group. RequireStable
+// (v7+) is answered normally: without transactions no offset is ever
+// pending.
+//
+// Version notes: v1 per-partition errors only (a group error is put on
+// every requested partition); v2 top-level error; v3 throttle; v5 leader
+// epoch; v6 flexible; v7 RequireStable; v8+ several groups per request,
+// each with its own error; v9 KIP-848 member id/epoch (ignored for classic
+// groups); v10 topics by id (UNKNOWN_TOPIC_ID for an unknown one).
+
+import (
+	"context"
+	"slices"
+
+	"github.com/raftka/raftka/metadata"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+func init() {
+	register(apiEntry{key: 9, advertisedMin: 1, min: 1, max: 10, concurrent: true, handle: handleOffsetFetch})
+}
+
+// fetchTopic is one requested topic, by name or (v10) id.
+type fetchTopic struct {
+	name       string
+	id         [16]byte
+	partitions []int32
+}
+
+func handleOffsetFetch(_ context.Context, rc *request, kreq kmsg.Request) (kmsg.Response, error) {
+	req := kreq.(*kmsg.OffsetFetchRequest)
+	resp := req.ResponseKind().(*kmsg.OffsetFetchResponse)
+	if req.Version < 8 {
+		var topics []fetchTopic
+		if req.Topics != nil {
+			topics = []fetchTopic{}
+			for _, t := range req.Topics {
+				topics = append(topics, fetchTopic{name: t.Topic, partitions: t.Partitions})
+			}
+		}
+		g := fetchGroupOffsets(rc, req.Version, req.Group, topics)
+		resp.ErrorCode = g.ErrorCode
+		for _, t := range g.Topics {
+			rt := kmsg.NewOffsetFetchResponseTopic()
+			rt.Topic = t.Topic
+			for _, p := range t.Partitions {
+				rp := kmsg.NewOffsetFetchResponseTopicPartition()
+				rp.Partition, rp.Offset, rp.LeaderEpoch, rp.Metadata, rp.ErrorCode = p.Partition, p.Offset, p.LeaderEpoch, p.Metadata, p.ErrorCode
+				if req.Version < 2 && g.ErrorCode != 0 {
+					rp.ErrorCode = g.ErrorCode
+				}
+				rt.Partitions = append(rt.Partitions, rp)
+			}
+			resp.Topics = append(resp.Topics, rt)
+		}
+		return resp, nil
+	}
+	for _, rg := range req.Groups {
+		var topics []fetchTopic
+		if rg.Topics != nil {
+			topics = []fetchTopic{}
+			for _, t := range rg.Topics {
+				topics = append(topics, fetchTopic{name: t.Topic, id: t.TopicID, partitions: t.Partitions})
+			}
+		}
+		resp.Groups = append(resp.Groups, fetchGroupOffsets(rc, req.Version, rg.Group, topics))
+	}
+	return resp, nil
+}
+
+// fetchGroupOffsets answers one group in the v8+ shape; older versions
+// are translated by the caller. topics nil means every committed offset.
+func fetchGroupOffsets(rc *request, version int16, groupID string, topics []fetchTopic) kmsg.OffsetFetchResponseGroup {
+	out := kmsg.NewOffsetFetchResponseGroup()
+	out.Group = groupID
+	groups, md := groupsOf(rc), rc.conn.srv.deps.Metadata
+	fail := func(code int16) kmsg.OffsetFetchResponseGroup {
+		out.ErrorCode = code
+		if version < 2 {
+			// No top-level error field: answer each requested partition.
+			for _, t := range topics {
+				out.Topics = append(out.Topics, offsetsOf(t, nil, code))
+			}
+		}
+		return out
+	}
+	switch {
+	case groups == nil || md == nil:
+		return fail(kerr.CoordinatorNotAvailable.Code)
+	case groupID == "":
+		return fail(kerr.InvalidGroupID.Code)
+	}
+	img, _ := md.Current()
+	if err := groups.Ownership(img, groupID); err != nil {
+		return fail(errorCode(err))
+	}
+	if topics == nil {
+		committed := img.Offsets(groupID)
+		byTopic := make(map[string][]int32)
+		for tp := range committed {
+			byTopic[tp.Topic] = append(byTopic[tp.Topic], tp.Partition)
+		}
+		names := make([]string, 0, len(byTopic))
+		for n := range byTopic {
+			names = append(names, n)
+		}
+		slices.Sort(names)
+		for _, n := range names {
+			ft := fetchTopic{name: n, partitions: byTopic[n]}
+			slices.Sort(ft.partitions)
+			if version >= 10 {
+				ti, ok := img.Topic(n)
+				if !ok {
+					continue // deleted since the commit: no id to name it by
+				}
+				ft.id = ti.ID
+			}
+			out.Topics = append(out.Topics, offsetsOf(ft, func(p int32) (metadata.OffsetAndMetadata, bool) {
+				o, ok := committed[metadata.TopicPartition{Topic: n, Partition: p}]
+				return o, ok
+			}, 0))
+		}
+		return out
+	}
+	for _, t := range topics {
+		if version >= 10 {
+			ti, ok := img.TopicByID(t.id)
+			if !ok {
+				out.Topics = append(out.Topics, offsetsOf(t, nil, kerr.UnknownTopicID.Code))
+				continue
+			}
+			t.name = ti.Name
+		}
+		out.Topics = append(out.Topics, offsetsOf(t, func(p int32) (metadata.OffsetAndMetadata, bool) {
+			return img.Offset(groupID, t.name, p)
+		}, 0))
+	}
+	return out
+}
+
+// offsetsOf answers one topic: lookup gives the committed offsets (nil when
+// code answers every partition).
+func offsetsOf(t fetchTopic, lookup func(int32) (metadata.OffsetAndMetadata, bool), code int16) kmsg.OffsetFetchResponseGroupTopic {
+	rt := kmsg.NewOffsetFetchResponseGroupTopic()
+	rt.Topic, rt.TopicID = t.name, t.id
+	for _, p := range t.partitions {
+		rp := kmsg.NewOffsetFetchResponseGroupTopicPartition()
+		rp.Partition, rp.Offset, rp.LeaderEpoch, rp.Metadata, rp.ErrorCode = p, -1, -1, kmsg.StringPtr(""), code
+		if lookup != nil {
+			if o, ok := lookup(p); ok {
+				rp.Offset, rp.LeaderEpoch, rp.Metadata = o.Offset, o.LeaderEpoch, kmsg.StringPtr(o.Metadata)
+			}
+		}
+		rt.Partitions = append(rt.Partitions, rp)
+	}
+	return rt
+}
