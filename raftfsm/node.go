@@ -213,6 +213,10 @@ type Node struct {
 	fatalOnce sync.Once
 	fatalErr  atomic.Pointer[error]
 	done      chan struct{} // closed when a fatal error stops the node
+	// rpcReady is closed once n.raft exists: the controller listener
+	// accepts before Raft starts (Raft needs its transport), so RPC
+	// connections wait here rather than touch a nil *raft.Raft.
+	rpcReady chan struct{}
 }
 
 // Start opens the Raft stores under cfg.DataDir, starts Raft and the
@@ -282,8 +286,11 @@ func Start(cfg Config) (_ *Node, err error) {
 		ln.Close()
 		return nil, fmt.Errorf("raftfsm: advertised address %q: %w", n.addr, err)
 	}
+	n.rpcReady = make(chan struct{})
 	n.mux = newMux(ln, n.serveConn)
-	cleanup = append(cleanup, n.mux.close)
+	// If Start fails, cancel before the mux waits for its connections:
+	// RPC connections accepted before Raft existed wait on n.ctx.
+	cleanup = append(cleanup, n.mux.close, n.cancel)
 	n.pool = newConnPool()
 	cleanup = append(cleanup, n.pool.close)
 	n.trans = raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
@@ -349,6 +356,7 @@ func Start(cfg Config) (_ *Node, err error) {
 		return nil, fmt.Errorf("raftfsm: start raft: %w", err)
 	}
 	cleanup = append(cleanup, func() { _ = n.raft.Shutdown().Error() })
+	close(n.rpcReady)
 	if p := n.fatalErr.Load(); p != nil {
 		return nil, *p
 	}

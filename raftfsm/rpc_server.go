@@ -22,6 +22,11 @@ const rpcTimeout = 30 * time.Second
 // order. A frame that does not parse closes the connection after a log line;
 // nothing else is affected.
 func (n *Node) serveConn(c net.Conn) {
+	select {
+	case <-n.rpcReady:
+	case <-n.ctx.Done(): // Start failed or the node is shutting down
+		return
+	}
 	r := bufio.NewReader(c)
 	var out []byte
 	for {
