@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 
+	"github.com/raftka/raftka/storage"
 	"github.com/twmb/franz-go/pkg/kerr"
 )
 
@@ -28,6 +29,12 @@ func errorCode(err error) int16 {
 		// Kafka answers a request that ran out of time (or was abandoned
 		// with its connection or the broker) as timed out; clients retry.
 		return kerr.RequestTimedOut.Code
+	case errors.Is(err, storage.ErrOutOfOrderSequence):
+		return kerr.OutOfOrderSequenceNumber.Code
+	case errors.Is(err, storage.ErrInvalidProducerEpoch):
+		// Since 2.7 Kafka answers a produce with a stale epoch so rather
+		// than PRODUCER_FENCED, which clients treat as fatal.
+		return kerr.InvalidProducerEpoch.Code
 	default:
 		return kerr.UnknownServerError.Code
 	}

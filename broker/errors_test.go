@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/raftka/raftka/storage"
 	"github.com/twmb/franz-go/pkg/kerr"
 )
 
@@ -21,6 +22,8 @@ func TestErrorCode(t *testing.T) {
 		{"kerr", kerr.NotLeaderForPartition, kerr.NotLeaderForPartition.Code},
 		{"kerr wrapped", fmt.Errorf("controller: %w", kerr.TopicAlreadyExists), kerr.TopicAlreadyExists.Code},
 		{"unknown", errors.New("boom"), kerr.UnknownServerError.Code},
+		{"out of order sequence", fmt.Errorf("append: %w", storage.ErrOutOfOrderSequence), kerr.OutOfOrderSequenceNumber.Code},
+		{"stale producer epoch", storage.ErrInvalidProducerEpoch, kerr.InvalidProducerEpoch.Code},
 	}
 	for _, tt := range tests {
 		if got := errorCode(tt.err); got != tt.want {
