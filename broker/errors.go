@@ -29,6 +29,24 @@ func errorCode(err error) int16 {
 		// Kafka answers a request that ran out of time (or was abandoned
 		// with its connection or the broker) as timed out; clients retry.
 		return kerr.RequestTimedOut.Code
+	case errors.Is(err, storage.ErrCorruptBatch):
+		return kerr.CorruptMessage.Code
+	case errors.Is(err, storage.ErrInvalidRecord):
+		return kerr.InvalidRecord.Code
+	case errors.Is(err, storage.ErrInvalidTimestamp):
+		return kerr.InvalidTimestamp.Code
+	case errors.Is(err, storage.ErrRecordTooLarge):
+		return kerr.MessageTooLarge.Code
+	case errors.Is(err, storage.ErrOffsetOutOfRange):
+		return kerr.OffsetOutOfRange.Code
+	case errors.Is(err, storage.ErrClosed):
+		// The log went away under the request: the partition moved or was
+		// deleted; the client refreshes metadata and retries.
+		return kerr.NotLeaderForPartition.Code
+	case errors.Is(err, storage.ErrCorruptFile):
+		return kerr.KafkaStorageError.Code
+	case errors.Is(err, storage.ErrInvalidConfig):
+		return kerr.InvalidConfig.Code
 	case errors.Is(err, storage.ErrOutOfOrderSequence):
 		return kerr.OutOfOrderSequenceNumber.Code
 	case errors.Is(err, storage.ErrInvalidProducerEpoch):

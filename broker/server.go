@@ -82,6 +82,8 @@ type Deps struct {
 	Controller ControllerClient
 	Admin      ControllerAdmin
 	Quorum     QuorumView
+	// Replicas is the partition layer (see partitions.go).
+	Replicas ReplicaManager
 	// Groups is the group coordinator (api_find_coordinator.go and the
 	// other group APIs); nil answers them COORDINATOR_NOT_AVAILABLE.
 	Groups *group.Coordinator
@@ -110,6 +112,8 @@ type Options struct {
 	// (broker resources, and the static layer of topic configs); nil shows
 	// only the metadata image's configs.
 	Config *config.Config
+	// Partitions configures the partition APIs (see partitions.go).
+	Partitions PartitionOptions
 }
 
 // Server answers the Kafka protocol on its listeners.
@@ -130,6 +134,7 @@ type Server struct {
 	config          *config.Config
 	listeners       []boundListener
 	producerIDs     producerIDs // see producer_ids.go
+	parts           *partitionState
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -164,6 +169,7 @@ func newServer(opts Options, table *apiTable) (*Server, error) {
 		nodeID:          opts.NodeID,
 		autoCreate:      opts.AutoCreateTopics,
 		config:          opts.Config,
+		parts:           newPartitionState(opts.Partitions),
 	}
 	if s.maxRequestBytes == 0 {
 		s.maxRequestBytes = DefaultMaxRequestBytes

@@ -12,6 +12,7 @@ import (
 
 	"github.com/raftka/raftka/broker"
 	"github.com/raftka/raftka/broker/config"
+	"github.com/raftka/raftka/broker/replica"
 	"github.com/raftka/raftka/metadata"
 	"github.com/raftka/raftka/raftfsm"
 	"github.com/raftka/raftka/storage"
@@ -85,6 +86,14 @@ func runServer(ctx context.Context, cfg *config.Config, log zerolog.Logger, shut
 		}
 	}()
 
+	replicas, stopReplicas, err := startReplicas(node, logs, cfg, log)
+	if err != nil {
+		return err
+	}
+	// Deferred after logs.Close, so it runs before it: fetchers and waiting
+	// requests stop while the logs are still open.
+	defer stopReplicas()
+
 	metrics := newPromMetrics()
 	var listeners []broker.Listener
 	for _, l := range cfg.Listeners {
@@ -106,7 +115,9 @@ func runServer(ctx context.Context, cfg *config.Config, log zerolog.Logger, shut
 			Controller: node.Client(),
 			Admin:      node.Client(),
 			Quorum:     node,
+			Replicas:   replicas,
 		},
+		Partitions: broker.PartitionOptions{LogDirs: cfg.LogDirs},
 	})
 	if err != nil {
 		return err
@@ -161,6 +172,56 @@ func runServer(ctx context.Context, cfg *config.Config, log zerolog.Logger, shut
 		cancel()
 	}
 	return nil
+}
+
+// startReplicas starts the partition layer and feeds it every published
+// metadata event, in order, from one goroutine. stop ends the feed and the
+// manager (fetchers, ISR expiry, waiting produces and fetches); the logs stay
+// open for their owner to close.
+func startReplicas(node *raftfsm.Node, logs *storage.Manager, cfg *config.Config, log zerolog.Logger) (*replica.Manager, func(), error) {
+	m, err := replica.NewManager(replica.Config{
+		BrokerID:               cfg.NodeID,
+		Storage:                logs,
+		TopicConfig:            broker.ReplicaTopicConfig(cfg),
+		Controller:             node.Client(),
+		Dial:                   replica.TCPDialer(fmt.Sprintf("raftka-replica-%d", cfg.NodeID), 10*time.Second),
+		InterBrokerListener:    cfg.InterBrokerListenerName,
+		Logger:                 log,
+		ReplicaLagTimeMax:      cfg.ReplicaLagTimeMax,
+		FetchWaitMax:           cfg.ReplicaFetchWaitMax,
+		FetchMaxBytes:          int(cfg.ReplicaFetchResponseMaxByte),
+		FetchPartitionMaxBytes: int(cfg.ReplicaFetchMaxBytes),
+		FetchMinBytes:          int(cfg.ReplicaFetchMinBytes),
+		FetchBackoff:           cfg.ReplicaFetchBackoff,
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	sub := node.Subscribe()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			ev, err := sub.Next(ctx)
+			if err != nil {
+				if ctx.Err() == nil {
+					log.Error().Err(err).Msg("metadata feed to the replica manager stopped")
+				}
+				return
+			}
+			m.Apply(ev.Image, ev.Delta, ev.Reset)
+		}
+	}()
+	stop := func() {
+		cancel()
+		sub.Close()
+		<-done
+		if err := m.Close(); err != nil {
+			log.Warn().Err(err).Msg("closing the replica manager")
+		}
+	}
+	return m, stop, nil
 }
 
 func startRaft(cfg *config.Config, clusterID string, log zerolog.Logger) (*raftfsm.Node, error) {

@@ -1,0 +1,93 @@
+package broker
+
+// ListOffsets (key 2): v1-v11, as Kafka 4.
+//
+// Behaviour (Kafka's ReplicaManager.fetchOffset, leader side): per
+// partition, timestamp -2 (earliest) is the log start offset, -1 (latest)
+// the high watermark (under read_committed the last stable offset, the same
+// until transactions exist), -3 (max timestamp, v7+) the record with the
+// largest timestamp, -4 (earliest local, v8+) the log start offset (nothing
+// is tiered), -5 (latest tiered, v9+) no offset, and a timestamp >= 0 the
+// first record at or after it, found through the time index. Offsets at or
+// past the HW are never answered (-1 instead). The leader epoch of the batch
+// holding the offset is answered from v4. Errors: NOT_LEADER_OR_FOLLOWER,
+// FENCED_LEADER_EPOCH / UNKNOWN_LEADER_EPOCH (CurrentLeaderEpoch, v4+),
+// UNKNOWN_TOPIC_OR_PARTITION, UNSUPPORTED_VERSION for a special timestamp
+// the version does not know, INVALID_REQUEST for a partition listed twice.
+//
+// Version notes: v0 (MaxNumOffsets, OldStyleOffsets) is not served, as in
+// Kafka 4. v2: IsolationLevel. v4: CurrentLeaderEpoch, LeaderEpoch. v6:
+// flexible. v10: TimeoutMillis (only for tiered storage; unused).
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/raftka/raftka/broker/replica"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+func init() {
+	register(apiEntry{
+		key:           2,
+		advertisedMin: 1, min: 1, max: 11,
+		concurrent:    true, // reads only
+		handle:        handleListOffsets,
+	})
+}
+
+// minVersionForTimestamp is the first ListOffsets version that knows each
+// special timestamp.
+var minVersionForTimestamp = map[int64]int16{
+	replica.MaxTimestamp:           7,
+	replica.EarliestLocalTimestamp: 8,
+	replica.LatestTieredTimestamp:  9,
+}
+
+func handleListOffsets(_ context.Context, rc *request, kreq kmsg.Request) (kmsg.Response, error) {
+	req := kreq.(*kmsg.ListOffsetsRequest)
+	resp := req.ResponseKind().(*kmsg.ListOffsetsResponse)
+	srv := rc.conn.srv
+	isolation := replica.ReadUncommitted
+	if req.Version >= 2 {
+		isolation = req.IsolationLevel
+	}
+	for _, t := range req.Topics {
+		rt := kmsg.NewListOffsetsResponseTopic()
+		rt.Topic = t.Topic
+		seen := map[int32]int{}
+		for _, p := range t.Partitions {
+			seen[p.Partition]++
+		}
+		for _, p := range t.Partitions {
+			rp := kmsg.NewListOffsetsResponseTopicPartition()
+			rp.Partition = p.Partition
+			rp.Timestamp, rp.Offset, rp.LeaderEpoch = -1, -1, -1
+			current := int32(-1)
+			if req.Version >= 4 {
+				current = p.CurrentLeaderEpoch
+			}
+			var err error
+			if min, special := minVersionForTimestamp[p.Timestamp]; special && req.Version < min {
+				err = fmt.Errorf("%w: timestamp %d needs ListOffsets v%d", kerr.UnsupportedVersion, p.Timestamp, min)
+			}
+			if seen[p.Partition] > 1 {
+				err = fmt.Errorf("%w: partition %d listed twice", kerr.InvalidRequest, p.Partition)
+			}
+			if err == nil {
+				var part *replica.Partition
+				if part, err = srv.partition(t.Topic, p.Partition); err == nil {
+					var lo replica.ListedOffset
+					if lo, err = part.ListOffsets(current, p.Timestamp, isolation); err == nil {
+						rp.Timestamp, rp.Offset, rp.LeaderEpoch = lo.Timestamp, lo.Offset, lo.LeaderEpoch
+					}
+				}
+			}
+			rp.ErrorCode = errorCode(err)
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		resp.Topics = append(resp.Topics, rt)
+	}
+	return resp, nil
+}

@@ -1,0 +1,241 @@
+package broker
+
+// Produce (key 0): advertised v0-v13, served v3-v13, as Kafka 4.
+//
+// Behaviour (Kafka's ReplicaManager.appendRecords, leader side):
+//   - Each partition carries exactly one v2 record batch, validated and
+//     stamped with offsets and the leader epoch by storage (see
+//     replica.Partition.AppendAsLeader). Per-partition errors:
+//     UNKNOWN_TOPIC_OR_PARTITION (UNKNOWN_TOPIC_ID at v13),
+//     NOT_LEADER_OR_FOLLOWER (with CurrentLeader and the leader's endpoint in
+//     NodeEndpoints at v10+, so the client need not refresh metadata),
+//     NOT_ENOUGH_REPLICAS (acks=all with too small an ISR; nothing appended),
+//     NOT_ENOUGH_REPLICAS_AFTER_APPEND, MESSAGE_TOO_LARGE (max.message.bytes),
+//     CORRUPT_MESSAGE, INVALID_RECORD, INVALID_TIMESTAMP, and REQUEST_TIMED_OUT
+//     when acks=all is not satisfied within TimeoutMillis.
+//   - acks 0: nothing is answered; if any partition failed the connection is
+//     closed, as Kafka does, so the client notices. acks 1: answered after the
+//     leader's append. acks -1 (all): appended, then the connection is released
+//     (its next request may start) and the answer waits for the high watermark
+//     to pass every batch (the delayed-produce purgatory). Other acks values
+//     are INVALID_REQUIRED_ACKS.
+//   - Transactions are not implemented: a transactional id or a batch with
+//     the transactional bit is refused with INVALID_TXN_STATE and a message
+//     saying so, rather than stored without the guarantees it asks for.
+//   - Idempotent producers: batches with a producer id are stored as sent;
+//     sequence, duplicate and epoch checks are not done yet (see
+//     appendBatch, the one place they belong).
+//   - LogAppendTime topics: the broker time stamped into the batch is
+//     answered; CreateTime topics answer -1.
+//
+// Version notes: v0-v2 (magic 0/1 message sets) are advertised only because
+// librdkafka before 2.11 disables compression otherwise (PROTOCOL-NOTES 1.7);
+// they are answered UNSUPPORTED_VERSION per partition, as Kafka 4 does. v5+:
+// LogStartOffset. v8+: ErrorMessage. v9: flexible. v10+: CurrentLeader and
+// NodeEndpoints. v13: topics by id.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/raftka/raftka/broker/replica"
+	"github.com/raftka/raftka/metadata"
+	"github.com/raftka/raftka/storage"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+func init() {
+	register(apiEntry{
+		key:           0,
+		advertisedMin: 0, min: 3, max: 13,
+		// Appends must happen in request order on a connection; the handler
+		// releases the connection before waiting for acks=all.
+		concurrent: false,
+		handle:     handleProduce,
+		reject:     rejectProduce,
+	})
+}
+
+// errTransactionsUnsupported is the answer to transactional produces.
+var errTransactionsUnsupported = fmt.Errorf("%w: transactions are not implemented by raftka", kerr.InvalidTxnState)
+
+// rejectProduce answers Produce v0-v2 with UNSUPPORTED_VERSION for every
+// partition.
+func rejectProduce(kreq kmsg.Request) kmsg.Response {
+	req := kreq.(*kmsg.ProduceRequest)
+	resp := req.ResponseKind().(*kmsg.ProduceResponse)
+	for _, t := range req.Topics {
+		rt := kmsg.NewProduceResponseTopic()
+		rt.Topic = t.Topic
+		for _, p := range t.Partitions {
+			rp := kmsg.NewProduceResponseTopicPartition()
+			rp.Partition, rp.ErrorCode = p.Partition, kerr.UnsupportedVersion.Code
+			rp.BaseOffset, rp.LogAppendTime, rp.LogStartOffset = -1, -1, -1
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		resp.Topics = append(resp.Topics, rt)
+	}
+	return resp
+}
+
+// pendingAck is one acks=all partition waiting for replication.
+type pendingAck struct {
+	rp  *kmsg.ProduceResponseTopicPartition
+	ack *replica.Ack
+}
+
+func handleProduce(ctx context.Context, rc *request, kreq kmsg.Request) (kmsg.Response, error) {
+	req := kreq.(*kmsg.ProduceRequest)
+	resp := req.ResponseKind().(*kmsg.ProduceResponse)
+	srv := rc.conn.srv
+	img := srv.image()
+
+	var txnErr error
+	if req.TransactionID != nil {
+		txnErr = errTransactionsUnsupported
+	}
+	var acksErr error
+	if req.Acks != 0 && req.Acks != 1 && req.Acks != -1 {
+		acksErr = fmt.Errorf("%w: acks %d", kerr.InvalidRequiredAcks, req.Acks)
+	}
+
+	var pending []pendingAck
+	failed := false
+	hints := map[int32]bool{} // leaders named in CurrentLeader, for NodeEndpoints
+	for _, t := range req.Topics {
+		rt := kmsg.NewProduceResponseTopic()
+		rt.Topic, rt.TopicID = t.Topic, t.TopicID
+		name := t.Topic
+		var topicErr error
+		if req.Version >= 13 {
+			if ti, ok := img.TopicByID(t.TopicID); ok {
+				name = ti.Name
+			} else {
+				topicErr = fmt.Errorf("%w: %x", kerr.UnknownTopicID, t.TopicID)
+			}
+		}
+		rt.Partitions = make([]kmsg.ProduceResponseTopicPartition, len(t.Partitions))
+		for i, p := range t.Partitions {
+			rp := &rt.Partitions[i]
+			*rp = kmsg.NewProduceResponseTopicPartition()
+			rp.Partition = p.Partition
+			rp.BaseOffset, rp.LogAppendTime, rp.LogStartOffset = -1, -1, -1
+
+			err := firstErr(topicErr, acksErr, txnErr)
+			var res storage.AppendResult
+			var ack *replica.Ack
+			if err == nil {
+				res, ack, err = srv.appendBatch(name, p.Partition, p.Records, req.Acks)
+			}
+			if err != nil {
+				failed = true
+				setProduceError(rp, req.Version, err)
+				if req.Version >= 10 && wantsLeaderHint(rp.ErrorCode) {
+					if h, ok := leaderOf(img, name, p.Partition, rc.conn.listener); ok {
+						rp.CurrentLeader.LeaderID, rp.CurrentLeader.LeaderEpoch = h.leader, h.epoch
+						hints[h.leader] = true
+					}
+				}
+				continue
+			}
+			rp.BaseOffset, rp.LogAppendTime, rp.LogStartOffset = res.BaseOffset, res.LogAppendTime, res.LogStartOffset
+			if ack != nil {
+				pending = append(pending, pendingAck{rp: rp, ack: ack})
+			}
+		}
+		resp.Topics = append(resp.Topics, rt)
+	}
+	// Everything whose order matters on this connection is done.
+	rc.release()
+
+	if req.Acks == 0 {
+		if failed {
+			// Kafka closes the connection of an acks=0 producer whose
+			// request failed: it is the only way to tell it.
+			return nil, errors.New("acks=0 produce failed for some partitions; closing so the producer notices")
+		}
+		return nil, nil
+	}
+	if len(pending) > 0 {
+		acks := make([]*replica.Ack, len(pending))
+		for i, p := range pending {
+			acks[i] = p.ack
+		}
+		timeout := time.Duration(max(req.TimeoutMillis, 0)) * time.Millisecond
+		for i, err := range replica.WaitAcks(ctx, timeout, acks) {
+			if err != nil {
+				rp := pending[i].rp
+				setProduceError(rp, req.Version, err)
+				// The batch is in the leader's log; only its replication is
+				// in doubt, so keep nothing that suggests an offset.
+				rp.BaseOffset, rp.LogAppendTime, rp.LogStartOffset = -1, -1, -1
+			}
+		}
+	}
+	if req.Version >= 10 {
+		resp.Brokers = produceEndpoints(img, hints, rc.conn.listener)
+	}
+	return resp, nil
+}
+
+// appendBatch appends one partition's records as leader: the one path a
+// produced batch takes into a log.
+//
+// Idempotent producers hook in here: a batch with a producer id
+// (storage.Batch's ProducerID, ProducerEpoch, BaseSequence) is to be checked
+// against the partition's producer state (out-of-order sequence, duplicate
+// answered with its first offset, fenced epoch) right before
+// AppendAsLeader. That state is its own piece of work; until InitProducerId
+// is advertised clients send no producer ids.
+func (s *Server) appendBatch(topic string, partition int32, records []byte, acks int16) (storage.AppendResult, *replica.Ack, error) {
+	p, err := s.partition(topic, partition)
+	if err != nil {
+		return storage.AppendResult{}, nil, err
+	}
+	if len(records) >= storage.BatchHeaderSize && storage.Batch(records).Transactional() {
+		return storage.AppendResult{}, nil, errTransactionsUnsupported
+	}
+	return p.AppendAsLeader(records, acks)
+}
+
+func firstErr(errs ...error) error {
+	for _, e := range errs {
+		if e != nil {
+			return e
+		}
+	}
+	return nil
+}
+
+func setProduceError(rp *kmsg.ProduceResponseTopicPartition, version int16, err error) {
+	rp.ErrorCode = errorCode(err)
+	if version >= 8 {
+		msg := err.Error()
+		rp.ErrorMessage = &msg
+	}
+}
+
+// produceEndpoints lists the endpoints (on the request's listener) of the
+// leaders named in CurrentLeader fields, Produce v10+'s NodeEndpoints.
+func produceEndpoints(img *metadata.Image, ids map[int32]bool, listener string) []kmsg.ProduceResponseBroker {
+	var out []kmsg.ProduceResponseBroker
+	for _, b := range img.Brokers() {
+		if !ids[b.ID] || b.Fenced {
+			continue
+		}
+		ep, ok := b.Endpoint(listener)
+		if !ok {
+			continue
+		}
+		pb := kmsg.NewProduceResponseBroker()
+		pb.NodeID, pb.Host, pb.Port = b.ID, ep.Host, int32(ep.Port)
+		if b.Rack != "" {
+			pb.Rack = kmsg.StringPtr(b.Rack)
+		}
+		out = append(out, pb)
+	}
+	return out
+}

@@ -1,0 +1,141 @@
+package broker
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/raftka/raftka/broker/config"
+	"github.com/raftka/raftka/broker/replica"
+	"github.com/raftka/raftka/metadata"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// ReplicaManager is what the partition APIs (Produce, Fetch, ListOffsets,
+// OffsetForLeaderEpoch, DeleteRecords, DescribeLogDirs) need from the
+// partition layer. *replica.Manager satisfies it; a nil Deps.Replicas
+// (tests of other APIs, a node still starting) answers every partition
+// NOT_LEADER_OR_FOLLOWER, which clients retry after a Metadata refresh.
+type ReplicaManager interface {
+	// Partition returns a partition hosted here, or a *kerr.Error
+	// (NOT_LEADER_OR_FOLLOWER, UNKNOWN_TOPIC_OR_PARTITION).
+	Partition(topic string, partition int32) (*replica.Partition, error)
+	Partitions() []*replica.Partition
+	// Fetch reads and long-polls (the delayed-fetch purgatory).
+	Fetch(ctx context.Context, req replica.FetchRequest) []replica.ReadResult
+	// ServeFetch answers a follower's Fetch (its bytes are copied; followers
+	// are few and their requests small compared with consumers').
+	ServeFetch(ctx context.Context, req *kmsg.FetchRequest) *kmsg.FetchResponse
+}
+
+// PartitionOptions configure the partition APIs of a Server.
+type PartitionOptions struct {
+	// LogDirs are log.dirs, which DescribeLogDirs lists even when they hold
+	// no partition.
+	LogDirs []string
+	// FetchSessionCacheSlots is max.incremental.fetch.session.cache.slots
+	// (Kafka's default 1000 when zero; negative disables sessions).
+	FetchSessionCacheSlots int
+	// FetchSessionEvictionMin is min.incremental.fetch.session.eviction.ms:
+	// a session unused that long may be evicted for a new one (120s).
+	FetchSessionEvictionMin time.Duration
+}
+
+// partitionState is the Server's state for the partition APIs: options and
+// the fetch session cache (see fetch_session.go).
+type partitionState struct {
+	logDirs  []string
+	sessions *fetchSessionCache
+}
+
+func newPartitionState(o PartitionOptions) *partitionState {
+	slots := o.FetchSessionCacheSlots
+	if slots == 0 {
+		slots = 1000
+	}
+	evict := o.FetchSessionEvictionMin
+	if evict <= 0 {
+		evict = 120 * time.Second
+	}
+	return &partitionState{logDirs: o.LogDirs, sessions: newFetchSessionCache(max(slots, 0), evict, time.Now)}
+}
+
+// errNoReplicas answers for partitions when the node has no replica
+// manager wired (yet).
+var errNoReplicas = fmt.Errorf("%w: this node serves no partitions yet", kerr.NotLeaderForPartition)
+
+// partition looks a partition up in the server's replica manager.
+func (s *Server) partition(topic string, p int32) (*replica.Partition, error) {
+	if s.deps.Replicas == nil {
+		return nil, errNoReplicas
+	}
+	return s.deps.Replicas.Partition(topic, p)
+}
+
+// image is the current metadata image, or an empty one.
+func (s *Server) image() *metadata.Image {
+	if s.deps.Metadata == nil {
+		return metadata.NewImage()
+	}
+	img, _ := s.deps.Metadata.Current()
+	if img == nil {
+		return metadata.NewImage()
+	}
+	return img
+}
+
+// leaderHint is where a client should go instead: the partition's leader
+// and epoch from img, and that leader's endpoint on listener (nil when it
+// has none), for the CurrentLeader / NodeEndpoints fields of Produce v10+
+// and Fetch v12+.
+type leaderHint struct {
+	leader, epoch int32
+	endpoint      *metadata.Endpoint
+	rack          string
+}
+
+func leaderOf(img *metadata.Image, topic string, p int32, listener string) (leaderHint, bool) {
+	t, ok := img.Topic(topic)
+	if !ok {
+		return leaderHint{}, false
+	}
+	reg, ok := t.Partition(p)
+	if !ok {
+		return leaderHint{}, false
+	}
+	h := leaderHint{leader: reg.Leader, epoch: reg.LeaderEpoch}
+	if b, ok := img.Broker(reg.Leader); ok && !b.Fenced {
+		if ep, ok := b.Endpoint(listener); ok {
+			h.endpoint, h.rack = &ep, b.Rack
+		}
+	}
+	return h, true
+}
+
+// wantsLeaderHint reports whether an error code is one for which Kafka
+// tells the client the current leader.
+func wantsLeaderHint(code int16) bool {
+	return code == kerr.NotLeaderForPartition.Code || code == kerr.FencedLeaderEpoch.Code
+}
+
+// ReplicaTopicConfig is the replica.Config.TopicConfig function for a node
+// with server.properties cfg: the log config from StorageConfig and
+// min.insync.replicas by the same precedence (topic override, dynamic broker
+// and cluster configs, server.properties, default).
+func ReplicaTopicConfig(cfg *config.Config) func(img *metadata.Image, topic string) (replica.TopicConfig, error) {
+	return func(img *metadata.Image, topic string) (replica.TopicConfig, error) {
+		tc := replica.TopicConfig{Log: StorageConfig(img, cfg, topic), MinInsyncReplicas: 1}
+		e, ok := metadata.EffectiveTopicConfig("min.insync.replicas", TopicConfigSources(img, cfg, topic))
+		if !ok {
+			return tc, nil
+		}
+		n, err := strconv.Atoi(e.Value)
+		if err != nil || n < 1 {
+			return tc, fmt.Errorf("broker: topic %s: min.insync.replicas %q is not a positive integer", topic, e.Value)
+		}
+		tc.MinInsyncReplicas = n
+		return tc, nil
+	}
+}
