@@ -115,7 +115,9 @@ func produceLines(c *cli.Context) error {
 	for _, kv := range pairsOf(c, "header").pairs() {
 		p.headers = append(p.headers, kgo.RecordHeader{Key: kv[0], Value: []byte(kv[1])})
 	}
-	opts = append(opts, kgo.DefaultProduceTopic(topic), kgo.RecordDeliveryTimeout(c.Duration("delivery-timeout")))
+	// Kafka's producer lets the broker auto-create a missing topic (when the
+	// broker allows it); kgo does not unless asked.
+	opts = append(opts, kgo.DefaultProduceTopic(topic), kgo.RecordDeliveryTimeout(c.Duration("delivery-timeout")), kgo.AllowAutoTopicCreation())
 	cl, err := newClient(c, opts...)
 	if err != nil {
 		return err

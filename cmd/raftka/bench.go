@@ -1,0 +1,510 @@
+package main
+
+// `raftka bench` measures a cluster the way kafka-producer-perf-test.sh and
+// kafka-consumer-perf-test.sh do: produce, consume, and end-to-end latency
+// at a fixed rate. Every run is bounded by --records and a time limit.
+// Latency percentiles come from an HdrHistogram in microseconds.
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/urfave/cli/v2"
+)
+
+const mib = 1 << 20
+
+// maxBenchTime bounds a run given only --records, so a stalled cluster
+// cannot keep a benchmark (or make bench) running forever.
+const maxBenchTime = 10 * time.Minute
+
+func benchFlags(extra ...cli.Flag) []cli.Flag {
+	return append([]cli.Flag{
+		bootstrapFlag(),
+		&cli.StringFlag{Name: "topic", Usage: "topic to use (required)"},
+		&cli.Int64Flag{Name: "records", Usage: "number of records (give this, --duration, or both)"},
+		&cli.DurationFlag{Name: "duration", Usage: "how long to run (give this, --records, or both)"},
+		&cli.IntFlag{Name: "record-size", Value: 100, Usage: "value size in bytes"},
+		&cli.IntFlag{Name: "partitions", Usage: "create the topic with this many partitions if it is missing (0: the broker default)"},
+		&cli.IntFlag{Name: "replication-factor", Value: -1, Usage: "replication factor when creating the topic (-1: the broker default)"},
+		&cli.BoolFlag{Name: "json", Usage: "print the final result as one JSON object (progress goes to standard error)"},
+	}, extra...)
+}
+
+func producerBenchFlags() []cli.Flag {
+	return []cli.Flag{
+		&cli.StringFlag{Name: "acks", Value: "all", Usage: "all (-1), 1 or 0"},
+		&cli.DurationFlag{Name: "linger", Value: 5 * time.Millisecond, Usage: "how long a batch waits for more records"},
+		&cli.IntFlag{Name: "batch-max-bytes", Usage: "largest batch kgo builds per partition (0: kgo's default, 1 MiB)"},
+		&cli.StringFlag{Name: "compression", Value: "none", Usage: "none, gzip, snappy, lz4 or zstd"},
+	}
+}
+
+func init() {
+	register(&cli.Command{
+		Name:  "bench",
+		Usage: "measure produce and consume throughput and latency (like kafka-producer-perf-test.sh)",
+		Subcommands: []*cli.Command{
+			{
+				Name:   "produce",
+				Usage:  "produce records as fast as allowed and report records/s, MB/s and latency percentiles",
+				Flags:  benchFlags(append(producerBenchFlags(), &cli.Float64Flag{Name: "throughput", Value: -1, Usage: "records per second cap (-1: none)"})...),
+				Action: benchProduce,
+			},
+			{
+				Name:   "consume",
+				Usage:  "read the topic from the beginning and report records/s and MB/s",
+				Flags:  benchFlags(&cli.DurationFlag{Name: "idle-timeout", Value: 10 * time.Second, Usage: "stop when no record arrived for this long"}),
+				Action: benchConsume,
+			},
+			{
+				Name:  "e2e",
+				Usage: "produce at a fixed rate with linger 0, consume in the same process, and report produce-to-consume latency",
+				Flags: benchFlags(
+					&cli.StringFlag{Name: "acks", Value: "all", Usage: "all (-1), 1 or 0"},
+					&cli.Float64Flag{Name: "throughput", Value: 1000, Usage: "records per second (must be positive)"},
+					&cli.StringFlag{Name: "compression", Value: "none", Usage: "none, gzip, snappy, lz4 or zstd"},
+				),
+				Action: benchE2E,
+			},
+			benchKfakeCommand(),
+		},
+	})
+}
+
+// benchPlan is what every bench subcommand checks first.
+type benchPlan struct {
+	topic      string
+	records    int64         // math.MaxInt64 when only --duration was given
+	duration   time.Duration // the run's time bound; see start
+	deadline   time.Time     // set by start
+	recordSize int
+	json       bool
+	out        io.Writer // final result
+	progress   io.Writer // per-second lines
+}
+
+// start fixes the deadline once setup (topic creation, connections) is
+// done, so --duration measures load, not setup.
+func (p *benchPlan) start() time.Time {
+	now := time.Now()
+	p.deadline = now.Add(p.duration)
+	return now
+}
+
+func newBenchPlan(c *cli.Context) (benchPlan, error) {
+	topic, err := requireTopic(c)
+	if err != nil {
+		return benchPlan{}, err
+	}
+	p := benchPlan{topic: topic, records: c.Int64("records"), recordSize: c.Int("record-size"), json: c.Bool("json"), out: c.App.Writer, progress: c.App.Writer}
+	d := c.Duration("duration")
+	switch {
+	case p.records < 0 || d < 0:
+		return p, fmt.Errorf("%s: --records and --duration must not be negative", c.Command.FullName())
+	case p.records == 0 && d == 0:
+		return p, fmt.Errorf("%s: give --records or --duration", c.Command.FullName())
+	case p.records == 0:
+		p.records = math.MaxInt64
+	}
+	if d == 0 || d > maxBenchTime {
+		d = maxBenchTime
+	}
+	p.duration = d
+	if p.recordSize < 0 || p.recordSize > 64*mib {
+		return p, fmt.Errorf("%s: --record-size %d: want 0 to %d bytes", c.Command.FullName(), p.recordSize, 64*mib)
+	}
+	if p.json {
+		p.progress = c.App.ErrWriter
+	}
+	return p, nil
+}
+
+// ensureTopic creates the topic when it is missing and waits until every
+// partition has a leader, so the first records do not measure topic
+// creation. It asks with plain Metadata requests: kadm's lookups go through
+// kgo's metadata cache, which may keep a "no such topic" answer for 5 s.
+func ensureTopic(ctx context.Context, cl *kgo.Client, topic string, partitions, rf int, notes io.Writer) error {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	md, err := fetchMetadata(ctx, cl, []string{topic})
+	if err != nil {
+		return fmt.Errorf("looking up topic %s: %w", topic, err)
+	}
+	if len(md.Topics) == 1 && md.Topics[0].ErrorCode == 0 {
+		if n := len(md.Topics[0].Partitions); partitions > 0 && n != partitions {
+			fmt.Fprintf(notes, "topic %s exists with %d partitions; --partitions %d ignored\n", topic, n, partitions)
+		}
+	} else {
+		p := int32(partitions)
+		if p <= 0 {
+			p = -1
+		}
+		resp, err := kadm.NewClient(cl).CreateTopic(ctx, p, int16(rf), nil, topic)
+		if err != nil {
+			return fmt.Errorf("creating topic %s: %w", topic, err)
+		}
+		if resp.Err != nil && !errors.Is(resp.Err, kerr.TopicAlreadyExists) {
+			return fmt.Errorf("creating topic %s: %w: %s", topic, resp.Err, resp.ErrMessage)
+		}
+	}
+	for {
+		md, err := fetchMetadata(ctx, cl, []string{topic})
+		if err == nil && len(md.Topics) == 1 && allLed(md.Topics[0]) {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("topic %s has no leader for every partition after 30s", topic)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+func allLed(t kmsg.MetadataResponseTopic) bool {
+	if t.ErrorCode != 0 || len(t.Partitions) == 0 {
+		return false
+	}
+	for _, p := range t.Partitions {
+		if p.Leader < 0 || p.ErrorCode != 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// latencyStats accumulates latencies for the whole run (an HdrHistogram)
+// and for the current progress window. Callbacks from kgo's goroutines and
+// the progress printer share it, hence the mutex.
+type latencyStats struct {
+	mu       sync.Mutex
+	hist     *hdrhistogram.Histogram
+	count    int64
+	bytes    int64
+	errors   int64
+	firstErr error
+	win      struct{ count, bytes, latSum, latMax int64 }
+}
+
+func newLatencyStats() *latencyStats {
+	// 1 µs to 10 minutes with three significant digits.
+	return &latencyStats{hist: hdrhistogram.New(1, int64(10*time.Minute/time.Microsecond), 3)}
+}
+
+func (s *latencyStats) record(lat time.Duration, n int, err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err != nil {
+		s.errors++
+		if s.firstErr == nil {
+			s.firstErr = err
+		}
+		return
+	}
+	us := max(lat.Microseconds(), 1)
+	// Only a latency past the histogram's 10-minute top fails; no run lasts
+	// that long, so dropping it loses nothing.
+	_ = s.hist.RecordValue(us)
+	s.count++
+	s.bytes += int64(n)
+	s.win.count++
+	s.win.bytes += int64(n)
+	s.win.latSum += us
+	s.win.latMax = max(s.win.latMax, us)
+}
+
+// takeWindow returns and resets the progress window.
+func (s *latencyStats) takeWindow() (count, bytes int64, avgMs, maxMs float64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	w := s.win
+	s.win = struct{ count, bytes, latSum, latMax int64 }{}
+	if w.count > 0 {
+		avgMs = float64(w.latSum) / float64(w.count) / 1000
+	}
+	return w.count, w.bytes, avgMs, float64(w.latMax) / 1000
+}
+
+// everySecond calls fn once a second until the returned stop is called;
+// stop waits for the goroutine, so the caller's final line comes last, and
+// may be called more than once.
+func everySecond(fn func(elapsed time.Duration)) (stop func()) {
+	done, exited := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(exited)
+		t := time.NewTicker(time.Second)
+		defer t.Stop()
+		last := time.Now()
+		for {
+			select {
+			case <-done:
+				return
+			case now := <-t.C:
+				fn(now.Sub(last))
+				last = now
+			}
+		}
+	}()
+	var once sync.Once
+	return func() { once.Do(func() { close(done) }); <-exited }
+}
+
+// benchResult is the final figure of any bench run; fields a mode does not
+// measure are left out of the JSON. It stays flat so scripts can read it
+// without a JSON parser.
+type benchResult struct {
+	Mode          string  `json:"mode"`
+	Topic         string  `json:"topic"`
+	Records       int64   `json:"records"`
+	Errors        int64   `json:"errors"`
+	Bytes         int64   `json:"bytes"`
+	Seconds       float64 `json:"seconds"`
+	RecordsPerSec float64 `json:"records_per_sec"`
+	MBPerSec      float64 `json:"mb_per_sec"`
+	RecordSize    int     `json:"record_size"`
+	LatAvgMs      float64 `json:"latency_avg_ms,omitempty"`
+	LatP50Ms      float64 `json:"latency_p50_ms,omitempty"`
+	LatP99Ms      float64 `json:"latency_p99_ms,omitempty"`
+	LatP999Ms     float64 `json:"latency_p999_ms,omitempty"`
+	LatMaxMs      float64 `json:"latency_max_ms,omitempty"`
+	E2EAvgMs      float64 `json:"e2e_avg_ms,omitempty"`
+	E2EP50Ms      float64 `json:"e2e_p50_ms,omitempty"`
+	E2EP99Ms      float64 `json:"e2e_p99_ms,omitempty"`
+	E2EP999Ms     float64 `json:"e2e_p999_ms,omitempty"`
+	E2EMaxMs      float64 `json:"e2e_max_ms,omitempty"`
+}
+
+func (r *benchResult) rates(elapsed time.Duration) {
+	r.Seconds = elapsed.Seconds()
+	if r.Seconds > 0 {
+		r.RecordsPerSec = float64(r.Records) / r.Seconds
+		r.MBPerSec = float64(r.Bytes) / mib / r.Seconds
+	}
+}
+
+// percentiles reads avg, p50, p99, p99.9 and max in milliseconds.
+func percentiles(h *hdrhistogram.Histogram) (avg, p50, p99, p999, mx float64) {
+	ms := func(us int64) float64 { return float64(us) / 1000 }
+	return h.Mean() / 1000, ms(h.ValueAtQuantile(50)), ms(h.ValueAtQuantile(99)), ms(h.ValueAtQuantile(99.9)), ms(h.Max())
+}
+
+func (p benchPlan) report(r benchResult, human string) error {
+	if p.json {
+		b, err := json.Marshal(r)
+		if err != nil {
+			return err
+		}
+		_, err = fmt.Fprintf(p.out, "%s\n", b)
+		return err
+	}
+	_, err := fmt.Fprintln(p.out, human)
+	return err
+}
+
+// payload is the value every produce-bench record carries. Like Kafka's
+// perf test it is random printable text, so compression has something
+// realistic but not trivial to work on.
+func payload(n int) []byte {
+	const letters = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
+	b := make([]byte, n)
+	for i := range b {
+		b[i] = letters[rand.IntN(len(letters))]
+	}
+	return b
+}
+
+// pacer spaces sends to a records-per-second target; a zero or negative
+// rate does not wait.
+type pacer struct {
+	start time.Time
+	rate  float64
+}
+
+// wait sleeps until record i is due, or until ctx ends or deadline passes;
+// it reports whether the caller should go on.
+func (p pacer) wait(ctx context.Context, i int64, deadline time.Time) bool {
+	if p.rate <= 0 {
+		return true
+	}
+	due := p.start.Add(time.Duration(float64(i) / p.rate * float64(time.Second)))
+	if due.After(deadline) {
+		return false
+	}
+	d := time.Until(due)
+	if d <= 0 {
+		return true
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}
+
+func benchProduce(c *cli.Context) error {
+	plan, err := newBenchPlan(c)
+	if err != nil {
+		return err
+	}
+	opts, err := producerOpts(c.String("acks"), c.String("compression"), c.Duration("linger"), false)
+	if err != nil {
+		return err
+	}
+	if n := c.Int("batch-max-bytes"); n != 0 {
+		if n < 1024 || n > 256*mib {
+			return fmt.Errorf("bench produce: --batch-max-bytes %d: want 1024 to %d", n, 256*mib)
+		}
+		opts = append(opts, kgo.ProducerBatchMaxBytes(int32(n)))
+	}
+	opts = append(opts, kgo.DefaultProduceTopic(plan.topic))
+	cl, err := newClient(c, opts...)
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	ctx, stop := signalContext(c.Context)
+	defer stop()
+	if err := ensureTopic(ctx, cl, plan.topic, c.Int("partitions"), c.Int("replication-factor"), c.App.ErrWriter); err != nil {
+		return err
+	}
+	res, err := runProduce(ctx, cl, plan, payload(plan.recordSize), c.Float64("throughput"))
+	if rerr := plan.report(res, fmt.Sprintf("%d records sent, %.1f records/sec (%.2f MB/sec), %.2f ms avg latency, %.2f ms max latency, %.2f ms 50th, %.2f ms 99th, %.2f ms 99.9th.",
+		res.Records, res.RecordsPerSec, res.MBPerSec, res.LatAvgMs, res.LatMaxMs, res.LatP50Ms, res.LatP99Ms, res.LatP999Ms)); err == nil {
+		err = rerr
+	}
+	return err
+}
+
+// runProduce sends up to plan.records copies of value before plan.deadline
+// and waits for every acknowledgement, at most a minute past the sends.
+func runProduce(ctx context.Context, cl *kgo.Client, plan benchPlan, value []byte, rate float64) (benchResult, error) {
+	stats := newLatencyStats()
+	start := plan.start()
+	stopProgress := everySecond(func(window time.Duration) {
+		n, b, avg, mx := stats.takeWindow()
+		s := window.Seconds()
+		fmt.Fprintf(plan.progress, "%d records sent, %.1f records/sec (%.2f MB/sec), %.1f ms avg latency, %.1f ms max latency.\n",
+			n, float64(n)/s, float64(b)/mib/s, avg, mx)
+	})
+	pace := pacer{start: start, rate: rate}
+	var sent int64
+	for sent < plan.records && ctx.Err() == nil && time.Now().Before(plan.deadline) {
+		if !pace.wait(ctx, sent, plan.deadline) {
+			break
+		}
+		at := time.Now()
+		cl.Produce(ctx, &kgo.Record{Value: value}, func(r *kgo.Record, err error) {
+			stats.record(time.Since(at), len(r.Value)+len(r.Key), err)
+		})
+		sent++
+	}
+	fctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	flushErr := cl.Flush(fctx)
+	cancel()
+	elapsed := time.Since(start)
+	stopProgress()
+
+	stats.mu.Lock()
+	defer stats.mu.Unlock()
+	res := benchResult{Mode: "produce", Topic: plan.topic, Records: stats.count, Errors: stats.errors, Bytes: stats.bytes, RecordSize: plan.recordSize}
+	res.rates(elapsed)
+	res.LatAvgMs, res.LatP50Ms, res.LatP99Ms, res.LatP999Ms, res.LatMaxMs = percentiles(stats.hist)
+	switch {
+	case flushErr != nil:
+		return res, fmt.Errorf("bench produce: %d records still unacknowledged after 60s: %w", sent-stats.count-stats.errors, flushErr)
+	case stats.errors > 0:
+		return res, fmt.Errorf("bench produce: %d of %d records failed; first error: %w", stats.errors, sent, stats.firstErr)
+	}
+	return res, nil
+}
+
+func benchConsume(c *cli.Context) error {
+	plan, err := newBenchPlan(c)
+	if err != nil {
+		return err
+	}
+	idle := c.Duration("idle-timeout")
+	if idle <= 0 {
+		return errors.New("bench consume: --idle-timeout must be positive")
+	}
+	cl, err := newClient(c, kgo.ConsumeTopics(plan.topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxWait(500*time.Millisecond))
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	ctx, stop := signalContext(c.Context)
+	defer stop()
+
+	var mu sync.Mutex
+	var winCount, winBytes int64
+	stopProgress := everySecond(func(window time.Duration) {
+		mu.Lock()
+		n, b := winCount, winBytes
+		winCount, winBytes = 0, 0
+		mu.Unlock()
+		s := window.Seconds()
+		fmt.Fprintf(plan.progress, "%d records consumed, %.1f records/sec (%.2f MB/sec).\n", n, float64(n)/s, float64(b)/mib/s)
+	})
+	start := plan.start()
+	res := benchResult{Mode: "consume", Topic: plan.topic, RecordSize: plan.recordSize}
+	last := start
+	for res.Records < plan.records && ctx.Err() == nil && time.Now().Before(plan.deadline) {
+		pctx, cancel := context.WithDeadline(ctx, minTime(plan.deadline, time.Now().Add(idle)))
+		fetches := cl.PollRecords(pctx, int(min(plan.records-res.Records, 1<<20)))
+		cancel()
+		var n, b int64
+		fetches.EachRecord(func(r *kgo.Record) { n++; b += int64(len(r.Value) + len(r.Key)) })
+		for _, fe := range fetches.Errors() {
+			if !errors.Is(fe.Err, context.DeadlineExceeded) && !errors.Is(fe.Err, context.Canceled) {
+				logger.Warn().Str("topic", fe.Topic).Int32("partition", fe.Partition).Err(fe.Err).Msg("fetch error")
+			}
+		}
+		if n == 0 {
+			if pctx.Err() != nil && time.Since(last) >= idle {
+				break
+			}
+			continue
+		}
+		last = time.Now()
+		res.Records += n
+		res.Bytes += b
+		mu.Lock()
+		winCount += n
+		winBytes += b
+		mu.Unlock()
+	}
+	stopProgress()
+	// The rate counts up to the last record: time spent waiting for records
+	// that never came is not throughput.
+	res.rates(last.Sub(start))
+	var shortErr error
+	if plan.records != math.MaxInt64 && res.Records < plan.records {
+		shortErr = fmt.Errorf("bench consume: only %d of %d records arrived (idle for %s or out of time)", res.Records, plan.records, idle)
+	}
+	if err := plan.report(res, fmt.Sprintf("%d records consumed, %.1f records/sec (%.2f MB/sec) in %.2f s.", res.Records, res.RecordsPerSec, res.MBPerSec, res.Seconds)); err != nil {
+		return err
+	}
+	return shortErr
+}
+
+func minTime(a, b time.Time) time.Time {
+	if a.Before(b) {
+		return a
+	}
+	return b
+}

@@ -1,0 +1,214 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kfake"
+)
+
+// floats pulls the numbers of a result line out by pattern, failing the
+// test when the line does not have its shape.
+func floats(t *testing.T, re *regexp.Regexp, line string) []float64 {
+	t.Helper()
+	m := re.FindStringSubmatch(line)
+	if m == nil {
+		t.Fatalf("line %q does not match %s", line, re)
+	}
+	var out []float64
+	for _, s := range m[1:] {
+		f, err := strconv.ParseFloat(s, 64)
+		if err != nil {
+			t.Fatalf("%q in %q: %v", s, line, err)
+		}
+		out = append(out, f)
+	}
+	return out
+}
+
+func lastLine(s string) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	return lines[len(lines)-1]
+}
+
+const num = `([0-9]+(?:\.[0-9]+)?)`
+
+func TestBenchProduceConsumeE2E(t *testing.T) {
+	bs := startKfake(t)
+
+	out := mustRun(t, "", "bench", "produce", "--bootstrap-server", bs, "--topic", "perf", "--records", "2000", "--record-size", "100", "--partitions", "6", "--acks", "all")
+	prod := floats(t, regexp.MustCompile(`^`+num+` records sent, `+num+` records/sec \(`+num+` MB/sec\), `+num+` ms avg latency, `+num+` ms max latency, `+num+` ms 50th, `+num+` ms 99th, `+num+` ms 99.9th\.$`), lastLine(out))
+	if prod[0] != 2000 || prod[1] <= 0 || prod[2] <= 0 || !(prod[5] <= prod[6] && prod[6] <= prod[7] && prod[7] <= prod[4]+0.01) {
+		t.Fatalf("produce result %v from %q", prod, lastLine(out))
+	}
+	if desc := mustRun(t, "", "topics", "describe", "--bootstrap-server", bs, "--topic", "perf"); !strings.Contains(desc, "PartitionCount: 6") {
+		t.Fatalf("bench produce did not create the topic with 6 partitions:\n%s", desc)
+	}
+
+	out = mustRun(t, "", "bench", "consume", "--bootstrap-server", bs, "--topic", "perf", "--records", "2000")
+	cons := floats(t, regexp.MustCompile(`^`+num+` records consumed, `+num+` records/sec \(`+num+` MB/sec\) in `+num+` s\.$`), lastLine(out))
+	if cons[0] != 2000 || cons[1] <= 0 || cons[2] <= 0 {
+		t.Fatalf("consume result %v", cons)
+	}
+
+	// JSON mode: one object on stdout, progress (if any) on stderr.
+	stdout, _, err := runCLI(t, "", "bench", "consume", "--bootstrap-server", bs, "--topic", "perf", "--records", "2000", "--json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var res benchResult
+	if err := json.Unmarshal([]byte(stdout), &res); err != nil {
+		t.Fatalf("bench consume --json printed %q: %v", stdout, err)
+	}
+	if res.Mode != "consume" || res.Records != 2000 || res.Bytes != 200000 || res.MBPerSec <= 0 || res.RecordsPerSec <= 0 {
+		t.Fatalf("consume JSON %+v", res)
+	}
+
+	stdout, _, err = runCLI(t, "", "bench", "produce", "--bootstrap-server", bs, "--topic", "perf", "--records", "2000", "--record-size", "1024", "--json", "--compression", "lz4", "--linger", "1ms", "--batch-max-bytes", "65536")
+	if err != nil {
+		t.Fatal(err)
+	}
+	res = benchResult{}
+	if err := json.Unmarshal([]byte(stdout), &res); err != nil {
+		t.Fatalf("bench produce --json printed %q: %v", stdout, err)
+	}
+	if res.Mode != "produce" || res.Records != 2000 || res.Errors != 0 || res.Bytes != 2000*1024 || res.LatP50Ms <= 0 || res.LatP99Ms < res.LatP50Ms || res.LatMaxMs < res.LatP999Ms {
+		t.Fatalf("produce JSON %+v", res)
+	}
+
+	// e2e at 4000/s keeps the run near half a second.
+	out = mustRun(t, "", "bench", "e2e", "--bootstrap-server", bs, "--topic", "e2e", "--records", "2000", "--throughput", "4000", "--partitions", "1")
+	e2e := floats(t, regexp.MustCompile(`^`+num+` records, `+num+` records/sec, end-to-end latency `+num+` ms avg, `+num+` ms 50th, `+num+` ms 99th, `+num+` ms 99.9th, `+num+` ms max; produce latency `+num+` ms 50th, `+num+` ms 99th\.$`), lastLine(out))
+	if e2e[0] != 2000 || e2e[3] <= 0 || e2e[3] > e2e[4] || e2e[4] > e2e[5] || e2e[5] > e2e[6]+0.01 {
+		t.Fatalf("e2e result %v", e2e)
+	}
+	stdout, _, err = runCLI(t, "", "bench", "e2e", "--bootstrap-server", bs, "--topic", "e2e", "--records", "2000", "--throughput", "4000", "--json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	res = benchResult{}
+	if err := json.Unmarshal([]byte(stdout), &res); err != nil {
+		t.Fatalf("bench e2e --json printed %q: %v", stdout, err)
+	}
+	if res.Mode != "e2e" || res.Records != 2000 || res.E2EP50Ms <= 0 || res.E2EP99Ms < res.E2EP50Ms || res.E2EP999Ms < res.E2EP99Ms {
+		t.Fatalf("e2e JSON %+v", res)
+	}
+}
+
+// A consume bench that asks for more records than exist reports what it
+// read and fails.
+func TestBenchConsumeShortTopic(t *testing.T) {
+	bs := startKfake(t, kfake.SeedTopics(2, "few"))
+	mustRun(t, "a\nb\nc\n", "produce", "--bootstrap-server", bs, "--topic", "few")
+	stdout, _, err := runCLI(t, "", "bench", "consume", "--bootstrap-server", bs, "--topic", "few", "--records", "10", "--idle-timeout", "1s", "--json")
+	if err == nil || !strings.Contains(err.Error(), "only 3 of 10 records") {
+		t.Fatalf("err %v", err)
+	}
+	var res benchResult
+	if err := json.Unmarshal([]byte(stdout), &res); err != nil || res.Records != 3 {
+		t.Fatalf("JSON %q: %+v, %v", stdout, res, err)
+	}
+}
+
+func TestBenchDurationAndThroughput(t *testing.T) {
+	bs := startKfake(t)
+	// 300 records/s for 1s: the cap, not the record count, ends the run.
+	stdout, _, err := runCLI(t, "", "bench", "produce", "--bootstrap-server", bs, "--topic", "paced", "--duration", "1s", "--throughput", "300", "--json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var res benchResult
+	if err := json.Unmarshal([]byte(stdout), &res); err != nil {
+		t.Fatalf("%q: %v", stdout, err)
+	}
+	if res.Records < 250 || res.Records > 301 {
+		t.Fatalf("paced run sent %d records, want about 300", res.Records)
+	}
+}
+
+func TestBenchFlagErrors(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"bench", "produce", "--records", "10"}, "--topic is required"},
+		{[]string{"bench", "produce", "--topic", "t"}, "give --records or --duration"},
+		{[]string{"bench", "produce", "--topic", "t", "--records", "10", "--acks", "some"}, `--acks "some"`},
+		{[]string{"bench", "produce", "--topic", "t", "--records", "10", "--batch-max-bytes", "10"}, "--batch-max-bytes 10"},
+		{[]string{"bench", "consume", "--topic", "t", "--records", "-1"}, "must not be negative"},
+		{[]string{"bench", "e2e", "--topic", "t", "--records", "10", "--throughput", "-1"}, "want a positive records/s rate"},
+		{[]string{"bench", "kfake", "--listen", "0.0.0.0:9092"}, "127.0.0.1 only"},
+	} {
+		_, _, err := runCLI(t, "", tc.args...)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%v: error %v, want %q", tc.args, err, tc.want)
+		}
+	}
+}
+
+// syncBuffer lets the test read what a running command has written.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+func TestBenchKfakeServes(t *testing.T) {
+	app := newApp()
+	out := &syncBuffer{}
+	app.Writer, app.ErrWriter = out, out
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		done <- app.RunContext(ctx, []string{"raftka", "--log-level", "error", "bench", "kfake", "--listen", "127.0.0.1:0", "--data-dir", t.TempDir()})
+	}()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Errorf("bench kfake: %v", err)
+			}
+		case <-time.After(10 * time.Second):
+			t.Error("bench kfake did not stop within 10s of its context ending")
+		}
+	})
+	re := regexp.MustCompile(`kfake listening on (127\.0\.0\.1:[0-9]+)`)
+	var addr string
+	for deadline := time.Now().Add(10 * time.Second); addr == ""; {
+		if m := re.FindStringSubmatch(out.String()); m != nil {
+			addr = m[1]
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("bench kfake printed %q", out.String())
+		}
+		select {
+		case err := <-done:
+			t.Fatalf("bench kfake exited early: %v; output %q", err, out.String())
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	mustRun(t, "x\ny\n", "produce", "--bootstrap-server", addr, "--topic", "auto")
+	if got := mustRun(t, "", "consume", "--bootstrap-server", addr, "--topic", "auto", "--from-beginning", "--max-messages", "2"); len(got) != 4 {
+		t.Fatalf("consumed %q from bench kfake", got)
+	}
+}
