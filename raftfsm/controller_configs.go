@@ -31,7 +31,8 @@ func resource(img *metadata.Image, typ int8, name string) (metadata.ConfigResour
 			return metadata.ConfigResourceCluster, img.ClusterConfigs(), nil
 		}
 		id, err := strconv.ParseInt(name, 10, 32)
-		if err != nil {
+		if err != nil || id < 0 || strconv.Itoa(int(id)) != name {
+			// Replay accepts only the canonical form ("7", not "07" or "-7").
 			return 0, nil, fmt.Errorf("%w: broker resource %q is not a broker id", metadata.ErrInvalidRequest, name)
 		}
 		return metadata.ConfigResourceBroker, img.BrokerConfigs(int32(id)), nil
@@ -46,6 +47,9 @@ func configRecords(rt metadata.ConfigResourceType, name string, old, next map[st
 		if err := metadata.ValidateTopicConfigs(next); err != nil {
 			return nil, err
 		}
+	}
+	if _, ok := next[""]; ok {
+		return nil, fmt.Errorf("%w: empty config name", metadata.ErrInvalidConfig)
 	}
 	var recs []metadata.Record
 	for _, k := range sortedKeys(next) {

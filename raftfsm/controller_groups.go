@@ -56,23 +56,30 @@ func offsetCommitAnswer(req *kmsg.OffsetCommitRequest, code int16) *kmsg.OffsetC
 
 // decideCommitOffsets turns an OffsetCommit from a group coordinator into a
 // CommitOffsets record. The commit time is taken here, once, and carried
-// in the record, so every replica replays the same value.
+// in the record, so every replica replays the same value. A partition that
+// cannot be named (empty topic, negative number) is answered
+// UNKNOWN_TOPIC_OR_PARTITION and left out, as replay would refuse the
+// whole record for it.
 func decideCommitOffsets(req *kmsg.OffsetCommitRequest) decideFunc {
 	return func(c *controller, img *metadata.Image, now time.Time) decision {
 		if req.Group == "" {
 			return decision{resp: offsetCommitAnswer(req, kerr.InvalidGroupID.Code)}
 		}
+		resp := offsetCommitAnswer(req, 0)
 		rec := &metadata.CommitOffsets{Group: req.Group}
 		nowMs := now.UnixMilli()
-		for _, t := range req.Topics {
-			for _, p := range t.Partitions {
+		for i, t := range req.Topics {
+			for j, p := range t.Partitions {
+				if t.Topic == "" || p.Partition < 0 {
+					resp.Topics[i].Partitions[j].ErrorCode = kerr.UnknownTopicOrPartition.Code
+					continue
+				}
 				rec.Offsets = append(rec.Offsets, metadata.OffsetCommit{
 					Topic: t.Topic, Partition: p.Partition, Offset: p.Offset,
 					LeaderEpoch: p.LeaderEpoch, Metadata: deref(p.Metadata), CommitTimeMs: nowMs,
 				})
 			}
 		}
-		resp := offsetCommitAnswer(req, 0)
 		if len(rec.Offsets) == 0 {
 			return decision{resp: resp}
 		}

@@ -463,3 +463,76 @@ func TestDecideAlterPartitionAppliesPartitionsInOrder(t *testing.T) {
 		t.Fatalf("%d records, want 1", len(d.recs))
 	}
 }
+
+// FuzzDecide feeds arbitrary request frames through the controller's
+// decisions against a small image. Property: a request gets an answer,
+// never a panic, and whatever records the controller decides replay
+// cleanly (Apply skips none), so no answer claims a change replay drops.
+// Registration and heartbeats are left out: they read the live Raft log.
+func FuzzDecide(f *testing.F) {
+	seeds := []kmsg.Request{
+		createTopicReq("t", 2, 2),
+		kmsg.NewPtrAlterPartitionRequest(),
+		kmsg.NewPtrElectLeadersRequest(),
+		kmsg.NewPtrSyncGroupRequest(),
+		kmsg.NewPtrDeleteGroupsRequest(),
+		kmsg.NewPtrOffsetCommitRequest(),
+		kmsg.NewPtrIncrementalAlterConfigsRequest(),
+		kmsg.NewPtrAlterConfigsRequest(),
+		kmsg.NewPtrCreatePartitionsRequest(),
+		kmsg.NewPtrDeleteTopicsRequest(),
+		kmsg.NewPtrUnregisterBrokerRequest(),
+		kmsg.NewPtrAllocateProducerIDsRequest(),
+	}
+	oc := seeds[5].(*kmsg.OffsetCommitRequest)
+	oc.Group = "g"
+	oc.Topics = []kmsg.OffsetCommitRequestTopic{{Topic: "t", Partitions: []kmsg.OffsetCommitRequestTopicPartition{{Partition: 0, Offset: 5}}}}
+	seeds = append(seeds, offsetCommitRequest("g", 1, func(int) metadata.OffsetCommit { return metadata.OffsetCommit{Topic: "", Partition: -1} }))
+	for _, name := range []string{"-5", "007", "1"} {
+		ia := kmsg.NewPtrIncrementalAlterConfigsRequest()
+		r := kmsg.NewIncrementalAlterConfigsRequestResource()
+		r.ResourceType, r.ResourceName = kmsg.ConfigResourceTypeBroker, name
+		kv := kmsg.NewIncrementalAlterConfigsRequestResourceConfig()
+		kv.Value = kmsg.StringPtr("x") // empty name
+		r.Configs = append(r.Configs, kv)
+		ia.Resources = append(ia.Resources, r)
+		seeds = append(seeds, ia)
+	}
+	sg := kmsg.NewPtrSyncGroupRequest()
+	sg.Group, sg.Generation, sg.MemberID = "g", 3, "m"
+	seeds = append(seeds, sg)
+	for _, req := range seeds {
+		req.SetVersion(clientVersion(req))
+		frame := encodeRequest(req, "fuzz")
+		f.Add(frame[4:])
+	}
+	n := &Node{cfg: Config{DefaultPartitions: 1, DefaultReplicationFactor: 1}}
+	n.cfg.setDefaults()
+	c := &controller{n: n, leases: map[int32]*lease{}}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		_, req, err := parseRequest(b)
+		if err != nil {
+			return
+		}
+		switch req.(type) {
+		case *kmsg.BrokerRegistrationRequest, *kmsg.BrokerHeartbeatRequest, *kmsg.AddRaftVoterRequest, *kmsg.DescribeQuorumRequest:
+			return
+		}
+		decide := n.decideFor(req)
+		if decide == nil {
+			return
+		}
+		img := newImg(t, 3, 3).
+			topic("t", nil, pspec{ids(1, 2), ids(1, 2), 1}, pspec{ids(2, 1), ids(2), 2}).
+			with(&metadata.CommitOffsets{Group: "g", Offsets: []metadata.OffsetCommit{{Topic: "t", Offset: 1}}},
+				&metadata.GroupGeneration{Group: "g", Generation: 2}).build()
+		d := decide(c, img, time.UnixMilli(1))
+		if d.resp == nil && len(d.recs) > 0 {
+			t.Fatal("records without an answer")
+		}
+		if _, delta := img.Apply(d.recs); len(delta.Skipped) > 0 {
+			s := delta.Skipped[0]
+			t.Fatalf("%s: decided %T that replay skips: %v", kmsg.NameForKey(req.Key()), s.Record, s.Err)
+		}
+	})
+}

@@ -63,6 +63,9 @@ func FuzzParseRequest(f *testing.F) {
 		kmsg.NewPtrBrokerRegistrationRequest(),
 		kmsg.NewPtrAlterPartitionRequest(),
 		kmsg.NewPtrDescribeQuorumRequest(),
+		kmsg.NewPtrSyncGroupRequest(),
+		kmsg.NewPtrDeleteGroupsRequest(),
+		kmsg.NewPtrOffsetCommitRequest(),
 	} {
 		req.SetVersion(req.MaxVersion())
 		frame := encodeRequest(req, "fuzz")

@@ -109,6 +109,28 @@ func TestFSMDeterminismAndSnapshotRoundTrip(t *testing.T) {
 	})
 }
 
+// TestGroupCommitReplaysAsDecided holds the controller's batching to
+// metadata's contract: the controller decides each operation against the
+// image with the operations before it applied one at a time, then commits
+// all their records as one entry; replaying that entry must give the same
+// image, or a decision could rest on a state no replica ever has.
+func TestGroupCommitReplaysAsDecided(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		ops := rapid.SliceOfN(rapid.SliceOfN(rapid.Custom(genRecord), 0, 4), 1, 10).Draw(t, "ops")
+		scratch := metadata.NewImage()
+		var all []metadata.Record
+		for _, recs := range ops {
+			scratch, _ = scratch.Apply(recs)
+			all = append(all, recs...)
+		}
+		f := newTestFSM()
+		f.Apply(&raft.Log{Index: 1, Type: raft.LogCommand, Data: mustEncode(t, all...)})
+		if img, _ := f.pub.Current(); !img.Equal(scratch) {
+			t.Fatal("one-entry replay differs from the image the controller decided against")
+		}
+	})
+}
+
 func TestFSMSkipsUndecodableEntry(t *testing.T) {
 	f := newTestFSM()
 	res := f.Apply(&raft.Log{Index: 7, Type: raft.LogCommand, Data: []byte{0xde, 0xad}})

@@ -97,18 +97,12 @@ func (tc *testCluster) stop(i int) {
 func (tc *testCluster) restart(i int) *Node {
 	tc.t.Helper()
 	var ln net.Listener
-	var err error
-	deadline := time.Now().Add(5 * time.Second)
-	for {
+	// The old listener's port may take a moment to be free again.
+	waitFor(tc.t, 5*time.Second, "relisten on "+tc.voters[i].Addr, func() bool {
+		var err error
 		ln, err = net.Listen("tcp", tc.voters[i].Addr)
-		if err == nil || time.Now().After(deadline) {
-			break
-		}
-		time.Sleep(20 * time.Millisecond) // port still in TIME_WAIT-like state; bounded retry
-	}
-	if err != nil {
-		tc.t.Fatalf("relisten %s: %v", tc.voters[i].Addr, err)
-	}
+		return err == nil
+	})
 	node, err := Start(tc.config(i, ln))
 	if err != nil {
 		tc.t.Fatalf("restart node %d: %v", i+1, err)
