@@ -28,7 +28,7 @@ func init() {
 	register(apiEntry{
 		key:           21,
 		advertisedMin: 0, min: 0, max: 2,
-		handle:        handleDeleteRecords,
+		handle: handleDeleteRecords,
 	})
 }
 

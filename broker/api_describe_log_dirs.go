@@ -24,8 +24,8 @@ func init() {
 	register(apiEntry{
 		key:           35,
 		advertisedMin: 1, min: 1, max: 4,
-		concurrent:    true, // reads only
-		handle:        handleDescribeLogDirs,
+		concurrent: true, // reads only
+		handle:     handleDescribeLogDirs,
 	})
 }
 

@@ -32,8 +32,8 @@ func init() {
 	register(apiEntry{
 		key:           2,
 		advertisedMin: 1, min: 1, max: 11,
-		concurrent:    true, // reads only
-		handle:        handleListOffsets,
+		concurrent: true, // reads only
+		handle:     handleListOffsets,
 	})
 }
 

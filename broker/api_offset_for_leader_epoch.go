@@ -26,8 +26,8 @@ func init() {
 	register(apiEntry{
 		key:           23,
 		advertisedMin: 2, min: 2, max: 4,
-		concurrent:    true, // reads only
-		handle:        handleOffsetForLeaderEpoch,
+		concurrent: true, // reads only
+		handle:     handleOffsetForLeaderEpoch,
 	})
 }
 
