@@ -83,8 +83,10 @@ func handleOffsetCommit(ctx context.Context, rc *request, kreq kmsg.Request) (km
 			switch {
 			case groupErr != 0:
 				codes[i][j] = groupErr
-			case !known || p.Partition < 0 || int(p.Partition) >= nparts:
+			case !known:
 				codes[i][j] = unknownCode
+			case p.Partition < 0 || int(p.Partition) >= nparts:
+				codes[i][j] = kerr.UnknownTopicOrPartition.Code
 			case p.Metadata != nil && len(*p.Metadata) > offsetMetadataMaxBytes:
 				codes[i][j] = kerr.OffsetMetadataTooLarge.Code
 			default:

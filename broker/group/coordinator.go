@@ -28,12 +28,13 @@ type Controller interface {
 	// CommitOffsets stores a group's offsets; concurrent calls are
 	// coalesced into one Raft entry.
 	CommitOffsets(ctx context.Context, group string, offsets []metadata.OffsetCommit) (*kmsg.OffsetCommitResponse, uint64, error)
-	// CommitGroupGeneration records a completed rebalance.
-	CommitGroupGeneration(ctx context.Context, gen metadata.GroupGeneration) error
+	// CommitGroupGeneration records a completed rebalance (a generation
+	// not above the recorded one fails).
+	CommitGroupGeneration(ctx context.Context, gen *metadata.GroupGeneration) (uint64, error)
 	// DeleteGroups removes groups' offsets and generations.
-	DeleteGroups(ctx context.Context, groups []string) error
+	DeleteGroups(ctx context.Context, groups []string) (uint64, error)
 	// DeleteOffsets removes some of a group's committed offsets.
-	DeleteOffsets(ctx context.Context, group string, partitions []metadata.TopicPartition) error
+	DeleteOffsets(ctx context.Context, group string, partitions []metadata.TopicPartition) (uint64, error)
 }
 
 // CoordinatorConfig configures a Coordinator.
@@ -332,7 +333,7 @@ func (c *Coordinator) settle(g *Group) {
 			return
 		}
 		ctx, cancel := context.WithTimeout(c.ctx, c.cfg.PersistTimeout)
-		err := c.ctrl.CommitGroupGeneration(ctx, *rec)
+		_, err := c.ctrl.CommitGroupGeneration(ctx, rec)
 		cancel()
 		if err != nil {
 			c.log.Warn().Err(err).Str("group", g.ID()).Int32("generation", rec.Generation).Msg("persisting a group generation failed")
@@ -574,7 +575,7 @@ func (c *Coordinator) Delete(ctx context.Context, groups []string) []error {
 				ch <- kerr.GroupIDNotFound
 			default:
 				dctx, cancel := context.WithTimeout(c.ctx, c.cfg.PersistTimeout)
-				err := c.ctrl.DeleteGroups(dctx, []string{id})
+				_, err := c.ctrl.DeleteGroups(dctx, []string{id})
 				cancel()
 				if err == nil {
 					g.Unload(kerr.NotCoordinator.Code)
@@ -640,7 +641,7 @@ func (c *Coordinator) DeleteOffsets(ctx context.Context, groupID string, parts [
 		del = append(del, p)
 	}
 	if len(del) > 0 {
-		if err := c.ctrl.DeleteOffsets(ctx, groupID, del); err != nil {
+		if _, err := c.ctrl.DeleteOffsets(ctx, groupID, del); err != nil {
 			return nil, controllerErr(err)
 		}
 	}
