@@ -119,7 +119,7 @@ func forwardAlterConfigs(ctx context.Context, srv *Server, fwd *kmsg.AlterConfig
 		}
 	}
 	if srv.deps.Admin == nil {
-		fail(noController.Code, kmsg.StringPtr("no controller reachable from this broker"))
+		fail(adminUnreachable.Code, kmsg.StringPtr("no controller reachable from this broker"))
 		return
 	}
 	cctx, cancel := forwardContext(ctx, 0)

@@ -59,7 +59,7 @@ func handleCreatePartitions(ctx context.Context, rc *request, kreq kmsg.Request)
 		switch {
 		case srv.deps.Admin == nil:
 			for _, t := range fwd.Topics {
-				results[t.Topic] = createPartitionsError(t.Topic, noController.Code, kmsg.StringPtr("no controller reachable from this broker"))
+				results[t.Topic] = createPartitionsError(t.Topic, adminUnreachable.Code, kmsg.StringPtr("no controller reachable from this broker"))
 			}
 		default:
 			cctx, cancel := forwardContext(ctx, req.TimeoutMillis)

@@ -104,7 +104,7 @@ func handleCreateTopics(ctx context.Context, rc *request, kreq kmsg.Request) (km
 func forwardCreateTopics(ctx context.Context, srv *Server, fwd *kmsg.CreateTopicsRequest, results map[string]kmsg.CreateTopicsResponseTopic) {
 	if srv.deps.Controller == nil {
 		for _, t := range fwd.Topics {
-			results[t.Topic] = createTopicError(t.Topic, noController.Code, "no controller reachable from this broker")
+			results[t.Topic] = createTopicError(t.Topic, adminUnreachable.Code, "no controller reachable from this broker")
 		}
 		return
 	}

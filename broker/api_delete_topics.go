@@ -123,7 +123,7 @@ func forwardDeleteTopics(ctx context.Context, srv *Server, fwd *kmsg.DeleteTopic
 		}
 	}
 	if srv.deps.Admin == nil {
-		fail(noController.Code, kmsg.StringPtr("no controller reachable from this broker"))
+		fail(adminUnreachable.Code, kmsg.StringPtr("no controller reachable from this broker"))
 		return
 	}
 	cctx, cancel := forwardContext(ctx, fwd.TimeoutMillis)

@@ -51,7 +51,7 @@ func handleDescribeQuorum(ctx context.Context, rc *request, kreq kmsg.Request) (
 		return resp, nil
 	}
 	if srv.deps.Admin == nil {
-		resp.ErrorCode = noController.Code
+		resp.ErrorCode = adminUnreachable.Code
 		resp.ErrorMessage = kmsg.StringPtr("no controller reachable from this broker")
 		return resp, nil
 	}

@@ -63,7 +63,7 @@ func handleElectLeaders(ctx context.Context, rc *request, kreq kmsg.Request) (km
 		return resp, nil
 	}
 	if srv.deps.Admin == nil {
-		return fail(noController.Code, kmsg.StringPtr("no controller reachable from this broker"))
+		return fail(adminUnreachable.Code, kmsg.StringPtr("no controller reachable from this broker"))
 	}
 	fwd := kmsg.NewPtrElectLeadersRequest()
 	fwd.ElectionType, fwd.Topics, fwd.TimeoutMillis = electionType, req.Topics, req.TimeoutMillis

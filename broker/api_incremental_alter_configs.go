@@ -127,7 +127,7 @@ func forwardIncrementalAlterConfigs(ctx context.Context, srv *Server, fwd *kmsg.
 		}
 	}
 	if srv.deps.Admin == nil {
-		fail(noController.Code, kmsg.StringPtr("no controller reachable from this broker"))
+		fail(adminUnreachable.Code, kmsg.StringPtr("no controller reachable from this broker"))
 		return
 	}
 	cctx, cancel := forwardContext(ctx, 0)

@@ -36,10 +36,10 @@ func forwardContext(ctx context.Context, timeoutMillis int32) (context.Context, 
 	return context.WithTimeout(ctx, d)
 }
 
-// noController is the error a handler reports when this node has no way to
+// adminUnreachable is the error a handler reports when this node has no way to
 // reach the controller (a server built without Deps.Admin, as in tests).
 // NOT_CONTROLLER makes clients refresh metadata and retry.
-var noController = kerr.NotController
+var adminUnreachable = kerr.NotController
 
 // forwardFailure turns a failed controller call into the code and message
 // every entry of the request is answered with.
