@@ -16,10 +16,7 @@ import (
 func alterISR(t *testing.T, c *ControllerClient, node *Node, topic string, part int32, isr []int32) {
 	t.Helper()
 	img, _ := node.Current()
-	ti, ok := img.Topic(topic)
-	if !ok {
-		t.Fatalf("no topic %s", topic)
-	}
+	ti := topicIn(t, img, topic)
 	p, _ := ti.Partition(part)
 	leader, _ := img.Broker(p.Leader)
 	req := kmsg.NewPtrAlterPartitionRequest()
@@ -54,14 +51,19 @@ func brokerFenced(node *Node, id int32, fenced bool) func() bool {
 	}
 }
 
+func topicIn(t *testing.T, img *metadata.Image, name string) metadata.TopicImage {
+	t.Helper()
+	ti, ok := img.Topic(name)
+	if !ok {
+		t.Fatalf("no topic %s", name)
+	}
+	return ti
+}
+
 func partitionOf(t *testing.T, node *Node, topic string, part int32) metadata.PartitionRegistration {
 	t.Helper()
 	img, _ := node.Current()
-	ti, ok := img.Topic(topic)
-	if !ok {
-		t.Fatalf("no topic %s", topic)
-	}
-	p, _ := ti.Partition(part)
+	p, _ := topicIn(t, img, topic).Partition(part)
 	return p
 }
 

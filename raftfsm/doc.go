@@ -93,7 +93,12 @@
 //     against the image as it will be after the operations before it in the
 //     batch, commits all their records as one Raft entry (group commit, one
 //     fsync), and answers each after the commit. Decide functions mutate
-//     nothing but the loop-owned leases.
+//     nothing but the loop-owned leases. The loop's own tickers add the
+//     periodic decisions to batches the same way: session expiry (every
+//     SessionTimeout/8) and, with Config.AutoLeaderRebalance, the
+//     preferred-leader check. Time reaches a decision only as its now
+//     parameter, and a record that depends on it carries it (a commit's
+//     CommitTimeMs), so replay never reads a clock.
 //   - A new active controller first waits on a Raft barrier, then gives every
 //     registered broker a full session timeout of grace before fencing it,
 //     and counts a broker registered under an earlier leader as caught up
