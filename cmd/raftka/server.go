@@ -12,6 +12,7 @@ import (
 
 	"github.com/raftka/raftka/broker"
 	"github.com/raftka/raftka/broker/config"
+	"github.com/raftka/raftka/broker/group"
 	"github.com/raftka/raftka/broker/replica"
 	"github.com/raftka/raftka/metadata"
 	"github.com/raftka/raftka/raftfsm"
@@ -94,6 +95,22 @@ func runServer(ctx context.Context, cfg *config.Config, log zerolog.Logger, shut
 	// requests stop while the logs are still open.
 	defer stopReplicas()
 
+	// Closed after the client listeners (defers run in reverse), so no
+	// request is left waiting on a group loop.
+	groups := group.NewCoordinator(group.CoordinatorConfig{
+		NodeID: cfg.NodeID,
+		Group: group.Config{
+			MinSessionTimeout:     cfg.GroupMinSessionTimeout,
+			MaxSessionTimeout:     cfg.GroupMaxSessionTimeout,
+			InitialRebalanceDelay: cfg.GroupInitialRebalanceDelay,
+			MaxSize:               int(cfg.GroupMaxSize),
+		},
+		OffsetsTopicPartitions:        cfg.OffsetsTopicNumPartitions,
+		OffsetsTopicReplicationFactor: cfg.OffsetsTopicReplicationFactor,
+		Logger:                        log.With().Str("component", "groups").Logger(),
+	}, node.Publisher(), node.Client())
+	defer groups.Close()
+
 	metrics := newPromMetrics()
 	var listeners []broker.Listener
 	for _, l := range cfg.Listeners {
@@ -116,6 +133,7 @@ func runServer(ctx context.Context, cfg *config.Config, log zerolog.Logger, shut
 			Admin:      node.Client(),
 			Quorum:     node,
 			Replicas:   replicas,
+			Groups:     groups,
 		},
 		Partitions: broker.PartitionOptions{LogDirs: cfg.LogDirs},
 	})
