@@ -193,7 +193,9 @@ func TestProducerSnapshotRoundTrip(t *testing.T) {
 // TestProducerSnapshotCorrupt checks every way a file can be wrong is an
 // ErrCorruptFile, never a panic or a wrong state.
 func TestProducerSnapshotCorrupt(t *testing.T) {
-	valid := func(end int64, ps ...ProducerState) []byte { return ProducerSnapshot{EndOffset: end, Producers: ps}.Marshal() }
+	valid := func(end int64, ps ...ProducerState) []byte {
+		return ProducerSnapshot{EndOffset: end, Producers: ps}.Marshal()
+	}
 	p := func(id int64, bs ...ProducerBatch) ProducerState {
 		return ProducerState{ProducerID: id, CoordinatorEpoch: -1, CurrentTxnFirstOffset: -1, Batches: bs}
 	}
