@@ -16,9 +16,14 @@ import (
 
 const crashChildEnv = "RAFTKA_STORAGE_CRASH_DIR"
 
+// crashProducer is the idempotent producer the crash child appends as; its
+// sequence numbers equal the offsets (it is the log's only writer).
+const crashProducer = 7
+
 // crashChild opens the log uncleanly, then appends batches whose values
-// are their record's offset, printing "acked N" after each append, until
-// killed (or for at most 5 seconds, so an orphan never lingers).
+// are their record's offset, as idempotent producer crashProducer,
+// printing "acked N" after each append, until killed (or for at most 5
+// seconds, so an orphan never lingers).
 func crashChild(dir string) {
 	cfg := smallConfig()
 	cfg.SegmentBytes = 64 << 10
@@ -38,7 +43,13 @@ func crashChild(dir string) {
 		for k := range vals {
 			vals[k] = []byte(strconv.FormatInt(next+int64(k), 10))
 		}
-		res, err := l.Append(recordbatch.BuildValues(time.Now().UnixMilli(), vals...), AppendOptions{LeaderEpoch: 1})
+		now := time.Now().UnixMilli()
+		rs := make([]recordbatch.Record, n)
+		for k := range rs {
+			rs[k] = recordbatch.Record{OffsetDelta: int32(k), Timestamp: now, Value: vals[k]}
+		}
+		batch := recordbatch.Batch{BaseTimestamp: now, ProducerID: crashProducer, BaseSequence: int32(next), Records: rs}.Encode()
+		res, err := l.Append(batch, AppendOptions{LeaderEpoch: 1})
 		if err != nil {
 			fmt.Println("error", err)
 			os.Exit(2)
@@ -51,8 +62,9 @@ func crashChild(dir string) {
 
 // TestCrashKill9 appends from a child process, kills it with SIGKILL
 // mid-stream, and checks the reopened log holds a dense prefix of what was
-// appended that includes everything the child saw acknowledged. Three
-// rounds, each resuming the same log.
+// appended that includes everything the child saw acknowledged, and that
+// the idempotent producer's state was rebuilt from the log: retries of its
+// last batches are duplicates. Three rounds, each resuming the same log.
 func TestCrashKill9(t *testing.T) {
 	dir := partDir(t)
 	acked := int64(0)
@@ -110,6 +122,9 @@ func TestCrashKill9(t *testing.T) {
 		got := readAll(t, l, 0)
 		next := int64(0)
 		for _, b := range got {
+			if b.BaseSequence() != int32(b.BaseOffset()) {
+				t.Fatalf("round %d: batch at %d has sequence %d", round, b.BaseOffset(), b.BaseSequence())
+			}
 			if b.BaseOffset() != next {
 				t.Fatalf("round %d: batch at %d, expected %d (not dense)", round, b.BaseOffset(), next)
 			}
@@ -130,6 +145,7 @@ func TestCrashKill9(t *testing.T) {
 		if l.LogEndOffset() != next {
 			t.Fatalf("round %d: LEO %d, read to %d", round, l.LogEndOffset(), next)
 		}
+		checkCrashProducer(t, round, l, got)
 		if err := l.Close(); err != nil {
 			t.Fatal(err)
 		}
@@ -137,5 +153,39 @@ func TestCrashKill9(t *testing.T) {
 	}
 	if acked == 0 {
 		t.Fatal("the child appended nothing")
+	}
+}
+
+// checkCrashProducer checks the rebuilt state of the crash child's
+// producer against the batches the log holds, and that retrying any of
+// its last five batches is answered with the original offsets and appends
+// nothing.
+func checkCrashProducer(t *testing.T, round int, l *Log, got []Batch) {
+	t.Helper()
+	if len(got) == 0 {
+		return
+	}
+	ps := l.Producers()
+	if len(ps) != 1 || ps[0].ProducerID != crashProducer {
+		t.Fatalf("round %d: producers %+v", round, ps)
+	}
+	last := got[max(len(got)-MaxProducerBatches, 0):]
+	if p := ps[0]; len(p.Batches) != len(last) || p.LastSequence != int32(got[len(got)-1].LastOffset()) {
+		t.Fatalf("round %d: producer state %+v after %d batches", round, p, len(got))
+	}
+	leo := l.LogEndOffset()
+	for _, b := range last {
+		retry := recordbatch.Batch{BaseTimestamp: b.BaseTimestamp(), ProducerID: crashProducer, BaseSequence: b.BaseSequence(),
+			Records: make([]recordbatch.Record, b.RecordCount())}
+		for k := range retry.Records {
+			retry.Records[k] = recordbatch.Record{OffsetDelta: int32(k), Timestamp: b.BaseTimestamp(), Value: []byte("retry")}
+		}
+		res, err := l.Append(retry.Encode(), AppendOptions{LeaderEpoch: 1})
+		if err != nil || !res.Duplicate || res.BaseOffset != b.BaseOffset() || res.LastOffset != b.LastOffset() {
+			t.Fatalf("round %d: retry of the batch at %d: %+v, %v", round, b.BaseOffset(), res, err)
+		}
+	}
+	if l.LogEndOffset() != leo {
+		t.Fatalf("round %d: retries appended", round)
 	}
 }
