@@ -63,7 +63,8 @@ func NodeOverride(id int32, key, value string) Opt {
 }
 
 // Ready replaces the readiness check run after a node starts. The default
-// (ApiVersionsReady) waits until the client port answers ApiVersions.
+// (ServingReady) waits until the client port answers ApiVersions and
+// /readyz reports the broker registered and unfenced.
 func Ready(fn func(ctx context.Context, n *Node) error) Opt {
 	return opt{func(o *opts) { o.ready = fn }}
 }
@@ -110,7 +111,7 @@ func Prepare(t testing.TB, o ...Opt) *Cluster {
 		nodes:         3,
 		brokerOnly:    map[int32]bool{},
 		nodeOverrides: map[int32][]kv{},
-		ready:         ApiVersionsReady,
+		ready:         ServingReady,
 		readyTimeout:  60 * time.Second,
 		termTimeout:   30 * time.Second,
 		logLevel:      "debug",

@@ -1,18 +1,48 @@
 package cluster
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
 	"net"
+	"net/http"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// ApiVersionsReady is the default readiness check: the node's client port
+// ServingReady is the default readiness check: the node answers ApiVersions
+// and its /readyz says it is serving (a metadata quorum leader is known and
+// the controller has registered and unfenced its broker). Without the second
+// half a test could create a replicated topic before every broker counts as
+// available.
+func ServingReady(ctx context.Context, n *Node) error {
+	if err := ApiVersionsReady(ctx, n); err != nil {
+		return err
+	}
+	if n.MetricsAddr() == "" {
+		return nil
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+n.MetricsAddr()+"/readyz", nil)
+	if err != nil {
+		return err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("/readyz: %s", bytes.TrimSpace(body))
+	}
+	return nil
+}
+
+// ApiVersionsReady checks: the node's client port
 // accepts a connection and answers an ApiVersions request, the first thing
 // every Kafka client sends, with a list of APIs.
 func ApiVersionsReady(ctx context.Context, n *Node) error {
