@@ -17,7 +17,9 @@ import (
 const waitLimit = 10 * time.Second
 
 // fakeMeta is a swappable image.
-type fakeMeta struct{ cur atomic.Pointer[metadata.Image] }
+type fakeMeta struct {
+	cur atomic.Pointer[metadata.Image]
+}
 
 func (f *fakeMeta) Current() (*metadata.Image, uint64) { return f.cur.Load(), 1 }
 
