@@ -51,13 +51,17 @@ type spawner func(f func(ctx context.Context)) bool
 // errNoProducerIDs means no block was available in time.
 var errNoProducerIDs = errors.New("broker: no producer id block available yet")
 
+// maxTakeRounds bounds how many fetches one take waits for. Each round
+// waits for a fetch that succeeded, so only a burst of concurrent callers
+// that drains every new block before this caller's turn needs more than
+// two.
+const maxTakeRounds = 16
+
 // take returns the next producer id, fetching a block first when none is
-// left, for at most ctx's life.
+// left, for at most ctx's life. spawn must run its func on another
+// goroutine (it is called with p.mu held).
 func (p *producerIDs) take(ctx context.Context, fetch blockFetcher, spawn spawner) (int64, error) {
-	// Two rounds: one to start or join a fetch, one to use its block. A
-	// fetch that ends without a block is reported, not retried in a loop;
-	// the client retries the request.
-	for round := 0; round < 2; round++ {
+	for round := 0; ; round++ {
 		p.mu.Lock()
 		if p.next >= p.end && p.queued != nil {
 			p.next, p.end, p.size = p.queued.start, p.queued.end, p.queued.end-p.queued.start
@@ -72,13 +76,16 @@ func (p *producerIDs) take(ctx context.Context, fetch blockFetcher, spawn spawne
 			p.mu.Unlock()
 			return id, nil
 		}
-		if round == 1 {
+		// A fetch this caller waited for failed: report it rather than
+		// retry in a loop; the client retries the request.
+		if round > 0 && p.lastErr != nil && p.fetching == nil {
 			err := p.lastErr
 			p.mu.Unlock()
-			if err == nil {
-				err = errNoProducerIDs
-			}
 			return 0, err
+		}
+		if round >= maxTakeRounds {
+			p.mu.Unlock()
+			return 0, errNoProducerIDs
 		}
 		if p.fetching == nil && !p.startFetch(fetch, spawn) {
 			p.mu.Unlock()
@@ -92,7 +99,6 @@ func (p *producerIDs) take(ctx context.Context, fetch blockFetcher, spawn spawne
 			return 0, fmt.Errorf("%w: %w", errNoProducerIDs, ctx.Err())
 		}
 	}
-	panic("unreachable")
 }
 
 // startFetch starts fetching the next block. p.mu must be held.
