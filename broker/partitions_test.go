@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/raftka/raftka/broker/config"
 	"github.com/raftka/raftka/broker/replica"
@@ -197,4 +198,18 @@ func onlyPartition(t testing.TB, resp *kmsg.FetchResponse) kmsg.FetchResponseTop
 func keyed(i int) recordbatch.Record {
 	s := strconv.Itoa(i)
 	return recordbatch.Record{Key: []byte("k" + s), Value: []byte("value-" + s), Headers: []recordbatch.Header{{Key: "h", Value: []byte(s)}}}
+}
+
+// waitTB waits until cond holds, failing after testDeadline.
+func waitTB(t testing.TB, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(testDeadline)
+	tick := time.NewTicker(time.Millisecond)
+	defer tick.Stop()
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		<-tick.C
+	}
 }
