@@ -480,3 +480,73 @@ func TestJoinGroupV1NeedsNoMemberID(t *testing.T) {
 		t.Fatalf("v1 join %+v", resp)
 	}
 }
+
+// Two franz-go consumers in one group split the topic's partitions; when
+// one leaves, the other takes all of them. (Only the group protocol is
+// exercised: this node has no partition layer, so fetches fail and are
+// retried by the client.)
+func TestKgoConsumerGroupSplitsAndTakesOver(t *testing.T) {
+	n := startGroupNode(t)
+	type owner struct {
+		mu       sync.Mutex
+		assigned map[int32]bool
+	}
+	newConsumer := func(o *owner) *kgo.Client {
+		track := func(add bool) func(context.Context, *kgo.Client, map[string][]int32) {
+			return func(_ context.Context, _ *kgo.Client, m map[string][]int32) {
+				o.mu.Lock()
+				defer o.mu.Unlock()
+				for _, p := range m["orders"] {
+					if add {
+						o.assigned[p] = true
+					} else {
+						delete(o.assigned, p)
+					}
+				}
+			}
+		}
+		cl, err := kgo.NewClient(kgo.SeedBrokers(n.addr), kgo.ConsumerGroup("cg"), kgo.ConsumeTopics("orders"),
+			kgo.HeartbeatInterval(50*time.Millisecond), kgo.SessionTimeout(6*time.Second),
+			kgo.OnPartitionsAssigned(track(true)), kgo.OnPartitionsRevoked(track(false)), kgo.OnPartitionsLost(track(false)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			for ctx.Err() == nil {
+				cl.PollFetches(ctx)
+			}
+		}()
+		t.Cleanup(func() { cancel(); <-done; cl.Close() })
+		return cl
+	}
+	a, b := &owner{assigned: map[int32]bool{}}, &owner{assigned: map[int32]bool{}}
+	newConsumer(a)
+	clB := newConsumer(b)
+	snapshot := func(o *owner) map[int32]bool {
+		o.mu.Lock()
+		defer o.mu.Unlock()
+		m := make(map[int32]bool, len(o.assigned))
+		for p := range o.assigned {
+			m[p] = true
+		}
+		return m
+	}
+	waitUntil(t, "partitions split between two members", func() bool {
+		sa, sb := snapshot(a), snapshot(b)
+		if len(sa) == 0 || len(sb) == 0 || len(sa)+len(sb) != 4 {
+			return false
+		}
+		for p := range sa {
+			if sb[p] {
+				return false
+			}
+		}
+		return true
+	})
+	// b leaves the group (Close sends LeaveGroup); a takes everything.
+	clB.CloseAllowingRebalance()
+	waitUntil(t, "the remaining member owns all partitions", func() bool { return len(snapshot(a)) == 4 })
+}
