@@ -2,7 +2,10 @@ package storage
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
+	"reflect"
+	"slices"
 	"testing"
 	"time"
 
@@ -16,7 +19,38 @@ type logModel struct {
 	batches [][]byte // as stored (offsets assigned)
 	start   int64
 	leo     int64
+	// active are the idempotent producers whose every batch is still in
+	// the log, so their expected state follows from the batches alone.
+	// When the log start moves they are retired (a new id is used from
+	// then on): what a log remembers of producers whose batches went
+	// depends on which snapshots survived, as in Kafka.
+	active  map[int64]bool
+	nextPID int64
 }
+
+// producer derives a producer's expected state from the model's batches:
+// the epoch of its newest batch and the newest MaxProducerBatches batches
+// of that epoch's trailing run (a new epoch forgets the older batches).
+func (m *logModel) producer(pid int64) (epoch int16, batches []ProducerBatch, known bool) {
+	for _, raw := range m.batches {
+		b := Batch(raw)
+		if b.ProducerID() != pid {
+			continue
+		}
+		if !known || b.ProducerEpoch() != epoch {
+			epoch, batches, known = b.ProducerEpoch(), nil, true
+		}
+		batches = append(batches, ProducerBatch{FirstSeq: b.BaseSequence(), LastSeq: b.BaseSequence() + b.LastOffsetDelta(),
+			FirstOffset: b.BaseOffset(), LastOffset: b.LastOffset(), Timestamp: b.MaxTimestamp()})
+	}
+	if len(batches) > MaxProducerBatches {
+		batches = batches[len(batches)-MaxProducerBatches:]
+	}
+	return epoch, batches, known
+}
+
+// retireProducers is called whenever the log start moves.
+func (m *logModel) retireProducers() { clear(m.active) }
 
 func (m *logModel) visible() [][]byte {
 	var out [][]byte
@@ -28,10 +62,11 @@ func (m *logModel) visible() [][]byte {
 	return out
 }
 
-// TestLogModel drives a log with random appends (leader and follower),
+// TestLogModel drives a log with random appends (leader and follower,
+// idempotent producers with retries, gaps, epoch bumps and stale epochs),
 // truncations, rolls, retention, DeleteRecords, resets, high-watermark
 // moves and reopens (clean and unclean), and after every step compares its
-// offsets and its full contents with the model.
+// offsets, its full contents and its producers' state with the model.
 func TestLogModel(t *testing.T) {
 	noFsync(t)
 	rapid.Check(t, func(rt *rapid.T) {
@@ -46,7 +81,7 @@ func TestLogModel(t *testing.T) {
 			rt.Fatal(err)
 		}
 		defer func() { l.Close() }()
-		m := &logModel{}
+		m := &logModel{active: map[int64]bool{}}
 		epoch := int32(0)
 		check := func(op string) {
 			if l.LogEndOffset() != m.leo || l.LogStartOffset() != m.start {
@@ -65,11 +100,22 @@ func TestLogModel(t *testing.T) {
 			if hw := l.HighWatermark(); hw < m.start || hw > m.leo {
 				rt.Fatalf("after %s: high watermark %d outside [%d, %d]", op, hw, m.start, m.leo)
 			}
+			have := map[int64]ProducerState{}
+			for _, p := range l.Producers() {
+				have[p.ProducerID] = p
+			}
+			for pid := range m.active {
+				epoch, batches, known := m.producer(pid)
+				p, ok := have[pid]
+				if ok != known || known && (p.Epoch != epoch || !reflect.DeepEqual(p.Batches, batches)) {
+					rt.Fatalf("after %s: producer %d is %+v (known %v), model epoch %d batches %+v (known %v)", op, pid, p, ok, epoch, batches, known)
+				}
+			}
 		}
 		steps := rapid.IntRange(1, 60).Draw(rt, "steps")
 		for step := 0; step < steps; step++ {
 			clk.advance(time.Duration(rapid.IntRange(0, 1000).Draw(rt, "ms")) * time.Millisecond)
-			switch op := rapid.IntRange(0, 10).Draw(rt, "op"); op {
+			switch op := rapid.IntRange(0, 12).Draw(rt, "op"); op {
 			case 0, 1, 2: // leader append
 				n := rapid.IntRange(1, 8).Draw(rt, "records")
 				b := batchOf(clk.now().UnixMilli(), fmt.Sprint(step), n)
@@ -112,6 +158,7 @@ func TestLogModel(t *testing.T) {
 				if to < m.leo {
 					if to < m.start {
 						m.batches, m.start, m.leo = nil, to, to
+						m.retireProducers()
 					} else {
 						// Whole batches go: the log ends where the batch
 						// holding to began.
@@ -125,6 +172,7 @@ func TestLogModel(t *testing.T) {
 						}
 						if cut < m.start {
 							m.batches, m.start, m.leo = nil, to, to
+							m.retireProducers()
 						} else {
 							m.leo = cut
 						}
@@ -146,6 +194,9 @@ func TestLogModel(t *testing.T) {
 					if err != nil || got != to {
 						rt.Fatalf("DeleteRecords(%d) = %d, %v", to, got, err)
 					}
+					if to > m.start {
+						m.retireProducers()
+					}
 					m.start = to
 				}
 				if _, err := l.DeleteRecords(l.HighWatermark() + 1); err == nil {
@@ -166,6 +217,7 @@ func TestLogModel(t *testing.T) {
 					rt.Fatalf("retention moved the start to %d (model %d, hw %d)", res.LogStartOffset, m.start, l.HighWatermark())
 				}
 				if res.LogStartOffset > m.start {
+					m.retireProducers()
 					m.start = res.LogStartOffset
 					for len(m.batches) > 0 && Batch(m.batches[0]).LastOffset() < m.start {
 						m.batches = m.batches[1:]
@@ -181,6 +233,7 @@ func TestLogModel(t *testing.T) {
 						rt.Fatal(err)
 					}
 					m.batches, m.start, m.leo = nil, to, to
+					m.retireProducers()
 				}
 			case 10: // reopen
 				clean := rapid.Bool().Draw(rt, "clean")
@@ -196,8 +249,68 @@ func TestLogModel(t *testing.T) {
 				if rep.LostData() {
 					rt.Fatalf("reopen after Close lost data: %+v", rep)
 				}
+			case 11, 12: // an idempotent producer sends, retries, skips or fences
+				idempotentStep(rt, l, m, clk.now().UnixMilli(), epoch)
 			}
 			check(fmt.Sprintf("step %d", step))
 		}
 	})
+}
+
+// idempotentStep sends one batch from an idempotent producer (a new one,
+// or an active one) and checks the log's answer against the model: the
+// next sequence is appended, a retry of one of the last five batches is a
+// duplicate with the original offsets, a gap is out of order, a bumped
+// epoch restarts at 0 and an older epoch is fenced.
+func idempotentStep(rt *rapid.T, l *Log, m *logModel, ts int64, leaderEpoch int32) {
+	var pids []int64
+	for pid := range m.active {
+		pids = append(pids, pid)
+	}
+	slices.Sort(pids)
+	var pid int64
+	if len(pids) == 0 || rapid.IntRange(0, 4).Draw(rt, "newProducer") == 0 {
+		m.nextPID++
+		pid = m.nextPID
+		m.active[pid] = true
+	} else {
+		pid = rapid.SampledFrom(pids).Draw(rt, "pid")
+	}
+	epoch, batches, known := m.producer(pid)
+	next := int32(0)
+	if known {
+		next = batches[len(batches)-1].LastSeq + 1
+	}
+	n := rapid.IntRange(1, 4).Draw(rt, "idempotentRecords")
+	seq, wantErr, dupOf := next, error(nil), -1
+	switch kind := rapid.IntRange(0, 4).Draw(rt, "kind"); {
+	case kind == 1 && known:
+		dupOf = rapid.IntRange(0, len(batches)-1).Draw(rt, "retryOf")
+		seq, n = batches[dupOf].FirstSeq, int(batches[dupOf].LastSeq-batches[dupOf].FirstSeq)+1
+	case kind == 2 && known:
+		seq, wantErr = next+int32(rapid.IntRange(1, 3).Draw(rt, "gap")), ErrOutOfOrderSequence
+	case kind == 3 && known:
+		epoch, seq = epoch+1, 0
+	case kind == 4 && known && epoch > 0:
+		epoch, seq, wantErr = epoch-1, rapid.Int32Range(0, 10).Draw(rt, "staleSeq"), ErrInvalidProducerEpoch
+	}
+	b := idemBatch(pid, epoch, seq, n, ts)
+	res, err := l.Append(b, AppendOptions{LeaderEpoch: leaderEpoch})
+	switch {
+	case wantErr != nil:
+		if !errors.Is(err, wantErr) {
+			rt.Fatalf("producer %d epoch %d seq %d: %+v, %v; want %v", pid, epoch, seq, res, err, wantErr)
+		}
+	case dupOf >= 0:
+		d := batches[dupOf]
+		if err != nil || !res.Duplicate || res.BaseOffset != d.FirstOffset || res.LastOffset != d.LastOffset {
+			rt.Fatalf("producer %d retry of %+v: %+v, %v", pid, d, res, err)
+		}
+	default:
+		if err != nil || res.Duplicate || res.BaseOffset != m.leo {
+			rt.Fatalf("producer %d epoch %d seq %d: %+v, %v; want an append at %d", pid, epoch, seq, res, err, m.leo)
+		}
+		m.batches = append(m.batches, b)
+		m.leo = res.LastOffset + 1
+	}
 }
