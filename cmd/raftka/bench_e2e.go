@@ -124,6 +124,8 @@ func benchE2E(c *cli.Context) error {
 		})
 		sent++
 	}
+	// The rate is over the sending window; the drain below is not load.
+	sendTime := time.Since(start)
 	fctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	flushErr := prod.Flush(fctx)
 	cancel()
@@ -134,7 +136,6 @@ func benchE2E(c *cli.Context) error {
 	produced, drainFrom = acked, time.Now()
 	mu.Unlock()
 	wg.Wait()
-	elapsed := time.Since(start)
 	stopProgress()
 
 	res := benchResult{Mode: "e2e", Topic: plan.topic, RecordSize: plan.recordSize}
@@ -148,7 +149,7 @@ func benchE2E(c *cli.Context) error {
 	res.E2EAvgMs, res.E2EP50Ms, res.E2EP99Ms, res.E2EP999Ms, res.E2EMaxMs = percentiles(e2e.hist)
 	foreign := e2e.firstErr
 	e2e.mu.Unlock()
-	res.rates(elapsed)
+	res.rates(sendTime)
 
 	var runErr error
 	switch {

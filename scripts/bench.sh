@@ -1,0 +1,240 @@
+#!/usr/bin/env bash
+# Benchmarks raftka against franz-go's kfake on this machine and prints one
+# table. `make bench` builds bin/raftka and then runs this script; it builds
+# nothing itself.
+#
+# Targets: raftka one node (RF=1), raftka three nodes (RF=1 for now), and
+# kfake (an in-memory Go broker without replication, started with
+# `raftka bench kfake`). For each: `raftka bench produce` with 100-byte and
+# 1 KiB records (acks=all, 6 partitions), `raftka bench consume` of what was
+# produced, and `raftka bench e2e` at 1,000 records/s with linger 0.
+#
+# Broker cost: CPU seconds (utime+stime from /proc/<pid>/stat of the broker
+# processes, summed over the nodes) per GB produced, and peak RSS (VmHWM
+# from /proc/<pid>/status, the largest node).
+#
+# A target that does not start is reported and skipped; the other rows are
+# still printed. Only processes this script started are stopped, by PID.
+#
+# Knobs (environment): BENCH_RECORDS (200000), BENCH_DURATION (10s),
+# BENCH_E2E_RECORDS (10000), BENCH_PORT (19100, first of the ports used),
+# BENCH_TARGETS ("one three kfake").
+set -u
+
+cd "$(dirname "$0")/.."
+BIN=bin/raftka
+if [ ! -x "$BIN" ]; then
+	echo "bench.sh: $BIN is missing; run make bench (it builds first)" >&2
+	exit 1
+fi
+if [ ! -r /proc/self/stat ]; then
+	echo "bench.sh: needs /proc (Linux) to measure broker CPU and memory" >&2
+	exit 1
+fi
+
+RECORDS=${BENCH_RECORDS:-200000}
+DURATION=${BENCH_DURATION:-10s}
+E2E_RECORDS=${BENCH_E2E_RECORDS:-10000}
+PORT=${BENCH_PORT:-19100}
+TARGETS=${BENCH_TARGETS:-one three kfake}
+READY_SECS=30
+CLK_TCK=$(getconf CLK_TCK)
+
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/raftka-bench.XXXXXX")
+STARTED=() # every PID this script started or adopted (the nodes of raftka local)
+
+stop_pid() { # pid: SIGTERM, up to 15 s for a clean stop, then SIGKILL
+	local pid=$1 i
+	kill -0 "$pid" 2>/dev/null || return 0
+	kill -TERM "$pid" 2>/dev/null
+	for ((i = 0; i < 150; i++)); do
+		kill -0 "$pid" 2>/dev/null || return 0
+		sleep 0.1
+	done
+	kill -KILL "$pid" 2>/dev/null
+}
+
+cleanup() {
+	local pid
+	for pid in "${STARTED[@]}"; do stop_pid "$pid"; done
+	wait 2>/dev/null
+	rm -rf "$WORK"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+cpu_ticks() { # pids...: utime+stime summed, in clock ticks
+	local pid sum=0 t
+	for pid in "$@"; do
+		# Fields after the ")" that ends the command name: utime is the 12th, stime the 13th.
+		t=$(sed 's/.*) //' "/proc/$pid/stat" 2>/dev/null | awk '{print $12 + $13}')
+		sum=$((sum + ${t:-0}))
+	done
+	echo "$sum"
+}
+
+peak_rss_mb() { # pids...: the largest VmHWM, in MiB
+	local pid kb max=0
+	for pid in "$@"; do
+		kb=$(awk '/^VmHWM:/ {print $2}' "/proc/$pid/status" 2>/dev/null)
+		[ "${kb:-0}" -gt "$max" ] && max=$kb
+	done
+	awk -v kb="$max" 'BEGIN {printf "%.0f", kb / 1024}'
+}
+
+jget() { # json key: a number from bench's flat JSON object
+	sed -n "s/.*\"$2\":\([-0-9.eE+]*\).*/\1/p" <<<"$1"
+}
+
+declare -A R=()      # R[target|row|field]
+declare -A FAILED=() # FAILED[target]=why
+declare -A LABEL=([one]="raftka 1 node" [three]="raftka 3 nodes" [kfake]="kfake")
+
+# start_target name -> sets BROKERS (pids) and BOOTSTRAP, or returns 1
+start_target() {
+	local name=$1 pid base i
+	case $name in
+	one)
+		base=$PORT
+		"$BIN" local --nodes 1 --dir "$WORK/one" --base-port "$base" --controller-base-port $((base + 10)) --metrics-base-port $((base + 20)) >"$WORK/one.log" 2>&1 &
+		BOOTSTRAP=127.0.0.1:$base
+		;;
+	three)
+		base=$((PORT + 100))
+		"$BIN" local --nodes 3 --dir "$WORK/three" --base-port "$base" --controller-base-port $((base + 10)) --metrics-base-port $((base + 20)) >"$WORK/three.log" 2>&1 &
+		BOOTSTRAP=127.0.0.1:$base,127.0.0.1:$((base + 1)),127.0.0.1:$((base + 2))
+		;;
+	kfake)
+		base=$((PORT + 200))
+		"$BIN" bench kfake --listen 127.0.0.1:$base --data-dir "$WORK/kfake" --partitions 6 >"$WORK/kfake.log" 2>&1 &
+		BOOTSTRAP=127.0.0.1:$base
+		;;
+	*)
+		FAILED[$name]="unknown target (want one, three or kfake)"
+		return 1
+		;;
+	esac
+	pid=$!
+	STARTED+=("$pid")
+	SUPERVISOR=$pid
+	for ((i = 0; i < READY_SECS * 2; i++)); do
+		if ! kill -0 "$pid" 2>/dev/null; then
+			FAILED[$name]="exited before it became ready; last log lines: $(tail -n 3 "$WORK/$name.log" | tr '\n' ' ')"
+			return 1
+		fi
+		if "$BIN" --log-level error topics list --bootstrap-server "$BOOTSTRAP" --request-timeout 2s >/dev/null 2>&1; then
+			break
+		fi
+		sleep 0.5
+	done
+	if ((i == READY_SECS * 2)); then
+		FAILED[$name]="did not become ready in ${READY_SECS}s; last log lines: $(tail -n 3 "$WORK/$name.log" | tr '\n' ' ')"
+		return 1
+	fi
+	if [ "$name" = kfake ]; then
+		BROKERS=("$pid")
+	else
+		# raftka local supervises one child process per node; those are the brokers.
+		mapfile -t BROKERS < <(pgrep -P "$pid")
+		STARTED+=("${BROKERS[@]}")
+		if [ "${#BROKERS[@]}" -eq 0 ]; then
+			FAILED[$name]="ready, but raftka local has no node processes to measure"
+			return 1
+		fi
+	fi
+	return 0
+}
+
+run_bench() { # target what args...: one bench run in JSON; progress goes to the target's log
+	local name=$1 what=$2
+	shift 2
+	if ! "$BIN" --log-level warn bench "$@" --bootstrap-server "$BOOTSTRAP" --json 2>>"$WORK/$name.bench.log"; then
+		echo "bench.sh: ${LABEL[$name]:-$name}: $what failed: $(grep '^raftka:' "$WORK/$name.bench.log" | tail -n 1)" >&2
+	fi
+}
+
+bench_target() {
+	local name=$1 size topic out c0 c1 bytes n pid
+	SUPERVISOR=
+	echo "== ${LABEL[$name]:-$name}" >&2
+	if ! start_target "$name"; then
+		echo "bench.sh: ${LABEL[$name]:-$name}: ${FAILED[$name]}" >&2
+		[ -n "${SUPERVISOR:-}" ] && stop_pid "$SUPERVISOR"
+		return
+	fi
+	for size in 100 1024; do
+		topic=bench-$size
+		c0=$(cpu_ticks "${BROKERS[@]}")
+		out=$(run_bench "$name" "bench produce ($size B)" produce --topic "$topic" --records "$RECORDS" --duration "$DURATION" \
+			--record-size "$size" --acks all --partitions 6 --replication-factor 1)
+		c1=$(cpu_ticks "${BROKERS[@]}")
+		n=$(jget "$out" records)
+		bytes=$(jget "$out" bytes)
+		if [ "${n:-0}" = 0 ]; then
+			# Nothing was acknowledged: the other runs would only wait out their timeouts too.
+			FAILED[$name]="bench produce ($size B) got no record acknowledged; see above"
+			break
+		fi
+		R[$name|$size|rps]=$(jget "$out" records_per_sec)
+		R[$name|$size|mbps]=$(jget "$out" mb_per_sec)
+		R[$name|$size|p50]=$(jget "$out" latency_p50_ms)
+		R[$name|$size|p99]=$(jget "$out" latency_p99_ms)
+		R[$name|$size|cpu]=$(awk -v t=$((c1 - c0)) -v hz="$CLK_TCK" -v b="$bytes" 'BEGIN {printf "%.1f", t / hz / (b / 1e9)}')
+		out=$(run_bench "$name" "bench consume ($size B)" consume --topic "$topic" --records "$n" --duration "$DURATION")
+		R[$name|$size|cons]=$(jget "$out" mb_per_sec)
+	done
+	if [ -z "${FAILED[$name]:-}" ]; then
+		out=$(run_bench "$name" "bench e2e" e2e --topic bench-e2e --records "$E2E_RECORDS" --throughput 1000 \
+			--record-size 100 --acks all --partitions 6 --replication-factor 1)
+		R[$name|e2e|rps]=$(jget "$out" records_per_sec)
+		R[$name|e2e|p50]=$(jget "$out" e2e_p50_ms)
+		R[$name|e2e|p99]=$(jget "$out" e2e_p99_ms)
+	fi
+	R[$name|rss]=$(peak_rss_mb "${BROKERS[@]}")
+	stop_pid "$SUPERVISOR"
+	for pid in "${BROKERS[@]}"; do stop_pid "$pid"; done
+}
+
+fmt() { # number [decimals]: "n/a" when missing
+	if [ -z "${1:-}" ]; then echo "n/a"; else awk -v v="$1" -v d="${2:-1}" 'BEGIN {printf "%.*f", d, v}'; fi
+}
+
+ratio() { # a b: a/b as "0.87x", n/a when either is missing
+	if [ -z "${1:-}" ] || [ -z "${2:-}" ]; then echo "n/a"; else awk -v a="$1" -v b="$2" 'BEGIN {if (b == 0) print "n/a"; else printf "%.2fx", a / b}'; fi
+}
+
+for t in $TARGETS; do bench_target "$t"; done
+
+echo
+echo "raftka bench: $RECORDS records or $DURATION per produce run, acks=all, 6 partitions, RF=1; e2e at 1000 records/s, linger 0, 100 B"
+printf '%-15s %-6s %11s %9s %9s %9s %10s %9s %9s %10s %10s\n' \
+	target row 'records/s' 'MB/s' 'p50 ms' 'p99 ms' 'cons MB/s' 'CPU-s/GB' 'RSS MB' 'x kfake' 'cons x kf'
+for t in $TARGETS; do
+	label=${LABEL[$t]:-$t}
+	for row in 100 1024 e2e; do
+		case $row in
+		e2e) rowname=e2e ;;
+		100) rowname=100B ;;
+		1024) rowname=1KiB ;;
+		esac
+		if [ -z "${R[$t|$row|rps]:-}" ]; then
+			printf '%-15s %-6s %s\n' "$label" "$rowname" "not measured"
+		elif [ "$row" = e2e ]; then
+			# For e2e the comparison is latency: kfake's p99 over ours (above 1 is better).
+			printf '%-15s %-6s %11s %9s %9s %9s %10s %9s %9s %10s %10s\n' "$label" "$rowname" \
+				"$(fmt "${R[$t|e2e|rps]:-}" 0)" - "$(fmt "${R[$t|e2e|p50]:-}" 2)" "$(fmt "${R[$t|e2e|p99]:-}" 2)" - - \
+				"$(fmt "${R[$t|rss]:-}" 0)" "$(ratio "${R[kfake|e2e|p99]:-}" "${R[$t|e2e|p99]:-}")" -
+		else
+			printf '%-15s %-6s %11s %9s %9s %9s %10s %9s %9s %10s %10s\n' "$label" "$rowname" \
+				"$(fmt "${R[$t|$row|rps]:-}" 0)" "$(fmt "${R[$t|$row|mbps]:-}" 1)" "$(fmt "${R[$t|$row|p50]:-}" 2)" "$(fmt "${R[$t|$row|p99]:-}" 2)" \
+				"$(fmt "${R[$t|$row|cons]:-}" 1)" "$(fmt "${R[$t|$row|cpu]:-}" 1)" "$(fmt "${R[$t|rss]:-}" 0)" \
+				"$(ratio "${R[$t|$row|rps]:-}" "${R[kfake|$row|rps]:-}")" "$(ratio "${R[$t|$row|cons]:-}" "${R[kfake|$row|cons]:-}")"
+		fi
+	done
+done
+echo "x kfake: produce records/s over kfake's (e2e rows: kfake's p99 over this target's); cons x kf: consume MB/s over kfake's."
+echo "CPU-s/GB: broker CPU seconds, all nodes, per GB produced. RSS MB: peak resident memory of the largest broker process."
+for t in $TARGETS; do
+	if [ -n "${FAILED[$t]:-}" ]; then echo "${LABEL[$t]:-$t}: ${FAILED[$t]}"; fi
+done
+[ ${#FAILED[@]} -eq 0 ]
