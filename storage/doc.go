@@ -1,7 +1,8 @@
 // Package storage owns the partition logs on disk: segments, offset and time
-// indexes, recovery after an unclean stop, retention, checkpoint files and the
-// leader-epoch cache, all in Kafka's on-disk format so an operator recognises
-// the files (and kafka-dump-log.sh can read them).
+// indexes, recovery after an unclean stop, retention, checkpoint files, the
+// leader-epoch cache and idempotent-producer state, in Kafka's on-disk layout
+// so an operator recognises the files (and kafka-dump-log.sh can read the
+// segments and indexes).
 //
 // It knows nothing of the network or of Raft. It imports the standard library
 // and small libraries only; it must never import metadata, raftfsm or broker,
@@ -14,8 +15,9 @@
 // Per partition directory <log.dir>/<topic>-<partition>/: segments
 // NNNNNNNNNNNNNNNNNNNN.log (v2 record batches exactly as produced, see
 // Batch), .index (see offsetIndex), .timeindex (see timeIndex),
-// leader-epoch-checkpoint (see LeaderEpochCache) and partition.metadata (see
-// ParsePartitionMetadata). Per log dir: recovery-point-offset-checkpoint,
+// NNNNNNNNNNNNNNNNNNNN.snapshot producer state (see ProducerSnapshot; our
+// own format, not Kafka's), leader-epoch-checkpoint (see LeaderEpochCache)
+// and partition.metadata (see ParsePartitionMetadata). Per log dir: recovery-point-offset-checkpoint,
 // replication-offset-checkpoint, log-start-offset-checkpoint (see
 // ParseOffsetCheckpoint) and the .kafka_cleanshutdown marker, present only
 // between a clean Manager.Close and the next OpenManager.
@@ -24,7 +26,8 @@
 //
 // A Log has one writer at a time and any number of readers. Writers
 // (Append, AppendAsFollower, Truncate, ResetTo, DeleteRecords,
-// ApplyRetention, Roll, UpdateConfig, Close) serialise on Log.mu. A write
+// ApplyRetention, Roll, UpdateConfig, ExpireProducers, Close) serialise on
+// Log.mu; Producers takes it too, to copy the producer table. A write
 // is published only after its bytes are in the file: the active segment's
 // size and the log end offset change together under Log.segMu, which
 // readers (Read, lookups) hold shared while they resolve offsets to file
@@ -34,6 +37,11 @@
 // .deleted and closed only after file.delete.delay.ms, so regions handed to
 // readers stay readable meanwhile.
 //
+// The producer table (producer id -> epoch and last five batches) belongs to
+// the writer: Append checks a producer's batch against it under Log.mu
+// before any offset is assigned, so a refused or duplicate batch leaves the
+// log untouched; every batch written (leader, follower, replay) updates it.
+//
 // Lock order (never take an earlier lock while holding a later one):
 //
 //	Manager.ckptMu -> Manager.mu -> Log.mu -> Log.flushMu -> Log.segMu ->
@@ -42,9 +50,27 @@
 // Log.mu is never held across another Log's locks. Hot paths (Append, Read)
 // allocate nothing per record.
 //
+// # Idempotent producers
+//
+// Kafka's rules for batches with a producer id (see producerStates.check):
+// a retry of one of the producer's last MaxProducerBatches batches (same
+// epoch and sequence range) is answered with the original offsets
+// (AppendResult.Duplicate, no error); an older epoch is
+// ErrInvalidProducerEpoch; a new epoch must start at sequence 0 and the same
+// epoch must continue at the last sequence + 1 (wrapping at MaxInt32), else
+// ErrOutOfOrderSequence; a producer the partition does not know may start
+// at any sequence (KIP-360: its state may have gone with retention or
+// expiry while the producer lived on), so no UNKNOWN_PRODUCER_ID is ever
+// answered. Producers outlive the deletion of their batches and leave only
+// by expiry (producer.id.expiration.ms, Log.ExpireProducers from
+// Manager.Tick), as in Kafka since KIP-360. The table is snapshotted on
+// roll and close and rebuilt at open and after truncation from the newest
+// good snapshot plus the batch headers after it (never decompressing).
+//
 // # Not here yet
 //
-// Producer state (idempotence, transactions) and compaction are separate
-// pieces of work; the segment layout leaves room for their files
-// (.snapshot, .txnindex).
+// Transactions (markers' coordinator epochs, the last stable offset, the
+// aborted-transaction index .txnindex) and compaction are separate pieces
+// of work. Producer state records an open transaction's first offset and
+// clears it at a control batch, nothing more.
 package storage

@@ -13,16 +13,16 @@ import (
 )
 
 // Log is one partition's log: a directory of segments, its offsets (log
-// start, log end, high watermark, recovery point) and its leader-epoch
-// cache.
+// start, log end, high watermark, recovery point), its leader-epoch cache
+// and its idempotent producers' state.
 //
 // Concurrency: one writer at a time (Append, AppendAsFollower, Truncate,
-// ResetTo, DeleteRecords, ApplyRetention, Roll, UpdateConfig, Close take
-// mu), any number of concurrent readers (Read, the offset getters, the
-// lookups). A write becomes visible to readers only once its bytes are in
-// the file: the segment size and log end offset are published together
-// under segMu after the write. Sync may run beside the writer (group
-// commit). See doc.go for the lock order.
+// ResetTo, DeleteRecords, ApplyRetention, Roll, UpdateConfig,
+// ExpireProducers, Close take mu), any number of concurrent readers (Read,
+// the offset getters, the lookups). A write becomes visible to readers
+// only once its bytes are in the file: the segment size and log end offset
+// are published together under segMu after the write. Sync may run beside
+// the writer (group commit). See doc.go for the lock order.
 type Log struct {
 	dir       string
 	tp        TopicPartition
