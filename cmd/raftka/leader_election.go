@@ -85,6 +85,9 @@ func leaderElection(c *cli.Context) error {
 			sort.Strings(s)
 		}
 		w := c.App.Writer
+		if len(done)+len(notNeeded)+len(failed) == 0 {
+			fmt.Fprintf(w, "Leader election (%s): the controller reported no partitions.\n", typ)
+		}
 		if len(done) > 0 {
 			fmt.Fprintf(w, "Successfully completed leader election (%s) for partitions %s\n", typ, strings.Join(done, ", "))
 		}
