@@ -18,8 +18,13 @@
 //     error codes.
 //   - metrics.go: the Metrics interface and in-memory Counters.
 //   - api_<name>.go: one per Kafka API, each registering itself in init and
-//     opening with its supported versions and behaviour. Served now:
-//     ApiVersions (0-4) and Metadata (0-13).
+//     opening with its supported versions and behaviour. The table they fill
+//     is the list of what is served: ApiVersions answers with exactly it.
+//   - lifecycle.go: the broker's registration and heartbeats with the
+//     active controller (fencing, controlled shutdown).
+//   - partitions.go, fetch_session.go: the partition APIs' view of the
+//     replica manager and KIP-227 fetch sessions.
+//   - topic_config.go: a topic's effective log config by Kafka's precedence.
 //
 // # Adding an API
 //

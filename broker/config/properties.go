@@ -83,6 +83,9 @@ type Config struct {
 	ReplicaFetchMinBytes        int32
 	ReplicaFetchWaitMax         time.Duration
 	ReplicaFetchBackoff         time.Duration
+	ReplicaSocketTimeout        time.Duration
+	FetchSessionCacheSlots      int32
+	FetchSessionEvictionMin     time.Duration
 	NumReplicaFetchers          int32
 	HighWatermarkCheckpoint     time.Duration
 

@@ -247,6 +247,9 @@ func fromValues(v values, src map[string]Source) (*Config, error) {
 	c.ReplicaFetchMinBytes = v.int32("replica.fetch.min.bytes")
 	c.ReplicaFetchWaitMax = v.dur("replica.fetch.wait.max.ms")
 	c.ReplicaFetchBackoff = v.dur("replica.fetch.backoff.ms")
+	c.ReplicaSocketTimeout = v.dur("replica.socket.timeout.ms")
+	c.FetchSessionCacheSlots = v.int32("max.incremental.fetch.session.cache.slots")
+	c.FetchSessionEvictionMin = v.dur("min.incremental.fetch.session.eviction.ms")
 	c.NumReplicaFetchers = v.int32("num.replica.fetchers")
 	c.HighWatermarkCheckpoint = v.dur("replica.high.watermark.checkpoint.interval.ms")
 	if c.ReplicaFetchWaitMax > c.ReplicaLagTimeMax {

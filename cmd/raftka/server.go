@@ -135,7 +135,11 @@ func runServer(ctx context.Context, cfg *config.Config, log zerolog.Logger, shut
 			Replicas:   replicas,
 			Groups:     groups,
 		},
-		Partitions: broker.PartitionOptions{LogDirs: cfg.LogDirs},
+		Partitions: broker.PartitionOptions{
+			LogDirs:                 cfg.LogDirs,
+			FetchSessionCacheSlots:  sessionSlots(cfg.FetchSessionCacheSlots),
+			FetchSessionEvictionMin: cfg.FetchSessionEvictionMin,
+		},
 	})
 	if err != nil {
 		return err
@@ -211,6 +215,7 @@ func startReplicas(node *raftfsm.Node, logs *storage.Manager, cfg *config.Config
 		FetchPartitionMaxBytes: int(cfg.ReplicaFetchMaxBytes),
 		FetchMinBytes:          int(cfg.ReplicaFetchMinBytes),
 		FetchBackoff:           cfg.ReplicaFetchBackoff,
+		RequestTimeout:         cfg.ReplicaSocketTimeout,
 	})
 	if err != nil {
 		return nil, nil, err
@@ -321,4 +326,13 @@ func (r readiness) ready() (bool, string) {
 		return false, "broker fenced (catching up with the metadata log)"
 	}
 	return true, "ready"
+}
+
+// sessionSlots maps max.incremental.fetch.session.cache.slots onto
+// PartitionOptions, where zero means the default and negative means off.
+func sessionSlots(n int32) int {
+	if n == 0 {
+		return -1
+	}
+	return int(n)
 }
