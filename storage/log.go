@@ -34,7 +34,7 @@ type Log struct {
 	mu         sync.Mutex // the writer
 	closed     bool
 	pending    []*segment // removed segments awaiting file deletion
-	scratch    []byte     // reused by recovery and producer-state replay
+	scratch    []byte     // reused by recovery
 	nextOffset int64      // writer's view of the log end offset
 	// producers is the idempotent-producer table as of nextOffset.
 	producers     producerStates

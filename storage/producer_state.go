@@ -520,6 +520,9 @@ func (l *Log) replayProducersLocked(from int64) error {
 	if from >= l.nextOffset {
 		return nil
 	}
+	// Not l.scratch: replays are rare and a log should not keep the
+	// window for its lifetime (a broker holds thousands of logs).
+	buf := make([]byte, headerWindow)
 	for i := l.segmentFor(from); i < len(l.segments); i++ {
 		s := l.segments[i]
 		end := s.size.Load()
@@ -530,7 +533,7 @@ func (l *Log) replayProducersLocked(from int64) error {
 				return err
 			}
 		}
-		if err := s.forEachHeader(pos, end, &l.scratch, func(b Batch) {
+		if err := s.forEachHeader(pos, end, buf, func(b Batch) {
 			if b.BaseOffset() >= from {
 				l.producers.apply(b)
 			}
@@ -546,22 +549,19 @@ func (l *Log) replayProducersLocked(from int64) error {
 const headerWindow = 64 << 10
 
 // forEachHeader calls fn with the header of every batch from pos to end,
-// reading the file in windows through *buf and never the records of a
-// batch larger than the window. The Batch passed to fn holds only the
-// header and is valid only during the call.
-func (s *segment) forEachHeader(pos, end int64, buf *[]byte, fn func(Batch)) error {
-	if cap(*buf) < headerWindow {
-		*buf = make([]byte, headerWindow)
-	}
-	win := (*buf)[:0]
+// reading the file in windows of len(buf) (at least BatchHeaderSize) and
+// never the records of a batch larger than the window. The Batch passed
+// to fn holds only the header and is valid only during the call.
+func (s *segment) forEachHeader(pos, end int64, buf []byte, fn func(Batch)) error {
+	win := buf[:0]
 	winPos := int64(0)
 	for pos < end {
 		if pos < winPos || pos+BatchHeaderSize > winPos+int64(len(win)) {
-			n := min(int64(cap(*buf)), end-pos)
+			n := min(int64(len(buf)), end-pos)
 			if n < BatchHeaderSize {
 				return fmt.Errorf("%w: %s at position %d: torn batch header", ErrCorruptFile, s.logPath(), pos)
 			}
-			win = (*buf)[:n]
+			win = buf[:n]
 			if _, err := s.f.ReadAt(win, pos); err != nil {
 				return fmt.Errorf("%s at position %d: %w", s.logPath(), pos, err)
 			}

@@ -774,3 +774,36 @@ func TestManagerExpiresProducers(t *testing.T) {
 		t.Fatal("duplicate from an expired producer")
 	}
 }
+
+// TestForEachHeader walks a segment of mixed batch sizes with windows
+// smaller than, between and larger than the batches: every header is seen
+// once, in order, whatever the window.
+func TestForEachHeader(t *testing.T) {
+	noFsync(t)
+	l, _ := openTestLog(t, partDir(t), DefaultConfig(), LogOptions{})
+	defer l.Close()
+	var want []int64
+	for i, n := range []int{1, 100, 1, 3, 1000, 2, 1, 1, 5000, 1} {
+		vals := make([][]byte, n)
+		for k := range vals {
+			vals[k] = bytes.Repeat([]byte{byte(i)}, 20)
+		}
+		want = append(want, appendOK(t, l, recordbatch.BuildValues(1, vals...)).BaseOffset)
+	}
+	s := l.segments[0]
+	for _, window := range []int{BatchHeaderSize, 100, 4096, headerWindow, 1 << 20} {
+		var got []int64
+		if err := s.forEachHeader(0, s.size.Load(), make([]byte, window), func(b Batch) {
+			got = append(got, b.BaseOffset())
+		}); err != nil {
+			t.Fatalf("window %d: %v", window, err)
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("window %d: saw %v, want %v", window, got, want)
+		}
+	}
+	// A torn tail is an error naming the file, not a panic.
+	if err := s.forEachHeader(0, s.size.Load()-1, make([]byte, 4096), func(Batch) {}); !errors.Is(err, ErrCorruptFile) {
+		t.Fatalf("torn tail: %v", err)
+	}
+}
