@@ -52,6 +52,15 @@ type Report struct {
 
 	// Examples holds a few instances of each violation, for failure messages.
 	Examples []string
+	// Suspects are the positions of those examples, in the same bounds,
+	// for a caller that wants to look at the batches on disk.
+	Suspects []Position
+}
+
+// Position names one offset of one partition.
+type Position struct {
+	Partition int32
+	Offset    int64
 }
 
 // OK reports whether no violation was found.
@@ -71,10 +80,6 @@ func (r Report) String() string {
 	return b.String()
 }
 
-type position struct {
-	partition int32
-	offset    int64
-}
 
 type stream struct {
 	producer  string
@@ -87,22 +92,23 @@ type stream struct {
 func Check(acked []Ack, read []Record) Report {
 	r := Report{Acknowledged: len(acked), Read: len(read)}
 	examples := map[string]int{}
-	example := func(kind, format string, args ...any) {
+	example := func(at Position, kind, format string, args ...any) {
 		if examples[kind] < maxExamples {
 			examples[kind]++
 			r.Examples = append(r.Examples, kind+": "+fmt.Sprintf(format, args...))
+			r.Suspects = append(r.Suspects, at)
 		}
 	}
 
 	// The read, by position. A reader that hands the same position twice
 	// (a consumer that re-fetched) counts once if the bytes agree.
-	byPos := make(map[position]Record, len(read))
+	byPos := make(map[Position]Record, len(read))
 	for _, rec := range read {
-		p := position{rec.Partition, rec.Offset}
+		p := Position{rec.Partition, rec.Offset}
 		if prev, ok := byPos[p]; ok {
 			if !sameRecord(prev, rec) {
 				r.Conflicting++
-				example("conflicting", "partition %d offset %d read as %q and as %q", p.partition, p.offset, prev.Value, rec.Value)
+				example(p, "conflicting", "partition %d offset %d read as %q and as %q", p.Partition, p.Offset, prev.Value, rec.Value)
 			}
 			continue
 		}
@@ -111,13 +117,13 @@ func Check(acked []Ack, read []Record) Report {
 
 	// Acknowledgements: each names a position; two that name one position
 	// with different records mean the cluster gave one offset twice.
-	ackAt := make(map[position]Record, len(acked))
+	ackAt := make(map[Position]Record, len(acked))
 	for _, a := range acked {
-		p := position{a.Partition, a.Offset}
+		p := Position{a.Partition, a.Offset}
 		if prev, ok := ackAt[p]; ok {
 			if !sameRecord(prev, a.Record) {
 				r.Conflicting++
-				example("conflicting", "partition %d offset %d acknowledged for %q and for %q", p.partition, p.offset, prev.Value, a.Value)
+				example(p, "conflicting", "partition %d offset %d acknowledged for %q and for %q", p.Partition, p.Offset, prev.Value, a.Value)
 			}
 			continue
 		}
@@ -126,36 +132,39 @@ func Check(acked []Ack, read []Record) Report {
 		switch {
 		case !ok:
 			r.Lost++
-			example("lost", "%q acknowledged at partition %d offset %d, nothing read there", a.Value, p.partition, p.offset)
+			example(p, "lost", "%q acknowledged at partition %d offset %d, nothing read there", a.Value, p.Partition, p.Offset)
 		case !sameRecord(got, a.Record):
 			r.Lost++
-			example("lost", "%q acknowledged at partition %d offset %d, read %q there", a.Value, p.partition, p.offset, got.Value)
+			example(p, "lost", "%q acknowledged at partition %d offset %d, read %q there", a.Value, p.Partition, p.Offset, got.Value)
 		}
 	}
 
-	positions := make([]position, 0, len(byPos))
+	positions := make([]Position, 0, len(byPos))
 	for p := range byPos {
 		positions = append(positions, p)
 	}
-	slices.SortFunc(positions, func(a, b position) int {
-		return cmp.Or(cmp.Compare(a.partition, b.partition), cmp.Compare(a.offset, b.offset))
+	slices.SortFunc(positions, func(a, b Position) int {
+		return cmp.Or(cmp.Compare(a.Partition, b.Partition), cmp.Compare(a.Offset, b.Offset))
 	})
 
-	seenValue := make(map[string]position, len(positions))
+	seenValue := make(map[string]Position, len(positions))
 	maxSeq := map[stream]int64{}
 	for i, p := range positions {
 		rec := byPos[p]
 		if a, ok := ackAt[p]; !ok || !sameRecord(a, rec) {
 			r.Unacknowledged++
 		}
-		if i > 0 && positions[i-1].partition == p.partition && positions[i-1].offset+1 != p.offset {
-			missing := int(p.offset - positions[i-1].offset - 1)
+		if i > 0 && positions[i-1].Partition == p.Partition && positions[i-1].Offset+1 != p.Offset {
+			missing := int(p.Offset - positions[i-1].Offset - 1)
 			r.Gaps += missing
-			example("gap", "partition %d: offsets %d..%d missing", p.partition, positions[i-1].offset+1, p.offset-1)
+			example(p, "gap", "partition %d: offsets %d..%d missing", p.Partition, positions[i-1].Offset+1, p.Offset-1)
 		}
 		if first, dup := seenValue[string(rec.Value)]; dup {
 			r.Duplicated++
-			example("duplicated", "%q at partition %d offsets %d and %d", rec.Value, p.partition, first.offset, p.offset)
+			if examples["duplicated"] < maxExamples {
+				r.Suspects = append(r.Suspects, first)
+			}
+			example(p, "duplicated", "%q at partition %d offsets %d and %d", rec.Value, p.Partition, first.Offset, p.Offset)
 			continue
 		}
 		seenValue[string(rec.Value)] = p
@@ -163,14 +172,14 @@ func Check(acked []Ack, read []Record) Report {
 		if err != nil {
 			continue
 		}
-		if id.Partition != p.partition {
+		if id.Partition != p.Partition {
 			r.Misplaced++
-			example("misplaced", "%q read in partition %d", rec.Value, p.partition)
+			example(p, "misplaced", "%q read in partition %d", rec.Value, p.Partition)
 		}
-		s := stream{id.Producer, p.partition}
+		s := stream{id.Producer, p.Partition}
 		if last, ok := maxSeq[s]; ok && id.Seq < last {
 			r.OutOfOrder++
-			example("out-of-order", "%q at partition %d offset %d after sequence %d", rec.Value, p.partition, p.offset, last)
+			example(p, "out-of-order", "%q at partition %d offset %d after sequence %d", rec.Value, p.Partition, p.Offset, last)
 			continue
 		}
 		maxSeq[s] = id.Seq
@@ -217,13 +226,13 @@ func LongestStall(acked []Ack, from, to time.Time) (time.Duration, time.Time) {
 // that was later truncated (Jepsen's "unseen" and aborted reads). A reader
 // must never see past the high watermark, so this must be empty.
 func Vanished(seen, final []Record) []Record {
-	byPos := make(map[position]Record, len(final))
+	byPos := make(map[Position]Record, len(final))
 	for _, rec := range final {
-		byPos[position{rec.Partition, rec.Offset}] = rec
+		byPos[Position{rec.Partition, rec.Offset}] = rec
 	}
 	var gone []Record
 	for _, rec := range seen {
-		got, ok := byPos[position{rec.Partition, rec.Offset}]
+		got, ok := byPos[Position{rec.Partition, rec.Offset}]
 		if !ok || !sameRecord(got, rec) {
 			gone = append(gone, rec)
 		}

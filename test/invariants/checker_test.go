@@ -149,6 +149,13 @@ func TestCheckExamplesAreBounded(t *testing.T) {
 	if r.Lost != 100 || len(r.Examples) != maxExamples {
 		t.Fatalf("lost %d with %d examples, want 100 with %d", r.Lost, len(r.Examples), maxExamples)
 	}
+	if len(r.Suspects) != maxExamples || r.Suspects[0] != (Position{0, 0}) {
+		t.Errorf("suspects %v, want the first %d lost positions", r.Suspects, maxExamples)
+	}
+	dup := Check(nil, []Record{rec(0, 0, 0), rec(0, 1, 1), {Partition: 0, Offset: 2, Value: rec(0, 0, 0).Value}})
+	if dup.Duplicated != 1 || len(dup.Suspects) != 2 || dup.Suspects[0].Offset != 0 || dup.Suspects[1].Offset != 2 {
+		t.Errorf("a duplicate names both positions: %v %v", dup, dup.Suspects)
+	}
 	if !strings.Contains(r.String(), "lost 100") {
 		t.Errorf("summary %q does not say lost 100", r.String())
 	}

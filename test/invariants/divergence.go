@@ -184,3 +184,30 @@ func describeDiff(a, b storage.Batch) string {
 	}
 	return fmt.Sprintf("%d bytes differ from %d bytes (crc %08x vs %08x)", len(b), len(a), b.CRC(), a.CRC())
 }
+
+// DescribeAt describes the batch of l holding each offset: its offsets,
+// leader epoch and producer fields, for failure messages about those
+// offsets (a duplicate written by a retried idempotent batch shows as two
+// batches with one producer id, epoch and sequence).
+func DescribeAt(l PartitionLog, offsets ...int64) []string {
+	var out []string
+	for _, o := range offsets {
+		i, _ := slices.BinarySearchFunc(l.Batches, o, func(b storage.Batch, o int64) int {
+			switch {
+			case b.LastOffset() < o:
+				return -1
+			case b.BaseOffset() > o:
+				return 1
+			}
+			return 0
+		})
+		if i == len(l.Batches) || l.Batches[i].BaseOffset() > o {
+			out = append(out, fmt.Sprintf("offset %d: no batch", o))
+			continue
+		}
+		b := l.Batches[i]
+		out = append(out, fmt.Sprintf("offset %d: batch %d..%d leader epoch %d producer id %d epoch %d base sequence %d, %d records",
+			o, b.BaseOffset(), b.LastOffset(), b.PartitionLeaderEpoch(), b.ProducerID(), b.ProducerEpoch(), b.BaseSequence(), b.RecordCount()))
+	}
+	return out
+}

@@ -179,3 +179,18 @@ func TestHighWatermarks(t *testing.T) {
 		t.Error("a garbage checkpoint should be an error")
 	}
 }
+
+func TestDescribeAt(t *testing.T) {
+	a, b := batch(0, 3, 0, "a"), batch(3, 2, 4, "b")
+	l := PartitionLog{Batches: []storage.Batch{a, b}}
+	got := DescribeAt(l, 1, 4, 5, -1)
+	want := []string{"offset 1: batch 0..2 leader epoch 0", "offset 4: batch 3..4 leader epoch 4", "offset 5: no batch", "offset -1: no batch"}
+	if len(got) != len(want) {
+		t.Fatalf("DescribeAt = %q", got)
+	}
+	for i := range want {
+		if !strings.HasPrefix(got[i], want[i]) {
+			t.Errorf("line %d = %q, want it to start %q", i, got[i], want[i])
+		}
+	}
+}

@@ -3,6 +3,7 @@ package invariants
 import (
 	"context"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -20,6 +21,30 @@ type Harness interface {
 	ClientAddr(id int32) string
 	Kill(id int32)    // SIGKILL, wait until gone
 	Restart(id int32) // start again on the same directories, wait until ready
+	DataDir(id int32) string
+}
+
+// LogSuspects logs, for each position a report names, the batch holding it
+// on every node's disk: leader epochs and producer fields tell a retried
+// idempotent batch from a truncation. Call it once writes have stopped.
+func LogSuspects(t testing.TB, h Harness, topic string, r Report) {
+	t.Helper()
+	byPart := map[int32][]int64{}
+	for _, p := range r.Suspects {
+		byPart[p.Partition] = append(byPart[p.Partition], p.Offset)
+	}
+	for _, part := range slices.Sorted(maps.Keys(byPart)) {
+		for _, id := range h.Nodes() {
+			l, err := ReadPartitionLog(h.DataDir(id), topic, part)
+			if err != nil {
+				t.Logf("node %d %s-%d: %v", id, topic, part, err)
+				continue
+			}
+			for _, line := range DescribeAt(l, byPart[part]...) {
+				t.Logf("node %d %s-%d %s", id, topic, part, line)
+			}
+		}
+	}
 }
 
 // WaitFor polls cond until it holds, failing t when timeout passes first
@@ -104,7 +129,8 @@ type FailoverConfig struct {
 // partition, waits until the partition has another leader and
 // acknowledgements for it flow again, restarts the victim and waits until
 // every ISR is full again. Afterwards everything is read back and checked;
-// the report is returned for the caller to judge and print.
+// the report is returned for the caller to judge and print (and
+// LogSuspects to explain).
 func Failover(t testing.TB, h Harness, cfg FailoverConfig) Report {
 	t.Helper()
 	if cfg.Partitions == 0 {

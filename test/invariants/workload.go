@@ -83,8 +83,10 @@ type ProducerConfig struct {
 	MaxRecords int    // stop after this many records; 0 means 1,000,000
 	ValueSize  int    // bytes per value (at least the id); 0 means 64
 	// Opts are added to the client's options after the defaults: an
-	// idempotent, acks=all producer with a small buffer so a stalled
-	// cluster blocks the producer instead of queueing minutes of records.
+	// idempotent, acks=all producer whose buffer holds about ten seconds
+	// of records, so one stalled partition does not block the others
+	// (franz-go's buffer limit is per client), and whose requests to a
+	// frozen broker time out in seconds rather than franz-go's 20.
 	Opts []kgo.Opt
 }
 
@@ -124,7 +126,9 @@ func StartProducer(cfg ProducerConfig, rec *Recorder) (*Producer, error) {
 		kgo.DefaultProduceTopic(cfg.Topic),
 		kgo.RecordPartitioner(kgo.ManualPartitioner()),
 		kgo.RequiredAcks(kgo.AllISRAcks()),
-		kgo.MaxBufferedRecords(500),
+		kgo.MaxBufferedRecords(10 * cfg.Rate),
+		kgo.ProduceRequestTimeout(5 * time.Second),
+		kgo.RequestTimeoutOverhead(3 * time.Second),
 		kgo.ProducerLinger(5 * time.Millisecond),
 		kgo.RetryTimeout(time.Minute),
 		kgo.MetadataMinAge(250 * time.Millisecond),

@@ -1,0 +1,11 @@
+//go:build long
+
+package chaos
+
+import (
+	"testing"
+
+	"github.com/raftka/raftka/test/cluster"
+)
+
+func TestMain(m *testing.M) { cluster.Main(m) }

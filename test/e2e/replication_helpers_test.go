@@ -1,0 +1,126 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/raftka/raftka/test/cluster"
+	"github.com/raftka/raftka/test/invariants"
+)
+
+// harness adapts a test/cluster Cluster to invariants.Harness.
+type harness struct{ c *cluster.Cluster }
+
+func (h harness) Seeds() []string {
+	var s []string
+	for _, n := range h.c.Nodes() {
+		s = append(s, n.ClientAddr())
+	}
+	return s
+}
+
+func (h harness) Nodes() []int32 {
+	var ids []int32
+	for _, n := range h.c.Nodes() {
+		ids = append(ids, n.ID())
+	}
+	return ids
+}
+
+func (h harness) ClientAddr(id int32) string { return h.c.Node(id).ClientAddr() }
+func (h harness) Kill(id int32)              { h.c.Node(id).Kill() }
+func (h harness) Restart(id int32)           { h.c.Node(id).Restart() }
+func (h harness) DataDir(id int32) string    { return h.c.Node(id).DataDir() }
+
+// envInt reads a positive integer knob from the environment (test/chaos and
+// people reproducing a failure turn the rounds up this way).
+func envInt(t *testing.T, name string, def int) int {
+	t.Helper()
+	s := os.Getenv(name)
+	if s == "" {
+		return def
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil || n < 1 {
+		t.Fatalf("%s=%q: want a positive integer", name, s)
+	}
+	return n
+}
+
+// partitionState waits until some node other than skip answers for topic
+// and returns partition's state as that node sees it.
+func partitionState(t *testing.T, ctx context.Context, h harness, topic string, partition int32, skip ...int32) invariants.PartitionState {
+	t.Helper()
+	var st invariants.PartitionState
+	cluster.WaitFor(t, 30*time.Second, func() (bool, string) {
+		all, _, err := invariants.StateFrom(ctx, h, topic, skip...)
+		if err != nil {
+			return false, err.Error()
+		}
+		s, ok := all[partition]
+		if !ok || s.Leader < 0 {
+			return false, fmt.Sprintf("partition %d: %+v", partition, s)
+		}
+		st = s
+		return true, ""
+	})
+	return st
+}
+
+// preferredLeaders reports whether every node of h sees every partition of
+// topic led by its first replica with a full ISR; if not, it says what each
+// node sees that is wrong.
+func preferredLeaders(ctx context.Context, h harness, topic string, partitions int) (bool, string) {
+	if ok, why := invariants.FullISR(ctx, h, topic, partitions); !ok {
+		return false, why
+	}
+	var wrong []string
+	for _, id := range h.Nodes() {
+		st, err := invariants.TopicState(ctx, h.ClientAddr(id), topic)
+		if err != nil {
+			return false, fmt.Sprintf("node %d: %v", id, err)
+		}
+		for _, p := range slices.Sorted(maps.Keys(st)) {
+			if s := st[p]; s.Leader != s.Replicas[0] {
+				wrong = append(wrong, fmt.Sprintf("node %d sees partition %d led by %d (epoch %d), preferred %d, ISR %v", id, p, s.Leader, s.LeaderEpoch, s.Replicas[0], s.ISR))
+			}
+		}
+	}
+	return len(wrong) == 0, strings.Join(wrong, "; ")
+}
+
+// eventually polls cond until it holds or timeout passes, like
+// cluster.WaitFor, but reports instead of failing, for waits whose failure
+// must not skip the checks after them.
+func eventually(timeout time.Duration, cond func() (bool, string)) (bool, string) {
+	deadline := time.Now().Add(timeout)
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		ok, why := cond()
+		if ok || time.Now().After(deadline) {
+			return ok, why
+		}
+		<-tick.C
+	}
+}
+
+// checkReport fails t on any violation and on an empty run.
+func checkReport(t *testing.T, h harness, topic, what string, r invariants.Report) {
+	t.Helper()
+	t.Logf("%s: %v", what, r)
+	if !r.OK() {
+		t.Errorf("%s: invariants broken: %v", what, r)
+		invariants.LogSuspects(t, h, topic, r)
+	}
+	if r.Acknowledged == 0 {
+		t.Errorf("%s: nothing was acknowledged", what)
+	}
+}
