@@ -22,9 +22,11 @@ package broker
 //   - Transactions are not implemented: a transactional id or a batch with
 //     the transactional bit is refused with INVALID_TXN_STATE and a message
 //     saying so, rather than stored without the guarantees it asks for.
-//   - Idempotent producers: batches with a producer id are stored as sent;
-//     sequence, duplicate and epoch checks are not done yet (see
-//     appendBatch, the one place they belong).
+//   - Idempotent producers: the partition log checks a batch with a
+//     producer id against that producer's last five batches under its
+//     writer lock (storage/producer_state.go): a retried batch is answered
+//     with its original offsets and appended again never; a gap is
+//     OUT_OF_ORDER_SEQUENCE_NUMBER and a stale epoch INVALID_PRODUCER_EPOCH.
 //   - LogAppendTime topics: the broker time stamped into the batch is
 //     answered; CreateTime topics answer -1.
 //
@@ -184,12 +186,9 @@ func handleProduce(ctx context.Context, rc *request, kreq kmsg.Request) (kmsg.Re
 // appendBatch appends one partition's records as leader: the one path a
 // produced batch takes into a log.
 //
-// Idempotent producers hook in here: a batch with a producer id
-// (storage.Batch's ProducerID, ProducerEpoch, BaseSequence) is to be checked
-// against the partition's producer state (out-of-order sequence, duplicate
-// answered with its first offset, fenced epoch) right before
-// AppendAsLeader. That state is its own piece of work; until InitProducerId
-// is advertised clients send no producer ids.
+// Sequence checks for idempotent producers happen inside the log's append
+// (storage.AppendResult.Duplicate marks a retry answered from the producer
+// state), so every path into a log gets them.
 func (s *Server) appendBatch(topic string, partition int32, records []byte, acks int16) (storage.AppendResult, *replica.Ack, error) {
 	p, err := s.partition(topic, partition)
 	if err != nil {
