@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"strconv"
 	"time"
 
@@ -109,13 +110,34 @@ func b2f(b bool) float64 {
 
 type readyChecker interface{ ready() (bool, string) }
 
-// serveMetrics serves /metrics, /healthz (the process answers) and /readyz
-// (the node can take client traffic) on metrics.listener.
+// serveMetrics serves /metrics, /healthz (the process answers), /readyz
+// (the node can take client traffic) and the Go profiler under
+// /debug/pprof/ on metrics.listener. The profiler is there so an operator
+// can profile a running broker (go tool pprof http://host:port/debug/pprof/profile);
+// it costs nothing until asked, and metrics.listener is an operator port,
+// not one exposed to clients.
 func serveMetrics(addr string, m *promMetrics, rc readyChecker, log zerolog.Logger) (stop func(), err error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("metrics.listener %s: %w", addr, err)
 	}
+	mux := metricsMux(m, rc)
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	go func() {
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			log.Error().Err(err).Msg("metrics listener stopped")
+		}
+	}()
+	log.Info().Str("addr", ln.Addr().String()).Msg("metrics, /healthz, /readyz and /debug/pprof/ listening")
+	return func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(ctx)
+	}, nil
+}
+
+// metricsMux routes the metrics listener's paths.
+func metricsMux(m *promMetrics, rc readyChecker) *http.ServeMux {
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{}))
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
@@ -126,16 +148,13 @@ func serveMetrics(addr string, m *promMetrics, rc readyChecker, log zerolog.Logg
 		}
 		fmt.Fprintln(w, why)
 	})
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
-	go func() {
-		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			log.Error().Err(err).Msg("metrics listener stopped")
-		}
-	}()
-	log.Info().Str("addr", ln.Addr().String()).Msg("metrics, /healthz and /readyz listening")
-	return func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		defer cancel()
-		_ = srv.Shutdown(ctx)
-	}, nil
+	// Registered by hand: the net/http/pprof import's init only touches
+	// http.DefaultServeMux, which we do not serve. pprof.Index also serves
+	// the named profiles (heap, allocs, goroutine, block, mutex, ...).
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	return mux
 }

@@ -1,0 +1,53 @@
+package main
+
+import (
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+)
+
+type fixedReady struct {
+	ok  bool
+	why string
+}
+
+func (f fixedReady) ready() (bool, string) { return f.ok, f.why }
+
+func TestMetricsMuxServesProbesMetricsAndPprof(t *testing.T) {
+	srv := httptest.NewServer(metricsMux(newPromMetrics(), fixedReady{false, "not registered"}))
+	defer srv.Close()
+
+	get := func(path string) (int, string) {
+		t.Helper()
+		resp, err := http.Get(srv.URL + path)
+		if err != nil {
+			t.Fatalf("GET %s: %v", path, err)
+		}
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		if err != nil {
+			t.Fatalf("GET %s body: %v", path, err)
+		}
+		return resp.StatusCode, string(b)
+	}
+	for _, tc := range []struct {
+		path     string
+		code     int
+		contains string
+	}{
+		{"/healthz", http.StatusOK, "ok"},
+		{"/readyz", http.StatusServiceUnavailable, "not registered"},
+		{"/metrics", http.StatusOK, "go_goroutines"},
+		{"/debug/pprof/", http.StatusOK, "goroutine"},
+		{"/debug/pprof/goroutine?debug=1", http.StatusOK, "goroutine profile"},
+		{"/debug/pprof/allocs?debug=1", http.StatusOK, "heap profile"},
+		{"/debug/pprof/cmdline", http.StatusOK, ""},
+	} {
+		code, body := get(tc.path)
+		if code != tc.code || !strings.Contains(body, tc.contains) {
+			t.Errorf("GET %s = %d %.80q, want %d containing %q", tc.path, code, body, tc.code, tc.contains)
+		}
+	}
+}
