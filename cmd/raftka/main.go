@@ -1,4 +1,3 @@
-// Command raftka is the raftka broker and its operator tools.
 package main
 
 import (

@@ -1,5 +1,3 @@
-// Package e2e runs real raftka processes through the test/cluster harness
-// and talks to them only over the wire, with real Kafka clients.
 package e2e
 
 import (
