@@ -1,0 +1,14 @@
+// Package deploy holds raftka's deployment material, not Go code: a
+// FROM-scratch Dockerfile and build-image.sh, a three-node docker compose
+// cluster with its server.properties files (config/), a systemd unit
+// (systemd/) and Kubernetes manifests (k8s/). See README.md.
+//
+// Its tests check that material: manifests_test.go parses the compose file,
+// the node configs and the Kubernetes manifests and checks they agree with
+// each other and with raftka's config rules; deploy_test.go builds the image
+// and runs the compose cluster under Docker with a real Kafka client.
+//
+// Nothing imports this package. Its tests import broker/config (to validate
+// the shipped server.properties with the same code the server runs) and no
+// other raftka package.
+package deploy
