@@ -192,7 +192,16 @@ func TestGroupCommitsCoalesce(t *testing.T) {
 	tc := startCluster(t, 3, nil)
 	li := tc.leader(10 * time.Second)
 	ctrl := tc.nodes[li].activeController()
+	if ctrl == nil {
+		t.Fatal("leadership moved before the test could hold the controller")
+	}
 	entered, release := make(chan struct{}), make(chan struct{})
+	var releaseOnce sync.Once
+	unhold := func() { releaseOnce.Do(func() { close(release) }) }
+	// Registered after startCluster's cleanup, so it runs first: a failing
+	// test must not leave the loop stuck in the held operation, or the
+	// node's shutdown would wait for it forever.
+	t.Cleanup(unhold)
 	held := make(chan opResult, 1)
 	go func() {
 		held <- ctrl.submit(context.Background(), func(*controller, *metadata.Image, time.Time) decision {
@@ -201,7 +210,13 @@ func TestGroupCommitsCoalesce(t *testing.T) {
 			return decision{}
 		})
 	}()
-	<-entered
+	select {
+	case <-entered:
+	case r := <-held:
+		t.Fatalf("the holding operation never ran: %v", r.err)
+	case <-time.After(10 * time.Second):
+		t.Fatal("the holding operation never ran")
+	}
 
 	const n = 24
 	c := NewControllerClient(ClientConfig{Voters: tc.voters, Waiter: tc.nodes[li]})
@@ -228,7 +243,7 @@ func TestGroupCommitsCoalesce(t *testing.T) {
 		}()
 	}
 	waitFor(t, 10*time.Second, "all operations queued behind the held one", func() bool { return len(ctrl.ops) == n })
-	close(release)
+	unhold()
 	wg.Wait()
 	if r := <-held; r.err != nil {
 		t.Fatal(r.err)
