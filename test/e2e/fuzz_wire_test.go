@@ -1,0 +1,426 @@
+package e2e
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"math/rand/v2"
+	"net"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/raftka/raftka/test/cluster"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// Random and mutated frames, seeded from valid kmsg-encoded requests of
+// every API key at random versions, against a real node's client port.
+// The node may answer or close each connection but must not die, must not
+// panic (not even one recovered per connection), must still answer
+// ApiVersions and Metadata, and must still serve the records written
+// before. Bounded by frame count and wall time; RAFTKA_FUZZ_SEED replays
+// a run.
+func TestWireFuzz(t *testing.T) {
+	const (
+		maxFrames = 2000
+		budget    = 20 * time.Second
+		workers   = 4
+	)
+	seed := uint64(time.Now().UnixNano())
+	if s := os.Getenv("RAFTKA_FUZZ_SEED"); s != "" {
+		var err error
+		if seed, err = strconv.ParseUint(s, 10, 64); err != nil {
+			t.Fatalf("RAFTKA_FUZZ_SEED: %v", err)
+		}
+	}
+	t.Logf("seed %d (RAFTKA_FUZZ_SEED=%d replays this run)", seed, seed)
+
+	c := cluster.Start(t, cluster.Nodes(1), cluster.LogLevel("info"))
+	n := c.Node(1)
+	ctx := ctxFor(t, 120*time.Second)
+	adm := kadm.NewClient(client(t, c))
+	const topic = "fuzz-intact"
+	if err := createTopic(ctx, adm, topic, 2, 1); err != nil {
+		t.Fatalf("create %s: %v", topic, err)
+	}
+	if err := createTopic(ctx, adm, "fz", 1, 1); err != nil { // the seeds' target
+		t.Fatalf("create fz: %v", err)
+	}
+	recs := makeRecords("fuzz", 300)
+	produceKgo(t, ctx, kgoWith(t, c, kgo.DefaultProduceTopic(topic)), topic, recs, true)
+
+	keys, err := cluster.ApiVersions(ctx, n.ClientAddr())
+	if err != nil {
+		t.Fatalf("ApiVersions: %v", err)
+	}
+	advertised := make(map[int16][2]int16)
+	for _, k := range keys {
+		advertised[k.ApiKey] = [2]int16{k.MinVersion, k.MaxVersion}
+	}
+	seeds := seedFrames(seed, advertised)
+	var (
+		sent, answered, closed, silent atomic.Int64
+		next                           atomic.Int64
+		errMu                          sync.Mutex
+		protoErrs                      []string
+		wg                             sync.WaitGroup
+	)
+	stop := time.Now().Add(budget)
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			rng := rand.New(rand.NewPCG(seed, uint64(w)))
+			for time.Now().Before(stop) && next.Add(1) <= maxFrames {
+				first, intact := mutate(rng, seeds)
+				frames := []frame{first}
+				if rng.IntN(4) == 0 { // pipelined: a bad frame among others
+					second, _ := mutate(rng, seeds)
+					frames = append(frames, second, seeds[rng.IntN(len(seeds))])
+				}
+				res, err := exchange(n.ClientAddr(), frames)
+				// A valid request for an advertised key and version must be
+				// answered, not closed (Fetch may legitimately wait).
+				if err == nil && intact && len(frames) == 1 && res != outcomeAnswered {
+					key := int16(binary.BigEndian.Uint16(first.b[4:6]))
+					version := int16(binary.BigEndian.Uint16(first.b[6:8]))
+					if r, ok := advertised[key]; ok && key != 1 && version >= r[0] && version <= r[1] {
+						err = fmt.Errorf("valid request key %d v%d was not answered (%s)", key, version, res)
+					}
+				}
+				sent.Add(int64(len(frames)))
+				switch {
+				case err != nil:
+					errMu.Lock()
+					protoErrs = append(protoErrs, err.Error())
+					errMu.Unlock()
+				case res == outcomeAnswered:
+					answered.Add(1)
+				case res == outcomeClosed:
+					closed.Add(1)
+				default:
+					silent.Add(1)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	t.Logf("%d frames on %d connections: %d fully answered, %d closed by the node, %d neither within the read window",
+		sent.Load(), answered.Load()+closed.Load()+silent.Load(), answered.Load(), closed.Load(), silent.Load())
+	for i, e := range protoErrs {
+		if i == 10 {
+			t.Errorf("... and %d more", len(protoErrs)-10)
+			break
+		}
+		t.Errorf("malformed answer: %s", e)
+	}
+	if answered.Load() == 0 {
+		t.Errorf("no connection got all its answers: the valid seed frames were never answered")
+	}
+
+	if !n.Running() {
+		t.Fatalf("the node died under fuzzing (seed %d)", seed)
+	}
+	if logs := n.Logs(); strings.Contains(logs, "panic") {
+		var lines []string
+		for _, l := range strings.Split(logs, "\n") {
+			if strings.Contains(l, "panic") {
+				lines = append(lines, l)
+			}
+		}
+		t.Errorf("the node logged %d panic line(s) under fuzzing (seed %d); first: %.2000s", len(lines), seed, lines[0])
+	}
+	if _, err := cluster.ApiVersions(ctx, n.ClientAddr()); err != nil {
+		t.Fatalf("ApiVersions after fuzzing: %v", err)
+	}
+	md, err := nodeMetadata(ctx, n)
+	if err != nil {
+		t.Fatalf("Metadata after fuzzing: %v", err)
+	}
+	found := false
+	for _, tp := range md.Topics {
+		found = found || (tp.Topic != nil && *tp.Topic == topic && tp.ErrorCode == 0)
+	}
+	if !found {
+		t.Fatalf("Metadata after fuzzing does not list %s", topic)
+	}
+	got := consumeKgo(t, ctx, c, topic, endOffsets(recs))
+	checkRoundTrip(t, recs, got, 2)
+}
+
+// frame is one request as sent: the 4-byte size, then the body.
+type frame struct {
+	b        []byte
+	complete bool // the size prefix matches the bytes that follow
+}
+
+type outcome int
+
+func (o outcome) String() string {
+	return [...]string{"no answer within the read window", "answered", "closed"}[o]
+}
+
+const (
+	outcomeSilent outcome = iota
+	outcomeAnswered
+	outcomeClosed
+)
+
+// exchange writes frames on a fresh connection, half-closes it, and reads
+// answers until every complete frame has one, the node closes, or the read
+// window ends. An answer must be a well-formed frame; one that is not is
+// an error.
+func exchange(addr string, frames []frame) (outcome, error) {
+	conn, err := net.DialTimeout("tcp", addr, 5*time.Second)
+	if err != nil {
+		return outcomeSilent, fmt.Errorf("dial: %v", err)
+	}
+	defer conn.Close()
+	_ = conn.SetDeadline(time.Now().Add(500 * time.Millisecond))
+	want := 0
+	var out []byte
+	for _, f := range frames {
+		out = append(out, f.b...)
+		if !f.complete {
+			break // the node reads the rest of the stream as this frame
+		}
+		want++
+	}
+	if _, err := conn.Write(out); err != nil {
+		return outcomeClosed, nil // closed while we wrote: an allowed answer
+	}
+	_ = conn.(*net.TCPConn).CloseWrite()
+	for got := 0; ; got++ {
+		if got == want && want > 0 {
+			return outcomeAnswered, nil
+		}
+		var size [4]byte
+		if _, err := io.ReadFull(conn, size[:]); err != nil {
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				return outcomeSilent, nil
+			}
+			if errors.Is(err, io.ErrUnexpectedEOF) {
+				return outcomeSilent, fmt.Errorf("answer %d: connection closed inside a size prefix", got)
+			}
+			return outcomeClosed, nil
+		}
+		n := int32(binary.BigEndian.Uint32(size[:]))
+		if n < 4 || n > 64<<20 {
+			return outcomeSilent, fmt.Errorf("answer %d: frame size %d", got, n)
+		}
+		if _, err := io.ReadFull(conn, make([]byte, n)); err != nil {
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				return outcomeSilent, nil
+			}
+			return outcomeSilent, fmt.Errorf("answer %d: connection closed inside a %d-byte frame", got, n)
+		}
+	}
+}
+
+// seedFrames encodes a request for every key kmsg knows, at a random
+// version of each (within the advertised range for advertised keys, three
+// times over, so most fuzzing lands in decoders that exist), plus
+// filled-in requests for the common APIs (a real record batch in Produce,
+// topics in Fetch, Metadata, ListOffsets...). Every topic named is "fz",
+// so no mutation reaches the data under test.
+func seedFrames(seed uint64, advertised map[int16][2]int16) []frame {
+	rng := rand.New(rand.NewPCG(seed, 1<<32))
+	f := kmsg.NewRequestFormatter(kmsg.FormatterClientID("raftka-fuzz"))
+	var out []frame
+	add := func(req kmsg.Request, version int16) {
+		req.SetVersion(version)
+		out = append(out, frame{b: f.AppendRequest(nil, req, rng.Int32()), complete: true})
+	}
+	for key := int16(0); key <= 100; key++ {
+		req := kmsg.RequestForKey(key)
+		if req == nil {
+			continue
+		}
+		if pr, ok := req.(*kmsg.ProduceRequest); ok {
+			pr.Acks = 1 // acks=0 is answered by silence
+		}
+		r, ok := advertised[key]
+		if !ok {
+			add(req, int16(rng.IntN(int(req.MaxVersion())+1)))
+			continue
+		}
+		hi := min(r[1], req.MaxVersion())
+		for range 3 {
+			add(req, r[0]+int16(rng.IntN(int(hi-r[0])+1)))
+		}
+	}
+
+	fz := "fz"
+	av := kmsg.NewPtrApiVersionsRequest()
+	av.ClientSoftwareName, av.ClientSoftwareVersion = "raftka-fuzz", "1.0"
+	add(av, 3)
+
+	md := kmsg.NewPtrMetadataRequest()
+	mt := kmsg.NewMetadataRequestTopic()
+	mt.Topic = &fz
+	md.Topics = append(md.Topics, mt)
+	for _, v := range []int16{1, 9, 12} {
+		add(md, v)
+	}
+
+	pr := kmsg.NewPtrProduceRequest()
+	pr.Acks, pr.TimeoutMillis = 1, 5000
+	pt := kmsg.NewProduceRequestTopic()
+	pt.Topic = fz
+	pp := kmsg.NewProduceRequestTopicPartition()
+	pp.Records = recordBatch(3)
+	pt.Partitions = append(pt.Partitions, pp)
+	pr.Topics = append(pr.Topics, pt)
+	for _, v := range []int16{3, 7, 9} {
+		add(pr, v)
+	}
+
+	fr := kmsg.NewPtrFetchRequest()
+	fr.ReplicaID, fr.MaxWaitMillis, fr.MinBytes, fr.MaxBytes = -1, 100, 1, 1<<20
+	ft := kmsg.NewFetchRequestTopic()
+	ft.Topic = fz
+	fp := kmsg.NewFetchRequestTopicPartition()
+	fp.PartitionMaxBytes, fp.CurrentLeaderEpoch, fp.LogStartOffset = 1<<20, -1, -1
+	ft.Partitions = append(ft.Partitions, fp)
+	fr.Topics = append(fr.Topics, ft)
+	for _, v := range []int16{4, 11, 12} {
+		add(fr, v)
+	}
+
+	lo := kmsg.NewPtrListOffsetsRequest()
+	lo.ReplicaID = -1
+	lt := kmsg.NewListOffsetsRequestTopic()
+	lt.Topic = fz
+	lp := kmsg.NewListOffsetsRequestTopicPartition()
+	lp.Timestamp, lp.CurrentLeaderEpoch = -1, -1
+	lt.Partitions = append(lt.Partitions, lp)
+	lo.Topics = append(lo.Topics, lt)
+	add(lo, 1)
+	add(lo, 7)
+
+	ct := kmsg.NewPtrCreateTopicsRequest()
+	ctt := kmsg.NewCreateTopicsRequestTopic()
+	ctt.Topic, ctt.NumPartitions, ctt.ReplicationFactor = "fz-new", 1, 1
+	cfg := kmsg.NewCreateTopicsRequestTopicConfig()
+	cfg.Name, cfg.Value = "retention.ms", kmsg.StringPtr("60000")
+	ctt.Configs = append(ctt.Configs, cfg)
+	ct.Topics = append(ct.Topics, ctt)
+	ct.TimeoutMillis, ct.ValidateOnly = 5000, true
+	add(ct, 5)
+
+	dc := kmsg.NewPtrDescribeConfigsRequest()
+	dr := kmsg.NewDescribeConfigsRequestResource()
+	dr.ResourceType, dr.ResourceName = kmsg.ConfigResourceTypeTopic, fz
+	dc.Resources = append(dc.Resources, dr)
+	add(dc, 4)
+
+	ip := kmsg.NewPtrInitProducerIDRequest()
+	ip.TransactionTimeoutMillis, ip.ProducerID, ip.ProducerEpoch = 60000, -1, -1
+	add(ip, 4)
+
+	jg := kmsg.NewPtrJoinGroupRequest()
+	jg.Group, jg.ProtocolType, jg.SessionTimeoutMillis, jg.RebalanceTimeoutMillis = "fz-group", "consumer", 6000, 6000
+	jp := kmsg.NewJoinGroupRequestProtocol()
+	jp.Name, jp.Metadata = "range", []byte{0, 1, 0, 0, 0, 1, 0, 2, 'f', 'z', 0, 0, 0, 0}
+	jg.Protocols = append(jg.Protocols, jp)
+	add(jg, 5)
+	return out
+}
+
+// recordBatch is a valid uncompressed v2 batch of n small records.
+func recordBatch(n int) []byte {
+	var recs []byte
+	for i := range n {
+		r := kmsg.Record{OffsetDelta: int32(i), Key: []byte("k" + strconv.Itoa(i)), Value: []byte("fuzz seed value"),
+			Headers: []kmsg.Header{{Key: "h", Value: []byte("v")}}}
+		r.Length = int32(len(r.AppendTo(nil)) - 1) // everything after the 1-byte zero varint
+		recs = r.AppendTo(recs)
+	}
+	now := time.Now().UnixMilli()
+	b := kmsg.RecordBatch{
+		PartitionLeaderEpoch: -1, Magic: 2, LastOffsetDelta: int32(n - 1),
+		FirstTimestamp: now, MaxTimestamp: now, ProducerID: -1, ProducerEpoch: -1, FirstSequence: -1,
+		NumRecords: int32(n), Records: recs,
+	}
+	b.Length = int32(49 + len(recs))
+	enc := b.AppendTo(nil)
+	binary.BigEndian.PutUint32(enc[17:21], crc32.Checksum(enc[21:], crc32.MakeTable(crc32.Castagnoli)))
+	return enc
+}
+
+// mutate returns a seed frame damaged in one of several ways: flipped
+// bits, overwritten runs, truncation (with and without fixing the size),
+// appended garbage, a lying size prefix, a random key or version, two
+// seeds spliced, pure noise, or nothing at all.
+func mutate(rng *rand.Rand, seeds []frame) (f frame, intact bool) {
+	src := seeds[rng.IntN(len(seeds))].b
+	body := append([]byte(nil), src[4:]...)
+	withSize := func(body []byte) (frame, bool) {
+		b := binary.BigEndian.AppendUint32(nil, uint32(len(body)))
+		return frame{b: append(b, body...), complete: true}, intact
+	}
+	switch rng.IntN(11) {
+	case 0: // bit flips
+		for range 1 + rng.IntN(8) {
+			i := rng.IntN(len(body))
+			body[i] ^= 1 << rng.IntN(8)
+		}
+	case 1: // an overwritten run
+		i := rng.IntN(len(body))
+		for j := i; j < min(len(body), i+1+rng.IntN(16)); j++ {
+			body[j] = byte(rng.Uint32())
+		}
+	case 2: // truncated, size fixed
+		body = body[:rng.IntN(len(body)+1)]
+	case 3: // truncated, size still claims the whole frame
+		b := binary.BigEndian.AppendUint32(nil, uint32(len(body)))
+		return frame{b: append(b, body[:rng.IntN(len(body))]...)}, false
+	case 4: // trailing garbage
+		for range 1 + rng.IntN(64) {
+			body = append(body, byte(rng.Uint32()))
+		}
+	case 5: // a lying size prefix
+		sizes := []int32{-1, -1 << 31, 0, 1, 2, 3, int32(len(body)) + 1 + rng.Int32N(1000), 200 << 20, 1<<31 - 1}
+		b := binary.BigEndian.AppendUint32(nil, uint32(sizes[rng.IntN(len(sizes))]))
+		return frame{b: append(b, body...)}, false
+	case 6: // random api key and version
+		if len(body) >= 4 {
+			binary.BigEndian.PutUint16(body[0:2], uint16(rng.IntN(120)-10))
+			binary.BigEndian.PutUint16(body[2:4], uint16(rng.IntN(40)-2))
+		}
+	case 7: // the header of one seed on the body of another
+		other := seeds[rng.IntN(len(seeds))].b[4:]
+		cut := min(len(body), 8+rng.IntN(16))
+		body = append(body[:cut:cut], other[min(len(other), cut):]...)
+	case 8: // noise behind a valid-looking key and version
+		noise := make([]byte, rng.IntN(256))
+		for i := range noise {
+			noise[i] = byte(rng.Uint32())
+		}
+		body = append(body[:min(len(body), 8):min(len(body), 8)], noise...)
+	case 9: // lengths inside the body pushed to extremes
+		for range 1 + rng.IntN(3) {
+			if len(body) < 12 {
+				break
+			}
+			i := 8 + rng.IntN(len(body)-11)
+			ext := [][]byte{{0xff, 0xff}, {0x7f, 0xff}, {0x80, 0x00}, {0xff, 0xff, 0xff, 0xff}, {0x7f, 0xff, 0xff, 0xff}}
+			e := ext[rng.IntN(len(ext))]
+			copy(body[i:], e)
+		}
+	default: // unchanged: the node must answer it
+		intact = true
+	}
+	return withSize(body)
+}
