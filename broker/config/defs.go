@@ -245,7 +245,7 @@ var defs = []Def{
 	{Name: "leader.imbalance.check.interval.seconds", Type: TypeLong, Default: "300", Validate: atLeast(1),
 		Doc: "How often the controller checks for leadership imbalance."},
 	{Name: "leader.imbalance.per.broker.percentage", Type: TypeInt, Default: "10", Validate: between(0, 100),
-		Doc: "The share of non-preferred leaders on a broker that triggers a rebalance."},
+		Doc: "Accepted for compatibility; like Kafka 4's KRaft controller, raftka moves every non-preferred leader on each check."},
 
 	// Group coordinator.
 	{Name: "group.initial.rebalance.delay.ms", Type: TypeDurationMs, Default: "3000", Validate: between(0, math.MaxInt32),

@@ -261,7 +261,15 @@ func startRaft(cfg *config.Config, clusterID string, log zerolog.Logger) (*raftf
 		DefaultPartitions:        cfg.NumPartitions,
 		DefaultReplicationFactor: cfg.DefaultReplicationFactor,
 		TopicDeletionDisabled:    !cfg.DeleteTopicEnable,
-		Logger:                   log.With().Str("component", "raft").Logger(),
+
+		DefaultUncleanLeaderElection: cfg.UncleanLeaderElectionEnable,
+		AutoLeaderRebalance:          cfg.AutoLeaderRebalanceEnable,
+		LeaderImbalanceCheckInterval: cfg.LeaderImbalanceCheckInterval,
+		// Kafka 4's KRaft controller moves every misplaced leader on each
+		// check and ignores leader.imbalance.per.broker.percentage; so do
+		// we, so a rolling restart ends with every preferred leader back.
+		LeaderImbalancePerBrokerPercentage: 0,
+		Logger:                             log.With().Str("component", "raft").Logger(),
 	}
 	for _, v := range cfg.Voters {
 		rc.Voters = append(rc.Voters, raftfsm.Voter{ID: v.ID, Addr: v.Addr()})
@@ -276,6 +284,7 @@ func startRaft(cfg *config.Config, clusterID string, log zerolog.Logger) (*raftf
 	}
 	if l, ok := cfg.ControllerListener(); ok {
 		rc.ListenAddr = l.Addr()
+		rc.ControllerListenerName = l.Name
 	} else {
 		return nil, errors.New("no controller listener: broker-only nodes need one for the metadata log (listeners=...,CONTROLLER://host:port)")
 	}
