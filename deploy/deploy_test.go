@@ -198,8 +198,10 @@ func startCompose(t *testing.T, ctx context.Context, cmd []string, image, binary
 // deadline passes.
 func (c *composeCluster) waitReady(ctx context.Context) {
 	c.t.Helper()
-	ctx, cancel := context.WithTimeout(ctx, readyTimeout)
-	defer cancel()
+	// The requests run under the caller's ctx, not the readiness deadline,
+	// so the answers reported on timeout are real ones.
+	deadline := time.NewTimer(readyTimeout)
+	defer deadline.Stop()
 	hc := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
 	last := make([]string, len(c.metrics))
 	ready := func(i int) bool {
@@ -228,8 +230,10 @@ func (c *composeCluster) waitReady(ctx context.Context) {
 			return
 		}
 		select {
-		case <-ctx.Done():
+		case <-deadline.C:
 			c.t.Fatalf("nodes not ready within %v; last /readyz answers: %q", readyTimeout, last)
+		case <-ctx.Done():
+			c.t.Fatalf("waiting for /readyz: %v; last answers: %q", ctx.Err(), last)
 		case <-tick.C:
 		}
 	}
