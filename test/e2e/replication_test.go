@@ -170,9 +170,12 @@ func TestReplicationDivergenceTruncatedOnReturn(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	// A clean stop of every node, then the files.
+	// A clean stop of every node, then the files. The last one has no
+	// quorum to confirm its controlled shutdown and waits that out.
 	for _, n := range c.Nodes() {
+		from := time.Now()
 		n.Term()
+		t.Logf("node %d: SIGTERM exit after %v", n.ID(), time.Since(from).Round(time.Millisecond))
 	}
 	hw := end[0]
 	logs := map[int32]invariants.PartitionLog{}
@@ -324,7 +327,7 @@ func TestReplicationRollingRestart(t *testing.T) {
 		// A missing preferred leader is an error, but the data checks
 		// below must still run.
 		cluster.WaitFor(t, 90*time.Second, func() (bool, string) { return invariants.FullISR(ctx, h, topic, partitions) })
-		if ok, why := eventually(60*time.Second, func() (bool, string) { return preferredLeaders(ctx, h, topic, partitions) }); !ok {
+		if ok, why := eventually(30*time.Second, func() (bool, string) { return preferredLeaders(ctx, h, topic, partitions) }); !ok {
 			t.Errorf("node %d: preferred leaders not back %v after SIGTERM: %s", n.ID(), time.Since(from).Round(time.Millisecond), why)
 		}
 		restored := time.Since(from)
