@@ -80,7 +80,6 @@ func (r Report) String() string {
 	return b.String()
 }
 
-
 type stream struct {
 	producer  string
 	partition int32
