@@ -49,9 +49,12 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
+// produceKey is Produce's API key.
+const produceKey = 0
+
 func init() {
 	register(apiEntry{
-		key:           0,
+		key:           produceKey,
 		advertisedMin: 0, min: 3, max: 13,
 		// Appends must happen in request order on a connection; the handler
 		// releases the connection before waiting for acks=all.
