@@ -77,12 +77,12 @@ func oneOf(values ...string) func(string) error {
 	}
 }
 
+// listOf accepts a comma-separated list of the given values. An empty list
+// is valid, as Kafka's ValidList allows (IncrementalAlterConfigs SUBTRACT can
+// empty a list; an empty cleanup.policy neither deletes nor compacts).
 func listOf(values ...string) func(string) error {
 	return func(v string) error {
 		items := splitList(v)
-		if len(items) == 0 {
-			return fmt.Errorf("must list at least one of %s", strings.Join(values, ", "))
-		}
 		for i, it := range items {
 			if !slices.Contains(values, it) {
 				return fmt.Errorf("%q is not one of %s", it, strings.Join(values, ", "))
@@ -183,6 +183,23 @@ var topicConfigIndex = func() map[string]int {
 	return m
 }()
 
+// brokerSynonymIndex maps each broker-level key in a Brokers list to its
+// topic config (an index into topicConfigDefs) and scale.
+var brokerSynonymIndex = func() map[string]brokerSynonymRef {
+	m := map[string]brokerSynonymRef{}
+	for i, d := range topicConfigDefs {
+		for _, b := range d.Brokers {
+			m[b.Key] = brokerSynonymRef{def: i, scale: b.Scale}
+		}
+	}
+	return m
+}()
+
+type brokerSynonymRef struct {
+	def   int
+	scale int64
+}
+
 // TopicConfigDefs returns the topic config definitions, sorted by name.
 func TopicConfigDefs() []TopicConfigDef { return slices.Clone(topicConfigDefs) }
 
@@ -193,6 +210,18 @@ func LookupTopicConfig(name string) (TopicConfigDef, bool) {
 		return TopicConfigDef{}, false
 	}
 	return topicConfigDefs[i], true
+}
+
+// LookupBrokerSynonym returns the topic config whose default the
+// broker-level key supplies (log.retention.hours: retention.ms) and the
+// factor that converts the key's unit to the topic config's (1 when they
+// agree). ok is false for every other key.
+func LookupBrokerSynonym(key string) (def TopicConfigDef, scale int64, ok bool) {
+	r, ok := brokerSynonymIndex[key]
+	if !ok {
+		return TopicConfigDef{}, 0, false
+	}
+	return topicConfigDefs[r.def], max(r.scale, 1), true
 }
 
 // ConfigError is an invalid config; it wraps ErrInvalidConfig and names the

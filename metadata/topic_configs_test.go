@@ -48,7 +48,7 @@ func TestValidateTopicConfig(t *testing.T) {
 		{"cleanup.policy", "delete, compact", true},
 		{"cleanup.policy", "compact,compact", false},
 		{"cleanup.policy", "shred", false},
-		{"cleanup.policy", "", false},
+		{"cleanup.policy", "", true}, // Kafka's ValidList accepts an empty list
 		{"min.insync.replicas", "0", false},
 		{"min.insync.replicas", "2", true},
 		{"message.timestamp.type", "LogAppendTime", true},

@@ -2,6 +2,7 @@ package raftfsm
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -43,13 +44,13 @@ func resource(img *metadata.Image, typ int8, name string) (metadata.ConfigResour
 // configRecords turns a resource's old and new dynamic sets into Config
 // records, after validating topic sets.
 func configRecords(rt metadata.ConfigResourceType, name string, old, next map[string]string) ([]metadata.Record, error) {
+	if _, ok := next[""]; ok {
+		return nil, fmt.Errorf("%w: empty config name", metadata.ErrInvalidConfig)
+	}
 	if rt == metadata.ConfigResourceTopic {
 		if err := metadata.ValidateTopicConfigs(next); err != nil {
 			return nil, err
 		}
-	}
-	if _, ok := next[""]; ok {
-		return nil, fmt.Errorf("%w: empty config name", metadata.ErrInvalidConfig)
 	}
 	var recs []metadata.Record
 	for _, k := range sortedKeys(next) {
@@ -69,12 +70,12 @@ func configRecords(rt metadata.ConfigResourceType, name string, old, next map[st
 // IncrementalAlterConfigs: next computes the new dynamic set from the
 // current one; the records are returned only when they should be
 // committed (not for validate-only requests).
-func alterResource(img *metadata.Image, typ int8, name string, validateOnly bool, next func(old map[string]string) (map[string]string, error)) ([]metadata.Record, error) {
+func alterResource(img *metadata.Image, typ int8, name string, validateOnly bool, next func(rt metadata.ConfigResourceType, old map[string]string) (map[string]string, error)) ([]metadata.Record, error) {
 	rt, old, err := resource(img, typ, name)
 	if err != nil {
 		return nil, err
 	}
-	want, err := next(old)
+	want, err := next(rt, old)
 	if err != nil {
 		return nil, err
 	}
@@ -92,7 +93,7 @@ func decideAlterConfigs(req *kmsg.AlterConfigsRequest) decideFunc {
 		for _, r := range req.Resources {
 			out := kmsg.NewAlterConfigsResponseResource()
 			out.ResourceType, out.ResourceName = r.ResourceType, r.ResourceName
-			rs, err := alterResource(img, int8(r.ResourceType), r.ResourceName, req.ValidateOnly, func(map[string]string) (map[string]string, error) {
+			rs, err := alterResource(img, int8(r.ResourceType), r.ResourceName, req.ValidateOnly, func(metadata.ConfigResourceType, map[string]string) (map[string]string, error) {
 				next := map[string]string{}
 				for _, kv := range r.Configs {
 					if kv.Value != nil {
@@ -116,8 +117,8 @@ func decideIncrementalAlterConfigs(req *kmsg.IncrementalAlterConfigsRequest) dec
 		for _, r := range req.Resources {
 			out := kmsg.NewIncrementalAlterConfigsResponseResource()
 			out.ResourceType, out.ResourceName = r.ResourceType, r.ResourceName
-			rs, err := alterResource(img, int8(r.ResourceType), r.ResourceName, req.ValidateOnly, func(old map[string]string) (map[string]string, error) {
-				return applyIncremental(old, r.Configs)
+			rs, err := alterResource(img, int8(r.ResourceType), r.ResourceName, req.ValidateOnly, func(rt metadata.ConfigResourceType, old map[string]string) (map[string]string, error) {
+				return applyIncremental(rt, old, r.Configs)
 			})
 			out.ErrorCode, out.ErrorMessage = errCode(err), errMsg(err)
 			recs = append(recs, rs...)
@@ -151,50 +152,91 @@ func (c *controller) withConfigElections(img *metadata.Image, recs []metadata.Re
 }
 
 // applyIncremental applies SET (0), DELETE (1), APPEND (2) and SUBTRACT (3)
-// to a copy of the current set. APPEND and SUBTRACT treat the value as a
-// comma-separated list, as Kafka does for list-typed configs.
-func applyIncremental(old map[string]string, ops []kmsg.IncrementalAlterConfigsRequestResourceConfig) (map[string]string, error) {
-	next := map[string]string{}
-	for k, v := range old {
-		next[k] = v
+// to a copy of the current set, as Kafka's controller does
+// (ConfigurationControlManager.incrementalAlterConfigResource):
+//   - APPEND and SUBTRACT work on list-typed configs only; on any other key,
+//     unknown ones included, they are INVALID_CONFIG ("Can't APPEND to key
+//     ... because its type is not LIST.").
+//   - They start from the resource's own value, or, when it sets none, from
+//     the config's built-in default (APPEND compact to an unset
+//     cleanup.policy gives "delete,compact"); empty items of that value are
+//     dropped.
+//   - APPEND adds each item not already listed, in order; SUBTRACT removes
+//     the first occurrence of each item (Java's List.remove).
+//   - The result is stored even when empty: SUBTRACT of the last item
+//     leaves an empty value, not a deleted key.
+//
+// Items are split on commas without trimming, as Kafka's are; empty items
+// of the operation's value are ignored.
+func applyIncremental(rt metadata.ConfigResourceType, old map[string]string, ops []kmsg.IncrementalAlterConfigsRequestResourceConfig) (map[string]string, error) {
+	next := maps.Clone(old)
+	if next == nil {
+		next = map[string]string{}
 	}
 	for _, o := range ops {
+		if o.Value == nil && o.Op != kmsg.IncrementalAlterConfigOpDelete {
+			// Kafka's broker refuses this before forwarding.
+			return nil, fmt.Errorf("%w: Null value not supported for : %s", metadata.ErrInvalidRequest, o.Name)
+		}
 		switch o.Op {
-		case 0:
-			if o.Value == nil {
-				return nil, fmt.Errorf("%w: SET %s without a value", metadata.ErrInvalidConfig, o.Name)
-			}
+		case kmsg.IncrementalAlterConfigOpSet:
 			next[o.Name] = *o.Value
-		case 1:
+		case kmsg.IncrementalAlterConfigOpDelete:
 			delete(next, o.Name)
-		case 2, 3:
-			if o.Value == nil {
-				return nil, fmt.Errorf("%w: APPEND/SUBTRACT %s without a value", metadata.ErrInvalidConfig, o.Name)
+		case kmsg.IncrementalAlterConfigOpAppend, kmsg.IncrementalAlterConfigOpSubtract:
+			def, ok := listDefault(rt, o.Name)
+			if !ok {
+				return nil, fmt.Errorf("%w: Can't %s to key %s because its type is not LIST", metadata.ErrInvalidConfig, o.Op, o.Name)
 			}
-			var list []string
-			if cur := next[o.Name]; cur != "" {
-				list = strings.Split(cur, ",")
+			cur, set := next[o.Name]
+			if !set {
+				cur = def
 			}
-			for _, item := range strings.Split(*o.Value, ",") {
-				item = strings.TrimSpace(item)
-				if item == "" {
-					continue
+			list := splitItems(cur)
+			for _, item := range splitItems(*o.Value) {
+				if o.Op == kmsg.IncrementalAlterConfigOpAppend {
+					if !slices.Contains(list, item) {
+						list = append(list, item)
+					}
+				} else if i := slices.Index(list, item); i >= 0 {
+					list = slices.Delete(list, i, i+1)
 				}
-				if o.Op == 2 && !slices.Contains(list, item) {
-					list = append(list, item)
-				}
-				if o.Op == 3 {
-					list = slices.DeleteFunc(list, func(s string) bool { return s == item })
-				}
 			}
-			if len(list) == 0 {
-				delete(next, o.Name)
-			} else {
-				next[o.Name] = strings.Join(list, ",")
-			}
+			next[o.Name] = strings.Join(list, ",")
 		default:
-			return nil, fmt.Errorf("%w: unknown operation %d", metadata.ErrInvalidRequest, o.Op)
+			return nil, fmt.Errorf("%w: unknown operation %d for key %s", metadata.ErrInvalidRequest, o.Op, o.Name)
 		}
 	}
 	return next, nil
+}
+
+// listDefault reports whether key is a list-typed config of the resource
+// type (Kafka's KafkaConfigSchema.isSplittable) and returns its built-in
+// default (getDefault). Broker and cluster resources know the broker keys
+// raftka acts on: the topic configs' broker synonyms.
+func listDefault(rt metadata.ConfigResourceType, key string) (string, bool) {
+	var d metadata.TopicConfigDef
+	var ok bool
+	if rt == metadata.ConfigResourceTopic {
+		d, ok = metadata.LookupTopicConfig(key)
+	} else {
+		var scale int64
+		d, scale, ok = metadata.LookupBrokerSynonym(key)
+		ok = ok && scale == 1
+	}
+	if !ok || d.Type != metadata.ConfigTypeList {
+		return "", false
+	}
+	return d.Default, true
+}
+
+// splitItems splits a list value on commas, dropping empty items.
+func splitItems(v string) []string {
+	var out []string
+	for item := range strings.SplitSeq(v, ",") {
+		if item != "" {
+			out = append(out, item)
+		}
+	}
+	return out
 }
