@@ -130,11 +130,11 @@ var topicConfigDefs = []TopicConfigDef{
 		Doc: "fsync after this many messages", check: atLeast(1)},
 	{Name: "flush.ms", Type: ConfigTypeLong, Default: maxLong, Brokers: []BrokerSynonym{{Key: "log.flush.interval.ms"}},
 		Doc: "fsync when data is this old", check: atLeast(0)},
-	{Name: "follower.replication.throttled.replicas", Type: ConfigTypeList, Default: "", Brokers: []BrokerSynonym{{Key: "follower.replication.throttled.replicas"}},
+	{Name: "follower.replication.throttled.replicas", Type: ConfigTypeList, Default: "",
 		Doc: "accepted for kafka-reassign-partitions compatibility; raftka does not throttle"},
 	{Name: "index.interval.bytes", Type: ConfigTypeInt, Default: "4096", Brokers: []BrokerSynonym{{Key: "log.index.interval.bytes"}},
 		Doc: "bytes between offset index entries", check: atLeast(0)},
-	{Name: "leader.replication.throttled.replicas", Type: ConfigTypeList, Default: "", Brokers: []BrokerSynonym{{Key: "leader.replication.throttled.replicas"}},
+	{Name: "leader.replication.throttled.replicas", Type: ConfigTypeList, Default: "",
 		Doc: "accepted for kafka-reassign-partitions compatibility; raftka does not throttle"},
 	{Name: "max.compaction.lag.ms", Type: ConfigTypeLong, Default: maxLong, Brokers: []BrokerSynonym{{Key: "log.cleaner.max.compaction.lag.ms"}},
 		Doc: "longest a record stays uncompacted", check: atLeast(1)},
@@ -222,6 +222,33 @@ func LookupBrokerSynonym(key string) (def TopicConfigDef, scale int64, ok bool) 
 		return TopicConfigDef{}, 0, false
 	}
 	return topicConfigDefs[r.def], max(r.scale, 1), true
+}
+
+// ValidateBrokerConfig checks one dynamic broker-level config, set on a
+// BROKER resource (a broker id, or the cluster-wide default) by
+// AlterConfigs or IncrementalAlterConfigs. Dynamic broker configs take
+// effect in raftka only as topic config defaults, so the key must be a
+// broker synonym of a topic config (log.retention.ms, log.segment.bytes,
+// ...; LookupBrokerSynonym), which Kafka can all update dynamically; any
+// other key is refused, as Kafka refuses its read-only keys ("Cannot
+// update these configs dynamically"). The value must be valid for the
+// topic config once converted to its unit. Both are ErrInvalidRequest:
+// Kafka's broker answers INVALID_REQUEST for a broker config it cannot
+// apply (ConfigAdminManager.validateBrokerConfigChange).
+func ValidateBrokerConfig(key, value string) error {
+	d, scale, ok := LookupBrokerSynonym(key)
+	if !ok {
+		return fmt.Errorf("%w: Cannot update these configs dynamically: %s (raftka applies dynamic broker configs only as topic config defaults)", ErrInvalidRequest, key)
+	}
+	if _, err := scaleValue(d, value, scale); err != nil {
+		reason := err.Error()
+		var ce *ConfigError
+		if errors.As(err, &ce) {
+			reason = ce.Reason
+		}
+		return fmt.Errorf("%w: Invalid value %s for configuration %s: %s", ErrInvalidRequest, value, key, reason)
+	}
+	return nil
 }
 
 // ConfigError is an invalid config; it wraps ErrInvalidConfig and names the
@@ -384,18 +411,16 @@ func effective(d TopicConfigDef, src ConfigSources) ConfigEntry {
 	return e
 }
 
-var errOverflow = errors.New("value overflows when converted")
-
 // scaleValue converts a broker-level value to the topic config's unit and
 // validates it, so an invalid broker value never becomes effective.
 func scaleValue(d TopicConfigDef, raw string, scale int64) (string, error) {
 	if scale > 1 {
 		n, err := strconv.ParseInt(strings.TrimSpace(raw), 10, 64)
 		if err != nil {
-			return "", err
+			return "", &ConfigError{Key: d.Name, Value: raw, Reason: "expected an integer"}
 		}
 		if n > math.MaxInt64/scale || n < math.MinInt64/scale {
-			return "", errOverflow
+			return "", &ConfigError{Key: d.Name, Value: raw, Reason: "overflows when converted to " + d.Name}
 		}
 		if n < 0 {
 			n = -1 // Kafka treats any negative retention as "no limit"

@@ -16,8 +16,13 @@ func TestTopicConfigTable(t *testing.T) {
 		if err := d.Validate(d.Default); err != nil {
 			t.Errorf("%s: default %q is invalid: %v", d.Name, d.Default, err)
 		}
-		if len(d.Brokers) == 0 || d.Doc == "" {
-			t.Errorf("%s: no broker fallback or no doc", d.Name)
+		if d.Doc == "" {
+			t.Errorf("%s: no doc", d.Name)
+		}
+		// Kafka gives every topic config a broker synonym except the
+		// throttled-replica lists (ServerTopicConfigSynonyms).
+		if noSynonym := strings.HasSuffix(d.Name, ".replication.throttled.replicas"); noSynonym != (len(d.Brokers) == 0) {
+			t.Errorf("%s: broker synonyms %v", d.Name, d.Brokers)
 		}
 	}
 	for _, k := range []string{"retention.ms", "retention.bytes", "segment.bytes", "segment.ms", "segment.index.bytes",
@@ -135,5 +140,50 @@ func TestEffectiveTopicConfigs(t *testing.T) {
 	}
 	if e, _ := EffectiveTopicConfig("retention.ms", ConfigSources{Static: map[string]string{"log.retention.hours": "9223372036854775807"}}); e.Source != SourceDefaultConfig {
 		t.Fatalf("overflowing hours became effective: %+v", e)
+	}
+}
+
+func TestValidateBrokerConfig(t *testing.T) {
+	cases := []struct {
+		key, value string
+		ok         bool
+	}{
+		{"log.retention.ms", "3600000", true},
+		{"log.retention.ms", "-1", true},
+		{"log.retention.ms", "soon", false},
+		{"log.retention.hours", "24", true},
+		{"log.retention.hours", "-3", true},                   // any negative retention is "no limit"
+		{"log.retention.hours", "9223372036854775807", false}, // overflows retention.ms
+		{"log.retention.minutes", "x", false},
+		{"log.segment.bytes", "1048576", true},
+		{"log.segment.bytes", "13", false}, // segment.bytes is at least 14
+		{"log.roll.hours", "0", false},     // segment.ms is at least 1
+		{"log.cleanup.policy", "compact,delete", true},
+		{"log.cleanup.policy", "shred", false},
+		{"min.insync.replicas", "2", true},
+		{"min.insync.replicas", "0", false},
+		{"unclean.leader.election.enable", "true", true},
+		{"message.max.bytes", "2000000", true},
+		{"compression.type", "zstd", true},
+		{"retention.ms", "1000", false},                       // a topic config's name is not a broker key
+		{"log.dirs", "/var/kafka", false},                     // read-only in Kafka too
+		{"leader.replication.throttled.replicas", "*", false}, // topic-level only in Kafka
+		{"no.such.key", "1", false},
+	}
+	for _, c := range cases {
+		err := ValidateBrokerConfig(c.key, c.value)
+		if (err == nil) != c.ok {
+			t.Errorf("%s=%q: %v", c.key, c.value, err)
+			continue
+		}
+		if err != nil && (!errors.Is(err, ErrInvalidRequest) || !strings.Contains(err.Error(), c.key)) {
+			t.Errorf("%s=%q: error %v does not name the key or wrap ErrInvalidRequest", c.key, c.value, err)
+		}
+	}
+	if d, scale, ok := LookupBrokerSynonym("log.retention.hours"); !ok || d.Name != "retention.ms" || scale != 3600000 {
+		t.Errorf("log.retention.hours: %s %d %v", d.Name, scale, ok)
+	}
+	if d, scale, ok := LookupBrokerSynonym("log.segment.bytes"); !ok || d.Name != "segment.bytes" || scale != 1 {
+		t.Errorf("log.segment.bytes: %s %d %v", d.Name, scale, ok)
 	}
 }

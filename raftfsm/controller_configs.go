@@ -42,7 +42,11 @@ func resource(img *metadata.Image, typ int8, name string) (metadata.ConfigResour
 }
 
 // configRecords turns a resource's old and new dynamic sets into Config
-// records, after validating topic sets.
+// records, after validating them: a topic's whole set by its topic config
+// rules (Kafka's controller validates the resulting set), a broker or
+// cluster resource's new and changed keys by metadata.ValidateBrokerConfig
+// (deleting any key is always allowed, so a key refused today can still be
+// cleared).
 func configRecords(rt metadata.ConfigResourceType, name string, old, next map[string]string) ([]metadata.Record, error) {
 	if _, ok := next[""]; ok {
 		return nil, fmt.Errorf("%w: empty config name", metadata.ErrInvalidConfig)
@@ -55,6 +59,11 @@ func configRecords(rt metadata.ConfigResourceType, name string, old, next map[st
 	var recs []metadata.Record
 	for _, k := range sortedKeys(next) {
 		if ov, ok := old[k]; !ok || ov != next[k] {
+			if rt != metadata.ConfigResourceTopic {
+				if err := metadata.ValidateBrokerConfig(k, next[k]); err != nil {
+					return nil, err
+				}
+			}
 			recs = append(recs, &metadata.Config{ResourceType: rt, ResourceName: name, Key: k, Value: next[k]})
 		}
 	}

@@ -144,3 +144,81 @@ func TestDecideIncrementalAlterConfigsLists(t *testing.T) {
 		}
 	}
 }
+
+// Broker and cluster-default resources accept only the broker keys raftka
+// acts on (the topic configs' synonyms), with values valid for the topic
+// config; anything else is INVALID_REQUEST, as Kafka's broker answers.
+func TestDecideBrokerConfigs(t *testing.T) {
+	img := newImg(t, 2).with(
+		&metadata.Config{ResourceType: metadata.ConfigResourceBroker, ResourceName: "1", Key: "stale.key", Value: "x"},
+	).build()
+	cases := []struct {
+		name    string
+		broker  string
+		configs map[string]string
+		code    int16
+	}{
+		{name: "retention by hours on a broker", broker: "1", configs: map[string]string{"log.retention.hours": "24"}},
+		{name: "cluster default segment size", broker: "", configs: map[string]string{"log.segment.bytes": "1048576"}},
+		{name: "invalid value", broker: "", configs: map[string]string{"log.segment.bytes": "1"}, code: kerr.InvalidRequest.Code},
+		{name: "not a number", broker: "2", configs: map[string]string{"log.retention.ms": "soon"}, code: kerr.InvalidRequest.Code},
+		{name: "read-only key", broker: "2", configs: map[string]string{"log.dirs": "/data"}, code: kerr.InvalidRequest.Code},
+		{name: "unknown key", broker: "", configs: map[string]string{"no.such.key": "1"}, code: kerr.InvalidRequest.Code},
+		{name: "topic config name on a broker", broker: "2", configs: map[string]string{"retention.ms": "1"}, code: kerr.InvalidRequest.Code},
+		{name: "one bad key refuses the resource", broker: "2", configs: map[string]string{"log.retention.ms": "1", "log.dirs": "/d"}, code: kerr.InvalidRequest.Code},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			// AlterConfigs replaces the set.
+			req := kmsg.NewPtrAlterConfigsRequest()
+			r := kmsg.NewAlterConfigsRequestResource()
+			r.ResourceType, r.ResourceName = kmsg.ConfigResourceTypeBroker, tc.broker
+			var ops []kmsg.IncrementalAlterConfigsRequestResourceConfig
+			for _, k := range sortedKeys(tc.configs) {
+				c := kmsg.NewAlterConfigsRequestResourceConfig()
+				c.Name, c.Value = k, kmsg.StringPtr(tc.configs[k])
+				r.Configs = append(r.Configs, c)
+				ops = append(ops, incOp(k, opSet, kmsg.StringPtr(tc.configs[k])))
+			}
+			req.Resources = append(req.Resources, r)
+			d := decideAlterConfigs(req)(nil, img, time.Time{})
+			if code := d.resp.(*kmsg.AlterConfigsResponse).Resources[0].ErrorCode; code != tc.code {
+				t.Fatalf("AlterConfigs: code %s, want %s", kerr.ErrorForCode(code), kerr.ErrorForCode(tc.code))
+			}
+			if tc.code != 0 && len(d.recs) != 0 {
+				t.Fatalf("AlterConfigs: %d records for a refused resource", len(d.recs))
+			}
+			// IncrementalAlterConfigs SET decides the same.
+			code, recs := incremental(t, img, kmsg.ConfigResourceTypeBroker, tc.broker, ops...)
+			if code != tc.code {
+				t.Fatalf("IncrementalAlterConfigs: code %s, want %s", kerr.ErrorForCode(code), kerr.ErrorForCode(tc.code))
+			}
+			if tc.code != 0 {
+				if len(recs) != 0 {
+					t.Fatalf("IncrementalAlterConfigs: %d records for a refused resource", len(recs))
+				}
+				return
+			}
+			next, sk := img.Apply(recs)
+			if len(sk.Skipped) != 0 {
+				t.Fatal(sk.Skipped[0].Err)
+			}
+			got := next.ClusterConfigs()
+			if tc.broker != "" {
+				got = next.BrokerConfigs(1)
+			}
+			for k, v := range tc.configs {
+				if got[k] != v {
+					t.Fatalf("%s = %q after the change, want %q", k, got[k], v)
+				}
+			}
+		})
+	}
+
+	// A key stored before validation existed can still be deleted, and
+	// AlterConfigs without it clears it.
+	code, recs := incremental(t, img, kmsg.ConfigResourceTypeBroker, "1", incOp("stale.key", opDelete, nil))
+	if code != 0 || len(recs) != 1 || !recs[0].(*metadata.Config).Delete {
+		t.Fatalf("DELETE of a stored unknown key: code %d, records %v", code, recs)
+	}
+}

@@ -175,7 +175,7 @@ func TestSnapshotInstallOnLaggingNode(t *testing.T) {
 		r := kmsg.NewIncrementalAlterConfigsRequestResource()
 		r.ResourceType = kmsg.ConfigResourceTypeBroker
 		cfg := kmsg.NewIncrementalAlterConfigsRequestResourceConfig()
-		cfg.Name, cfg.Value = "key."+strconv.Itoa(i), kmsg.StringPtr(strconv.Itoa(i))
+		cfg.Name, cfg.Value = "log.retention.ms", kmsg.StringPtr(strconv.Itoa(1000+i))
 		r.Configs = append(r.Configs, cfg)
 		req.Resources = append(req.Resources, r)
 		resp, err := c.IncrementalAlterConfigs(ctxT(t, 10*time.Second), req)
@@ -202,8 +202,8 @@ func TestSnapshotInstallOnLaggingNode(t *testing.T) {
 		t.Fatal("no publisher")
 	}
 	cfgs, _ := n.Current()
-	if v := cfgs.ClusterConfigs()["key.59"]; v != "59" {
-		t.Fatalf("restored cluster configs lack key.59: %q", v)
+	if v := cfgs.ClusterConfigs()["log.retention.ms"]; v != "1059" {
+		t.Fatalf("restored cluster configs lack the last change: %q", v)
 	}
 }
 
@@ -224,14 +224,14 @@ func TestNonvoterJoins(t *testing.T) {
 	r := kmsg.NewIncrementalAlterConfigsRequestResource()
 	r.ResourceType = kmsg.ConfigResourceTypeBroker
 	kv := kmsg.NewIncrementalAlterConfigsRequestResourceConfig()
-	kv.Name, kv.Value = "x", kmsg.StringPtr("1")
+	kv.Name, kv.Value = "log.retention.ms", kmsg.StringPtr("1")
 	r.Configs = append(r.Configs, kv)
 	req.Resources = append(req.Resources, r)
 	if _, err := c.IncrementalAlterConfigs(ctxT(t, 10*time.Second), req); err != nil {
 		t.Fatal(err)
 	}
 	img, _ := n.Current()
-	if img.ClusterConfigs()["x"] != "1" {
+	if img.ClusterConfigs()["log.retention.ms"] != "1" {
 		t.Fatal("non-voter did not apply the change before the call returned")
 	}
 	st, err := tc.nodes[tc.leader(time.Second)].QuorumStatus(context.Background())
