@@ -17,7 +17,8 @@
 //	shardmap.go       the copy-on-write sharded map under topics and groups
 //	names.go          topic name rules
 //	placement.go      replica placement, manual assignment validation
-//	election.go       leader election and the PartitionChange builder
+//	election.go       leader election, the PartitionChange builder, the
+//	                  preferred-leader rebalance rule
 //	isr.go            AlterPartition validation
 //	topic_configs.go  topic config definitions, validation, effective values
 //	errors.go         sentinel errors (one per Kafka error kind)
@@ -25,10 +26,10 @@
 // # Decide, record, replay
 //
 // The controller decides with the pure functions here against the current
-// Image (CheckNewTopicName, ValidateTopicConfigs, PlaceReplicas,
-// NewPartitions, BuildPartitionChange, ValidateAlterPartition), commits the
-// resulting records through Raft, and every node replays the committed batch
-// with Image.Apply. Apply re-checks what a record needs to be meaningful and
+// Image (CheckNewTopicName, ValidateTopicConfigs, ValidateBrokerConfig,
+// PlaceReplicas, NewPartitions, BuildPartitionChange, ValidateAlterPartition,
+// PreferredLeaderElections), commits the resulting records through Raft,
+// and every node replays the committed batch with Image.Apply. Apply re-checks what a record needs to be meaningful and
 // skips (and reports in Delta.Skipped) a record that no longer fits, so
 // replay is total and identical on every node even if a decision raced an
 // earlier commit.

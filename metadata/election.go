@@ -215,21 +215,60 @@ func dropUnusable(isr []int32, leader int32, usable func(int32) bool) []int32 {
 	return []int32{isr[0]}
 }
 
-// ElectLeader applies the election rule alone: the first replica in replica
-// order that is usable and in the ISR, or with unclean set the first usable
-// replica; ok is false when there is none.
-func ElectLeader(p PartitionRegistration, usable func(int32) bool, unclean bool) (leader int32, wasUnclean bool, ok bool) {
-	for _, r := range p.Replicas {
-		if usable(r) && slices.Contains(p.ISR, r) {
-			return r, false, true
-		}
-	}
-	if unclean {
-		for _, r := range p.Replicas {
-			if usable(r) {
-				return r, true, true
+// PreferredLeaderElections is the auto.leader.rebalance.enable decision:
+// which partitions get their leadership moved back to the preferred
+// replica (the first), as PartitionChange records in topic-name and
+// partition order, at most limit of them (Kafka's maxElectionsPerImbalance;
+// the rest wait for the next check).
+//
+// For every broker it counts the partitions whose preferred replica it is
+// and, of those, the ones it does not lead. Where that share exceeds pct
+// percent (leader.imbalance.per.broker.percentage, the documented rule and
+// Kafka's ZooKeeper controller's), each of those partitions is handed to
+// BuildPartitionChange with ReasonPreferredElection, which moves
+// leadership only where the preferred replica is usable and in the ISR.
+// pct 0 moves every misplaced leadership, which is what Kafka 4's KRaft
+// controller does whatever the key says.
+func (img *Image) PreferredLeaderElections(pct int32, limit int) []*PartitionChange {
+	type tally struct{ preferred, misplaced int }
+	counts := map[int32]*tally{}
+	topics := img.Topics()
+	for _, t := range topics {
+		for _, p := range t.Partitions {
+			if len(p.Replicas) == 0 {
+				continue
+			}
+			c := counts[p.Replicas[0]]
+			if c == nil {
+				c = &tally{}
+				counts[p.Replicas[0]] = c
+			}
+			c.preferred++
+			if p.Leader != p.Replicas[0] {
+				c.misplaced++
 			}
 		}
 	}
-	return NoLeader, false, false
+	over := func(id int32) bool {
+		c := counts[id]
+		// misplaced/preferred > pct/100, in integers.
+		return c != nil && c.misplaced > 0 && c.misplaced*100 > int(pct)*c.preferred
+	}
+	usable := img.UsableBrokers()
+	var out []*PartitionChange
+	for _, t := range topics {
+		for _, p := range t.Partitions {
+			if len(out) >= limit {
+				return out
+			}
+			if len(p.Replicas) == 0 || p.Leader == p.Replicas[0] || !over(p.Replicas[0]) {
+				continue
+			}
+			rec, err := BuildPartitionChange(PartitionChangeRequest{TopicID: t.ID, Partition: p, Reason: ReasonPreferredElection, Usable: usable})
+			if err == nil && rec != nil {
+				out = append(out, rec)
+			}
+		}
+	}
+	return out
 }

@@ -135,27 +135,24 @@ func TestBuildPartitionChangeErrors(t *testing.T) {
 	}
 }
 
-func TestElectLeader(t *testing.T) {
-	p := part([]int32{3, 1, 2}, []int32{1, 2}, NoLeader)
-	cases := []struct {
-		usable      func(int32) bool
-		unclean     bool
-		want        int32
-		wantUnclean bool
-		ok          bool
-	}{
-		{usableSet(1, 2, 3), false, 1, false, true}, // 3 is preferred but not in ISR
-		{usableSet(2, 3), false, 2, false, true},
-		{usableSet(3), false, NoLeader, false, false},
-		{usableSet(3), true, 3, true, true},
-		{usableSet(), true, NoLeader, false, false},
-	}
-	for i, c := range cases {
-		l, u, ok := ElectLeader(p, c.usable, c.unclean)
-		if l != c.want || u != c.wantUnclean || ok != c.ok {
-			t.Errorf("case %d: %d %v %v", i, l, u, ok)
+// electOracle is the election rule stated on its own, to check
+// BuildPartitionChange against: the first replica in replica order that is
+// usable and in the ISR, or with unclean set the first usable replica; ok
+// is false when there is none.
+func electOracle(p PartitionRegistration, usable func(int32) bool, unclean bool) (leader int32, ok bool) {
+	for _, r := range p.Replicas {
+		if usable(r) && slices.Contains(p.ISR, r) {
+			return r, true
 		}
 	}
+	if unclean {
+		for _, r := range p.Replicas {
+			if usable(r) {
+				return r, true
+			}
+		}
+	}
+	return NoLeader, false
 }
 
 // Whatever the partition, the usable set and the reason, the built record
@@ -192,7 +189,7 @@ func TestBuildPartitionChangeProperties(t *testing.T) {
 		}
 		if rec == nil {
 			// No change means the current leader is acceptable, or no one is.
-			if l, _, ok := ElectLeader(cur, req.Usable, req.Unclean); ok && (cur.Leader == NoLeader || !req.Usable(cur.Leader)) && req.Reason != ReasonISRChange {
+			if l, ok := electOracle(cur, req.Usable, req.Unclean); ok && (cur.Leader == NoLeader || !req.Usable(cur.Leader)) && req.Reason != ReasonISRChange {
 				t.Fatalf("no change although %d could lead", l)
 			}
 			return
@@ -214,9 +211,81 @@ func TestBuildPartitionChangeProperties(t *testing.T) {
 			t.Fatal("leader changed without an epoch bump")
 		}
 		if p.Leader == NoLeader && !req.Unclean {
-			if l, _, ok := ElectLeader(p, req.Usable, false); ok {
+			if l, ok := electOracle(p, req.Usable, false); ok {
 				t.Fatalf("left offline although %d could lead", l)
 			}
 		}
 	})
+}
+
+func TestPreferredLeaderElections(t *testing.T) {
+	r := func(ids ...int32) []int32 { return ids }
+	// misplaced: preferred 1 in the ISR, led by 2.
+	misplaced := part(r(1, 2), r(1, 2), 2)
+	placed := part(r(1, 2), r(1, 2), 1)
+	notInISR := part(r(1, 2), r(2), 2)
+	tenWithOneMisplaced := []PartitionRegistration{misplaced, placed, placed, placed, placed, placed, placed, placed, placed, placed}
+	cases := []struct {
+		name   string
+		parts  []PartitionRegistration
+		fenced []int32
+		pct    int32
+		limit  int
+		want   []int32 // partitions moved back to broker 1
+	}{
+		{name: "misplaced leadership moves back", parts: []PartitionRegistration{misplaced, placed}, pct: 10, want: r(0)},
+		{name: "preferred replica outside the ISR is not elected", parts: []PartitionRegistration{notInISR, misplaced}, pct: 0, want: r(1)},
+		{name: "fenced preferred replica is not elected", parts: []PartitionRegistration{misplaced}, fenced: r(1), pct: 0},
+		{name: "share at the threshold does nothing", parts: tenWithOneMisplaced, pct: 10},
+		{name: "share over the threshold moves", parts: tenWithOneMisplaced, pct: 9, want: r(0)},
+		{name: "percentage 0 moves any misplaced leader (Kafka 4 KRaft)", parts: tenWithOneMisplaced, pct: 0, want: r(0)},
+		{name: "limit bounds one round", parts: []PartitionRegistration{misplaced, misplaced, misplaced}, limit: 2, want: r(0, 1)},
+		{name: "limit 0 moves nothing", parts: []PartitionRegistration{misplaced}, limit: -1},
+		{name: "balanced cluster: nothing", parts: []PartitionRegistration{placed, placed}},
+		{name: "leaderless partition: the preferred replica takes it", parts: []PartitionRegistration{part(r(1, 2), r(1), NoLeader)}, want: r(0)},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			recs := []Record{
+				&RegisterBroker{BrokerID: 1, BrokerEpoch: 11, Fenced: slices.Contains(tc.fenced, 1)},
+				&RegisterBroker{BrokerID: 2, BrokerEpoch: 12},
+			}
+			ct := &CreateTopic{Name: "t", ID: idA}
+			for i, p := range tc.parts {
+				p.Partition = int32(i)
+				ct.Partitions = append(ct.Partitions, p)
+			}
+			img, d := NewImage().Apply(append(recs, ct))
+			if len(d.Skipped) > 0 {
+				t.Fatal(d.Skipped[0].Err)
+			}
+			limit := tc.limit
+			switch limit {
+			case 0:
+				limit = 1000
+			case -1:
+				limit = 0
+			}
+			changes := img.PreferredLeaderElections(tc.pct, limit)
+			var moved []int32
+			var apply []Record
+			for _, c := range changes {
+				if c.Leader != 1 {
+					t.Fatalf("partition %d: leader %d after rebalance", c.Partition, c.Leader)
+				}
+				moved = append(moved, c.Partition)
+				apply = append(apply, c)
+			}
+			if !slices.Equal(moved, tc.want) {
+				t.Fatalf("moved %v, want %v", moved, tc.want)
+			}
+			next, d := img.Apply(apply)
+			if len(d.Skipped) > 0 {
+				t.Fatal(d.Skipped[0].Err)
+			}
+			if again := next.PreferredLeaderElections(tc.pct, 1000); tc.limit == 0 && len(again) != 0 {
+				t.Fatalf("a second round still moves %d partitions", len(again))
+			}
+		})
+	}
 }

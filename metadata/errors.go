@@ -34,7 +34,9 @@ var (
 	ErrFencedLeaderEpoch = errors.New("metadata: fenced leader epoch")
 	// ErrInvalidUpdateVersion: INVALID_UPDATE_VERSION (stale partition epoch).
 	ErrInvalidUpdateVersion = errors.New("metadata: invalid update version (partition epoch)")
-	// ErrNotLeader: NOT_LEADER_OR_FOLLOWER (AlterPartition from a non-leader).
+	// ErrNotLeader: INVALID_REQUEST (AlterPartition from a broker that does
+	// not lead the partition at the current leader epoch, as Kafka's
+	// ReplicationControlManager answers it).
 	ErrNotLeader = errors.New("metadata: not the partition leader")
 	// ErrIneligibleReplica: INELIGIBLE_REPLICA.
 	ErrIneligibleReplica = errors.New("metadata: ineligible replica")

@@ -34,8 +34,8 @@ type AlterPartitionRequest struct {
 //     UNKNOWN_TOPIC_OR_PARTITION).
 //   - ErrFencedLeaderEpoch: the leader epoch differs from the partition's
 //     (FENCED_LEADER_EPOCH): the sender led an older epoch.
-//   - ErrNotLeader: the sender is not the partition's leader (Kafka answers
-//     INVALID_REQUEST; NOT_LEADER_OR_FOLLOWER is also reasonable).
+//   - ErrNotLeader: the sender is not the partition's leader (INVALID_REQUEST,
+//     as Kafka's controller answers).
 //   - ErrInvalidUpdateVersion: the partition epoch differs
 //     (INVALID_UPDATE_VERSION): the request was built from a stale state
 //     and the leader must refresh its view before retrying.

@@ -13,9 +13,9 @@ import (
 )
 
 // Leadership and ISR changes. Every rule (who may lead, who stays in the
-// ISR, when an election is unclean, what an AlterPartition may do) is
-// metadata's: BuildPartitionChange, ElectLeader and
-// Image.ValidateAlterPartition. This file only chooses which partitions to
+// ISR, when an election is unclean, what an AlterPartition may do, which
+// leaderships a rebalance moves back) is metadata's: BuildPartitionChange,
+// Image.ValidateAlterPartition and Image.PreferredLeaderElections. This file only chooses which partitions to
 // hand them, with which reason, and turns the results into Kafka answers.
 
 // uncleanKey is the topic config (and broker default) that allows electing
@@ -95,51 +95,13 @@ func electLeaderless(img *metadata.Image, unclean func(metadata.TopicImage) bool
 // next check.
 const maxElectionsPerRebalance = 1000
 
-// rebalanceLeaders is the auto.leader.rebalance.enable check. For every
-// broker it counts the partitions whose preferred replica (the first) it
-// is and, of those, the ones it does not lead; where that share exceeds
-// pct percent it elects the broker as leader of each of them where it is
-// usable and in the ISR (the documented leader.imbalance.per.broker.percentage
-// rule; pct 0 moves every misplaced leadership, which is what Kafka 4's
-// KRaft controller does whatever the key says). At most limit records.
-func rebalanceLeaders(img *metadata.Image, pct int32, limit int) []metadata.Record {
-	type tally struct{ preferred, misplaced int }
-	counts := map[int32]*tally{}
-	for _, t := range img.Topics() {
-		for _, p := range t.Partitions {
-			if len(p.Replicas) == 0 {
-				continue
-			}
-			c := counts[p.Replicas[0]]
-			if c == nil {
-				c = &tally{}
-				counts[p.Replicas[0]] = c
-			}
-			c.preferred++
-			if p.Leader != p.Replicas[0] {
-				c.misplaced++
-			}
-		}
-	}
-	over := func(id int32) bool {
-		c := counts[id]
-		// misplaced/preferred > pct/100, in integers.
-		return c != nil && c.misplaced > 0 && c.misplaced*100 > int(pct)*c.preferred
-	}
-	recs := partitionChanges(img, metadata.ReasonPreferredElection, func(metadata.TopicImage) bool { return false },
-		func(p metadata.PartitionRegistration) bool {
-			return len(p.Replicas) > 0 && p.Leader != p.Replicas[0] && over(p.Replicas[0])
-		})
-	if len(recs) > limit {
-		recs = recs[:limit]
-	}
-	return recs
-}
-
 // decideRebalance is the periodic preferred-leader check, run on the
 // controller loop like any operation so its records join a batch.
 func decideRebalance(c *controller, img *metadata.Image, now time.Time) decision {
-	recs := rebalanceLeaders(img, c.n.cfg.LeaderImbalancePerBrokerPercentage, maxElectionsPerRebalance)
+	var recs []metadata.Record
+	for _, rec := range img.PreferredLeaderElections(c.n.cfg.LeaderImbalancePerBrokerPercentage, maxElectionsPerRebalance) {
+		recs = append(recs, rec)
+	}
 	if len(recs) > 0 {
 		c.n.log.Info().Int("partitions", len(recs)).Msg("leader imbalance: electing preferred replicas")
 	}
@@ -229,16 +191,6 @@ func decideElectLeaders(req *kmsg.ElectLeadersRequest) decideFunc {
 	}
 }
 
-// alterPartitionCode maps a metadata.ValidateAlterPartition error to the
-// code Kafka's controller answers. A sender that does not lead gets
-// INVALID_REQUEST, as from Kafka, not NOT_LEADER_OR_FOLLOWER.
-func alterPartitionCode(err error) int16 {
-	if errors.Is(err, metadata.ErrNotLeader) {
-		return kerr.InvalidRequest.Code
-	}
-	return errCode(err)
-}
-
 // decideAlterPartition applies ISR changes from partition leaders through
 // Image.ValidateAlterPartition: partition-epoch fencing (KIP-497), the
 // sender must lead at the current leader epoch, and every new ISR member
@@ -291,7 +243,7 @@ func decideAlterPartition(req *kmsg.AlterPartitionRequest) decideFunc {
 				}
 				rec, err := cur.ValidateAlterPartition(ap)
 				if err != nil {
-					out.ErrorCode = alterPartitionCode(err)
+					out.ErrorCode = errCode(err)
 				} else if rec != nil {
 					recs = append(recs, rec)
 					cur, _ = cur.Apply([]metadata.Record{rec})

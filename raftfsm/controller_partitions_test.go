@@ -2,6 +2,7 @@ package raftfsm
 
 import (
 	"errors"
+	"fmt"
 	"slices"
 	"testing"
 	"time"
@@ -220,60 +221,6 @@ func TestElectLeaderless(t *testing.T) {
 			p := after(t, img, recs, "t", 0)
 			if p.Leader != tc.wantLeader || !slices.Equal(p.ISR, tc.wantISR) {
 				t.Fatalf("leader %d ISR %v, want %d %v", p.Leader, p.ISR, tc.wantLeader, tc.wantISR)
-			}
-		})
-	}
-}
-
-func TestRebalanceLeaders(t *testing.T) {
-	// misplaced: preferred 1 in the ISR, led by 2.
-	misplaced := pspec{ids(1, 2), ids(1, 2), 2}
-	placed := pspec{ids(1, 2), ids(1, 2), 1}
-	notInISR := pspec{ids(1, 2), ids(2), 2}
-	cases := []struct {
-		name   string
-		parts  []pspec
-		fenced []int32
-		pct    int32
-		limit  int
-		want   []int32 // partitions moved back to broker 1
-	}{
-		{name: "misplaced leadership moves back", parts: []pspec{misplaced, placed}, pct: 10, want: ids(0)},
-		{name: "preferred replica outside the ISR is not elected", parts: []pspec{notInISR, misplaced}, pct: 0, want: ids(1)},
-		{name: "fenced preferred replica is not elected", parts: []pspec{misplaced}, fenced: ids(1), pct: 0},
-		{name: "ratio at the threshold does nothing", pct: 10,
-			parts: []pspec{misplaced, placed, placed, placed, placed, placed, placed, placed, placed, placed}},
-		{name: "ratio over the threshold moves", pct: 9, want: ids(0),
-			parts: []pspec{misplaced, placed, placed, placed, placed, placed, placed, placed, placed, placed}},
-		{name: "percentage 0 moves any misplaced leader (Kafka 4 KRaft)", pct: 0, want: ids(0),
-			parts: []pspec{misplaced, placed, placed, placed, placed, placed, placed, placed, placed, placed}},
-		{name: "limit bounds one round", parts: []pspec{misplaced, misplaced, misplaced}, pct: 0, limit: 2, want: ids(0, 1)},
-		{name: "balanced cluster: nothing", parts: []pspec{placed, placed}, pct: 0},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			img := newImg(t, 2, tc.fenced...).topic("t", nil, tc.parts...).build()
-			limit := tc.limit
-			if limit == 0 {
-				limit = maxElectionsPerRebalance
-			}
-			recs := rebalanceLeaders(img, tc.pct, limit)
-			next, d := img.Apply(recs)
-			if len(d.Skipped) > 0 {
-				t.Fatal(d.Skipped[0].Err)
-			}
-			var moved []int32
-			for _, pd := range d.ChangedPartitions {
-				if pd.New.Leader != 1 {
-					t.Fatalf("partition %d: leader %d after rebalance", pd.Partition, pd.New.Leader)
-				}
-				moved = append(moved, pd.Partition)
-			}
-			if !slices.Equal(moved, tc.want) {
-				t.Fatalf("moved %v, want %v", moved, tc.want)
-			}
-			if again := rebalanceLeaders(next, 0, maxElectionsPerRebalance); len(tc.want) > 0 && tc.limit == 0 && len(again) != 0 {
-				t.Fatalf("a second round still moves %d partitions", len(again))
 			}
 		})
 	}
@@ -535,4 +482,14 @@ func FuzzDecide(f *testing.F) {
 			t.Fatalf("%s: decided %T that replay skips: %v", kmsg.NameForKey(req.Key()), s.Record, s.Err)
 		}
 	})
+}
+
+// metadata.ErrNotLeader means an AlterPartition from a broker that does
+// not lead the partition; Kafka's controller answers it INVALID_REQUEST
+// (ReplicationControlManager.validateAlterPartitionData), wherever the
+// error is mapped.
+func TestErrNotLeaderIsInvalidRequest(t *testing.T) {
+	if code := errCode(fmt.Errorf("wrapped: %w", metadata.ErrNotLeader)); code != kerr.InvalidRequest.Code {
+		t.Fatalf("ErrNotLeader answers %s", kerr.ErrorForCode(code))
+	}
 }

@@ -151,7 +151,7 @@ func TestPreferredLeaderRebalance(t *testing.T) {
 	t.Logf("preferred leadership restored %v after the ISR expansion (check interval %v)", time.Since(start), interval)
 	// Nothing is left that a check could still move.
 	img, _ = node.Current()
-	if left := rebalanceLeaders(img, 0, maxElectionsPerRebalance); len(left) > 0 {
+	if left := img.PreferredLeaderElections(0, maxElectionsPerRebalance); len(left) > 0 {
 		t.Fatalf("%d preferred elections still possible after the rebalance", len(left))
 	}
 }

@@ -47,7 +47,9 @@ func errCode(err error) int16 {
 	case errors.Is(err, metadata.ErrInvalidUpdateVersion):
 		return kerr.InvalidUpdateVersion.Code
 	case errors.Is(err, metadata.ErrNotLeader):
-		return kerr.NotLeaderForPartition.Code
+		// Kafka's controller answers an AlterPartition from a non-leader
+		// so (ReplicationControlManager.validateAlterPartitionData).
+		return kerr.InvalidRequest.Code
 	case errors.Is(err, metadata.ErrIneligibleReplica):
 		return kerr.IneligibleReplica.Code
 	case errors.Is(err, metadata.ErrElectionNotNeeded):
