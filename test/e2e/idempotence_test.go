@@ -50,10 +50,14 @@ func TestIdempotentProducerSurvivesCutConnections(t *testing.T) {
 	}
 
 	run := func(t *testing.T, topic string, records int, idempotent bool) (dups, lost int, cuts int64) {
+		t.Helper()
 		if err := createTopic(ctx, adm, topic, 3, 3); err != nil {
 			t.Fatalf("create %s: %v", topic, err)
 		}
-		opts := []kgo.Opt{kgo.Dialer(dial), kgo.DefaultProduceTopic(topic), kgo.ProducerLinger(2 * time.Millisecond)}
+		opts := []kgo.Opt{kgo.Dialer(dial), kgo.DefaultProduceTopic(topic), kgo.ProducerLinger(2 * time.Millisecond),
+			// franz-go retries a cut request after a metadata refresh,
+			// which by default waits out a 5s minimum metadata age.
+			kgo.RetryBackoffFn(func(int) time.Duration { return 50 * time.Millisecond }), kgo.MetadataMinAge(100 * time.Millisecond)}
 		if !idempotent {
 			// Pipelined like the idempotent producer's batches are not
 			// (franz-go allows one in flight per broker with idempotence).
@@ -96,45 +100,14 @@ func TestIdempotentProducerSurvivesCutConnections(t *testing.T) {
 		}
 
 		// Read everything back directly (not through the proxies).
-		ends, err := adm.ListEndOffsets(ctx, topic)
-		if err != nil {
-			t.Fatalf("ListEndOffsets: %v", err)
-		}
-		endMap := make(map[int32]int64)
-		ends.Each(func(o kadm.ListedOffset) { endMap[o.Partition] = o.Offset })
-		got := consumeKgo(t, ctx, c, topic, endMap)
-		seen := make([]int, records)
-		lastInPart := make(map[int32]int)
-		for _, r := range got {
-			i, err := strconv.Atoi(r.Value)
-			if err != nil || i < 0 || i >= records {
-				t.Fatalf("read a record that was never produced: %q at %d/%d", r.Value, r.Partition, r.Offset)
-			}
-			seen[i]++
-			// One producer's records reach a partition in the order sent;
-			// a retried batch must not land behind a later one.
-			if idempotent {
-				if prev, ok := lastInPart[r.Partition]; ok && i <= prev {
-					t.Errorf("partition %d offset %d holds record %d after record %d: reordered or duplicated", r.Partition, r.Offset, i, prev)
-				}
-				lastInPart[r.Partition] = i
-			}
-		}
-		for i, n := range seen {
-			if n > 1 {
-				dups += n - 1
-			}
-			if acked[i] && n == 0 {
-				lost++
-			}
-		}
+		dups, lost = readBackOnce(t, ctx, c, adm, topic, acked, idempotent)
 		t.Logf("%s: %d records, %d cut acknowledgements, %d failed, %d duplicate copies, %d acknowledged but missing",
 			topic, records, cuts, len(failures), dups, lost)
 		return dups, lost, cuts
 	}
 
 	t.Run("idempotent", func(t *testing.T) {
-		dups, lost, cuts := run(t, "idempotent-cuts", 20_000, true)
+		dups, lost, cuts := run(t, "idempotent-cuts", 10_000, true)
 		if cuts < 3 {
 			t.Fatalf("only %d produce acknowledgements were cut; the test did not exercise retries", cuts)
 		}
@@ -143,7 +116,7 @@ func TestIdempotentProducerSurvivesCutConnections(t *testing.T) {
 		}
 	})
 	t.Run("control-non-idempotent", func(t *testing.T) {
-		dups, lost, cuts := run(t, "plain-cuts", 2_000, false)
+		dups, lost, cuts := run(t, "plain-cuts", 1_000, false)
 		if cuts < 3 {
 			t.Fatalf("only %d produce acknowledgements were cut", cuts)
 		}
@@ -154,6 +127,121 @@ func TestIdempotentProducerSurvivesCutConnections(t *testing.T) {
 			t.Errorf("a non-idempotent producer wrote no duplicates through %d cut acknowledgements: the cuts did not hit appended batches, so the idempotent case proves nothing", cuts)
 		}
 	})
+}
+
+// readBackOnce reads topic from the start to its end offsets and counts,
+// for records whose values are their indexes into acked, the extra copies
+// and the acknowledged records missing. For an idempotent producer it also
+// fails the test on any record behind a later one in its partition.
+func readBackOnce(t *testing.T, ctx context.Context, c *cluster.Cluster, adm *kadm.Client, topic string, acked []bool, ordered bool) (dups, lost int) {
+	t.Helper()
+	ends, err := adm.ListEndOffsets(ctx, topic)
+	if err != nil {
+		t.Fatalf("ListEndOffsets: %v", err)
+	}
+	endMap := make(map[int32]int64)
+	ends.Each(func(o kadm.ListedOffset) { endMap[o.Partition] = o.Offset })
+	got := consumeKgo(t, ctx, c, topic, endMap)
+	seen := make([]int, len(acked))
+	lastInPart := make(map[int32]int)
+	for _, r := range got {
+		i, err := strconv.Atoi(r.Value)
+		if err != nil || i < 0 || i >= len(acked) {
+			t.Fatalf("read a record that was never produced: %q at %d/%d", r.Value, r.Partition, r.Offset)
+		}
+		seen[i]++
+		// One producer's records reach a partition in the order sent; a
+		// retried batch must not land behind a later one.
+		if ordered {
+			if prev, ok := lastInPart[r.Partition]; ok && i <= prev {
+				t.Errorf("partition %d offset %d holds record %d after record %d: reordered or duplicated", r.Partition, r.Offset, i, prev)
+			}
+			lastInPart[r.Partition] = i
+		}
+	}
+	for i, n := range seen {
+		if n > 1 {
+			dups += n - 1
+		}
+		if acked[i] && n == 0 {
+			lost++
+		}
+	}
+	return dups, lost
+}
+
+// An idempotent producer keeps writing while the leader of one of its
+// partitions is killed with SIGKILL and later restarted (RF=3): the new
+// leader must know the producer's sequences from the replicated log, so
+// the batches retried to it are neither duplicated nor refused, and
+// nothing acknowledged is lost.
+func TestIdempotentProducerSurvivesLeaderKill(t *testing.T) {
+	c := cluster.Start(t, cluster.Nodes(3), cluster.LogLevel("info"))
+	ctx := ctxFor(t, 150*time.Second)
+	adm := kadm.NewClient(client(t, c))
+	const topic, records = "idempotent-kill", 30_000
+	if err := createTopic(ctx, adm, topic, 3, 3); err != nil {
+		t.Fatalf("create %s: %v", topic, err)
+	}
+	// A small buffer keeps the producer's pace tied to the cluster's, so
+	// records are still in flight when the leader dies.
+	cl := kgoWith(t, c, kgo.DefaultProduceTopic(topic), kgo.ProducerLinger(2*time.Millisecond),
+		kgo.MaxBufferedRecords(500), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+
+	acked := make([]bool, records)
+	var (
+		ackCount atomic.Int64
+		mu       sync.Mutex
+		failures []error
+		wg       sync.WaitGroup
+	)
+	produced := make(chan struct{})
+	go func() {
+		defer close(produced)
+		for i := range records {
+			wg.Add(1)
+			r := &kgo.Record{Partition: int32(i % 3), Value: []byte(strconv.Itoa(i))}
+			cl.Produce(ctx, r, func(r *kgo.Record, err error) {
+				defer wg.Done()
+				if err != nil {
+					mu.Lock()
+					failures = append(failures, fmt.Errorf("record %s: %w", r.Value, err))
+					mu.Unlock()
+					return
+				}
+				acked[i] = true
+				ackCount.Add(1)
+			})
+		}
+		wg.Wait()
+	}()
+
+	cluster.WaitFor(t, 60*time.Second, func() (bool, string) {
+		n := ackCount.Load()
+		return n >= records/5, fmt.Sprintf("%d records acknowledged before the kill", n)
+	})
+	victim := c.Node(partitionLeader(t, ctx, client(t, c), topic, 0))
+	atKill := ackCount.Load()
+	victim.Kill()
+	cluster.WaitFor(t, 60*time.Second, func() (bool, string) {
+		n := ackCount.Load()
+		return n >= atKill+records/5, fmt.Sprintf("%d acknowledged since node %d was killed at %d", n-atKill, victim.ID(), atKill)
+	})
+	victim.Restart()
+	select {
+	case <-produced:
+	case <-ctx.Done():
+		t.Fatalf("producer still had %d records unacknowledged at the deadline", int64(records)-ackCount.Load())
+	}
+	if len(failures) > 0 {
+		t.Errorf("%d of %d records failed across the leader kill, first: %v", len(failures), records, failures[0])
+	}
+	dups, lost := readBackOnce(t, ctx, c, adm, topic, acked, true)
+	t.Logf("killed leader node %d at %d acknowledgements: %d records, %d failed, %d duplicate copies, %d acknowledged but missing",
+		victim.ID(), atKill, records, len(failures), dups, lost)
+	if dups != 0 || lost != 0 {
+		t.Errorf("idempotent producer across a leader kill: %d duplicate records, %d acknowledged records lost", dups, lost)
+	}
 }
 
 // cutProxy forwards one node's client port on loopback. It reads Kafka
