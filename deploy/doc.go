@@ -9,6 +9,6 @@
 // and runs the compose cluster under Docker with a real Kafka client.
 //
 // Nothing imports this package. Its tests import broker/config (to validate
-// the shipped server.properties with the same code the server runs) and no
-// other raftka package.
+// the shipped server.properties with the same code the server runs) and
+// storage (to check cluster ids), and no other raftka package.
 package deploy
