@@ -5,7 +5,7 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -s -w -X main.version=$(VERSION)
 FUZZTIME ?= 10s
 
-.PHONY: build run test test-long lint bench fuzz clean
+.PHONY: build run test test-long lint bench fuzz clean image compose-up compose-down
 
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/raftka
@@ -38,6 +38,17 @@ fuzz:
 	    echo "== $$pkg $$f"; $(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) $$pkg; \
 	  done; \
 	done
+
+# The FROM-scratch container image and a three-node compose cluster
+# (client ports 127.0.0.1:9092-9094 unless RAFTKA_PORT_1..3 say otherwise).
+image:
+	deploy/build-image.sh
+
+compose-up: image
+	docker-compose -f deploy/docker-compose.yml -p raftka up -d
+
+compose-down:
+	docker-compose -f deploy/docker-compose.yml -p raftka down -v
 
 clean:
 	rm -rf bin
