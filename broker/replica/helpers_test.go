@@ -113,7 +113,7 @@ func metadataCode(err error) int16 {
 	case errors.Is(err, metadata.ErrInvalidUpdateVersion):
 		return kerr.InvalidUpdateVersion.Code
 	case errors.Is(err, metadata.ErrNotLeader):
-		return kerr.NotLeaderForPartition.Code
+		return kerr.InvalidRequest.Code // as raftfsm's controller and Kafka's answer
 	case errors.Is(err, metadata.ErrIneligibleReplica):
 		return kerr.IneligibleReplica.Code
 	case errors.Is(err, metadata.ErrUnknownTopic), errors.Is(err, metadata.ErrUnknownPartition):

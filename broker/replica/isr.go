@@ -65,8 +65,9 @@ type isrChange struct {
 	seq            uint64
 	newISR         []int32
 	partitionEpoch int32 // the partition epoch the request was built from
-	// answered: the controller accepted it (or fenced it); the change is
-	// cleared by the first image with a newer partition epoch.
+	// answered: the controller accepted it (or fenced it, or answered that
+	// this broker does not lead); the change is cleared by the first image
+	// with a newer partition epoch.
 	answered bool
 }
 
@@ -231,9 +232,13 @@ func (c *leaderCore) answer(seq uint64, code int16, answerEpoch int32, now time.
 			return
 		}
 		c.pending.answered = true
-	case kerr.InvalidUpdateVersion.Code, kerr.FencedLeaderEpoch.Code:
+	case kerr.InvalidUpdateVersion.Code, kerr.FencedLeaderEpoch.Code, kerr.InvalidRequest.Code:
 		// Our view is stale; the image that fixes it is on its way and
 		// clears the change (applyImage) unless it already came.
+		// INVALID_REQUEST is the controller's answer to a sender that
+		// does not lead the partition (as Kafka's): the image that moved
+		// leadership away makes this broker a follower; resending the
+		// same change before it would get the same answer.
 		c.pending.answered = true
 	default:
 		c.pending = nil

@@ -145,6 +145,8 @@ func TestISRChangeLifecycle(t *testing.T) {
 		{"accepted, image applied", 0, 1, 1, false, time.Time{}},
 		{"stale partition epoch waits for the image", kerr.InvalidUpdateVersion.Code, -1, 0, true, time.Time{}},
 		{"fenced, then the image", kerr.FencedLeaderEpoch.Code, -1, 2, false, time.Time{}},
+		{"not the leader (INVALID_REQUEST) waits for the image", kerr.InvalidRequest.Code, -1, 0, true, time.Time{}},
+		{"not the leader, then the image", kerr.InvalidRequest.Code, -1, 2, false, time.Time{}},
 		{"ineligible replica retries after the backoff", kerr.IneligibleReplica.Code, -1, 0, false, t0.Add(backoff)},
 		{"transport failure retries after the backoff", kerr.RequestTimedOut.Code, -1, 0, false, t0.Add(backoff)},
 	}
