@@ -35,7 +35,12 @@ func TestClientLibraries(t *testing.T) {
 	t.Run("franz-go", func(t *testing.T) { testFranzGoRoundTrip(t, c, adm) })
 	t.Run("sarama", func(t *testing.T) { testSaramaRoundTrip(t, c, adm) })
 	t.Run("kafka-go", func(t *testing.T) { testKafkaGoRoundTrip(t, c, adm) })
-	t.Run("ListOffsetsByTime", func(t *testing.T) { testListOffsetsByTime(t, c, adm) })
+	t.Run("ListOffsetsByTime", func(t *testing.T) {
+		// Uncompressed batches are searched record by record; compressed
+		// ones (franz-go's default) must be too, after decompression.
+		t.Run("uncompressed", func(t *testing.T) { testListOffsetsByTime(t, c, adm, kgo.NoCompression()) })
+		t.Run("snappy", func(t *testing.T) { testListOffsetsByTime(t, c, adm, kgo.SnappyCompression()) })
+	})
 	t.Run("DeleteRecords", func(t *testing.T) { testDeleteRecords(t, c, adm) })
 	t.Run("AutoCreateTopics", func(t *testing.T) { testAutoCreateTopics(t, c, adm) })
 	t.Run("ConfigsRoundTrip", func(t *testing.T) { testConfigsRoundTrip(t, c, adm) })
@@ -606,9 +611,9 @@ func groupsAdvertised(t *testing.T, ctx context.Context, c *cluster.Cluster) boo
 // franz-go (kadm), sarama and kafka-go at several times, plus the
 // max-timestamp (-3) query. The answer is the first offset whose timestamp
 // is at or after the time asked.
-func testListOffsetsByTime(t *testing.T, c *cluster.Cluster, adm *kadm.Client) {
+func testListOffsetsByTime(t *testing.T, c *cluster.Cluster, adm *kadm.Client, codec kgo.CompressionCodec) {
 	ctx := ctxFor(t, 60*time.Second)
-	const topic = "list-offsets-by-time"
+	topic := "list-offsets-by-time-" + strings.ReplaceAll(strings.ToLower(t.Name()[strings.LastIndex(t.Name(), "/")+1:]), "_", "-")
 	const parts = 2
 	if err := createTopic(ctx, adm, topic, parts, 3); err != nil {
 		t.Fatalf("create %s: %v", topic, err)
@@ -621,7 +626,8 @@ func testListOffsetsByTime(t *testing.T, c *cluster.Cluster, adm *kadm.Client) {
 	}
 	// Records of one partition go out in order in several batches, so the
 	// answer must come from the time index across batches, not one batch.
-	cl := kgoWith(t, c, kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.MaxBufferedRecords(25))
+	cl := kgoWith(t, c, kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.MaxBufferedRecords(25),
+		kgo.ProducerBatchCompression(codec))
 	produceKgo(t, ctx, cl, topic, recs, true)
 
 	expect := func(p int32, ms int64) (int64, bool) {
