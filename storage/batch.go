@@ -438,31 +438,32 @@ func readVarint(buf []byte) (int64, int) {
 	return 0, 0
 }
 
-// firstRecordAtOrAfter walks an uncompressed batch that has already been
-// validated and returns the offset of its first record with a timestamp
-// >= ts.
-func (b Batch) firstRecordAtOrAfter(ts int64) (int64, bool) {
+// firstRecordFrom walks an uncompressed batch that has already been
+// validated and returns the offset and timestamp of its first record with
+// a timestamp >= ts and an offset >= minOffset (Kafka's
+// FileRecords.searchForTimestamp).
+func (b Batch) firstRecordFrom(ts, minOffset int64) (offset, timestamp int64, ok bool) {
 	data := b[BatchHeaderSize:]
 	baseTs, base := b.BaseTimestamp(), b.BaseOffset()
 	pos := 0
 	for i := int32(0); i < b.RecordCount(); i++ {
 		length, n := readVarint(data[pos:])
 		if n <= 0 || length <= 0 || length > int64(len(data)-pos-n) {
-			return 0, false
+			return 0, 0, false
 		}
 		rec := data[pos+n : pos+n+int(length)]
 		pos += n + int(length)
 		tsDelta, n1 := readVarint(rec[1:])
 		if n1 <= 0 {
-			return 0, false
+			return 0, 0, false
 		}
 		offDelta, n2 := readVarint(rec[1+n1:])
 		if n2 <= 0 {
-			return 0, false
+			return 0, 0, false
 		}
-		if baseTs+tsDelta >= ts {
-			return base + offDelta, true
+		if baseTs+tsDelta >= ts && base+offDelta >= minOffset {
+			return base + offDelta, baseTs + tsDelta, true
 		}
 	}
-	return 0, false
+	return 0, 0, false
 }

@@ -114,16 +114,19 @@ func TestBatchInfoAndPatch(t *testing.T) {
 	}
 }
 
-func TestFirstRecordAtOrAfter(t *testing.T) {
+func TestFirstRecordFrom(t *testing.T) {
 	b := Batch(validBatch())
 	for _, tc := range []struct {
-		ts   int64
-		want int64
-		ok   bool
-	}{{0, 0, true}, {1000, 0, true}, {1001, 1, true}, {1005, 1, true}, {1006, 0, false}} {
-		got, ok := b.firstRecordAtOrAfter(tc.ts)
-		if got != tc.want || ok != tc.ok {
-			t.Errorf("ts %d: got %d %v, want %d %v", tc.ts, got, ok, tc.want, tc.ok)
+		ts, minOffset int64
+		want, wantTs  int64
+		ok            bool
+	}{
+		{0, 0, 0, 1000, true}, {1000, 0, 0, 1000, true}, {1001, 0, 1, 1005, true}, {1005, 0, 1, 1005, true}, {1006, 0, 0, 0, false},
+		{0, 1, 1, 1005, true}, // records below minOffset (the log start) are passed over
+	} {
+		got, gotTs, ok := b.firstRecordFrom(tc.ts, tc.minOffset)
+		if got != tc.want || gotTs != tc.wantTs || ok != tc.ok {
+			t.Errorf("ts %d from %d: got %d@%d %v, want %d@%d %v", tc.ts, tc.minOffset, got, gotTs, ok, tc.want, tc.wantTs, tc.ok)
 		}
 	}
 }

@@ -523,10 +523,20 @@ func (l *Log) ReadUpTo(offset int64, maxBytes int, maxOffset int64) (Region, err
 	return Region{}, nil
 }
 
-// FindOffsetByTimestamp returns the offset of the first record with a
-// timestamp >= ts (ListOffsets by time); ok is false if every record is
-// older. Records below the log start offset are not considered.
-func (l *Log) FindOffsetByTimestamp(ts int64) (offset int64, ok bool, err error) {
+// TimestampAndOffset is a record found by its timestamp: its own timestamp
+// and offset, and the partition leader epoch of its batch (what Kafka's
+// ListOffsets answers for a search by time).
+type TimestampAndOffset struct {
+	Timestamp   int64
+	Offset      int64
+	LeaderEpoch int32
+}
+
+// FindByTimestamp returns the first record, in offset order, with a
+// timestamp >= ts and an offset at or after the log start offset
+// (ListOffsets by time); ok is false if there is none. A compressed batch
+// is not decompressed: see segment.findTimestamp for what is answered then.
+func (l *Log) FindByTimestamp(ts int64) (found TimestampAndOffset, ok bool, err error) {
 	l.segMu.RLock()
 	defer l.segMu.RUnlock()
 	start := l.logStart.Load()
@@ -534,15 +544,18 @@ func (l *Log) FindOffsetByTimestamp(ts int64) (offset int64, ok bool, err error)
 		if s.maxTs < ts {
 			continue
 		}
-		off, found, err := s.findTimestamp(ts, s.size.Load())
-		if err != nil {
-			return 0, false, err
-		}
-		if found {
-			return max(off, start), true, nil
+		found, ok, err := s.findTimestamp(ts, start, s.size.Load())
+		if err != nil || ok {
+			return found, ok, err
 		}
 	}
-	return 0, false, nil
+	return TimestampAndOffset{}, false, nil
+}
+
+// FindOffsetByTimestamp is FindByTimestamp's offset alone.
+func (l *Log) FindOffsetByTimestamp(ts int64) (offset int64, ok bool, err error) {
+	found, ok, err := l.FindByTimestamp(ts)
+	return found.Offset, ok, err
 }
 
 // MaxTimestamp returns the largest timestamp in the log and the offset of

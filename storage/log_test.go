@@ -2,6 +2,7 @@ package storage
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"testing"
@@ -172,6 +173,63 @@ func TestFindOffsetByTimestamp(t *testing.T) {
 	if ts, off, ok := l.MaxTimestamp(); !ok || ts != 1292 || off != 89 {
 		t.Fatalf("MaxTimestamp = %d %d %v", ts, off, ok)
 	}
+}
+
+// FindByTimestamp answers the found record's own timestamp and offset and
+// its batch's leader epoch, passing over records below the log start
+// offset (Kafka's LogSegment.findOffsetByTimestamp).
+func TestFindByTimestamp(t *testing.T) {
+	cfg := smallConfig()
+	clk := &testClock{t: time.UnixMilli(5000)}
+	l, _ := openTestLog(t, partDir(t), cfg, LogOptions{Now: clk.now})
+	defer l.Close()
+	appendB := func(b []byte, epoch int32) {
+		t.Helper()
+		if _, err := l.Append(b, AppendOptions{LeaderEpoch: epoch}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Offsets 0-2, uncompressed, timestamps out of order.
+	appendB(recordbatch.Build(1000, recordbatch.Record{Timestamp: 1000}, recordbatch.Record{Timestamp: 990}, recordbatch.Record{Timestamp: 1010}), 3)
+	// Offsets 3-5, marked gzip: storage reads only its header.
+	gz := recordbatch.Build(2000, recordbatch.Record{Timestamp: 2000}, recordbatch.Record{Timestamp: 2005}, recordbatch.Record{Timestamp: 2010})
+	binary.BigEndian.PutUint16(gz[offAttributes:], uint16(CompressionGzip))
+	Batch(gz).updateCRC()
+	appendB(gz, 4)
+	// Offsets 6-7, stamped with LogAppendTime 5000: every record carries it.
+	cfg.MessageTimestampType = LogAppendTime
+	if err := l.UpdateConfig(cfg); err != nil {
+		t.Fatal(err)
+	}
+	appendB(recordbatch.Build(3000, recordbatch.Record{Timestamp: 3000}, recordbatch.Record{Timestamp: 3001}), 5)
+
+	check := func(ts int64, want TimestampAndOffset, wantOK bool) {
+		t.Helper()
+		got, ok, err := l.FindByTimestamp(ts)
+		if err != nil || ok != wantOK || (ok && got != want) {
+			t.Fatalf("ts %d: got %+v %v %v, want %+v %v", ts, got, ok, err, want, wantOK)
+		}
+		if off, ok, err := l.FindOffsetByTimestamp(ts); err != nil || ok != wantOK || (ok && off != want.Offset) {
+			t.Fatalf("FindOffsetByTimestamp(%d) = %d %v %v", ts, off, ok, err)
+		}
+	}
+	check(995, TimestampAndOffset{Timestamp: 1000, Offset: 0, LeaderEpoch: 3}, true)
+	check(1001, TimestampAndOffset{Timestamp: 1010, Offset: 2, LeaderEpoch: 3}, true)
+	check(2000, TimestampAndOffset{Timestamp: 2000, Offset: 3, LeaderEpoch: 4}, true) // compressed, exact: its first record
+	check(2003, TimestampAndOffset{Timestamp: 2010, Offset: 3, LeaderEpoch: 4}, true) // compressed, inside: batch start, max timestamp
+	check(4000, TimestampAndOffset{Timestamp: 5000, Offset: 6, LeaderEpoch: 5}, true)
+	check(5001, TimestampAndOffset{}, false)
+
+	l.SetHighWatermark(l.LogEndOffset())
+	if _, err := l.DeleteRecords(1); err != nil {
+		t.Fatal(err)
+	}
+	// Offset 1 (990) is below the target and offset 0 below the log start.
+	check(995, TimestampAndOffset{Timestamp: 1010, Offset: 2, LeaderEpoch: 3}, true)
+	if _, err := l.DeleteRecords(4); err != nil {
+		t.Fatal(err)
+	}
+	check(995, TimestampAndOffset{Timestamp: 2010, Offset: 4, LeaderEpoch: 4}, true)
 }
 
 func TestSegmentMsRoll(t *testing.T) {

@@ -389,43 +389,55 @@ func (s *segment) truncateTo(offset int64) (int64, error) {
 	return end - pos, nil
 }
 
-// findTimestamp returns the offset of the first record whose timestamp is
-// >= ts, scanning batches up to end; ok is false if there is none.
-// Uncompressed CreateTime batches are walked record by record; for a
-// compressed one the batch's base offset is returned (Kafka would
-// decompress to find the exact record).
-func (s *segment) findTimestamp(ts, end int64) (int64, bool, error) {
-	start := s.timeIdx.lookupBefore(ts)
+// findTimestamp returns the first record whose timestamp is >= ts and
+// whose offset is >= minOffset (the log start offset), scanning batches up
+// to end; ok is false if there is none. Uncompressed CreateTime batches are
+// walked record by record, as Kafka does. Every record of a LogAppendTime
+// batch carries the batch's max timestamp. Storage never decompresses, so
+// in a compressed CreateTime batch the answer is its first record at or
+// after minOffset: exact when that is the base record and its timestamp
+// (the batch's first) is >= ts; otherwise it is reported with the batch's
+// max timestamp, at or before the record Kafka would find, never after it.
+func (s *segment) findTimestamp(ts, minOffset, end int64) (TimestampAndOffset, bool, error) {
+	start := max(s.timeIdx.lookupBefore(ts), minOffset)
 	pos, _, err := s.translate(start, end)
 	if err != nil {
-		return 0, false, err
+		return TimestampAndOffset{}, false, err
 	}
 	var hdr [BatchHeaderSize]byte
 	var buf []byte
 	for pos < end {
 		n, err := s.batchHeader(&hdr, pos, end)
 		if err != nil {
-			return 0, false, fmt.Errorf("%s at position %d: %w", s.logPath(), pos, err)
+			return TimestampAndOffset{}, false, fmt.Errorf("%s at position %d: %w", s.logPath(), pos, err)
 		}
 		b := Batch(hdr[:])
-		if b.MaxTimestamp() >= ts {
-			if b.LogAppendTime() || b.Compression() != CompressionNone || b.RecordCount() == 0 {
-				return b.BaseOffset(), true, nil
+		if b.MaxTimestamp() >= ts && b.LastOffset() >= minOffset && b.RecordCount() > 0 {
+			found := TimestampAndOffset{Offset: max(b.BaseOffset(), minOffset), Timestamp: b.MaxTimestamp(), LeaderEpoch: b.PartitionLeaderEpoch()}
+			if b.LogAppendTime() {
+				return found, true, nil
+			}
+			if b.Compression() != CompressionNone {
+				if found.Offset == b.BaseOffset() && b.BaseTimestamp() >= ts {
+					found.Timestamp = b.BaseTimestamp()
+				}
+				return found, true, nil
 			}
 			if cap(buf) < int(n) {
 				buf = make([]byte, n)
 			}
 			buf = buf[:n]
 			if _, err := s.f.ReadAt(buf, pos); err != nil {
-				return 0, false, fmt.Errorf("%s at position %d: %w", s.logPath(), pos, err)
+				return TimestampAndOffset{}, false, fmt.Errorf("%s at position %d: %w", s.logPath(), pos, err)
 			}
-			if off, ok := Batch(buf).firstRecordAtOrAfter(ts); ok {
-				return off, true, nil
+			if off, rts, ok := Batch(buf).firstRecordFrom(ts, minOffset); ok {
+				found.Offset, found.Timestamp = off, rts
+				return found, true, nil
 			}
 		}
 		pos += n
 	}
-	return 0, false, nil
+	return TimestampAndOffset{}, false, nil
 }
 
 // onInactive is called when the segment stops being active: record its

@@ -154,21 +154,25 @@ func TestListOffsets(t *testing.T) {
 			t.Fatalf("batch %d: %v", i, err)
 		}
 	}
+	// A search by time answers the found record's own timestamp (Kafka's
+	// TimestampAndOffset), not the one asked for.
 	tests := []struct {
-		ts   int64
-		want int64
+		ts     int64
+		want   int64
+		wantTs int64
 	}{
-		{EarliestTimestamp, 0},
-		{LatestTimestamp, 3},
-		{MaxTimestamp, 2},
-		{now - 2500, 1},
-		{now - 2000, 1},
-		{now + 1000, -1},
+		{EarliestTimestamp, 0, -1},
+		{LatestTimestamp, 3, -1},
+		{MaxTimestamp, 2, now - 1000},
+		{now - 2500, 1, now - 2000},
+		{now - 2000, 1, now - 2000},
+		{now - 3500, 0, now - 3000},
+		{now + 1000, -1, -1},
 	}
 	for _, tt := range tests {
 		got, err := p.ListOffsets(-1, tt.ts, ReadUncommitted)
-		if err != nil || got.Offset != tt.want {
-			t.Errorf("ListOffsets(%d) = %+v, %v; want offset %d", tt.ts, got, err, tt.want)
+		if err != nil || got.Offset != tt.want || got.Timestamp != tt.wantTs {
+			t.Errorf("ListOffsets(%d) = %+v, %v; want offset %d timestamp %d", tt.ts, got, err, tt.want, tt.wantTs)
 		}
 		if err == nil && got.Offset >= 0 && got.LeaderEpoch != 0 {
 			t.Errorf("ListOffsets(%d) leader epoch %d, want 0", tt.ts, got.LeaderEpoch)

@@ -347,11 +347,10 @@ type ListedOffset struct {
 // EarliestLocalTimestamp) is the log start offset, LatestTimestamp the HW
 // (the last stable offset under ReadCommitted, the same for now),
 // MaxTimestamp the record with the largest timestamp, and a timestamp >= 0
-// the first record at or after it. Records at or past the HW are never
-// answered, as in Kafka.
-//
-// For a search by time the Timestamp field is the one asked for, not the
-// found record's own (storage does not return it; see the package report).
+// the first record at or after it, answered with that record's own
+// timestamp and its batch's leader epoch, as Kafka does (for a compressed
+// batch, which storage does not decompress, see storage.Log.FindByTimestamp).
+// Records at or past the HW are never answered, as in Kafka.
 func (p *Partition) ListOffsets(currentLeaderEpoch int32, timestamp int64, isolation int8) (ListedOffset, error) {
 	none := ListedOffset{Timestamp: storage.NoTimestamp, Offset: -1, LeaderEpoch: -1}
 	p.roleMu.RLock()
@@ -376,14 +375,14 @@ func (p *Partition) ListOffsets(currentLeaderEpoch int32, timestamp int64, isola
 		// No tiered storage: nothing is tiered.
 		return none, nil
 	case timestamp >= 0:
-		off, ok, err := p.log.FindOffsetByTimestamp(timestamp)
+		found, ok, err := p.log.FindByTimestamp(timestamp)
 		if err != nil {
 			return none, err
 		}
-		if !ok || off >= hw {
+		if !ok || found.Offset >= hw {
 			return none, nil
 		}
-		return ListedOffset{Timestamp: timestamp, Offset: off, LeaderEpoch: p.epochAt(off)}, nil
+		return ListedOffset{Timestamp: found.Timestamp, Offset: found.Offset, LeaderEpoch: found.LeaderEpoch}, nil
 	default:
 		return none, fmt.Errorf("%w: timestamp %d", kerr.InvalidRequest, timestamp)
 	}
