@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/raftka/raftka/metadata"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -94,6 +95,12 @@ func TestCreateTopicsLocalChecksAndForwarding(t *testing.T) {
 			sources := map[string]kmsg.CreateTopicsResponseTopicConfig{}
 			for _, c := range ok.Configs {
 				sources[c.Name] = c
+			}
+			// Kafka lists every topic config, not only the overrides.
+			for _, d := range metadata.TopicConfigDefs() {
+				if c, found := sources[d.Name]; !found || c.Value == nil || c.Source == 0 {
+					t.Errorf("config %s missing or without value and source: %+v", d.Name, c)
+				}
 			}
 			for name, want := range map[string]struct {
 				value  string

@@ -93,6 +93,11 @@ func place(img *metadata.Image, first, count int32, rf int16) ([][]int32, error)
 	})
 }
 
+// decideCreateTopics answers, for each topic created, its overrides alone
+// as Configs (source DYNAMIC_TOPIC_CONFIG). Kafka's answer (v5+) lists
+// every topic config with its source; the broker builds that list from its
+// own image and server.properties (broker/api_create_topics.go), which
+// this node does not know, and replaces this one.
 func decideCreateTopics(req *kmsg.CreateTopicsRequest, defParts int32, defRF int16) decideFunc {
 	return func(c *controller, img *metadata.Image, now time.Time) decision {
 		resp := req.ResponseKind().(*kmsg.CreateTopicsResponse)
