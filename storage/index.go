@@ -33,8 +33,16 @@ type index struct {
 // openIndex opens or creates the index file at path and loads its entries.
 // A file whose size is not a whole number of entries is reported as corrupt
 // (the caller rebuilds it). maxBytes bounds the entries the index may hold.
-func openIndex(path string, entrySize, maxBytes int) (*index, error) {
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
+// With discard the file is emptied unread: its segment is about to be
+// rescanned, and an active segment's index left by an unclean stop is
+// preallocated to segment.index.bytes (10 MiB by default), which reading
+// would cost for nothing, per index, per partition, at every restart.
+func openIndex(path string, entrySize, maxBytes int, discard bool) (*index, error) {
+	flags := os.O_RDWR | os.O_CREATE
+	if discard {
+		flags |= os.O_TRUNC
+	}
+	f, err := os.OpenFile(path, flags, 0o644)
 	if err != nil {
 		return nil, err
 	}

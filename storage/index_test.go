@@ -7,7 +7,7 @@ import (
 )
 
 func TestOffsetIndexLookup(t *testing.T) {
-	x, err := openOffsetIndex(filepath.Join(t.TempDir(), "0.index"), 100, 64)
+	x, err := openOffsetIndex(filepath.Join(t.TempDir(), "0.index"), 100, 64, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -47,7 +47,7 @@ func TestOffsetIndexLookup(t *testing.T) {
 }
 
 func TestTimeIndex(t *testing.T) {
-	x, err := openTimeIndex(filepath.Join(t.TempDir(), "0.timeindex"), 0, 120)
+	x, err := openTimeIndex(filepath.Join(t.TempDir(), "0.timeindex"), 0, 120, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -88,7 +88,7 @@ func FuzzOffsetIndexFile(f *testing.F) {
 		if err := os.WriteFile(path, data, 0o644); err != nil {
 			t.Fatal(err)
 		}
-		x, err := openOffsetIndex(path, 0, 1<<20)
+		x, err := openOffsetIndex(path, 0, 1<<20, false)
 		if x == nil {
 			return
 		}
@@ -118,7 +118,7 @@ func FuzzTimeIndexFile(f *testing.F) {
 		if err := os.WriteFile(path, data, 0o644); err != nil {
 			t.Fatal(err)
 		}
-		x, err := openTimeIndex(path, 0, 1<<20)
+		x, err := openTimeIndex(path, 0, 1<<20, false)
 		if x == nil {
 			return
 		}

@@ -154,8 +154,19 @@ func (l *Log) load(cfg *Config, opts LogOptions, rep *RecoveryReport) error {
 	if err != nil {
 		return err
 	}
-	for _, base := range bases {
-		s, idxErr, err := openSegmentFiles(l.dir, base, cfg)
+	// Segments from the one holding the recovery point are rescanned after
+	// an unclean stop; the rest are trusted if their indexes pass checks.
+	recoverFrom := len(bases)
+	if !opts.CleanShutdown {
+		recoverFrom = 0
+		for i, base := range bases {
+			if base <= opts.RecoveryPoint {
+				recoverFrom = i
+			}
+		}
+	}
+	for i, base := range bases {
+		s, idxErr, err := openSegmentFiles(l.dir, base, cfg, i >= recoverFrom)
 		if err != nil {
 			return fmt.Errorf("open segment %s: %w", filepath.Join(l.dir, segmentName(base)+logSuffix), err)
 		}
@@ -167,17 +178,6 @@ func (l *Log) load(cfg *Config, opts LogOptions, rep *RecoveryReport) error {
 			_ = s.offIdx.reset()
 			_ = s.timeIdx.reset()
 			s.nextOffset = -1
-		}
-	}
-	// Segments from the one holding the recovery point are rescanned after
-	// an unclean stop; the rest are trusted if their indexes pass checks.
-	recoverFrom := len(l.segments)
-	if !opts.CleanShutdown {
-		recoverFrom = 0
-		for i, s := range l.segments {
-			if s.baseOffset <= opts.RecoveryPoint {
-				recoverFrom = i
-			}
 		}
 	}
 	prevNext := int64(-1)
@@ -212,9 +212,13 @@ func (l *Log) load(cfg *Config, opts LogOptions, rep *RecoveryReport) error {
 					}
 				}
 				l.segments = l.segments[:i+1]
-			}
-			if err := s.sync(); err != nil {
-				return fmt.Errorf("fsync %s: %w", s.logPath(), err)
+				// The cut may lie below the recovery point (damage to
+				// data once fsynced), which stays trusted: make it
+				// durable. Rebuilt indexes need no fsync: they are
+				// caches, rebuilt again after another unclean stop.
+				if err := fsyncFile(s.f); err != nil {
+					return fmt.Errorf("fsync %s: %w", s.logPath(), err)
+				}
 			}
 			if i < len(l.segments)-1 {
 				if err := s.onInactive(); err != nil {
@@ -224,7 +228,8 @@ func (l *Log) load(cfg *Config, opts LogOptions, rep *RecoveryReport) error {
 		}
 		prevNext = s.nextOffset
 	}
-	if len(l.segments) == 0 {
+	created := len(l.segments) == 0
+	if created {
 		s, err := createSegment(l.dir, max(opts.LogStartOffset, 0), cfg, l.now())
 		if err != nil {
 			return err
@@ -264,9 +269,17 @@ func (l *Log) load(cfg *Config, opts LogOptions, rep *RecoveryReport) error {
 	}
 	l.logStart.Store(start)
 	l.hw.Store(min(max(opts.HighWatermark, start), l.nextOffset))
-	// Everything left was either validated and fsynced above or, after a
-	// clean shutdown, fsynced by Close.
+	// After a clean shutdown Close fsynced everything. After an unclean
+	// stop what was rescanned is valid but maybe not durable: the recovery
+	// point stays where it was (as Kafka's LogLoader keeps it), so opening
+	// costs no fsync and the first flush, which also fsyncs the directory
+	// for segments created before the stop, covers the rest.
 	rp := l.nextOffset
+	if !opts.CleanShutdown && opts.RecoveryPoint < rp {
+		rp = max(opts.RecoveryPoint, 0)
+		l.unflushed.Store(l.nextOffset - rp)
+		l.dirSynced.Store(false)
+	}
 	l.recoveryPoint.Store(rp)
 	if err := l.epochs.TruncateFromEnd(l.nextOffset); err != nil {
 		return err
@@ -274,7 +287,12 @@ func (l *Log) load(cfg *Config, opts LogOptions, rep *RecoveryReport) error {
 	if err := l.epochs.TruncateFromStart(start); err != nil {
 		return err
 	}
-	return fsyncDir(l.dir)
+	// Files created, removed or renamed above must stay so after a crash:
+	// a removed segment that came back after a cut would be trusted.
+	if created || rep.Reset || len(rep.DeletedSegments) > 0 || len(rep.StrayFiles) > 0 {
+		return fsyncDir(l.dir)
+	}
+	return nil
 }
 
 // trustSegment loads a segment that needs no rescan, after checking its

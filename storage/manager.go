@@ -24,7 +24,9 @@ type ManagerOptions struct {
 	// Now is the clock; time.Now if nil.
 	Now func() time.Time
 	// Threads bounds how many logs open at once (num.recovery.threads.per.data.dir
-	// times the number of dirs); GOMAXPROCS if zero.
+	// times the number of dirs); max(8, 2*GOMAXPROCS) if zero, because
+	// opening is mostly waiting on the disk (reads of cold segments), not
+	// CPU, and a node may hold thousands of small logs.
 	Threads int
 	// FlushCheckInterval is how often flush.ms is checked
 	// (log.flush.scheduler.interval.ms); 1s if zero.
@@ -86,7 +88,7 @@ func OpenManager(opts ManagerOptions) (*Manager, []*RecoveryReport, error) {
 		opts.ConfigFor = func(string) Config { return DefaultConfig() }
 	}
 	if opts.Threads <= 0 {
-		opts.Threads = runtime.GOMAXPROCS(0)
+		opts.Threads = max(8, 2*runtime.GOMAXPROCS(0))
 	}
 	setDefault := func(d *time.Duration, v time.Duration) {
 		if *d <= 0 {

@@ -22,8 +22,8 @@ type offsetIndex struct {
 
 const offsetEntrySize = 8
 
-func openOffsetIndex(path string, baseOffset int64, maxBytes int) (*offsetIndex, error) {
-	x, err := openIndex(path, offsetEntrySize, maxBytes)
+func openOffsetIndex(path string, baseOffset int64, maxBytes int, discard bool) (*offsetIndex, error) {
+	x, err := openIndex(path, offsetEntrySize, maxBytes, discard)
 	if x == nil {
 		return nil, err
 	}

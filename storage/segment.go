@@ -75,7 +75,7 @@ func createSegment(dir string, base int64, cfg *Config, now time.Time) (*segment
 		return nil, err
 	}
 	s.f = f
-	if err := s.openIndexes(cfg); err != nil {
+	if err := s.openIndexes(cfg, true); err != nil {
 		f.Close()
 		return nil, err
 	}
@@ -92,7 +92,9 @@ func createSegment(dir string, base int64, cfg *Config, now time.Time) (*segment
 
 // openSegmentFiles opens an existing segment's .log and its indexes (which
 // may be reported corrupt: idxErr is then non-nil and the caller rebuilds).
-func openSegmentFiles(dir string, base int64, cfg *Config) (s *segment, idxErr error, err error) {
+// With rescan the caller is about to rebuild the indexes by recover, so
+// they are emptied rather than read.
+func openSegmentFiles(dir string, base int64, cfg *Config, rescan bool) (s *segment, idxErr error, err error) {
 	s = &segment{dir: dir, baseOffset: base, nextOffset: base, maxTs: NoTimestamp, maxTsOffset: base, firstTs: NoTimestamp}
 	f, err := os.OpenFile(s.logPath(), os.O_RDWR, 0o644)
 	if err != nil {
@@ -111,11 +113,14 @@ func openSegmentFiles(dir string, base int64, cfg *Config) (s *segment, idxErr e
 	s.size.Store(st.Size())
 	s.created = st.ModTime().UnixMilli()
 	for _, p := range []string{s.indexPath(), s.timeIndexPath()} {
+		if rescan {
+			break // emptied and rebuilt whatever is there
+		}
 		if _, err := os.Stat(p); errors.Is(err, os.ErrNotExist) {
 			idxErr = errors.Join(idxErr, fmt.Errorf("%s: missing", p))
 		}
 	}
-	idxErr = errors.Join(idxErr, s.openIndexes(cfg))
+	idxErr = errors.Join(idxErr, s.openIndexes(cfg, rescan))
 	if s.offIdx == nil || s.timeIdx == nil {
 		s.close()
 		return nil, nil, idxErr
@@ -123,10 +128,10 @@ func openSegmentFiles(dir string, base int64, cfg *Config) (s *segment, idxErr e
 	return s, idxErr, nil
 }
 
-func (s *segment) openIndexes(cfg *Config) error {
+func (s *segment) openIndexes(cfg *Config, discard bool) error {
 	var err1, err2 error
-	s.offIdx, err1 = openOffsetIndex(s.indexPath(), s.baseOffset, int(cfg.SegmentIndexBytes))
-	s.timeIdx, err2 = openTimeIndex(s.timeIndexPath(), s.baseOffset, int(cfg.SegmentIndexBytes))
+	s.offIdx, err1 = openOffsetIndex(s.indexPath(), s.baseOffset, int(cfg.SegmentIndexBytes), discard)
+	s.timeIdx, err2 = openTimeIndex(s.timeIndexPath(), s.baseOffset, int(cfg.SegmentIndexBytes), discard)
 	return errors.Join(err1, err2)
 }
 
@@ -247,7 +252,10 @@ func (s *segment) recover(indexInterval int64, scratch *[]byte) (truncated int64
 	}
 	s.nextOffset, s.bytesSinceIndex, s.maxTs, s.maxTsOffset, s.firstTs = s.baseOffset, 0, NoTimestamp, s.baseOffset, NoTimestamp
 	end := s.size.Load()
-	r := bufio.NewReaderSize(io.NewSectionReader(s.f, 0, end), 1<<20)
+	// Sized to the segment when it is small: a node restarting with
+	// thousands of nearly empty partitions should not allocate and zero
+	// a MiB for each.
+	r := bufio.NewReaderSize(io.NewSectionReader(s.f, 0, end), int(min(max(end, 4096), 1<<20)))
 	var pos int64
 	for pos < end {
 		b, err := readBatch(r, end-pos, scratch)

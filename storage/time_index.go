@@ -23,8 +23,8 @@ type timeIndex struct {
 
 const timeEntrySize = 12
 
-func openTimeIndex(path string, baseOffset int64, maxBytes int) (*timeIndex, error) {
-	x, err := openIndex(path, timeEntrySize, maxBytes)
+func openTimeIndex(path string, baseOffset int64, maxBytes int, discard bool) (*timeIndex, error) {
+	x, err := openIndex(path, timeEntrySize, maxBytes, discard)
 	if x == nil {
 		return nil, err
 	}
