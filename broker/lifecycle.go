@@ -51,6 +51,7 @@ type Lifecycle struct {
 	incarnation [16]byte
 	epoch       atomic.Int64
 	fenced      atomic.Bool
+	lastAnswer  atomic.Int64 // unix nanos of the controller's last answer
 	registered  chan struct{} // closed after the first successful registration
 	regOnce     sync.Once
 
@@ -100,15 +101,34 @@ func (l *Lifecycle) ControlledShutdown(ctx context.Context) error {
 	l.shutdownMu.Lock()
 	l.wantShutdown = true
 	l.shutdownMu.Unlock()
-	select {
-	case <-l.shouldStop:
-		return nil
-	case <-ctx.Done():
-		return fmt.Errorf("broker: controlled shutdown not confirmed: %w", ctx.Err())
-	case <-l.done:
-		return errors.New("broker: lifecycle closed before controlled shutdown finished")
+	// With no controller answering there is nobody to move leaderships to
+	// or to confirm the shutdown (the last node of a cluster being stopped
+	// is the usual case): waiting out the whole deadline would only delay
+	// the stop, so give up once the controller has been silent for a few
+	// heartbeat intervals.
+	silence := max(3*l.opts.Interval, time.Second)
+	l.lastAnswer.CompareAndSwap(0, time.Now().UnixNano())
+	tick := time.NewTicker(l.opts.Interval / 2)
+	defer tick.Stop()
+	for {
+		select {
+		case <-l.shouldStop:
+			return nil
+		case <-ctx.Done():
+			return fmt.Errorf("broker: controlled shutdown not confirmed: %w", ctx.Err())
+		case <-l.done:
+			return errors.New("broker: lifecycle closed before controlled shutdown finished")
+		case <-tick.C:
+			if quiet := time.Since(time.Unix(0, l.lastAnswer.Load())); quiet > silence {
+				return fmt.Errorf("%w for %v", ErrNoController, quiet.Round(time.Millisecond))
+			}
+		}
 	}
 }
+
+// ErrNoController is ControlledShutdown giving up because no controller
+// answered: the metadata quorum is gone, so nothing can be moved.
+var ErrNoController = errors.New("broker: controlled shutdown abandoned: no controller has answered")
 
 // Close stops the heartbeats. The controller fences the broker once its
 // session times out, unless a controlled shutdown came first.
@@ -178,6 +198,7 @@ func (l *Lifecycle) register(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	l.lastAnswer.Store(time.Now().UnixNano())
 	if err := kerr.ErrorForCode(resp.ErrorCode); err != nil {
 		return err
 	}
@@ -200,6 +221,7 @@ func (l *Lifecycle) heartbeat(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	l.lastAnswer.Store(time.Now().UnixNano())
 	switch err := kerr.ErrorForCode(resp.ErrorCode); {
 	case err == nil:
 	case errors.Is(err, kerr.StaleBrokerEpoch), errors.Is(err, kerr.BrokerIDNotRegistered):

@@ -2,6 +2,7 @@ package broker
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"testing"
 	"time"
@@ -164,5 +165,28 @@ func TestLifecycleControlledShutdownGivesUpAtDeadline(t *testing.T) {
 func TestStartLifecycleNeedsController(t *testing.T) {
 	if _, err := StartLifecycle(LifecycleOptions{}); err == nil {
 		t.Fatal("want an error without a controller")
+	}
+}
+
+// silentController answers nothing: the quorum is gone.
+type silentController struct{ fakeLifecycleController }
+
+func (s *silentController) Heartbeat(context.Context, *kmsg.BrokerHeartbeatRequest) (*kmsg.BrokerHeartbeatResponse, error) {
+	return nil, context.DeadlineExceeded
+}
+
+func TestLifecycleControlledShutdownGivesUpWithoutController(t *testing.T) {
+	sc := &silentController{}
+	l, err := StartLifecycle(LifecycleOptions{NodeID: 1, Controller: sc, Applied: func() uint64 { return 1 }, Interval: 20 * time.Millisecond, Logger: testLogger(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	<-l.Registered()
+	ctx, cancel := context.WithTimeout(context.Background(), testDeadline)
+	defer cancel()
+	err = l.ControlledShutdown(ctx)
+	if !errors.Is(err, ErrNoController) {
+		t.Fatalf("got %v, want ErrNoController well before the deadline", err)
 	}
 }

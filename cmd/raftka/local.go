@@ -38,6 +38,7 @@ func init() {
 			&cli.IntFlag{Name: "metrics-base-port", Usage: "metrics port of node 1 (default base-port+200)"},
 			&cli.GenericFlag{Name: "override", Value: overrides, Usage: "key=value applied to every node's server.properties (repeatable; commas stay in the value)"},
 			&cli.DurationFlag{Name: "shutdown-timeout", Value: 60 * time.Second, Usage: "how long a node may take to shut down cleanly before it is killed"},
+			&cli.DurationFlag{Name: "restart-delay", Value: 5 * time.Second, Usage: "restart a node that exited on its own after this long (0: leave it down)"},
 		},
 		Action: func(c *cli.Context) error { return runLocal(c, overrides.take()) },
 	})
@@ -140,11 +141,11 @@ func runLocal(c *cli.Context, overrides []string) error {
 	type child struct {
 		id   int
 		cmd  *exec.Cmd
-		done chan error
+		done chan error // the Wait result, then closed
 	}
-	var children []*child
+	children := make(map[int]*child)
 	exited := make(chan int, p.nodes)
-	for id := 1; id <= p.nodes; id++ {
+	start := func(id int) error {
 		args := []string{"server", "--config", filepath.Join(p.nodeDir(id), "server.properties")}
 		if console {
 			args = append([]string{"--log-format", "console"}, args...)
@@ -160,26 +161,63 @@ func runLocal(c *cli.Context, overrides []string) error {
 			return fmt.Errorf("starting node %d: %w", id, err)
 		}
 		ch := &child{id: id, cmd: cmd, done: make(chan error, 1)}
-		children = append(children, ch)
+		children[id] = ch
 		go prefixLines(pipe, fmt.Sprintf("[n%d] ", id), os.Stdout, &out)
-		go func() { ch.done <- cmd.Wait(); exited <- ch.id }()
+		go func() { ch.done <- cmd.Wait(); close(ch.done); exited <- ch.id }()
 		logger.Info().Int("node", id).Int("pid", cmd.Process.Pid).Int("client_port", p.clientBase+id-1).Msg("node started")
+		return nil
+	}
+	for id := 1; id <= p.nodes; id++ {
+		if err := start(id); err != nil {
+			return err
+		}
 	}
 	logger.Info().Str("bootstrap", localBootstrap(p)).Msg("cluster starting; Ctrl-C stops every node cleanly")
 
-	var firstErr error
-	select {
-	case <-sig:
-		logger.Info().Msg("stopping every node")
-	case id := <-exited:
-		firstErr = fmt.Errorf("node %d exited; stopping the others", id)
-		logger.Error().Int("node", id).Msg("node exited on its own; stopping the others")
+	// A node that dies (a kill -9 while trying failover, a crash) leaves the
+	// others running, as a real cluster would, and comes back after
+	// --restart-delay, as under systemd's Restart=on-failure.
+	restartDelay := c.Duration("restart-delay")
+	restart := make(chan int, p.nodes)
+	running := p.nodes
+supervise:
+	for {
+		select {
+		case <-sig:
+			logger.Info().Msg("stopping every node")
+			break supervise
+		case id := <-exited:
+			running--
+			err := <-children[id].done
+			if restartDelay <= 0 {
+				logger.Warn().Int("node", id).AnErr("exit", err).Msg("node exited; the others keep running (--restart-delay 0: not restarting it)")
+				if running == 0 {
+					return errors.New("every node has exited")
+				}
+				continue
+			}
+			logger.Warn().Int("node", id).AnErr("exit", err).Dur("restart_in", restartDelay).Msg("node exited; the others keep running")
+			time.AfterFunc(restartDelay, func() { restart <- id })
+		case id := <-restart:
+			if err := start(id); err != nil {
+				logger.Error().Err(err).Int("node", id).Msg("restart failed")
+				continue
+			}
+			running++
+		}
 	}
+	var stopping []*child
 	for _, ch := range children {
+		select {
+		case <-ch.done: // already exited
+			continue
+		default:
+		}
 		_ = ch.cmd.Process.Signal(syscall.SIGTERM)
+		stopping = append(stopping, ch)
 	}
 	deadline := time.After(c.Duration("shutdown-timeout"))
-	for _, ch := range children {
+	for _, ch := range stopping {
 		select {
 		case <-ch.done:
 		case <-deadline:
@@ -188,13 +226,13 @@ func runLocal(c *cli.Context, overrides []string) error {
 			<-ch.done
 		case <-sig:
 			logger.Warn().Msg("second interrupt: killing every node")
-			for _, o := range children {
+			for _, o := range stopping {
 				_ = o.cmd.Process.Kill()
 			}
 			<-ch.done
 		}
 	}
-	return firstErr
+	return nil
 }
 
 func localBootstrap(p localPlan) string {

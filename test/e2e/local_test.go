@@ -1,0 +1,203 @@
+package e2e
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/raftka/raftka/test/cluster"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// freeBasePort finds n consecutive free loopback ports at base, base+100 and
+// base+200 (raftka local's client, controller and metrics ranges).
+func freeBasePort(t *testing.T, n int) int {
+	t.Helper()
+	for try := 0; try < 50; try++ {
+		base := 20000 + (os.Getpid()*7+try*311)%30000
+		ok := true
+		for _, off := range []int{0, 100, 200} {
+			for i := 0; i < n && ok; i++ {
+				ln, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(base+off+i))
+				if err != nil {
+					ok = false
+					break
+				}
+				ln.Close()
+			}
+		}
+		if ok {
+			return base
+		}
+	}
+	t.Fatal("no free port range for raftka local")
+	return 0
+}
+
+// lockedBuffer collects a process's output for assertions and failure logs.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// `raftka local` is what `make run` runs: three nodes that serve RF=3
+// topics, survive kill -9 of one node (the supervisor restarts it and every
+// acknowledged record is still there), and all stop on one Ctrl-C.
+func TestLocalClusterSurvivesKillAndStopsOnInterrupt(t *testing.T) {
+	bin := cluster.Binary(t)
+	base := freeBasePort(t, 3)
+	out := &lockedBuffer{}
+	cmd := exec.Command(bin, "--log-format", "json", "local", "--nodes", "3", "--dir", t.TempDir(),
+		"--base-port", strconv.Itoa(base), "--restart-delay", "1s",
+		"--override", "broker.session.timeout.ms=3000", "--override", "broker.heartbeat.interval.ms=500")
+	cmd.Stdout, cmd.Stderr = out, out
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	waited := make(chan error, 1)
+	go func() { waited <- cmd.Wait() }()
+	t.Cleanup(func() {
+		select {
+		case <-waited:
+		default:
+			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) // our own process group only
+			<-waited
+		}
+		if t.Failed() {
+			t.Logf("raftka local output:\n%s", tail(out.String(), 80))
+		}
+	})
+
+	seeds := []string{fmt.Sprintf("127.0.0.1:%d", base), fmt.Sprintf("127.0.0.1:%d", base+1), fmt.Sprintf("127.0.0.1:%d", base+2)}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.RequiredAcks(kgo.AllISRAcks()), kgo.RetryTimeout(30*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	adm := kadm.NewClient(cl)
+	ctx := ctxFor(t, 3*time.Minute)
+	cluster.WaitFor(t, 60*time.Second, func() (bool, string) {
+		brokers, err := adm.ListBrokers(ctx)
+		if err != nil {
+			return false, err.Error()
+		}
+		return len(brokers) == 3, fmt.Sprintf("%d brokers", len(brokers))
+	})
+	if err := createTopic(ctx, adm, "local", 3, 3); err != nil {
+		t.Fatal(err)
+	}
+	produce := func(from, to int) {
+		for i := from; i < to; i++ {
+			r := &kgo.Record{Topic: "local", Key: []byte(strconv.Itoa(i)), Value: []byte("v" + strconv.Itoa(i))}
+			if err := cl.ProduceSync(ctx, r).FirstErr(); err != nil {
+				t.Fatalf("produce %d: %v", i, err)
+			}
+		}
+	}
+	produce(0, 100)
+
+	// kill -9 node 2, found as a child of the supervisor we started.
+	victim := childPID(t, cmd.Process.Pid, "node2")
+	if err := syscall.Kill(victim, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	produce(100, 200) // acks=all with min.insync.replicas=2 still works
+	cluster.WaitFor(t, 60*time.Second, func() (bool, string) {
+		return strings.Count(out.String(), `"message":"node started"`) >= 4, "node 2 not restarted yet"
+	})
+	cluster.WaitFor(t, 60*time.Second, func() (bool, string) {
+		brokers, err := adm.ListBrokers(ctx)
+		if err != nil {
+			return false, err.Error()
+		}
+		return len(brokers) == 3, fmt.Sprintf("%d brokers after the restart", len(brokers))
+	})
+	produce(200, 300)
+
+	got := map[string]string{}
+	rcl, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.ConsumeTopics("local"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rcl.Close()
+	cluster.WaitFor(t, 60*time.Second, func() (bool, string) {
+		fctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		defer cancel()
+		rcl.PollFetches(fctx).EachRecord(func(r *kgo.Record) { got[string(r.Key)] = string(r.Value) })
+		return len(got) >= 300, fmt.Sprintf("read %d of 300", len(got))
+	})
+	for i := 0; i < 300; i++ {
+		if got[strconv.Itoa(i)] != "v"+strconv.Itoa(i) {
+			t.Fatalf("record %d: got %q", i, got[strconv.Itoa(i)])
+		}
+	}
+
+	stopAt := time.Now()
+	if err := cmd.Process.Signal(os.Interrupt); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-waited:
+		if err != nil {
+			t.Fatalf("raftka local exited with %v after Ctrl-C", err)
+		}
+		t.Logf("all three nodes stopped %v after the interrupt", time.Since(stopAt).Round(time.Millisecond))
+	case <-time.After(90 * time.Second):
+		t.Fatal("raftka local did not stop within 90 s of the interrupt")
+	}
+}
+
+// childPID finds the server process of one node among the children of the
+// supervisor (by its config path), so the test signals only what it started.
+func childPID(t *testing.T, parent int, node string) int {
+	t.Helper()
+	out, err := exec.Command("pgrep", "-P", strconv.Itoa(parent)).Output()
+	if err != nil {
+		t.Fatalf("pgrep -P %d: %v", parent, err)
+	}
+	sc := bufio.NewScanner(bytes.NewReader(out))
+	for sc.Scan() {
+		pid, err := strconv.Atoi(strings.TrimSpace(sc.Text()))
+		if err != nil {
+			continue
+		}
+		cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+		if err == nil && bytes.Contains(cmdline, []byte("/"+node+"/server.properties")) {
+			return pid
+		}
+	}
+	t.Fatalf("no child of %d runs %s", parent, node)
+	return 0
+}
+
+func tail(s string, n int) string {
+	lines := strings.Split(s, "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
