@@ -51,7 +51,7 @@ type Lifecycle struct {
 	incarnation [16]byte
 	epoch       atomic.Int64
 	fenced      atomic.Bool
-	lastAnswer  atomic.Int64 // unix nanos of the controller's last answer
+	lastAnswer  atomic.Int64  // unix nanos of the controller's last answer
 	registered  chan struct{} // closed after the first successful registration
 	regOnce     sync.Once
 
