@@ -196,6 +196,46 @@ type latencyStats struct {
 	errors   int64
 	firstErr error
 	win      struct{ count, bytes, latSum, latMax int64 }
+	gaps     ackGaps
+}
+
+// ackGaps keeps the longest silence between consecutive successful
+// acknowledgements, across the run and within any one partition. A leader
+// failover shows up here: the partitions it led stop acknowledging until a
+// new leader answers, and once kgo's buffer is full of their records the
+// other partitions stop too. Memory is one timestamp per partition.
+type ackGaps struct {
+	last     time.Time
+	longest  time.Duration
+	partLast []time.Time // indexed by partition
+	partLong time.Duration
+}
+
+// maxGapPartitions bounds partLast: partitions above it still count for the
+// overall gap but are not tracked one by one.
+const maxGapPartitions = 1 << 16
+
+// observe notes an acknowledgement at now. Callers pass non-decreasing
+// times (latencyStats reads the clock under its lock); an earlier time is
+// ignored rather than counted as a negative gap.
+func (g *ackGaps) observe(now time.Time, partition int32) {
+	if !g.last.IsZero() {
+		if now.Before(g.last) {
+			return
+		}
+		g.longest = max(g.longest, now.Sub(g.last))
+	}
+	g.last = now
+	if partition < 0 || partition >= maxGapPartitions {
+		return
+	}
+	if int(partition) >= len(g.partLast) {
+		g.partLast = append(g.partLast, make([]time.Time, int(partition)+1-len(g.partLast))...)
+	}
+	if prev := g.partLast[partition]; !prev.IsZero() {
+		g.partLong = max(g.partLong, now.Sub(prev))
+	}
+	g.partLast[partition] = now
 }
 
 func newLatencyStats() *latencyStats {
@@ -206,6 +246,22 @@ func newLatencyStats() *latencyStats {
 func (s *latencyStats) record(lat time.Duration, n int, err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.add(lat, n, err)
+}
+
+// recordAck is record for a produce acknowledgement from partition; a
+// successful one also feeds the gaps between acknowledgements.
+func (s *latencyStats) recordAck(lat time.Duration, n int, partition int32, err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err == nil {
+		s.gaps.observe(time.Now(), partition)
+	}
+	s.add(lat, n, err)
+}
+
+// add needs s.mu held.
+func (s *latencyStats) add(lat time.Duration, n int, err error) {
 	if err != nil {
 		s.errors++
 		if s.firstErr == nil {
@@ -284,7 +340,13 @@ type benchResult struct {
 	E2EP99Ms      float64 `json:"e2e_p99_ms,omitempty"`
 	E2EP999Ms     float64 `json:"e2e_p999_ms,omitempty"`
 	E2EMaxMs      float64 `json:"e2e_max_ms,omitempty"`
+	// Produce only: the longest time without a successful acknowledgement
+	// between two of them, overall and within one partition.
+	MaxAckGapMs          float64 `json:"max_ack_gap_ms,omitempty"`
+	MaxPartitionAckGapMs float64 `json:"max_partition_ack_gap_ms,omitempty"`
 }
+
+func durationMs(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 
 func (r *benchResult) rates(elapsed time.Duration) {
 	r.Seconds = elapsed.Seconds()
@@ -383,8 +445,8 @@ func benchProduce(c *cli.Context) error {
 		return err
 	}
 	res, err := runProduce(ctx, cl, plan, payload(plan.recordSize), c.Float64("throughput"))
-	if rerr := plan.report(res, fmt.Sprintf("%d records sent, %.1f records/sec (%.2f MB/sec), %.2f ms avg latency, %.2f ms max latency, %.2f ms 50th, %.2f ms 99th, %.2f ms 99.9th.",
-		res.Records, res.RecordsPerSec, res.MBPerSec, res.LatAvgMs, res.LatMaxMs, res.LatP50Ms, res.LatP99Ms, res.LatP999Ms)); err == nil {
+	if rerr := plan.report(res, fmt.Sprintf("%d records sent, %.1f records/sec (%.2f MB/sec), %.2f ms avg latency, %.2f ms max latency, %.2f ms 50th, %.2f ms 99th, %.2f ms 99.9th, %.2f ms max ack gap (%.2f ms in one partition).",
+		res.Records, res.RecordsPerSec, res.MBPerSec, res.LatAvgMs, res.LatMaxMs, res.LatP50Ms, res.LatP99Ms, res.LatP999Ms, res.MaxAckGapMs, res.MaxPartitionAckGapMs)); err == nil {
 		err = rerr
 	}
 	return err
@@ -409,7 +471,7 @@ func runProduce(ctx context.Context, cl *kgo.Client, plan benchPlan, value []byt
 		}
 		at := time.Now()
 		cl.Produce(ctx, &kgo.Record{Value: value}, func(r *kgo.Record, err error) {
-			stats.record(time.Since(at), len(r.Value)+len(r.Key), err)
+			stats.recordAck(time.Since(at), len(r.Value)+len(r.Key), r.Partition, err)
 		})
 		sent++
 	}
@@ -424,6 +486,8 @@ func runProduce(ctx context.Context, cl *kgo.Client, plan benchPlan, value []byt
 	res := benchResult{Mode: "produce", Topic: plan.topic, Records: stats.count, Errors: stats.errors, Bytes: stats.bytes, RecordSize: plan.recordSize}
 	res.rates(elapsed)
 	res.LatAvgMs, res.LatP50Ms, res.LatP99Ms, res.LatP999Ms, res.LatMaxMs = percentiles(stats.hist)
+	res.MaxAckGapMs = durationMs(stats.gaps.longest)
+	res.MaxPartitionAckGapMs = durationMs(stats.gaps.partLong)
 	switch {
 	case flushErr != nil:
 		return res, fmt.Errorf("bench produce: %d records still unacknowledged after 60s: %w", sent-stats.count-stats.errors, flushErr)

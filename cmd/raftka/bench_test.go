@@ -44,7 +44,7 @@ func TestBenchProduceConsumeE2E(t *testing.T) {
 	bs := startKfake(t)
 
 	out := mustRun(t, "", "bench", "produce", "--bootstrap-server", bs, "--topic", "perf", "--records", "2000", "--record-size", "100", "--partitions", "6", "--acks", "all")
-	prod := floats(t, regexp.MustCompile(`^`+num+` records sent, `+num+` records/sec \(`+num+` MB/sec\), `+num+` ms avg latency, `+num+` ms max latency, `+num+` ms 50th, `+num+` ms 99th, `+num+` ms 99.9th\.$`), lastLine(out))
+	prod := floats(t, regexp.MustCompile(`^`+num+` records sent, `+num+` records/sec \(`+num+` MB/sec\), `+num+` ms avg latency, `+num+` ms max latency, `+num+` ms 50th, `+num+` ms 99th, `+num+` ms 99.9th, `+num+` ms max ack gap \(`+num+` ms in one partition\)\.$`), lastLine(out))
 	if prod[0] != 2000 || prod[1] <= 0 || prod[2] <= 0 || !(prod[5] <= prod[6] && prod[6] <= prod[7] && prod[7] <= prod[4]+0.01) {
 		t.Fatalf("produce result %v from %q", prod, lastLine(out))
 	}
@@ -81,6 +81,10 @@ func TestBenchProduceConsumeE2E(t *testing.T) {
 	}
 	if res.Mode != "produce" || res.Records != 2000 || res.Errors != 0 || res.Bytes != 2000*1024 || res.LatP50Ms <= 0 || res.LatP99Ms < res.LatP50Ms || res.LatMaxMs < res.LatP999Ms {
 		t.Fatalf("produce JSON %+v", res)
+	}
+	// No gap between acknowledgements can outlast the run itself.
+	if res.MaxAckGapMs <= 0 || res.MaxAckGapMs > res.Seconds*1000 || res.MaxPartitionAckGapMs <= 0 || res.MaxPartitionAckGapMs > res.Seconds*1000 {
+		t.Fatalf("produce JSON ack gaps %+v", res)
 	}
 
 	// e2e at 4000/s keeps the run near half a second.
@@ -210,5 +214,44 @@ func TestBenchKfakeServes(t *testing.T) {
 	mustRun(t, "x\ny\n", "produce", "--bootstrap-server", addr, "--topic", "auto")
 	if got := mustRun(t, "", "consume", "--bootstrap-server", addr, "--topic", "auto", "--from-beginning", "--max-messages", "2"); len(got) != 4 {
 		t.Fatalf("consumed %q from bench kfake", got)
+	}
+}
+
+func TestAckGaps(t *testing.T) {
+	t0 := time.Unix(1_000_000, 0)
+	at := func(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
+	type ack struct {
+		ms   int
+		part int32
+	}
+	for _, tc := range []struct {
+		name             string
+		acks             []ack
+		longest, partLon time.Duration
+	}{
+		{"none", nil, 0, 0},
+		{"one ack has no gap", []ack{{5, 0}}, 0, 0},
+		{"steady", []ack{{0, 0}, {10, 0}, {20, 0}}, 10 * time.Millisecond, 10 * time.Millisecond},
+		{"longest wins", []ack{{0, 0}, {10, 0}, {1510, 0}, {1520, 0}}, 1500 * time.Millisecond, 1500 * time.Millisecond},
+		// Partition 1 stalls for 900 ms while partition 0 keeps acknowledging.
+		{"one partition stalls", []ack{{0, 1}, {0, 0}, {300, 0}, {600, 0}, {900, 1}}, 300 * time.Millisecond, 900 * time.Millisecond},
+		// A partition's first acknowledgement starts its clock; it is no gap.
+		{"first ack of a partition", []ack{{0, 0}, {100, 3}, {150, 3}}, 100 * time.Millisecond, 50 * time.Millisecond},
+		{"earlier time ignored", []ack{{100, 0}, {50, 0}, {130, 0}}, 30 * time.Millisecond, 30 * time.Millisecond},
+		{"partition beyond the tracked range", []ack{{0, maxGapPartitions}, {40, maxGapPartitions}}, 40 * time.Millisecond, 0},
+		{"negative partition", []ack{{0, -1}, {70, -1}}, 70 * time.Millisecond, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var g ackGaps
+			for _, a := range tc.acks {
+				g.observe(at(a.ms), a.part)
+			}
+			if g.longest != tc.longest || g.partLong != tc.partLon {
+				t.Fatalf("longest %v, in one partition %v; want %v, %v", g.longest, g.partLong, tc.longest, tc.partLon)
+			}
+			if len(g.partLast) > maxGapPartitions {
+				t.Fatalf("tracking %d partitions", len(g.partLast))
+			}
+		})
 	}
 }
