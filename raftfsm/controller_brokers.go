@@ -12,7 +12,8 @@ import (
 // ReplicationControlManager do it: a broker registers (new epoch, fenced),
 // heartbeats until it has applied its own registration and is unfenced,
 // loses its leaderships when its session expires, and leaves leaderships and
-// ISRs behind in a controlled shutdown before it is told to stop.
+// ISRs behind in a controlled shutdown before it is told to stop, fenced in
+// the entry that tells it.
 
 func (c *controller) leaseOf(id int32, now time.Time) *lease {
 	l := c.leases[id]
@@ -99,6 +100,12 @@ func decideHeartbeat(req *kmsg.BrokerHeartbeatRequest) decideFunc {
 		switch {
 		case req.WantShutdown && b.Fenced:
 			// A fenced broker leads nothing: it may stop at once.
+		case req.WantShutdown && req.WantFence:
+			// Kafka grants SHUTDOWN_NOW at once to a broker that asks for
+			// both: fenced, with its leaderships moved, in this batch.
+			recs = append(recs, &metadata.FenceBroker{BrokerID: b.ID, BrokerEpoch: b.Epoch})
+			next, _ := img.Apply(recs)
+			recs = append(recs, evacuate(next, b.ID, metadata.ReasonBrokerFenced, c.unclean(next))...)
 		case req.WantShutdown:
 			if !b.InControlledShutdown {
 				recs = append(recs, &metadata.BrokerShutdown{BrokerID: b.ID, BrokerEpoch: b.Epoch, InControlledShutdown: true})
@@ -109,7 +116,12 @@ func decideHeartbeat(req *kmsg.BrokerHeartbeatRequest) decideFunc {
 			recs = append(recs, &metadata.FenceBroker{BrokerID: b.ID, BrokerEpoch: b.Epoch})
 			next, _ := img.Apply(recs)
 			recs = append(recs, evacuate(next, b.ID, metadata.ReasonBrokerFenced, c.unclean(next))...)
-		case !req.WantFence && b.Fenced && caughtUp:
+		case !req.WantFence && b.Fenced && caughtUp && !b.InControlledShutdown:
+			// A broker fenced at the end of its controlled shutdown keeps
+			// the mark until it registers again: that epoch belongs to a
+			// process that was told to exit, so a heartbeat it sent late
+			// must not bring it back (it could not lead anyway while
+			// marked; only a new registration clears the mark).
 			recs = append(recs, &metadata.UnfenceBroker{BrokerID: b.ID, BrokerEpoch: b.Epoch})
 			next, _ := img.Apply(recs)
 			recs = append(recs, electLeaderless(next, c.unclean(next))...)
@@ -119,8 +131,28 @@ func decideHeartbeat(req *kmsg.BrokerHeartbeatRequest) decideFunc {
 			after, _ = img.Apply(recs)
 		}
 		nb, _ := after.Broker(b.ID)
-		resp.IsFenced = nb.Fenced
 		resp.ShouldShutdown = req.WantShutdown && (nb.Fenced || (nb.InControlledShutdown && !leadsAnything(after, b.ID)))
+		if resp.ShouldShutdown && !nb.Fenced {
+			// Kafka's SHUTDOWN_NOW is a fenced state: the answer that lets
+			// the broker exit comes with its fencing in the same entry, so
+			// the process that replaces it (a new incarnation) may register
+			// at once instead of meeting DUPLICATE_BROKER_REGISTRATION
+			// until the old session expires. It leads nothing by now and
+			// has left every ISR it was not the last member of; those it
+			// was keep it (the partition is already leaderless). evacuate
+			// then finds nothing to change, since the shutdown mark already
+			// made the broker unusable; it runs anyway, as Kafka's
+			// handleBrokerFenced does, so the fence never rests on that.
+			fence := []metadata.Record{&metadata.FenceBroker{BrokerID: b.ID, BrokerEpoch: b.Epoch}}
+			after, _ = after.Apply(fence)
+			recs = append(recs, fence...)
+			if moves := evacuate(after, b.ID, metadata.ReasonBrokerFenced, c.unclean(after)); len(moves) > 0 {
+				after, _ = after.Apply(moves)
+				recs = append(recs, moves...)
+			}
+			nb, _ = after.Broker(b.ID)
+		}
+		resp.IsFenced = nb.Fenced
 		return decision{recs: recs, resp: resp}
 	}
 }

@@ -107,49 +107,207 @@ func TestControlledShutdownMovesLeadershipsFirst(t *testing.T) {
 	c := NewControllerClient(ClientConfig{Voters: tc.voters, Waiter: tc.nodes[0]})
 	defer c.Close()
 	mustCreate(t, c, "shut", 6, 3)
-	mustCreate(t, c, "single", 1, 1) // RF 1: no other replica to move to
 
 	b := brokers[1]
-	img, _ := tc.nodes[0].Current()
-	if ledBy(img, b.id) == 0 {
-		t.Fatalf("broker %d leads nothing before shutdown", b.id)
+	// RF 1 on the broker that stops: no other replica to move to, so it
+	// stays the ISR and the partition goes offline, as in Kafka.
+	single := createTopicReq("single", -1, -1)
+	a := kmsg.NewCreateTopicsRequestTopicReplicaAssignment()
+	a.Partition, a.Replicas = 0, []int32{b.id}
+	single.Topics[0].ReplicaAssignment = append(single.Topics[0].ReplicaAssignment, a)
+	if resp, err := c.CreateTopics(ctxT(t, 10*time.Second), single); err != nil || resp.Topics[0].ErrorCode != 0 {
+		t.Fatalf("create single: %v %+v", err, resp)
 	}
-	// Heartbeat by hand so each reply can be checked against the image.
-	for attempt := 0; ; attempt++ {
-		if attempt > 50 {
-			t.Fatal("ShouldShutdown never came")
-		}
+	img, _ := tc.nodes[0].Current()
+	if ledBy(img, b.id) < 2 {
+		t.Fatalf("broker %d leads %d partitions before shutdown, want the single one and some of shut", b.id, ledBy(img, b.id))
+	}
+	// Only the heartbeats below speak for this broker from now on, so each
+	// reply can be checked against the image.
+	b.pause(true)
+	sub := tc.nodes[0].Subscribe()
+	defer sub.Close()
+
+	heartbeat := func(epoch int64, wantShutdown bool) (*kmsg.BrokerHeartbeatResponse, uint64) {
+		t.Helper()
 		_, applied := b.node.Current()
 		req := kmsg.NewPtrBrokerHeartbeatRequest()
-		req.BrokerID, req.BrokerEpoch, req.CurrentMetadataOffset, req.WantShutdown = b.id, b.epoch, int64(applied), true
+		req.BrokerID, req.BrokerEpoch, req.CurrentMetadataOffset, req.WantShutdown = b.id, epoch, int64(applied), wantShutdown
 		resp, index, err := c.Request(ctxT(t, 5*time.Second), req)
 		if err != nil {
 			t.Fatal(err)
 		}
-		hb := resp.(*kmsg.BrokerHeartbeatResponse)
 		if err := tc.nodes[0].WaitForIndex(ctxT(t, 5*time.Second), index); err != nil {
 			t.Fatal(err)
 		}
+		return resp.(*kmsg.BrokerHeartbeatResponse), index
+	}
+
+	var stopIndex uint64
+	for attempt := 0; ; attempt++ {
+		if attempt > 50 {
+			t.Fatal("ShouldShutdown never came")
+		}
+		hb, index := heartbeat(b.epoch, true)
+		if hb.ErrorCode != 0 {
+			t.Fatalf("shutdown heartbeat: error code %d", hb.ErrorCode)
+		}
 		img, _ := tc.nodes[0].Current()
-		if hb.ShouldShutdown {
-			if n := ledBy(img, b.id); n != 0 {
-				t.Fatalf("ShouldShutdown while still leading %d partitions", n)
+		if !hb.ShouldShutdown {
+			if reg, _ := img.Broker(b.id); reg.Fenced || hb.IsFenced {
+				t.Fatal("broker fenced before it was told to shut down")
 			}
-			reg, _ := img.Broker(b.id)
-			if !reg.InControlledShutdown {
-				t.Fatal("broker not marked in controlled shutdown")
-			}
-			for _, tp := range img.Topics() {
-				for _, p := range tp.Partitions {
-					if len(p.ISR) > 1 && slices.Contains(p.ISR, b.id) {
-						t.Fatalf("%s-%d: still in ISR %v", tp.Name, p.Partition, p.ISR)
+			continue
+		}
+		if !hb.IsFenced {
+			t.Fatal("ShouldShutdown answered with IsFenced=false")
+		}
+		if n := ledBy(img, b.id); n != 0 {
+			t.Fatalf("ShouldShutdown while still leading %d partitions", n)
+		}
+		reg, _ := img.Broker(b.id)
+		if !reg.InControlledShutdown || !reg.Fenced {
+			t.Fatalf("after ShouldShutdown the image has %+v, want fenced and in controlled shutdown", reg)
+		}
+		for _, tp := range img.Topics() {
+			for _, p := range tp.Partitions {
+				switch {
+				case tp.Name == "single":
+					if p.Leader != metadata.NoLeader || !slices.Equal(p.ISR, []int32{b.id}) {
+						t.Fatalf("single-%d: leader %d ISR %v, want offline with ISR [%d]", p.Partition, p.Leader, p.ISR, b.id)
 					}
+				case slices.Contains(p.ISR, b.id):
+					t.Fatalf("%s-%d: still in ISR %v", tp.Name, p.Partition, p.ISR)
+				case p.Leader == metadata.NoLeader:
+					t.Fatalf("%s-%d: no leader though ISR %v is live", tp.Name, p.Partition, p.ISR)
 				}
 			}
-			break
 		}
+		stopIndex = index
+		break
+	}
+
+	// The fence is in the entry that answered ShouldShutdown, not a later
+	// one: the entry before it still shows the broker unfenced.
+	var prev *metadata.Image
+	for {
+		ev, err := sub.Next(ctxT(t, 5*time.Second))
+		if err != nil {
+			t.Fatalf("reading events up to %d: %v", stopIndex, err)
+		}
+		if ev.Index < stopIndex {
+			prev = ev.Image
+			continue
+		}
+		if ev.Index != stopIndex || ev.Reset {
+			t.Fatalf("event at %d (reset %v), want the entry %d itself", ev.Index, ev.Reset, stopIndex)
+		}
+		if !slices.Contains(ev.Delta.BrokersFenced, b.id) {
+			t.Fatalf("entry %d fenced %v, want broker %d", stopIndex, ev.Delta.BrokersFenced, b.id)
+		}
+		if prev == nil {
+			t.Fatal("no event before the shutdown entry")
+		}
+		if reg, _ := prev.Broker(b.id); reg.Fenced {
+			t.Fatal("broker was fenced before the entry that told it to shut down")
+		}
+		break
+	}
+
+	// A late heartbeat of the stopping process, not asking to shut down,
+	// must not unfence it, and a shutdown heartbeat is granted at once.
+	if hb, _ := heartbeat(b.epoch, false); hb.ErrorCode != 0 || !hb.IsFenced {
+		t.Fatalf("late heartbeat: code %d fenced %v, want fenced", hb.ErrorCode, hb.IsFenced)
+	}
+	if hb, _ := heartbeat(b.epoch, true); hb.ErrorCode != 0 || !hb.IsFenced || !hb.ShouldShutdown {
+		t.Fatalf("repeated shutdown heartbeat: %+v", hb)
+	}
+	if img, _ := tc.nodes[0].Current(); !mustBroker(t, img, b.id).Fenced {
+		t.Fatal("late heartbeats unfenced the stopped broker")
+	}
+
+	// The restarted process registers at once, well within the session
+	// timeout of the old one.
+	req := kmsg.NewPtrBrokerRegistrationRequest()
+	req.BrokerID, req.ClusterID = b.id, testClusterID
+	req.IncarnationID = [16]byte{byte(b.id), 2}
+	l := kmsg.NewBrokerRegistrationRequestListener()
+	l.Name, l.Host, l.Port = "PLAINTEXT", "127.0.0.1", uint16(9000+b.id)
+	req.Listeners = append(req.Listeners, l)
+	reg, err := c.RegisterBroker(ctxT(t, 5*time.Second), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if reg.ErrorCode != 0 {
+		t.Fatalf("re-registration: error code %d (%v), want accepted", reg.ErrorCode, kerr.ErrorForCode(reg.ErrorCode))
+	}
+	if reg.BrokerEpoch <= b.epoch {
+		t.Fatalf("new epoch %d not above the old %d", reg.BrokerEpoch, b.epoch)
+	}
+	img, _ = tc.nodes[0].Current()
+	if got := mustBroker(t, img, b.id); got.Epoch != reg.BrokerEpoch || !got.Fenced || got.InControlledShutdown || got.IncarnationID != req.IncarnationID {
+		t.Fatalf("after re-registration the image has %+v", got)
+	}
+	// The old incarnation's heartbeats are refused now.
+	if hb, _ := heartbeat(b.epoch, true); hb.ErrorCode != kerr.StaleBrokerEpoch.Code {
+		t.Fatalf("old-epoch heartbeat: code %d, want STALE_BROKER_EPOCH", hb.ErrorCode)
 	}
 	b.stop()
+}
+
+// A broker asking to be fenced and to shut down is let go at once, as
+// Kafka's UNFENCED -> SHUTDOWN_NOW: fenced, its leaderships moved, in one
+// entry, with no controlled-shutdown step.
+func TestShutdownWithWantFenceFencesAtOnce(t *testing.T) {
+	tc := startCluster(t, 3, nil)
+	tc.leader(10 * time.Second)
+	brokers := startBrokers(t, tc, 3)
+	c := NewControllerClient(ClientConfig{Voters: tc.voters, Waiter: tc.nodes[0]})
+	defer c.Close()
+	mustCreate(t, c, "now", 6, 3)
+	b := brokers[2]
+	b.pause(true)
+	if img, _ := tc.nodes[0].Current(); ledBy(img, b.id) == 0 {
+		t.Fatalf("broker %d leads nothing", b.id)
+	}
+	_, applied := b.node.Current()
+	req := kmsg.NewPtrBrokerHeartbeatRequest()
+	req.BrokerID, req.BrokerEpoch, req.CurrentMetadataOffset = b.id, b.epoch, int64(applied)
+	req.WantShutdown, req.WantFence = true, true
+	resp, index, err := c.Request(ctxT(t, 5*time.Second), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hb := resp.(*kmsg.BrokerHeartbeatResponse)
+	if hb.ErrorCode != 0 || !hb.ShouldShutdown || !hb.IsFenced {
+		t.Fatalf("heartbeat answer %+v, want fenced and told to shut down", hb)
+	}
+	if err := tc.nodes[0].WaitForIndex(ctxT(t, 5*time.Second), index); err != nil {
+		t.Fatal(err)
+	}
+	img, _ := tc.nodes[0].Current()
+	if reg := mustBroker(t, img, b.id); !reg.Fenced || reg.InControlledShutdown {
+		t.Fatalf("image has %+v, want fenced without the controlled-shutdown mark", reg)
+	}
+	if n := ledBy(img, b.id); n != 0 {
+		t.Fatalf("fenced broker still leads %d partitions", n)
+	}
+	for _, tp := range img.Topics() {
+		for _, p := range tp.Partitions {
+			if slices.Contains(p.ISR, b.id) {
+				t.Fatalf("%s-%d: still in ISR %v", tp.Name, p.Partition, p.ISR)
+			}
+		}
+	}
+}
+
+func mustBroker(t *testing.T, img *metadata.Image, id int32) metadata.BrokerRegistration {
+	t.Helper()
+	b, ok := img.Broker(id)
+	if !ok {
+		t.Fatalf("broker %d not registered", id)
+	}
+	return b
 }
 
 func TestSnapshotInstallOnLaggingNode(t *testing.T) {
