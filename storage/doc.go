@@ -67,6 +67,15 @@
 // roll and close and rebuilt at open and after truncation from the newest
 // good snapshot plus the batch headers after it (never decompressing).
 //
+// # Compression
+//
+// Batches are stored as producers compressed them: append, fetch, recovery
+// and producer replay read only batch headers and never decompress. Only
+// Batch.Records decompresses (gzip, snappy raw or xerial-framed, lz4 frames,
+// zstd; with klauspost/compress and pierrec/lz4, the codecs franz-go uses),
+// for ListOffsets by time, which must find the exact record as Kafka does,
+// and for tools; it refuses more than MaxDecompressedBytes per batch.
+//
 // # Not here yet
 //
 // Transactions (markers' coordinator epochs, the last stable offset, the

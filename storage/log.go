@@ -534,8 +534,9 @@ type TimestampAndOffset struct {
 
 // FindByTimestamp returns the first record, in offset order, with a
 // timestamp >= ts and an offset at or after the log start offset
-// (ListOffsets by time); ok is false if there is none. A compressed batch
-// is not decompressed: see segment.findTimestamp for what is answered then.
+// (ListOffsets by time); ok is false if there is none. Compressed batches
+// that may hold it are decompressed (see segment.findTimestamp), so the
+// answer is exact as in Kafka.
 func (l *Log) FindByTimestamp(ts int64) (found TimestampAndOffset, ok bool, err error) {
 	l.segMu.RLock()
 	defer l.segMu.RUnlock()

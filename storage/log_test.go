@@ -2,7 +2,6 @@ package storage
 
 import (
 	"bytes"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"testing"
@@ -191,11 +190,9 @@ func TestFindByTimestamp(t *testing.T) {
 	}
 	// Offsets 0-2, uncompressed, timestamps out of order.
 	appendB(recordbatch.Build(1000, recordbatch.Record{Timestamp: 1000}, recordbatch.Record{Timestamp: 990}, recordbatch.Record{Timestamp: 1010}), 3)
-	// Offsets 3-5, marked gzip: storage reads only its header.
+	// Offsets 3-5, gzip-compressed: decompressed for the search.
 	gz := recordbatch.Build(2000, recordbatch.Record{Timestamp: 2000}, recordbatch.Record{Timestamp: 2005}, recordbatch.Record{Timestamp: 2010})
-	binary.BigEndian.PutUint16(gz[offAttributes:], uint16(CompressionGzip))
-	Batch(gz).updateCRC()
-	appendB(gz, 4)
+	appendB(compressBatch(t, gz, codecCases[1]), 4)
 	// Offsets 6-7, stamped with LogAppendTime 5000: every record carries it.
 	cfg.MessageTimestampType = LogAppendTime
 	if err := l.UpdateConfig(cfg); err != nil {
@@ -215,8 +212,8 @@ func TestFindByTimestamp(t *testing.T) {
 	}
 	check(995, TimestampAndOffset{Timestamp: 1000, Offset: 0, LeaderEpoch: 3}, true)
 	check(1001, TimestampAndOffset{Timestamp: 1010, Offset: 2, LeaderEpoch: 3}, true)
-	check(2000, TimestampAndOffset{Timestamp: 2000, Offset: 3, LeaderEpoch: 4}, true) // compressed, exact: its first record
-	check(2003, TimestampAndOffset{Timestamp: 2010, Offset: 3, LeaderEpoch: 4}, true) // compressed, inside: batch start, max timestamp
+	check(2000, TimestampAndOffset{Timestamp: 2000, Offset: 3, LeaderEpoch: 4}, true) // compressed: its first record
+	check(2003, TimestampAndOffset{Timestamp: 2005, Offset: 4, LeaderEpoch: 4}, true) // compressed: the record inside
 	check(4000, TimestampAndOffset{Timestamp: 5000, Offset: 6, LeaderEpoch: 5}, true)
 	check(5001, TimestampAndOffset{}, false)
 
@@ -229,7 +226,7 @@ func TestFindByTimestamp(t *testing.T) {
 	if _, err := l.DeleteRecords(4); err != nil {
 		t.Fatal(err)
 	}
-	check(995, TimestampAndOffset{Timestamp: 2010, Offset: 4, LeaderEpoch: 4}, true)
+	check(995, TimestampAndOffset{Timestamp: 2005, Offset: 4, LeaderEpoch: 4}, true)
 }
 
 func TestSegmentMsRoll(t *testing.T) {

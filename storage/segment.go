@@ -399,13 +399,11 @@ func (s *segment) truncateTo(offset int64) (int64, error) {
 
 // findTimestamp returns the first record whose timestamp is >= ts and
 // whose offset is >= minOffset (the log start offset), scanning batches up
-// to end; ok is false if there is none. Uncompressed CreateTime batches are
-// walked record by record, as Kafka does. Every record of a LogAppendTime
-// batch carries the batch's max timestamp. Storage never decompresses, so
-// in a compressed CreateTime batch the answer is its first record at or
-// after minOffset: exact when that is the base record and its timestamp
-// (the batch's first) is >= ts; otherwise it is reported with the batch's
-// max timestamp, at or before the record Kafka would find, never after it.
+// to end; ok is false if there is none. CreateTime batches whose max
+// timestamp reaches ts are walked record by record, as Kafka's
+// FileRecords.searchForTimestamp does; compressed ones are decompressed
+// for it (this lookup is the only storage path that does). Every record of
+// a LogAppendTime batch carries the batch's max timestamp.
 func (s *segment) findTimestamp(ts, minOffset, end int64) (TimestampAndOffset, bool, error) {
 	start := max(s.timeIdx.lookupBefore(ts), minOffset)
 	pos, _, err := s.translate(start, end)
@@ -425,12 +423,6 @@ func (s *segment) findTimestamp(ts, minOffset, end int64) (TimestampAndOffset, b
 			if b.LogAppendTime() {
 				return found, true, nil
 			}
-			if b.Compression() != CompressionNone {
-				if found.Offset == b.BaseOffset() && b.BaseTimestamp() >= ts {
-					found.Timestamp = b.BaseTimestamp()
-				}
-				return found, true, nil
-			}
 			if cap(buf) < int(n) {
 				buf = make([]byte, n)
 			}
@@ -438,9 +430,25 @@ func (s *segment) findTimestamp(ts, minOffset, end int64) (TimestampAndOffset, b
 			if _, err := s.f.ReadAt(buf, pos); err != nil {
 				return TimestampAndOffset{}, false, fmt.Errorf("%s at position %d: %w", s.logPath(), pos, err)
 			}
-			if off, rts, ok := Batch(buf).firstRecordFrom(ts, minOffset); ok {
-				found.Offset, found.Timestamp = off, rts
-				return found, true, nil
+			if b.Compression() == CompressionNone {
+				if off, rts, ok := Batch(buf).firstRecordFrom(ts, minOffset); ok {
+					found.Offset, found.Timestamp = off, rts
+					return found, true, nil
+				}
+			} else {
+				ok := false
+				err := Batch(buf).Records(func(r Record) bool {
+					if r.Timestamp >= ts && r.Offset >= minOffset {
+						found.Offset, found.Timestamp, ok = r.Offset, r.Timestamp, true
+					}
+					return !ok
+				})
+				if err != nil {
+					return TimestampAndOffset{}, false, fmt.Errorf("%s at position %d: %w", s.logPath(), pos, err)
+				}
+				if ok {
+					return found, true, nil
+				}
 			}
 		}
 		pos += n
