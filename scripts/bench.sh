@@ -3,11 +3,18 @@
 # table. `make bench` builds bin/raftka and then runs this script; it builds
 # nothing itself.
 #
-# Targets: raftka one node (RF=1), raftka three nodes (RF=1 for now), and
-# kfake (an in-memory Go broker without replication, started with
-# `raftka bench kfake`). For each: `raftka bench produce` with 100-byte and
-# 1 KiB records (acks=all, 6 partitions), `raftka bench consume` of what was
-# produced, and `raftka bench e2e` at 1,000 records/s with linger 0.
+# Targets: raftka one node (RF=1), raftka three nodes (RF=3 with
+# min.insync.replicas=2, so acks=all waits for a follower), and kfake (an
+# in-memory Go broker without replication, started with `raftka bench
+# kfake`). For each: `raftka bench produce` with 100-byte and 1 KiB records
+# (acks=all, 6 partitions), `raftka bench consume` of what was produced, and
+# `raftka bench e2e` at 1,000 records/s with linger 0.
+#
+# Failover (three nodes only): `raftka bench produce` of 1 KiB records at a
+# fixed rate (20,000 records/s, 20 MB/s) for a bounded time; a few seconds
+# in, the script SIGKILLs the node leading partition 0 (raftka local
+# restarts it after its --restart-delay). The row's figure is the longest
+# gap between acknowledgements, overall and within one partition.
 #
 # Broker cost: CPU seconds (utime+stime from /proc/<pid>/stat of the broker
 # processes, summed over the nodes) per GB produced, and peak RSS (VmHWM
@@ -18,7 +25,9 @@
 #
 # Knobs (environment): BENCH_RECORDS (200000), BENCH_DURATION (10s),
 # BENCH_E2E_RECORDS (10000), BENCH_PORT (19100, first of the ports used),
-# BENCH_TARGETS ("one three kfake").
+# BENCH_TARGETS ("one three kfake"), BENCH_FAILOVER_DURATION (20s),
+# BENCH_FAILOVER_RATE (20000 records/s of 1 KiB), BENCH_FAILOVER_KILL_AFTER
+# (5, seconds after the produce starts).
 set -u
 
 cd "$(dirname "$0")/.."
@@ -37,6 +46,9 @@ DURATION=${BENCH_DURATION:-10s}
 E2E_RECORDS=${BENCH_E2E_RECORDS:-10000}
 PORT=${BENCH_PORT:-19100}
 TARGETS=${BENCH_TARGETS:-one three kfake}
+FAILOVER_DURATION=${BENCH_FAILOVER_DURATION:-20s}
+FAILOVER_RATE=${BENCH_FAILOVER_RATE:-20000}
+FAILOVER_KILL_AFTER=${BENCH_FAILOVER_KILL_AFTER:-5}
 READY_SECS=30
 CLK_TCK=$(getconf CLK_TCK)
 
@@ -89,6 +101,21 @@ jget() { # json key: a number from bench's flat JSON object
 declare -A R=()      # R[target|row|field]
 declare -A FAILED=() # FAILED[target]=why
 declare -A LABEL=([one]="raftka 1 node" [three]="raftka 3 nodes" [kfake]="kfake")
+declare -A RF=([one]=1 [three]=3 [kfake]=1)
+declare -A MINISR=([three]=2) # targets whose topics set min.insync.replicas
+
+# make_topic name topic: create the bench topic up front where it needs
+# configs bench produce does not set (RF=3 with min.insync.replicas=2);
+# elsewhere bench creates it.
+make_topic() {
+	local name=$1 topic=$2
+	[ -n "${MINISR[$name]:-}" ] || return 0
+	if ! "$BIN" --log-level error topics create --bootstrap-server "$BOOTSTRAP" --topic "$topic" --partitions 6 \
+		--replication-factor "${RF[$name]}" --config "min.insync.replicas=${MINISR[$name]}" --if-not-exists \
+		>>"$WORK/$name.bench.log" 2>&1; then
+		echo "bench.sh: ${LABEL[$name]}: creating topic $topic failed: $(tail -n 1 "$WORK/$name.bench.log")" >&2
+	fi
+}
 
 # start_target name -> sets BROKERS (pids) and BOOTSTRAP, or returns 1
 start_target() {
@@ -164,9 +191,10 @@ bench_target() {
 	fi
 	for size in 100 1024; do
 		topic=bench-$size
+		make_topic "$name" "$topic"
 		c0=$(cpu_ticks "${BROKERS[@]}")
 		out=$(run_bench "$name" "bench produce ($size B)" produce --topic "$topic" --records "$RECORDS" --duration "$DURATION" \
-			--record-size "$size" --acks all --partitions 6 --replication-factor 1)
+			--record-size "$size" --acks all --partitions 6 --replication-factor "${RF[$name]}")
 		c1=$(cpu_ticks "${BROKERS[@]}")
 		n=$(jget "$out" records)
 		bytes=$(jget "$out" bytes)
@@ -179,20 +207,100 @@ bench_target() {
 		R[$name|$size|mbps]=$(jget "$out" mb_per_sec)
 		R[$name|$size|p50]=$(jget "$out" latency_p50_ms)
 		R[$name|$size|p99]=$(jget "$out" latency_p99_ms)
+		R[$name|$size|gap]=$(jget "$out" max_ack_gap_ms)
 		R[$name|$size|cpu]=$(awk -v t=$((c1 - c0)) -v hz="$CLK_TCK" -v b="$bytes" 'BEGIN {printf "%.1f", t / hz / (b / 1e9)}')
 		out=$(run_bench "$name" "bench consume ($size B)" consume --topic "$topic" --records "$n" --duration "$DURATION")
 		R[$name|$size|cons]=$(jget "$out" mb_per_sec)
 	done
 	if [ -z "${FAILED[$name]:-}" ]; then
+		make_topic "$name" bench-e2e
 		out=$(run_bench "$name" "bench e2e" e2e --topic bench-e2e --records "$E2E_RECORDS" --throughput 1000 \
-			--record-size 100 --acks all --partitions 6 --replication-factor 1)
+			--record-size 100 --acks all --partitions 6 --replication-factor "${RF[$name]}")
 		R[$name|e2e|rps]=$(jget "$out" records_per_sec)
 		R[$name|e2e|p50]=$(jget "$out" e2e_p50_ms)
 		R[$name|e2e|p99]=$(jget "$out" e2e_p99_ms)
 	fi
 	R[$name|rss]=$(peak_rss_mb "${BROKERS[@]}")
+	if [ "$name" = three ] && [ -z "${FAILED[$name]:-}" ]; then
+		bench_failover "$name"
+	fi
 	stop_pid "$SUPERVISOR"
 	for pid in "${BROKERS[@]}"; do stop_pid "$pid"; done
+}
+
+# node_pid id: the PID of node id among the children of this run's raftka
+# local, matched by the config path on its command line; empty if none.
+node_pid() {
+	local id=$1 pid cfg="$WORK/three/node$1/server.properties"
+	for pid in $(pgrep -P "$SUPERVISOR"); do
+		if tr '\0' '\n' <"/proc/$pid/cmdline" 2>/dev/null | grep -qxF "$cfg"; then
+			echo "$pid"
+			return
+		fi
+	done
+}
+
+# adopt_children: the supervisor's current children (a restarted node is a
+# new PID) become BROKERS, and STARTED so the exit trap stops them too.
+adopt_children() {
+	local pid
+	mapfile -t BROKERS < <(pgrep -P "$SUPERVISOR")
+	for pid in "${BROKERS[@]}"; do STARTED+=("$pid"); done
+}
+
+bench_failover() {
+	local name=$1 topic=bench-failover out bpid leader victim i c0 c1 cv=0 bytes t0 secs limit
+	echo "== ${LABEL[$name]}: failover at $FAILOVER_RATE records/s of 1 KiB for $FAILOVER_DURATION" >&2
+	make_topic "$name" "$topic"
+	c0=$(cpu_ticks "${BROKERS[@]}")
+	t0=$(date +%s.%N)
+	"$BIN" --log-level warn bench produce --topic "$topic" --duration "$FAILOVER_DURATION" --throughput "$FAILOVER_RATE" \
+		--record-size 1024 --acks all --partitions 6 --replication-factor "${RF[$name]}" \
+		--bootstrap-server "$BOOTSTRAP" --json >"$WORK/failover.json" 2>>"$WORK/$name.bench.log" &
+	bpid=$!
+	STARTED+=("$bpid")
+	sleep "$FAILOVER_KILL_AFTER"
+	# The leader of partition 0, from a fields line "Partition: 0<TAB>Leader: N".
+	leader=$("$BIN" --log-level error topics describe --bootstrap-server "$BOOTSTRAP" --topic "$topic" --request-timeout 5s 2>/dev/null |
+		awk -F'\t' '{p = ""; l = ""; for (i = 1; i <= NF; i++) { if ($i == "Partition: 0") p = 1; if ($i ~ /^Leader: /) l = substr($i, 9) } if (p && l != "") { print l; exit } }')
+	victim=
+	if [[ "$leader" =~ ^[0-9]+$ ]]; then victim=$(node_pid "$leader"); fi
+	if [ -z "$victim" ]; then
+		FAILED[$name|failover]="no process found for the leader of partition 0 (leader \"$leader\"); nothing killed"
+	else
+		cv=$(cpu_ticks "$victim")
+		kill -KILL "$victim"
+		R[$name|fail|node]=$leader
+		R[$name|fail|at]=$(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN {printf "%.1f", b - a}')
+		echo "bench.sh: killed node $leader (pid $victim), leader of $topic-0" >&2
+	fi
+	# The run ends by itself after its duration plus at most a minute of
+	# flushing; twice that is the bound before the script gives up on it.
+	secs=$(awk -v d="$FAILOVER_DURATION" 'BEGIN {sub(/s$/, "", d); printf "%d", d}')
+	limit=$(((secs + 60) * 2 * 10))
+	for ((i = 0; i < limit; i++)); do
+		kill -0 "$bpid" 2>/dev/null || break
+		sleep 0.1
+	done
+	if kill -0 "$bpid" 2>/dev/null; then
+		stop_pid "$bpid"
+		echo "bench.sh: ${LABEL[$name]}: failover produce did not finish in time; stopped" >&2
+	fi
+	wait "$bpid" 2>/dev/null
+	adopt_children
+	c1=$(($(cpu_ticks "${BROKERS[@]}") + cv))
+	out=$(tail -n 1 "$WORK/failover.json")
+	bytes=$(jget "$out" bytes)
+	R[$name|fail|rps]=$(jget "$out" records_per_sec)
+	R[$name|fail|mbps]=$(jget "$out" mb_per_sec)
+	R[$name|fail|p50]=$(jget "$out" latency_p50_ms)
+	R[$name|fail|p99]=$(jget "$out" latency_p99_ms)
+	R[$name|fail|gap]=$(jget "$out" max_ack_gap_ms)
+	R[$name|fail|pgap]=$(jget "$out" max_partition_ack_gap_ms)
+	R[$name|fail|errors]=$(jget "$out" errors)
+	if [ "${bytes:-0}" != 0 ]; then
+		R[$name|fail|cpu]=$(awk -v t=$((c1 - c0)) -v hz="$CLK_TCK" -v b="$bytes" 'BEGIN {printf "%.1f", t / hz / (b / 1e9)}')
+	fi
 }
 
 fmt() { # number [decimals]: "n/a" when missing
@@ -205,15 +313,25 @@ ratio() { # a b: a/b as "0.87x", n/a when either is missing
 
 for t in $TARGETS; do bench_target "$t"; done
 
+# The controller fences a broker that has not heartbeated for this long;
+# the failover target allows it plus 2 s.
+SESSION_MS=$(sed -n 's/^broker\.session\.timeout\.ms=//p' "$WORK/three/node1/server.properties" 2>/dev/null | tail -n 1)
+SESSION_MS=${SESSION_MS:-9000}
+
+line() { printf '%-15s %-6s %11s %9s %9s %9s %9s %10s %9s %7s %8s %10s\n' "$@"; }
+
 echo
-echo "raftka bench: $RECORDS records or $DURATION per produce run, acks=all, 6 partitions, RF=1; e2e at 1000 records/s, linger 0, 100 B"
-printf '%-15s %-6s %11s %9s %9s %9s %10s %9s %9s %10s %10s\n' \
-	target row 'records/s' 'MB/s' 'p50 ms' 'p99 ms' 'cons MB/s' 'CPU-s/GB' 'RSS MB' 'x kfake' 'cons x kf'
+echo "raftka bench: $RECORDS records or $DURATION per produce run, acks=all, 6 partitions; e2e at 1000 records/s, linger 0, 100 B"
+echo "RF: raftka 1 node RF=1; raftka 3 nodes RF=3, min.insync.replicas=2; kfake RF=1 (no replication)"
+line target row 'records/s' 'MB/s' 'p50 ms' 'p99 ms' 'gap ms' 'cons MB/s' 'CPU-s/GB' 'RSS MB' 'x kfake' 'cons x kf'
 for t in $TARGETS; do
 	label=${LABEL[$t]:-$t}
-	for row in 100 1024 e2e; do
+	rows="100 1024 e2e"
+	[ "$t" = three ] && rows="$rows fail"
+	for row in $rows; do
 		case $row in
 		e2e) rowname=e2e ;;
+		fail) rowname=fail ;;
 		100) rowname=100B ;;
 		1024) rowname=1KiB ;;
 		esac
@@ -221,20 +339,52 @@ for t in $TARGETS; do
 			printf '%-15s %-6s %s\n' "$label" "$rowname" "not measured"
 		elif [ "$row" = e2e ]; then
 			# For e2e the comparison is latency: kfake's p99 over ours (above 1 is better).
-			printf '%-15s %-6s %11s %9s %9s %9s %10s %9s %9s %10s %10s\n' "$label" "$rowname" \
-				"$(fmt "${R[$t|e2e|rps]:-}" 0)" - "$(fmt "${R[$t|e2e|p50]:-}" 2)" "$(fmt "${R[$t|e2e|p99]:-}" 2)" - - \
+			line "$label" "$rowname" "$(fmt "${R[$t|e2e|rps]:-}" 0)" - "$(fmt "${R[$t|e2e|p50]:-}" 2)" "$(fmt "${R[$t|e2e|p99]:-}" 2)" - - - \
 				"$(fmt "${R[$t|rss]:-}" 0)" "$(ratio "${R[kfake|e2e|p99]:-}" "${R[$t|e2e|p99]:-}")" -
+		elif [ "$row" = fail ]; then
+			line "$label" "$rowname" "$(fmt "${R[$t|fail|rps]:-}" 0)" "$(fmt "${R[$t|fail|mbps]:-}" 1)" "$(fmt "${R[$t|fail|p50]:-}" 2)" "$(fmt "${R[$t|fail|p99]:-}" 2)" \
+				"$(fmt "${R[$t|fail|gap]:-}" 0)" - "$(fmt "${R[$t|fail|cpu]:-}" 1)" - - -
 		else
-			printf '%-15s %-6s %11s %9s %9s %9s %10s %9s %9s %10s %10s\n' "$label" "$rowname" \
-				"$(fmt "${R[$t|$row|rps]:-}" 0)" "$(fmt "${R[$t|$row|mbps]:-}" 1)" "$(fmt "${R[$t|$row|p50]:-}" 2)" "$(fmt "${R[$t|$row|p99]:-}" 2)" \
-				"$(fmt "${R[$t|$row|cons]:-}" 1)" "$(fmt "${R[$t|$row|cpu]:-}" 1)" "$(fmt "${R[$t|rss]:-}" 0)" \
-				"$(ratio "${R[$t|$row|rps]:-}" "${R[kfake|$row|rps]:-}")" "$(ratio "${R[$t|$row|cons]:-}" "${R[kfake|$row|cons]:-}")"
+			line "$label" "$rowname" "$(fmt "${R[$t|$row|rps]:-}" 0)" "$(fmt "${R[$t|$row|mbps]:-}" 1)" "$(fmt "${R[$t|$row|p50]:-}" 2)" "$(fmt "${R[$t|$row|p99]:-}" 2)" \
+				"$(fmt "${R[$t|$row|gap]:-}" 0)" "$(fmt "${R[$t|$row|cons]:-}" 1)" "$(fmt "${R[$t|$row|cpu]:-}" 1)" "$(fmt "${R[$t|rss]:-}" 0)" \
+				"$(ratio "${R[$t|$row|mbps]:-}" "${R[kfake|$row|mbps]:-}")" "$(ratio "${R[$t|$row|cons]:-}" "${R[kfake|$row|cons]:-}")"
 		fi
 	done
 done
-echo "x kfake: produce records/s over kfake's (e2e rows: kfake's p99 over this target's); cons x kf: consume MB/s over kfake's."
-echo "CPU-s/GB: broker CPU seconds, all nodes, per GB produced. RSS MB: peak resident memory of the largest broker process."
-for t in $TARGETS; do
-	if [ -n "${FAILED[$t]:-}" ]; then echo "${LABEL[$t]:-$t}: ${FAILED[$t]}"; fi
+echo "x kfake: produce MB/s over kfake's (e2e rows: kfake's p99 over this target's); cons x kf: consume MB/s over kfake's."
+echo "gap ms: longest time between two consecutive produce acknowledgements. CPU-s/GB: broker CPU seconds, all nodes, per GB produced."
+echo "RSS MB: peak resident memory of the largest broker process."
+if [ -n "${R[three|fail|rps]:-}" ]; then
+	echo "fail: $FAILOVER_RATE records/s of 1 KiB for $FAILOVER_DURATION; node ${R[three|fail|node]:-?} (leader of partition 0) SIGKILLed at ${R[three|fail|at]:-?} s;" \
+		"longest ack gap $(fmt "${R[three|fail|gap]:-}" 0) ms overall, $(fmt "${R[three|fail|pgap]:-}" 0) ms within one partition; ${R[three|fail|errors]:-?} records failed."
+fi
+
+# The issue's targets, judged on this run's figures.
+verdict() { # label measured-or-empty awk-condition-on-v
+	if [ -z "${2:-}" ]; then
+		echo "target $1: not measured"
+	elif awk -v v="$2" "BEGIN {exit !($3)}"; then
+		echo "target $1: met"
+	else
+		echo "target $1: NOT met"
+	fi
+}
+echo
+for size in 100 1024; do
+	v=
+	if [ -n "${R[three|$size|mbps]:-}" ] && [ -n "${R[kfake|$size|mbps]:-}" ]; then
+		v=$(awk -v a="${R[three|$size|mbps]}" -v b="${R[kfake|$size|mbps]}" 'BEGIN {if (b > 0) print a / b}')
+	fi
+	verdict "RF=3 produce ${size} B >= 0.5x kfake MB/s ($(ratio "${R[three|$size|mbps]:-}" "${R[kfake|$size|mbps]:-}"))" "$v" 'v >= 0.5'
+done
+verdict "RF=3 e2e p99 < 10 ms at 1000/s ($(fmt "${R[three|e2e|p99]:-}" 2) ms)" "${R[three|e2e|p99]:-}" 'v < 10'
+verdict "failover gap <= broker.session.timeout.ms + 2 s = $((SESSION_MS + 2000)) ms (overall $(fmt "${R[three|fail|gap]:-}" 0) ms, one partition $(fmt "${R[three|fail|pgap]:-}" 0) ms)" \
+	"${R[three|fail|pgap]:-}" "v <= $((SESSION_MS + 2000))"
+
+for k in "${!FAILED[@]}"; do
+	t=${k%%|*}
+	what=
+	[ "$t" != "$k" ] && what=" ${k#*|}"
+	echo "${LABEL[$t]:-$t}$what: ${FAILED[$k]}"
 done
 [ ${#FAILED[@]} -eq 0 ]
