@@ -235,7 +235,9 @@ func (l *Lifecycle) heartbeat(ctx context.Context) error {
 		return err
 	}
 	if was := l.fenced.Swap(resp.IsFenced); was != resp.IsFenced {
-		if resp.IsFenced {
+		if resp.IsFenced && resp.ShouldShutdown {
+			l.opts.Logger.Info().Msg("controlled shutdown granted: broker fenced, leaderships moved")
+		} else if resp.IsFenced {
 			l.opts.Logger.Warn().Msg("broker fenced by the controller")
 		} else {
 			l.opts.Logger.Info().Msg("broker unfenced: serving as a member of the cluster")
