@@ -18,8 +18,9 @@ package broker
 //     PreferredReadReplica -1 (no follower fetching for consumers).
 //   - Incremental fetch sessions (KIP-227): see fetch_session.go.
 //   - Followers (replica id >= 0) are served by the replica manager
-//     (replica.Manager.ServeFetch: sessionless, bytes copied), which also
-//     records their fetch offsets for the HW and the ISR.
+//     (replica.Manager.ServeFetchRegions: sessionless), which also records
+//     their fetch offsets for the HW and the ISR; their records go out with
+//     sendfile like a consumer's.
 //   - Zero copy: a consumer's answer is encoded here by hand around the
 //     record regions (appendFetchResponse), and the regions go from the
 //     segment files to the socket with sendfile. The encoding is tested byte
@@ -57,6 +58,12 @@ func init() {
 	})
 }
 
+// regionFetchServer is the zero-copy form of ReplicaManager.ServeFetch,
+// which *replica.Manager has: the records stay in the segment files.
+type regionFetchServer interface {
+	ServeFetchRegions(ctx context.Context, req *kmsg.FetchRequest) (*kmsg.FetchResponse, [][]storage.Region)
+}
+
 func handleFetch(ctx context.Context, rc *request, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.FetchRequest)
 	srv := rc.conn.srv
@@ -65,6 +72,12 @@ func handleFetch(ctx context.Context, rc *request, kreq kmsg.Request) (kmsg.Resp
 		replicaID = req.ReplicaState.ID
 	}
 	if replicaID >= 0 && srv.deps.Replicas != nil {
+		if z, ok := srv.deps.Replicas.(regionFetchServer); ok {
+			// Followers read every produced byte; send it from the segment
+			// files instead of copying it through a buffer and kmsg.
+			resp, regions := z.ServeFetchRegions(ctx, req)
+			return newFilesResponse(resp, nil, appendFetchResponse(resp, regions)...), nil
+		}
 		return srv.deps.Replicas.ServeFetch(ctx, req), nil
 	}
 

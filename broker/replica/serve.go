@@ -35,10 +35,31 @@ func errCode(err error) int16 {
 // ServeFetch answers a sessionless Fetch (any version kmsg knows) on this
 // broker: a follower's (ReplicaID, or ReplicaState from v15, >= 0) or a
 // consumer's. Topics are named up to v12 and by id from v13. Record bytes
-// are copied into the response; the root broker's handler may instead use
-// Fetch and send the regions with sendfile. A request that asks for a fetch
-// session (SessionEpoch 0) gets none (SessionID 0), which Kafka allows.
+// are copied into the response (ServeFetchRegions leaves them in the
+// segment files instead). A request that asks for a fetch session
+// (SessionEpoch 0) gets none (SessionID 0), which Kafka allows.
 func (m *Manager) ServeFetch(ctx context.Context, req *kmsg.FetchRequest) *kmsg.FetchResponse {
+	resp, regions := m.ServeFetchRegions(ctx, req)
+	for ti := range resp.Topics {
+		for pi := range resp.Topics[ti].Partitions {
+			if r := regions[ti][pi]; r.Len > 0 {
+				b, err := r.Bytes()
+				if err != nil {
+					// A truncation raced the read: answer nothing for it now.
+					continue
+				}
+				resp.Topics[ti].Partitions[pi].RecordBatches = b
+			}
+		}
+	}
+	return resp
+}
+
+// ServeFetchRegions is ServeFetch without the copy: the records of
+// partition j of topic i are regions[i][j] (empty when there are none;
+// RecordBatches is left nil), so the caller can send them from the segment
+// files with sendfile, as the root broker does for followers' fetches.
+func (m *Manager) ServeFetchRegions(ctx context.Context, req *kmsg.FetchRequest) (*kmsg.FetchResponse, [][]storage.Region) {
 	resp := req.ResponseKind().(*kmsg.FetchResponse)
 	replicaID := req.ReplicaID
 	if req.Version >= 15 {
@@ -90,6 +111,10 @@ func (m *Manager) ServeFetch(ctx context.Context, req *kmsg.FetchRequest) *kmsg.
 		}
 	}
 	results := m.Fetch(ctx, fr)
+	regions := make([][]storage.Region, len(resp.Topics))
+	for i := range resp.Topics {
+		regions[i] = make([]storage.Region, len(resp.Topics[i].Partitions))
+	}
 	for i, r := range results {
 		rp := &resp.Topics[slots[i].t].Partitions[slots[i].p]
 		rp.ErrorCode = errCode(r.Err)
@@ -97,16 +122,11 @@ func (m *Manager) ServeFetch(ctx context.Context, req *kmsg.FetchRequest) *kmsg.
 		if r.Diverging != nil {
 			rp.DivergingEpoch.Epoch, rp.DivergingEpoch.EndOffset = r.Diverging.Epoch, r.Diverging.EndOffset
 		}
-		if r.Err == nil && r.Region.Len > 0 {
-			b, err := r.Region.Bytes()
-			if err != nil {
-				// A truncation raced the read: answer nothing for it now.
-				continue
-			}
-			rp.RecordBatches = b
+		if r.Err == nil {
+			regions[slots[i].t][slots[i].p] = r.Region
 		}
 	}
-	return resp
+	return resp, regions
 }
 
 // ServeOffsetForLeaderEpoch answers OffsetForLeaderEpoch (any version) for
