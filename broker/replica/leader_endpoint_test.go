@@ -113,6 +113,7 @@ func TestTCPEndpointCancelAndGarbage(t *testing.T) {
 	}
 	defer ln.Close()
 	served := make(chan struct{})
+	gotFirst := make(chan struct{})
 	go func() {
 		defer close(served)
 		c, err := ln.Accept()
@@ -124,12 +125,15 @@ func TestTCPEndpointCancelAndGarbage(t *testing.T) {
 		// with a frame claiming an absurd size.
 		var size [4]byte
 		for i := 0; i < 2; i++ {
-			if _, err := c.Read(size[:]); err != nil {
+			if _, err := readFull(c, size[:]); err != nil {
 				return
 			}
 			buf := make([]byte, binary.BigEndian.Uint32(size[:]))
 			if _, err := readFull(c, buf); err != nil {
 				return
+			}
+			if i == 0 {
+				close(gotFirst)
 			}
 			if i == 1 {
 				_, _ = c.Write([]byte{0x7f, 0xff, 0xff, 0xff})
@@ -150,6 +154,14 @@ func TestTCPEndpointCancelAndGarbage(t *testing.T) {
 		_, err := ep.Fetch(ctx, req)
 		errc <- err
 	}()
+	// Cancel only once the request is on the wire: cancelled earlier, the
+	// fetch would fail before writing it and the server would take the
+	// next request for the first.
+	select {
+	case <-gotFirst:
+	case <-time.After(20 * time.Second):
+		t.Fatal("the fetch never reached the server")
+	}
 	cancel()
 	if err := <-errc; !errors.Is(err, context.Canceled) {
 		t.Fatalf("cancelled fetch: %v", err)
@@ -173,4 +185,75 @@ func readFull(c net.Conn, b []byte) (int, error) {
 		}
 	}
 	return n, nil
+}
+
+// TestTCPEndpointResponsesAcrossReusedBuffer: consecutive fetches over one
+// endpoint, larger and smaller than the last, each decode to exactly what
+// the leader sent, although the endpoint reads them into one reused buffer.
+func TestTCPEndpointResponsesAcrossReusedBuffer(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	sizes := []int{5000, 100, 70000, 3000, 70000}
+	records := func(i int) []byte { return bytes.Repeat([]byte{byte('a' + i)}, sizes[i]) }
+	served := make(chan error, 1)
+	go func() {
+		c, err := ln.Accept()
+		if err != nil {
+			served <- err
+			return
+		}
+		defer c.Close()
+		for i := range sizes {
+			var size [4]byte
+			if _, err := readFull(c, size[:]); err != nil {
+				served <- err
+				return
+			}
+			req := make([]byte, binary.BigEndian.Uint32(size[:]))
+			if _, err := readFull(c, req); err != nil {
+				served <- err
+				return
+			}
+			corr := int32(binary.BigEndian.Uint32(req[4:8]))
+			resp := kmsg.NewPtrFetchResponse()
+			resp.Version = fetchVersion
+			rt := kmsg.NewFetchResponseTopic()
+			rt.Topic = "t"
+			rp := kmsg.NewFetchResponseTopicPartition()
+			rp.RecordBatches = records(i)
+			rt.Partitions = append(rt.Partitions, rp)
+			resp.Topics = append(resp.Topics, rt)
+			body := resp.AppendTo(append(binary.BigEndian.AppendUint32(nil, uint32(corr)), 0))
+			if _, err := c.Write(append(binary.BigEndian.AppendUint32(nil, uint32(len(body))), body...)); err != nil {
+				served <- err
+				return
+			}
+		}
+		served <- nil
+	}()
+	port := uint16(ln.Addr().(*net.TCPAddr).Port)
+	ep, err := TCPDialer("test", time.Second)(context.Background(), 1, metadata.Endpoint{Host: "127.0.0.1", Port: port})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ep.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	for i := range sizes {
+		req := kmsg.NewPtrFetchRequest()
+		req.Version = fetchVersion
+		resp, err := ep.Fetch(ctx, req)
+		if err != nil {
+			t.Fatalf("fetch %d: %v", i, err)
+		}
+		if got := resp.Topics[0].Partitions[0].RecordBatches; !bytes.Equal(got, records(i)) {
+			t.Fatalf("fetch %d: %d record bytes differ from the %d sent", i, len(got), sizes[i])
+		}
+	}
+	if err := <-served; err != nil {
+		t.Fatal(err)
+	}
 }
