@@ -22,6 +22,20 @@ import (
 func WaitAcks(ctx context.Context, timeout time.Duration, acks []*Ack) []error {
 	errs := make([]error, len(acks))
 	done := make([]bool, len(acks))
+	// Most acks are decided at once (RF=1, or followers already caught up):
+	// answer those without a waiter, watcher entries or a timer.
+	open := 0
+	for i, a := range acks {
+		if a == nil {
+			continue
+		}
+		if done[i], errs[i] = a.check(); !done[i] {
+			open++
+		}
+	}
+	if open == 0 {
+		return errs
+	}
 	w := newWaiter()
 	seen := map[*Partition]bool{}
 	for _, a := range acks {
@@ -38,7 +52,7 @@ func WaitAcks(ctx context.Context, timeout time.Duration, acks []*Ack) []error {
 	timer := time.NewTimer(max(timeout, 0))
 	defer timer.Stop()
 	for {
-		open := 0
+		open = 0
 		for i, a := range acks {
 			if a == nil || done[i] {
 				continue
