@@ -11,25 +11,25 @@ import (
 	"strings"
 
 	"github.com/raftka/raftka/storage"
-	"github.com/raftka/raftka/storage/recordbatch"
 	"github.com/urfave/cli/v2"
 )
 
-// dump-log prints the contents of segment (.log), offset index (.index) and
-// time index (.timeindex) files the way kafka-dump-log.sh does. It reads
-// files only; it never repairs them. A corrupt file prints everything up to
-// the damage, then fails with the file and position.
+// dump-log prints the contents of segment (.log), offset index (.index),
+// time index (.timeindex) and producer snapshot (.snapshot) files the way
+// kafka-dump-log.sh does. It reads files only; it never repairs them. A
+// corrupt file prints everything up to the damage, then fails with the file
+// and position.
 func init() {
 	register(&cli.Command{
 		Name:      "dump-log",
-		Usage:     "print the batches of segment, index or timeindex files",
+		Usage:     "print the batches of segment, index, timeindex or producer snapshot files",
 		ArgsUsage: "FILES...",
 		Flags: []cli.Flag{
-			&cli.BoolFlag{Name: "print-data", Usage: "also print each record's key, value and headers (uncompressed batches)"},
+			&cli.BoolFlag{Name: "print-data", Usage: "also print each record's key, value and headers (compressed batches are decompressed)"},
 		},
 		Action: func(c *cli.Context) error {
 			if c.NArg() == 0 {
-				return errors.New("dump-log: give one or more .log, .index or .timeindex files")
+				return errors.New("dump-log: give one or more .log, .index, .timeindex or .snapshot files")
 			}
 			var failed []string
 			for _, path := range c.Args().Slice() {
@@ -63,8 +63,34 @@ func dumpFile(w io.Writer, path string, printData bool) error {
 		return dumpIndex(w, path, 12, func(e []byte) string {
 			return fmt.Sprintf("timestamp: %d offset: %d", int64(binary.BigEndian.Uint64(e)), base+int64(binary.BigEndian.Uint32(e[8:])))
 		})
+	case ".snapshot":
+		return dumpProducerSnapshot(w, path)
 	}
-	return fmt.Errorf("%s: unknown file type (want .log, .index or .timeindex)", path)
+	return fmt.Errorf("%s: unknown file type (want .log, .index, .timeindex or .snapshot)", path)
+}
+
+// dumpProducerSnapshot prints a producer-state snapshot: one line per
+// producer as kafka-dump-log.sh prints Kafka's, then one per batch it
+// remembers (ours keeps the last five, Kafka's only the last).
+func dumpProducerSnapshot(w io.Writer, path string) error {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	snap, err := storage.ParseProducerSnapshot(data)
+	if err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	fmt.Fprintf(w, "endOffset: %d producers: %d\n", snap.EndOffset, len(snap.Producers))
+	for _, p := range snap.Producers {
+		fmt.Fprintf(w, "producerId: %d producerEpoch: %d coordinatorEpoch: %d currentTxnFirstOffset: %d lastTimestamp: %d lastSequence: %d batches: %d\n",
+			p.ProducerID, p.Epoch, p.CoordinatorEpoch, p.CurrentTxnFirstOffset, p.LastTimestamp, p.LastSequence, len(p.Batches))
+		for _, b := range p.Batches {
+			fmt.Fprintf(w, "| firstSequence: %d lastSequence: %d firstOffset: %d lastOffset: %d offsetDelta: %d timestamp: %d\n",
+				b.FirstSeq, b.LastSeq, b.FirstOffset, b.LastOffset, b.LastOffset-b.FirstOffset, b.Timestamp)
+		}
+	}
+	return nil
 }
 
 func dumpIndex(w io.Writer, path string, size int, line func([]byte) string) error {
@@ -138,37 +164,31 @@ func dumpSegment(w io.Writer, path string, printData bool) error {
 			tsType = "LogAppendTime"
 		}
 		fmt.Fprintf(w, "baseOffset: %d lastOffset: %d count: %d baseSequence: %d lastSequence: %d producerId: %d producerEpoch: %d partitionLeaderEpoch: %d isTransactional: %t isControl: %t position: %d CreateTime: %d MaxTimestamp: %d timestampType: %s size: %d magic: %d compresscodec: %s crc: %d isvalid: %t\n",
-			b.BaseOffset(), b.LastOffset(), b.RecordCount(), b.BaseSequence(), lastSequence(b), b.ProducerID(), b.ProducerEpoch(),
+			b.BaseOffset(), b.LastOffset(), b.RecordCount(), b.BaseSequence(), b.LastSequence(), b.ProducerID(), b.ProducerEpoch(),
 			b.PartitionLeaderEpoch(), b.Transactional(), b.Control(), pos, b.BaseTimestamp(), b.MaxTimestamp(), tsType, n, b.Magic(),
 			b.Compression(), b.CRC(), b.CRCValid())
 		if printData {
-			printRecords(w, b)
+			printRecords(w, b, tsType)
 		}
 		pos += int64(n)
 	}
 	return nil
 }
 
-func lastSequence(b storage.Batch) int32 {
-	if b.BaseSequence() < 0 {
-		return -1
-	}
-	return b.BaseSequence() + b.LastOffsetDelta()
-}
-
-func printRecords(w io.Writer, b storage.Batch) {
-	if b.Compression() != storage.CompressionNone {
-		fmt.Fprintf(w, "| records compressed with %s: not decoded\n", b.Compression())
-		return
-	}
-	dec, err := recordbatch.Decode(b)
+// printRecords prints each record of b, decompressing them if needed; a
+// batch whose records do not decode gets one line saying why.
+func printRecords(w io.Writer, b storage.Batch, tsType string) {
+	err := b.Records(func(r storage.Record) bool {
+		keys := make([]string, len(r.Headers))
+		for i, h := range r.Headers {
+			keys[i] = h.Key
+		}
+		fmt.Fprintf(w, "| offset: %d %s: %d keySize: %d valueSize: %d sequence: %d headerKeys: [%s] key: %s payload: %s\n",
+			r.Offset, tsType, r.Timestamp, size(r.Key), size(r.Value), r.Sequence, strings.Join(keys, ","), r.Key, r.Value)
+		return true
+	})
 	if err != nil {
 		fmt.Fprintf(w, "| records not decoded: %v\n", err)
-		return
-	}
-	for _, r := range dec.Records {
-		fmt.Fprintf(w, "| offset: %d CreateTime: %d keySize: %d valueSize: %d sequence: %d headerKeys: [%s] key: %s payload: %s\n",
-			dec.BaseOffset+int64(r.OffsetDelta), r.Timestamp, size(r.Key), size(r.Value), seqOf(dec, r), headerKeys(r), r.Key, r.Value)
 	}
 }
 
@@ -177,19 +197,4 @@ func size(b []byte) int {
 		return -1
 	}
 	return len(b)
-}
-
-func seqOf(b recordbatch.Batch, r recordbatch.Record) int32 {
-	if b.BaseSequence < 0 {
-		return -1
-	}
-	return b.BaseSequence + r.OffsetDelta
-}
-
-func headerKeys(r recordbatch.Record) string {
-	keys := make([]string, len(r.Headers))
-	for i, h := range r.Headers {
-		keys[i] = h.Key
-	}
-	return strings.Join(keys, ",")
 }
