@@ -152,12 +152,15 @@ func ensureTopic(ctx context.Context, cl *kgo.Client, topic string, partitions, 
 		if p <= 0 {
 			p = -1
 		}
+		// kadm returns the topic's error as err too. TOPIC_ALREADY_EXISTS is
+		// no failure: the broker asked may not have applied a creation (by
+		// another client, moments ago) that the controller already knows.
 		resp, err := kadm.NewClient(cl).CreateTopic(ctx, p, int16(rf), nil, topic)
-		if err != nil {
+		if err != nil && !errors.Is(err, kerr.TopicAlreadyExists) {
+			if resp.ErrMessage != "" {
+				return fmt.Errorf("creating topic %s: %w: %s", topic, err, resp.ErrMessage)
+			}
 			return fmt.Errorf("creating topic %s: %w", topic, err)
-		}
-		if resp.Err != nil && !errors.Is(resp.Err, kerr.TopicAlreadyExists) {
-			return fmt.Errorf("creating topic %s: %w: %s", topic, resp.Err, resp.ErrMessage)
 		}
 	}
 	for {

@@ -11,7 +11,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // floats pulls the numbers of a result line out by pattern, failing the
@@ -253,5 +255,33 @@ func TestAckGaps(t *testing.T) {
 				t.Fatalf("tracking %d partitions", len(g.partLast))
 			}
 		})
+	}
+}
+
+// A topic that the broker asked does not list yet, but the controller
+// already holds (created moments ago by `topics create`), is no failure:
+// the create answers TOPIC_ALREADY_EXISTS and bench goes on.
+func TestBenchProduceTopicCreatedElsewhere(t *testing.T) {
+	c, bs := startKfakeCluster(t, kfake.SeedTopics(2, "raced"))
+	c.ControlKey(kmsg.Metadata.Int16(), func(kreq kmsg.Request) (kmsg.Response, error, bool) {
+		req := kreq.(*kmsg.MetadataRequest)
+		if len(req.Topics) != 1 || req.Topics[0].Topic == nil || *req.Topics[0].Topic != "raced" {
+			return nil, nil, false
+		}
+		resp := req.ResponseKind().(*kmsg.MetadataResponse)
+		resp.Version = req.Version
+		rt := kmsg.NewMetadataResponseTopic()
+		rt.Topic = kmsg.StringPtr("raced")
+		rt.ErrorCode = kerr.UnknownTopicOrPartition.Code
+		resp.Topics = append(resp.Topics, rt)
+		return resp, nil, true
+	})
+	stdout, _, err := runCLI(t, "", "bench", "produce", "--bootstrap-server", bs, "--topic", "raced", "--records", "100", "--json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var res benchResult
+	if err := json.Unmarshal([]byte(stdout), &res); err != nil || res.Records != 100 {
+		t.Fatalf("JSON %q: %+v, %v", stdout, res, err)
 	}
 }
