@@ -37,6 +37,10 @@ type FetchRequest struct {
 	Parts     []FetchPartition
 }
 
+// fetchBeforeWatch, when set (tests only), runs in Fetch between the first
+// read and the waiter's registration: the window a lost wake-up lives in.
+var fetchBeforeWatch func()
+
 // Fetch reads every partition of req (results in the same order) and, when
 // fewer than MinBytes are available and nothing needs an immediate answer
 // (an error, a divergence, a HW a follower lacks), waits up to MaxWait for
@@ -85,6 +89,9 @@ func (m *Manager) Fetch(ctx context.Context, req FetchRequest) []ReadResult {
 	if req.MaxWait <= 0 || urgent || bytes >= int64(max(req.MinBytes, 1)) {
 		return results
 	}
+	if fetchBeforeWatch != nil {
+		fetchBeforeWatch()
+	}
 	w := newWaiter()
 	seen := map[*Partition]bool{}
 	for _, p := range parts {
@@ -98,6 +105,13 @@ func (m *Manager) Fetch(ctx context.Context, req FetchRequest) []ReadResult {
 			p.dataWatch.remove(w)
 		}
 	}()
+	// Look again now that the waiter is registered: an append between the
+	// first read and the registration woke nobody, and the fetch would
+	// otherwise sleep until the next append or MaxWait (a follower's whole
+	// replica.fetch.wait.max.ms while an acks=all producer waits on it).
+	if bytes, urgent = read(); urgent || bytes >= int64(max(req.MinBytes, 1)) {
+		return results
+	}
 	timer := time.NewTimer(req.MaxWait)
 	defer timer.Stop()
 	for {

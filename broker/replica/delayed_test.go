@@ -112,3 +112,28 @@ func TestDelayedProduceFailsOnLeaderChange(t *testing.T) {
 		t.Fatalf("waiting produce after losing leadership: %v", err)
 	}
 }
+
+// TestDelayedFetchAppendBeforeWatch: an append that lands after a fetch's
+// first read but before its waiter is registered wakes nobody; the fetch
+// must still see it (it reads again once registered) rather than sleep
+// until the next append or MaxWait. Regression test for a lost wake-up.
+func TestDelayedFetchAppendBeforeWatch(t *testing.T) {
+	c := newCluster(t, clusterOpts{n: 1})
+	c.createTopic("w", 1, 1)
+	m := c.ms[1]
+	fetchBeforeWatch = func() {
+		if _, err := produce(t, c, 1, "w", -1, "in", "the gap"); err != nil {
+			t.Error(err)
+		}
+	}
+	defer func() { fetchBeforeWatch = nil }()
+	// No append follows: without the second read this fetch returns empty
+	// when ctx ends.
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	res := m.Fetch(ctx, FetchRequest{ReplicaID: -1, MaxWait: time.Hour, MinBytes: 1, MaxBytes: 1 << 20,
+		Parts: []FetchPartition{{Topic: "w", Partition: 0, Offset: 0, MaxBytes: 1 << 20, CurrentLeaderEpoch: -1, LastFetchedEpoch: -1, KnownHighWatermark: -1}}})
+	if res[0].Err != nil || res[0].Region.Len == 0 || ctx.Err() != nil {
+		t.Fatalf("fetch read %d bytes (err %v) and waited out its context: %v", res[0].Region.Len, res[0].Err, ctx.Err())
+	}
+}
