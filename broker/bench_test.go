@@ -98,3 +98,42 @@ func BenchmarkProduce(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkProduceToFetch measures the end-to-end path one record takes at
+// low rate (what bench e2e's latency is made of): a consumer's Fetch waits
+// at the end of the log in the purgatory, a producer sends one small batch
+// with acks=all, and an op ends when both the produce answer and the
+// consumer's fetch answer holding the record have arrived.
+func BenchmarkProduceToFetch(b *testing.B) {
+	f := newPartFixture(b)
+	id := f.topic("e2e", nil, []int32{1})
+	producer, consumer := dialRaw(b, f.addr), dialRaw(b, f.addr)
+	preq := kmsg.NewPtrProduceRequest()
+	preq.Version, preq.Acks, preq.TimeoutMillis = 9, -1, 5000
+	rt := kmsg.NewProduceRequestTopic()
+	rt.Topic = "e2e"
+	rp := kmsg.NewProduceRequestTopicPartition()
+	rp.Records = recordbatch.BuildValues(time.Now().UnixMilli(), bytes.Repeat([]byte("v"), 100))
+	rt.Partitions = append(rt.Partitions, rp)
+	preq.Topics = append(preq.Topics, rt)
+	pframe := encodeRequest(preq, 1)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := range b.N {
+		// The fetch waits at the log end before the record is sent, off
+		// the clock.
+		b.StopTimer()
+		freq := fetchReq(13, "", id, 0, int64(i))
+		freq.MaxWaitMillis, freq.MinBytes = 10000, 1
+		consumer.send(freq, int32(i))
+		waitTB(b, "the fetch to arrive", func() bool { return f.srv.Counters().RequestsFor(1, 13) == uint64(i+1) })
+		b.StartTimer()
+		producer.write(pframe)
+		if _, _, err := producer.readFrame(); err != nil {
+			b.Fatal(err)
+		}
+		if _, body, err := consumer.readFrame(); err != nil || len(body) < len(rp.Records) {
+			b.Fatalf("fetch answered %d bytes, %v", len(body), err)
+		}
+	}
+}

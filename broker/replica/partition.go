@@ -175,8 +175,13 @@ func (p *Partition) AppendAsLeader(batch []byte, requiredAcks int16) (storage.Ap
 		}
 		return res, nil, err
 	}
-	p.dataWatch.wakeAll()
-	p.maybeAdvanceHW()
+	// One wake per append: when the HW moves (always on a lone replica),
+	// maybeAdvanceHW wakes the fetches; otherwise only followers can use
+	// the new bytes, and they are woken here. Waking before the HW moved
+	// would send consumers' fetches round for nothing.
+	if !p.maybeAdvanceHW() {
+		p.dataWatch.wakeAll()
+	}
 	if requiredAcks != -1 {
 		return res, nil, nil
 	}
@@ -185,12 +190,12 @@ func (p *Partition) AppendAsLeader(batch []byte, requiredAcks int16) (storage.Ap
 
 // maybeAdvanceHW moves the leader's HW to the smallest LEO of the maximal
 // ISR if that is higher (the HW never goes backwards), and wakes the
-// purgatories when it moves.
-func (p *Partition) maybeAdvanceHW() {
+// purgatories when it moves. It reports whether it moved.
+func (p *Partition) maybeAdvanceHW() bool {
 	p.mu.Lock()
 	if p.core == nil {
 		p.mu.Unlock()
-		return
+		return false
 	}
 	moved := false
 	if hw := p.core.highWatermark(p.log.LogEndOffset()); hw > p.log.HighWatermark() {
@@ -202,6 +207,7 @@ func (p *Partition) maybeAdvanceHW() {
 		p.hwWatch.wakeAll()
 		p.dataWatch.wakeAll()
 	}
+	return moved
 }
 
 // EpochEndOffset is a leader epoch and where it ends (OffsetForLeaderEpoch's
