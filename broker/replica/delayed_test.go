@@ -3,6 +3,7 @@ package replica
 import (
 	"context"
 	"errors"
+	"sync"
 	"testing"
 	"time"
 
@@ -136,4 +137,93 @@ func TestDelayedFetchAppendBeforeWatch(t *testing.T) {
 	if res[0].Err != nil || res[0].Region.Len == 0 || ctx.Err() != nil {
 		t.Fatalf("fetch read %d bytes (err %v) and waited out its context: %v", res[0].Region.Len, res[0].Err, ctx.Err())
 	}
+}
+
+// consumerFetch is a consumer's Fetch of partition 0 of topic from offset,
+// waiting up to an hour for data: only a wake-up or ctx ends it early.
+func consumerFetch(ctx context.Context, m *Manager, topic string, offset int64) []ReadResult {
+	return m.Fetch(ctx, FetchRequest{ReplicaID: -1, MaxWait: time.Hour, MinBytes: 1, MaxBytes: 1 << 20,
+		Parts: []FetchPartition{{Topic: topic, Offset: offset, MaxBytes: 1 << 20, CurrentLeaderEpoch: -1, LastFetchedEpoch: -1, KnownHighWatermark: -1}}})
+}
+
+// TestReplicatedProduceWakesWaiters: on RF=3, min.insync.replicas=2, an
+// acks=all produce is answered, and a consumer fetch parked at the log end
+// returns the batch, through wake-ups alone: followers' fetches wait an
+// hour at the leader and the consumer's MaxWait is an hour, so a wake-up
+// missed anywhere on the chain (append -> follower fetches -> their next
+// fetches move the HW -> ack and consumer) leaves the test waiting on its
+// context instead of finishing. Regression test for the end-to-end tail
+// at low produce rates, where a missed wake-up cost a whole
+// replica.fetch.wait.max.ms.
+func TestReplicatedProduceWakesWaiters(t *testing.T) {
+	c := newCluster(t, clusterOpts{n: 3, fetchWait: time.Hour})
+	c.createTopic("e2e", 2, 1, 2, 3)
+	p := c.partition(1, "e2e")
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for round := range int64(3) {
+		// Both followers and the consumer are parked at the leader.
+		done := make(chan []ReadResult, 1)
+		go func() { done <- consumerFetch(ctx, c.ms[1], "e2e", round) }()
+		waitFor(t, "two follower fetches and a consumer fetch to wait", func() bool { return p.dataWatch.len() == 3 })
+		_, ack, err := p.AppendAsLeader(batchOf("r"), -1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := WaitAcks(ctx, time.Hour, []*Ack{ack})[0]; err != nil {
+			t.Fatalf("round %d: acks=all produce: %v", round, err)
+		}
+		res := <-done
+		if ctx.Err() != nil {
+			t.Fatalf("round %d: a wake-up was missed: %v", round, ctx.Err())
+		}
+		if res[0].Err != nil || res[0].Region.Len == 0 || res[0].HighWatermark != round+1 {
+			t.Fatalf("round %d: consumer fetch read %d bytes at HW %d, err %v", round, res[0].Region.Len, res[0].HighWatermark, res[0].Err)
+		}
+	}
+}
+
+// TestFollowerFetchAppendBeforeWatch: an acks=all append landing between a
+// follower fetch's first read and its waiter's registration must still
+// reach that follower at once. Before the fetch read again once
+// registered, the follower slept for replica.fetch.wait.max.ms (here an
+// hour) and the produce, which needs every ISR member, waited with it.
+func TestFollowerFetchAppendBeforeWatch(t *testing.T) {
+	// Cleanups run last first: this one runs once the managers (and their
+	// fetchers, which read the hook) are closed.
+	t.Cleanup(func() { fetchBeforeWatch = nil })
+	var c *cluster
+	acks := make(chan *Ack, 1)
+	var once sync.Once
+	// Only leader 1 serves fetches, and the first to reach the gap is a
+	// follower's: no consumer fetches in this test.
+	fetchBeforeWatch = func() {
+		once.Do(func() {
+			p, err := c.ms[1].Partition("gap", 0)
+			if err != nil {
+				t.Error(err)
+				close(acks)
+				return
+			}
+			_, ack, err := p.AppendAsLeader(batchOf("in", "the gap"), -1)
+			if err != nil {
+				t.Error(err)
+				close(acks)
+				return
+			}
+			acks <- ack
+		})
+	}
+	c = newCluster(t, clusterOpts{n: 3, fetchWait: time.Hour})
+	c.createTopic("gap", 2, 1, 2, 3)
+	ack := <-acks
+	if ack == nil {
+		t.FailNow()
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := WaitAcks(ctx, time.Hour, []*Ack{ack})[0]; err != nil {
+		t.Fatalf("acks=all produce appended in a follower fetch's gap: %v", err)
+	}
+	c.sameBelow("gap", 2, 1, 2, 3)
 }

@@ -127,6 +127,10 @@ type clusterOpts struct {
 	n   int
 	lag time.Duration
 	tcp bool // fetch over loopback TCP instead of the in-memory network
+	// fetchWait is replica.fetch.wait.max.ms (default 200ms). Tests of
+	// wake-ups set it far beyond their deadlines, so a missed wake-up
+	// shows as a hang instead of a delay.
+	fetchWait time.Duration
 }
 
 type cluster struct {
@@ -155,6 +159,9 @@ func newCluster(t testing.TB, o clusterOpts) *cluster {
 	if o.lag == 0 {
 		o.lag = 30 * time.Second
 	}
+	if o.fetchWait == 0 {
+		o.fetchWait = 200 * time.Millisecond
+	}
 	c := &cluster{t: t, ctrl: &fakeController{img: metadata.NewImage()}, net: NewInmemNetwork(), ms: map[int32]*Manager{}}
 	var regs []metadata.Record
 	for i := int32(1); i <= int32(o.n); i++ {
@@ -169,7 +176,7 @@ func newCluster(t testing.TB, o clusterOpts) *cluster {
 		m, err := NewManager(Config{
 			BrokerID: i, Storage: sm, TopicConfig: topicConfigFromImage, Controller: c.ctrl, Dial: dial,
 			InterBrokerListener: listener, Logger: zerolog.Nop(), ReplicaLagTimeMax: o.lag,
-			FetchWaitMax: 200 * time.Millisecond, FetchBackoff: 20 * time.Millisecond, RequestTimeout: 5 * time.Second,
+			FetchWaitMax: o.fetchWait, FetchBackoff: 20 * time.Millisecond, RequestTimeout: 5 * time.Second,
 		})
 		if err != nil {
 			t.Fatal(err)
