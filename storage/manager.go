@@ -70,6 +70,10 @@ type Manager struct {
 	ckptMu sync.Mutex // serialises checkpoint file writes
 
 	lastExpiry time.Time // last producer-id expiry pass; guarded by mu
+	// unflushed holds the logs opened after an unclean stop with data
+	// above their recovery point, which the next Tick flushes (in the
+	// background, so opening waits for no fsync); guarded by mu.
+	unflushed []*Log
 
 	stop chan struct{}
 	done chan struct{}
@@ -190,6 +194,9 @@ func OpenManager(opts ManagerOptions) (*Manager, []*RecoveryReport, error) {
 	}
 	for i, j := range jobs {
 		m.logs[j.tp] = logs[i]
+		if l := logs[i]; l.RecoveryPoint() < l.LogEndOffset() {
+			m.unflushed = append(m.unflushed, l)
+		}
 	}
 	// The marker goes once everything is open: a crash from here on must
 	// look unclean at the next start.
@@ -362,7 +369,15 @@ func (m *Manager) Tick(now time.Time, retention, recoveryPoints, logStarts, repl
 	if expire {
 		m.lastExpiry = now
 	}
+	unflushed := m.unflushed
+	m.unflushed = nil
 	m.mu.Unlock()
+	if len(unflushed) > 0 {
+		// What recovery validated becomes durable and the recovery points
+		// move past it, so another unclean stop does not rescan it again.
+		errs = append(errs, m.syncLogs(unflushed))
+		recoveryPoints = true
+	}
 	for _, l := range m.Logs() {
 		if expire {
 			if _, err := l.ExpireProducers(now); err != nil && !errors.Is(err, ErrClosed) {
@@ -387,6 +402,26 @@ func (m *Manager) Tick(now time.Time, retention, recoveryPoints, logStarts, repl
 	if replication {
 		errs = append(errs, m.checkpoint(ReplicationCheckpointFile))
 	}
+	return errors.Join(errs...)
+}
+
+// syncLogs fsyncs logs, opts.Threads at a time; closed logs are skipped.
+func (m *Manager) syncLogs(logs []*Log) error {
+	errs := make([]error, len(logs))
+	sem := make(chan struct{}, m.opts.Threads)
+	var wg sync.WaitGroup
+	for i, l := range logs {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			if err := l.Sync(); err != nil && !errors.Is(err, ErrClosed) {
+				errs[i] = fmt.Errorf("flush %s: %w", l.tp, err)
+			}
+		}()
+	}
+	wg.Wait()
 	return errors.Join(errs...)
 }
 
