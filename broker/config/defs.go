@@ -222,6 +222,8 @@ var defs = []Def{
 		Doc: "How long a follower fetch waits at the leader for data."},
 	{Name: "replica.fetch.backoff.ms", Type: TypeDurationMs, Default: "1000", Validate: between(0, math.MaxInt32),
 		Doc: "How long a follower waits after a failed fetch."},
+	{Name: "num.recovery.threads.per.data.dir", Type: TypeInt, Default: "0", Validate: atLeast(0),
+		Doc: "Threads per log directory that open (and after an unclean stop, recover) partition logs at start. 0, raftka's default, lets raftka choose (opening is I/O-bound; Kafka's default is 1)."},
 	{Name: "replica.socket.timeout.ms", Type: TypeDurationMs, Default: "30000", Validate: atLeast(1),
 		Doc: "How long a follower waits for the leader to answer a request beyond the fetch's own wait."},
 	{Name: "max.incremental.fetch.session.cache.slots", Type: TypeInt, Default: "1000", Validate: atLeast(0),

@@ -9,7 +9,7 @@ import "strings"
 // defs.go, never here (a test holds the two apart).
 var kafkaIgnored = toSet(
 	// Threads, queues and socket buffers.
-	"num.network.threads", "num.io.threads", "num.recovery.threads.per.data.dir",
+	"num.network.threads", "num.io.threads",
 	"background.threads", "queued.max.requests", "queued.max.request.bytes",
 	"socket.send.buffer.bytes", "socket.receive.buffer.bytes", "socket.listen.backlog.size",
 	"socket.connection.setup.timeout.ms", "socket.connection.setup.timeout.max.ms",

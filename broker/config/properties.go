@@ -84,6 +84,7 @@ type Config struct {
 	ReplicaFetchWaitMax         time.Duration
 	ReplicaFetchBackoff         time.Duration
 	ReplicaSocketTimeout        time.Duration
+	RecoveryThreadsPerDataDir   int32
 	FetchSessionCacheSlots      int32
 	FetchSessionEvictionMin     time.Duration
 	NumReplicaFetchers          int32

@@ -70,7 +70,7 @@ func TestLoadKraftCombined(t *testing.T) {
 	if cfg.SocketRequestMaxBytes != 104857600 || cfg.GroupInitialRebalanceDelay != 3*time.Second {
 		t.Errorf("socket %d delay %v", cfg.SocketRequestMaxBytes, cfg.GroupInitialRebalanceDelay)
 	}
-	wantIgnored := []string{"num.network.threads", "num.io.threads", "socket.send.buffer.bytes", "socket.receive.buffer.bytes", "num.recovery.threads.per.data.dir"}
+	wantIgnored := []string{"num.network.threads", "num.io.threads", "socket.send.buffer.bytes", "socket.receive.buffer.bytes"}
 	if len(warnings) != len(wantIgnored) {
 		t.Fatalf("warnings %q", warnings)
 	}

@@ -248,6 +248,7 @@ func fromValues(v values, src map[string]Source) (*Config, error) {
 	c.ReplicaFetchWaitMax = v.dur("replica.fetch.wait.max.ms")
 	c.ReplicaFetchBackoff = v.dur("replica.fetch.backoff.ms")
 	c.ReplicaSocketTimeout = v.dur("replica.socket.timeout.ms")
+	c.RecoveryThreadsPerDataDir = v.int32("num.recovery.threads.per.data.dir")
 	c.FetchSessionCacheSlots = v.int32("max.incremental.fetch.session.cache.slots")
 	c.FetchSessionEvictionMin = v.dur("min.incremental.fetch.session.eviction.ms")
 	c.NumReplicaFetchers = v.int32("num.replica.fetchers")

@@ -73,14 +73,13 @@ func runServer(ctx context.Context, cfg *config.Config, log zerolog.Logger, shut
 		Dirs:                   cfg.LogDirs,
 		ConfigFor:              func(topic string) storage.Config { return topicStorageConfig(node, cfg, topic) },
 		RetentionCheckInterval: cfg.LogRetentionCheckInterval,
+		Threads:                int(cfg.RecoveryThreadsPerDataDir) * len(cfg.LogDirs),
 		ReplicationInterval:    cfg.HighWatermarkCheckpoint,
 	})
 	if err != nil {
 		return err
 	}
-	for _, r := range reports {
-		log.Warn().Interface("recovery", r).Msg("log recovered after an unclean stop")
-	}
+	logRecovery(log, reports)
 	defer func() {
 		if err := logs.Close(); err != nil {
 			log.Error().Err(err).Msg("closing logs")
@@ -344,4 +343,26 @@ func sessionSlots(n int32) int {
 		return -1
 	}
 	return int(n)
+}
+
+// logRecovery reports what opening the logs found: one summary line, and a
+// warning for each log that lost data or needed repair, so a node with
+// thousands of partitions does not print a line per clean partition.
+func logRecovery(log zerolog.Logger, reports []*storage.RecoveryReport) {
+	var clean, rescanned int
+	for _, r := range reports {
+		if r.Clean {
+			clean++
+			continue
+		}
+		rescanned++
+		if r.LostData() || len(r.RebuiltIndexes) > 0 || len(r.DeletedSegments) > 0 || r.Reset || len(r.CorruptSnapshots) > 0 {
+			log.Warn().Interface("recovery", r).Msg("log repaired after an unclean stop")
+		}
+	}
+	if rescanned > 0 {
+		log.Warn().Int("rescanned", rescanned).Int("clean", clean).Msg("logs rescanned after an unclean stop")
+	} else {
+		log.Info().Int("logs", clean).Msg("logs opened after a clean shutdown")
+	}
 }
