@@ -272,6 +272,7 @@ func (c *Cluster) serverProperties(n *Node) string {
 		{"default.replication.factor", strconv.Itoa(min(3, brokers))},
 		{"min.insync.replicas", strconv.Itoa(min(2, brokers))},
 		{"socket.request.max.bytes", "104857600"},
+		{"num.recovery.threads.per.data.dir", "0"}, // raftka picks: opening logs is I/O-bound
 		{"log.retention.hours", "168"},
 		{"log.segment.bytes", "1073741824"},
 		{"log.retention.check.interval.ms", "1000"},
