@@ -78,14 +78,16 @@ func TestLocalClusterSurvivesKillAndStopsOnInterrupt(t *testing.T) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	waited := make(chan error, 1)
-	go func() { waited <- cmd.Wait() }()
+	// exited is closed once Wait has returned; waitErr is its result.
+	exited := make(chan struct{})
+	var waitErr error
+	go func() { waitErr = cmd.Wait(); close(exited) }()
 	t.Cleanup(func() {
 		select {
-		case <-waited:
+		case <-exited:
 		default:
 			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) // our own process group only
-			<-waited
+			<-exited
 		}
 		if t.Failed() {
 			t.Logf("raftka local output:\n%s", tail(out.String(), 80))
@@ -161,9 +163,9 @@ func TestLocalClusterSurvivesKillAndStopsOnInterrupt(t *testing.T) {
 		t.Fatal(err)
 	}
 	select {
-	case err := <-waited:
-		if err != nil {
-			t.Fatalf("raftka local exited with %v after Ctrl-C", err)
+	case <-exited:
+		if waitErr != nil {
+			t.Fatalf("raftka local exited with %v after Ctrl-C", waitErr)
 		}
 		t.Logf("all three nodes stopped %v after the interrupt", time.Since(stopAt).Round(time.Millisecond))
 	case <-time.After(90 * time.Second):
