@@ -14,6 +14,7 @@ import (
 
 	"github.com/IBM/sarama"
 	"github.com/raftka/raftka/test/cluster"
+	"github.com/raftka/raftka/test/invariants"
 	gometrics "github.com/rcrowley/go-metrics"
 	"github.com/segmentio/kafka-go"
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -830,7 +831,7 @@ func fetchErrorAt(t *testing.T, ctx context.Context, c *cluster.Cluster, cl *kgo
 	// Sent by hand to the leader: kgo would raise the version to one
 	// that names topics by id.
 	leader := partitionLeader(t, ctx, cl, topic, partition)
-	raw, err := rawRequest(ctx, c.Node(leader).ClientAddr(), req)
+	raw, err := invariants.RawRequest(ctx, c.Node(leader).ClientAddr(), req)
 	if err != nil {
 		t.Fatalf("Fetch: %v", err)
 	}

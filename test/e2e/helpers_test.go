@@ -3,10 +3,7 @@ package e2e
 import (
 	"bufio"
 	"context"
-	"encoding/binary"
 	"fmt"
-	"io"
-	"net"
 	"net/http"
 	"strconv"
 	"strings"
@@ -14,6 +11,7 @@ import (
 	"time"
 
 	"github.com/raftka/raftka/test/cluster"
+	"github.com/raftka/raftka/test/invariants"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -72,50 +70,11 @@ func quorumLeader(ctx context.Context, cl *kgo.Client) (int32, error) {
 func nodeMetadata(ctx context.Context, n *cluster.Node) (*kmsg.MetadataResponse, error) {
 	req := kmsg.NewPtrMetadataRequest()
 	req.Version = 12
-	resp, err := rawRequest(ctx, n.ClientAddr(), req)
+	resp, err := invariants.RawRequest(ctx, n.ClientAddr(), req)
 	if err != nil {
 		return nil, err
 	}
 	return resp.(*kmsg.MetadataResponse), nil
-}
-
-// rawRequest sends one request on a fresh connection to exactly addr: kgo
-// would route it to whichever broker it likes.
-func rawRequest(ctx context.Context, addr string, req kmsg.Request) (kmsg.Response, error) {
-	var d net.Dialer
-	conn, err := d.DialContext(ctx, "tcp", addr)
-	if err != nil {
-		return nil, err
-	}
-	defer conn.Close()
-	if dl, ok := ctx.Deadline(); ok {
-		_ = conn.SetDeadline(dl)
-	}
-	f := kmsg.NewRequestFormatter(kmsg.FormatterClientID("raftka-e2e"))
-	if _, err := conn.Write(f.AppendRequest(nil, req, 1)); err != nil {
-		return nil, err
-	}
-	var size [4]byte
-	if _, err := io.ReadFull(conn, size[:]); err != nil {
-		return nil, err
-	}
-	n := binary.BigEndian.Uint32(size[:])
-	if n > 64<<20 || n < 4 {
-		return nil, fmt.Errorf("response size %d", n)
-	}
-	body := make([]byte, n)
-	if _, err := io.ReadFull(conn, body); err != nil {
-		return nil, err
-	}
-	body = body[4:] // correlation id
-	resp := req.ResponseKind()
-	if resp.IsFlexible() && req.Key() != 18 {
-		body = body[1:] // empty tagged-field section of the v1 response header
-	}
-	if err := resp.ReadFrom(body); err != nil {
-		return nil, err
-	}
-	return resp, nil
 }
 
 // topicIDs is one node's topic name -> id.
