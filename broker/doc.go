@@ -14,8 +14,9 @@
 //   - dispatch.go: the API table and the handler contract.
 //   - response.go, sendfile_*.go: responses made of encoded bytes and file
 //     regions, sent with sendfile(2) on Linux.
-//   - errors.go: the only mapping from our packages' error kinds to Kafka
-//     error codes.
+//   - errors.go: handlers' access to the one mapping from our packages'
+//     error kinds to Kafka error codes, which lives in broker/kafkacode so
+//     broker/replica answers with the same codes.
 //   - metrics.go: the Metrics interface and in-memory Counters.
 //   - api_<name>.go: one per Kafka API, each registering itself in init and
 //     opening with its supported versions and behaviour. The table they fill

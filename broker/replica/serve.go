@@ -2,35 +2,16 @@ package replica
 
 import (
 	"context"
-	"errors"
 	"time"
 
+	"github.com/raftka/raftka/broker/kafkacode"
 	"github.com/raftka/raftka/storage"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// errCode turns an error from this package (or storage's offset range)
-// into a Kafka code for the serve helpers. The root broker has its own,
-// complete mapping (errors.go) for the handlers it writes.
-func errCode(err error) int16 {
-	if err == nil {
-		return 0
-	}
-	var ke *kerr.Error
-	switch {
-	case errors.As(err, &ke):
-		return ke.Code
-	case errors.Is(err, storage.ErrOffsetOutOfRange):
-		return kerr.OffsetOutOfRange.Code
-	case errors.Is(err, storage.ErrClosed):
-		return kerr.NotLeaderForPartition.Code
-	case errors.Is(err, storage.ErrCorruptFile):
-		return kerr.KafkaStorageError.Code
-	default:
-		return kerr.UnknownServerError.Code
-	}
-}
+// errCode is the shared mapping of error kinds to Kafka codes.
+var errCode = kafkacode.Of
 
 // ServeFetch answers a sessionless Fetch (any version kmsg knows) on this
 // broker: a follower's (ReplicaID, or ReplicaState from v15, >= 0) or a
