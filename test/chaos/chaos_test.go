@@ -16,41 +16,7 @@ import (
 )
 
 // harness adapts a test/cluster Cluster to invariants.Harness.
-type harness struct{ c *cluster.Cluster }
-
-func (h harness) Seeds() []string {
-	var s []string
-	for _, n := range h.c.Nodes() {
-		s = append(s, n.ClientAddr())
-	}
-	return s
-}
-
-func (h harness) Nodes() []int32 {
-	var ids []int32
-	for _, n := range h.c.Nodes() {
-		ids = append(ids, n.ID())
-	}
-	return ids
-}
-
-func (h harness) ClientAddr(id int32) string { return h.c.Node(id).ClientAddr() }
-func (h harness) Kill(id int32)              { h.c.Node(id).Kill() }
-func (h harness) Restart(id int32)           { h.c.Node(id).Restart() }
-func (h harness) DataDir(id int32) string    { return h.c.Node(id).DataDir() }
-
-func envInt(t *testing.T, name string, def int) int {
-	t.Helper()
-	s := os.Getenv(name)
-	if s == "" {
-		return def
-	}
-	n, err := strconv.Atoi(s)
-	if err != nil || n < 1 {
-		t.Fatalf("%s=%q: want a positive integer", name, s)
-	}
-	return n
-}
+type harness = cluster.ByID
 
 func judge(t *testing.T, h harness, topic, what string, r invariants.Report) {
 	t.Helper()
@@ -66,11 +32,11 @@ func judge(t *testing.T, h harness, topic, what string, r invariants.Report) {
 
 // Issue 5's failover under load, 50 rounds (RAFTKA_CHAOS_FAILOVER_ROUNDS).
 func TestChaosFailover(t *testing.T) {
-	rounds := envInt(t, "RAFTKA_CHAOS_FAILOVER_ROUNDS", 50)
+	rounds := invariants.EnvInt(t, "RAFTKA_CHAOS_FAILOVER_ROUNDS", 50)
 	c := cluster.Start(t, cluster.Nodes(3), cluster.LogLevel("info"),
 		cluster.Override("default.replication.factor", "3"),
 		cluster.Override("min.insync.replicas", "2"))
-	h := harness{c}
+	h := harness{Cluster: c}
 	r := invariants.Failover(t, h, invariants.FailoverConfig{Topic: "failover", Partitions: 6, Rounds: rounds})
 	judge(t, h, "failover", "failover", r)
 }
@@ -83,7 +49,7 @@ func TestChaosFailover(t *testing.T) {
 // consumer run throughout; at the end nothing acknowledged may be lost or
 // duplicated, and the consumer must have read nothing that later vanished.
 func TestChaosSoak(t *testing.T) {
-	steps := envInt(t, "RAFTKA_CHAOS_SOAK_STEPS", 30)
+	steps := invariants.EnvInt(t, "RAFTKA_CHAOS_SOAK_STEPS", 30)
 	seed := uint64(time.Now().UnixNano())
 	if s := os.Getenv("RAFTKA_CHAOS_SEED"); s != "" {
 		v, err := strconv.ParseUint(s, 10, 64)
@@ -99,7 +65,7 @@ func TestChaosSoak(t *testing.T) {
 		cluster.Override("min.insync.replicas", "2"),
 		cluster.Override("replica.lag.time.max.ms", "3000"),
 		cluster.Override("leader.imbalance.check.interval.seconds", "2"))
-	h := harness{c}
+	h := harness{Cluster: c}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Duration(steps)*3*time.Minute)
 	defer cancel()
 	const topic, partitions = "soak", 6

@@ -4,9 +4,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
-	"os"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -16,43 +14,7 @@ import (
 )
 
 // harness adapts a test/cluster Cluster to invariants.Harness.
-type harness struct{ c *cluster.Cluster }
-
-func (h harness) Seeds() []string {
-	var s []string
-	for _, n := range h.c.Nodes() {
-		s = append(s, n.ClientAddr())
-	}
-	return s
-}
-
-func (h harness) Nodes() []int32 {
-	var ids []int32
-	for _, n := range h.c.Nodes() {
-		ids = append(ids, n.ID())
-	}
-	return ids
-}
-
-func (h harness) ClientAddr(id int32) string { return h.c.Node(id).ClientAddr() }
-func (h harness) Kill(id int32)              { h.c.Node(id).Kill() }
-func (h harness) Restart(id int32)           { h.c.Node(id).Restart() }
-func (h harness) DataDir(id int32) string    { return h.c.Node(id).DataDir() }
-
-// envInt reads a positive integer knob from the environment (test/chaos and
-// people reproducing a failure turn the rounds up this way).
-func envInt(t *testing.T, name string, def int) int {
-	t.Helper()
-	s := os.Getenv(name)
-	if s == "" {
-		return def
-	}
-	n, err := strconv.Atoi(s)
-	if err != nil || n < 1 {
-		t.Fatalf("%s=%q: want a positive integer", name, s)
-	}
-	return n
-}
+type harness = cluster.ByID
 
 // partitionState waits until some node other than skip answers for topic
 // and returns partition's state as that node sees it.

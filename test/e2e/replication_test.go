@@ -83,12 +83,12 @@ func produceAcked(t *testing.T, h harness, topic string, partitions int32, name 
 // full ISR; RAFTKA_FAILOVER_ROUNDS rounds (5 by default). Every
 // acknowledged record is then read exactly once, in order.
 func TestReplicationFailoverUnderLoad(t *testing.T) {
-	rounds := envInt(t, "RAFTKA_FAILOVER_ROUNDS", 5)
+	rounds := invariants.EnvInt(t, "RAFTKA_FAILOVER_ROUNDS", 5)
 	c := cluster.Start(t, cluster.Nodes(3), cluster.LogLevel("info"),
 		cluster.Override("default.replication.factor", "3"),
 		cluster.Override("min.insync.replicas", "2"))
-	r := invariants.Failover(t, harness{c}, invariants.FailoverConfig{Topic: "failover", Partitions: 6, Rounds: rounds})
-	checkReport(t, harness{c}, "failover", "failover", r)
+	r := invariants.Failover(t, harness{Cluster: c}, invariants.FailoverConfig{Topic: "failover", Partitions: 6, Rounds: rounds})
+	checkReport(t, harness{Cluster: c}, "failover", "failover", r)
 }
 
 // Divergence: a leader takes acks=1 writes its followers never fetch (they
@@ -103,7 +103,7 @@ func TestReplicationDivergenceTruncatedOnReturn(t *testing.T) {
 		cluster.Override("replica.lag.time.max.ms", "60000"),
 		cluster.Override("auto.leader.rebalance.enable", "false"),
 		cluster.Override("min.insync.replicas", "2"))
-	h := harness{c}
+	h := harness{Cluster: c}
 	ctx := ctxFor(t, 4*time.Minute)
 	const topic = "diverge"
 	if err := invariants.CreateTopic(ctx, h.Seeds(), topic, 1, 3, nil); err != nil {
@@ -215,7 +215,7 @@ func TestReplicationISRShrinkAndExpand(t *testing.T) {
 	c := cluster.Start(t, cluster.Nodes(3), cluster.LogLevel("info"),
 		cluster.Override("replica.lag.time.max.ms", fmt.Sprint(lag.Milliseconds())),
 		cluster.Override("min.insync.replicas", "2"))
-	h := harness{c}
+	h := harness{Cluster: c}
 	ctx := ctxFor(t, 3*time.Minute)
 	const topic, partitions = "isr", 3
 	if err := invariants.CreateTopic(ctx, h.Seeds(), topic, partitions, 3, nil); err != nil {
@@ -293,7 +293,7 @@ func TestReplicationRollingRestart(t *testing.T) {
 		cluster.Override("auto.leader.rebalance.enable", "true"),
 		cluster.Override("leader.imbalance.check.interval.seconds", "1"),
 		cluster.Override("leader.imbalance.per.broker.percentage", "0"))
-	h := harness{c}
+	h := harness{Cluster: c}
 	ctx := ctxFor(t, 5*time.Minute)
 	const topic, partitions = "rolling", 6
 	if err := invariants.CreateTopic(ctx, h.Seeds(), topic, partitions, 3, nil); err != nil {
@@ -381,7 +381,7 @@ func TestReplicationMinorityLeaderCannotAck(t *testing.T) {
 	c := cluster.Start(t, cluster.Nodes(3), cluster.LogLevel("info"),
 		cluster.Override("replica.lag.time.max.ms", fmt.Sprint(lag.Milliseconds())),
 		cluster.Override("min.insync.replicas", "2"))
-	h := harness{c}
+	h := harness{Cluster: c}
 	ctx := ctxFor(t, 3*time.Minute)
 	const topic = "minority"
 	if err := invariants.CreateTopic(ctx, h.Seeds(), topic, 1, 3, nil); err != nil {
