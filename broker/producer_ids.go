@@ -51,12 +51,6 @@ type spawner func(f func(ctx context.Context)) bool
 // errNoProducerIDs means no block was available in time.
 var errNoProducerIDs = errors.New("broker: no producer id block available yet")
 
-// maxTakeRounds bounds how many fetches one take waits for. Each round
-// waits for a fetch that succeeded, so only a burst of concurrent callers
-// that drains every new block before this caller's turn needs more than
-// two.
-const maxTakeRounds = 16
-
 // take returns the next producer id, fetching a block first when none is
 // left, for at most ctx's life. spawn must run its func on another
 // goroutine (it is called with p.mu held).
@@ -83,10 +77,11 @@ func (p *producerIDs) take(ctx context.Context, fetch blockFetcher, spawn spawne
 			p.mu.Unlock()
 			return 0, err
 		}
-		if round >= maxTakeRounds {
-			p.mu.Unlock()
-			return 0, errNoProducerIDs
-		}
+		// Otherwise wait for the next block. Each round waits on a fetch
+		// (never spins), a failed one ends the loop above, and ctx bounds
+		// the whole wait: a burst of callers that drains every new block
+		// before this one's turn only delays it. (A fixed round limit here
+		// failed callers in such bursts while time was left.)
 		if p.fetching == nil && !p.startFetch(fetch, spawn) {
 			p.mu.Unlock()
 			return 0, fmt.Errorf("%w: broker shutting down", errNoProducerIDs)
