@@ -32,7 +32,7 @@ func init() {
 	})
 }
 
-func handleDeleteRecords(_ context.Context, rc *request, kreq kmsg.Request) (kmsg.Response, error) {
+func handleDeleteRecords(ctx context.Context, rc *request, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.DeleteRecordsRequest)
 	resp := req.ResponseKind().(*kmsg.DeleteRecordsResponse)
 	srv := rc.conn.srv
@@ -42,7 +42,7 @@ func handleDeleteRecords(_ context.Context, rc *request, kreq kmsg.Request) (kms
 		for _, p := range t.Partitions {
 			rp := kmsg.NewDeleteRecordsResponseTopicPartition()
 			rp.Partition, rp.LowWatermark = p.Partition, -1
-			part, err := srv.partition(t.Topic, p.Partition)
+			part, err := srv.partition(ctx, t.Topic, p.Partition)
 			if err == nil {
 				var low int64
 				if low, err = part.DeleteRecords(p.Offset); err == nil {

@@ -58,6 +58,17 @@ func init() {
 	})
 }
 
+// anyStale reports a partition answered with an error that a replica
+// manager behind the metadata image gives (see Server.catchUp).
+func anyStale(results []replica.ReadResult) bool {
+	for _, r := range results {
+		if r.Err != nil && staleAnswer(r.Err) {
+			return true
+		}
+	}
+	return false
+}
+
 // regionFetchServer is the zero-copy form of ReplicaManager.ServeFetch,
 // which *replica.Manager has: the records stay in the segment files.
 type regionFetchServer interface {
@@ -72,6 +83,10 @@ func handleFetch(ctx context.Context, rc *request, kreq kmsg.Request) (kmsg.Resp
 		replicaID = req.ReplicaState.ID
 	}
 	if replicaID >= 0 && srv.deps.Replicas != nil {
+		// A follower that learned of a new leadership before this leader's
+		// partitions did would back off replica.fetch.backoff.ms on the
+		// refusal; let the partitions catch up with the image first.
+		srv.catchUp(ctx)
 		if z, ok := srv.deps.Replicas.(regionFetchServer); ok {
 			// Followers read every produced byte; send it from the segment
 			// files instead of copying it through a buffer and kmsg.
@@ -123,6 +138,9 @@ func handleFetch(ctx context.Context, rc *request, kreq kmsg.Request) (kmsg.Resp
 		}
 	default:
 		results = srv.deps.Replicas.Fetch(ctx, fr)
+		if anyStale(results) && srv.catchUp(ctx) {
+			results = srv.deps.Replicas.Fetch(ctx, fr)
+		}
 	}
 
 	parts := make([]kmsg.FetchResponseTopicPartition, len(fc.targets))

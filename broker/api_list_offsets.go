@@ -45,7 +45,7 @@ var minVersionForTimestamp = map[int64]int16{
 	replica.LatestTieredTimestamp:  9,
 }
 
-func handleListOffsets(_ context.Context, rc *request, kreq kmsg.Request) (kmsg.Response, error) {
+func handleListOffsets(ctx context.Context, rc *request, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.ListOffsetsRequest)
 	resp := req.ResponseKind().(*kmsg.ListOffsetsResponse)
 	srv := rc.conn.srv
@@ -77,7 +77,7 @@ func handleListOffsets(_ context.Context, rc *request, kreq kmsg.Request) (kmsg.
 			}
 			if err == nil {
 				var part *replica.Partition
-				if part, err = srv.partition(t.Topic, p.Partition); err == nil {
+				if part, err = srv.partition(ctx, t.Topic, p.Partition); err == nil {
 					var lo replica.ListedOffset
 					if lo, err = part.ListOffsets(current, p.Timestamp, isolation); err == nil {
 						rp.Timestamp, rp.Offset, rp.LeaderEpoch = lo.Timestamp, lo.Offset, lo.LeaderEpoch

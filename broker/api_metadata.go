@@ -109,6 +109,17 @@ func handleMetadata(ctx context.Context, rc *request, kreq kmsg.Request) (kmsg.R
 		return resp, nil
 	}
 	img, _ := srv.deps.Metadata.Current()
+	if namesUnknown(img, req.Topics) {
+		// Another broker may have created it a moment ago (CreateTopics
+		// answers once the controller commits); if this node's Raft log
+		// already holds the entry, answer from it rather than send the
+		// client into a retry backoff on UNKNOWN_TOPIC_OR_PARTITION.
+		wctx, cancel := context.WithTimeout(ctx, catchUpWait)
+		if srv.catchUpMetadata(wctx) {
+			img, _ = srv.deps.Metadata.Current()
+		}
+		cancel()
+	}
 	listener := rc.conn.listener
 
 	resp.ClusterID = kmsg.StringPtr(img.ClusterID())
@@ -216,6 +227,26 @@ func handleMetadata(ctx context.Context, rc *request, kreq kmsg.Request) (kmsg.R
 		}
 	}
 	return resp, nil
+}
+
+// namesUnknown reports whether topics names a topic (by name or id) that img
+// does not hold.
+func namesUnknown(img *metadata.Image, topics []kmsg.MetadataRequestTopic) bool {
+	for _, t := range topics {
+		var ok bool
+		switch {
+		case t.TopicID != [16]byte{}:
+			_, ok = img.TopicByID(t.TopicID)
+		case t.Topic != nil:
+			_, ok = img.Topic(*t.Topic)
+		default:
+			ok = true
+		}
+		if !ok {
+			return true
+		}
+	}
+	return false
 }
 
 // autoCreate asks the controller for topics with the cluster defaults and

@@ -31,7 +31,7 @@ func init() {
 	})
 }
 
-func handleOffsetForLeaderEpoch(_ context.Context, rc *request, kreq kmsg.Request) (kmsg.Response, error) {
+func handleOffsetForLeaderEpoch(ctx context.Context, rc *request, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.OffsetForLeaderEpochRequest)
 	resp := req.ResponseKind().(*kmsg.OffsetForLeaderEpochResponse)
 	srv := rc.conn.srv
@@ -42,7 +42,7 @@ func handleOffsetForLeaderEpoch(_ context.Context, rc *request, kreq kmsg.Reques
 			rp := kmsg.NewOffsetForLeaderEpochResponseTopicPartition()
 			rp.Partition = p.Partition
 			rp.LeaderEpoch, rp.EndOffset = storage.UndefinedEpoch, storage.UndefinedOffset
-			part, err := srv.partition(t.Topic, p.Partition)
+			part, err := srv.partition(ctx, t.Topic, p.Partition)
 			if err == nil {
 				var eo replica.EpochEndOffset
 				if eo, err = part.OffsetForLeaderEpoch(p.CurrentLeaderEpoch, p.LeaderEpoch); err == nil {

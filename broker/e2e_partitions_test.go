@@ -71,6 +71,7 @@ func startNode(t testing.TB) *node {
 				return
 			}
 			rm.Apply(ev.Image, ev.Delta, ev.Reset)
+			rm.MarkApplied(ev.Index)
 		}
 	}()
 	t.Cleanup(func() {

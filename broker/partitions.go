@@ -2,6 +2,7 @@ package broker
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"time"
@@ -28,6 +29,10 @@ type ReplicaManager interface {
 	// ServeFetch answers a follower's Fetch (its bytes are copied; followers
 	// are few and their requests small compared with consumers').
 	ServeFetch(ctx context.Context, req *kmsg.FetchRequest) *kmsg.FetchResponse
+	// AppliedIndex and WaitApplied say how far the partition layer has
+	// followed the metadata image (Raft entry indexes); see catchUp.
+	AppliedIndex() uint64
+	WaitApplied(ctx context.Context, index uint64) error
 }
 
 // PartitionOptions configure the partition APIs of a Server.
@@ -66,12 +71,68 @@ func newPartitionState(o PartitionOptions) *partitionState {
 // manager wired (yet).
 var errNoReplicas = fmt.Errorf("%w: this node serves no partitions yet", kerr.NotLeaderForPartition)
 
-// partition looks a partition up in the server's replica manager.
-func (s *Server) partition(topic string, p int32) (*replica.Partition, error) {
+// partition looks a partition up in the server's replica manager; an answer
+// that may only be stale is retried once after catchUp.
+func (s *Server) partition(ctx context.Context, topic string, p int32) (*replica.Partition, error) {
 	if s.deps.Replicas == nil {
 		return nil, errNoReplicas
 	}
-	return s.deps.Replicas.Partition(topic, p)
+	part, err := s.deps.Replicas.Partition(topic, p)
+	if err != nil && staleAnswer(err) && s.catchUp(ctx) {
+		part, err = s.deps.Replicas.Partition(topic, p)
+	}
+	return part, err
+}
+
+// catchUpWait bounds how long a request waits in catchUp.
+const catchUpWait = time.Second
+
+// catchUp waits (at most catchUpWait) until the replica manager has applied
+// the metadata image this node already serves, and reports whether it had
+// been behind. The node's image is published first and the replica manager
+// applies it after (opening or promoting logs takes a moment), so for that
+// moment Metadata names this broker leader of a partition whose Produce
+// would answer NOT_LEADER_OR_FOLLOWER or UNKNOWN_TOPIC_OR_PARTITION. Clients
+// back off a second or more on those; a handler that meets one while the
+// replica manager is behind waits here and asks again instead. Kafka's
+// brokers have the same window, shorter, because their metadata publisher
+// applies to the replica manager in the same step.
+//
+// Before that it lets the node apply what its Raft log already holds (see
+// catchUpMetadata): another broker may have named this one leader from an
+// entry this node has but has not applied.
+func (s *Server) catchUp(ctx context.Context) bool {
+	if s.deps.Replicas == nil || s.deps.Metadata == nil {
+		return false
+	}
+	ctx, cancel := context.WithTimeout(ctx, catchUpWait)
+	defer cancel()
+	behind := s.catchUpMetadata(ctx)
+	_, index := s.deps.Metadata.Current()
+	if s.deps.Replicas.AppliedIndex() >= index {
+		return behind
+	}
+	return s.deps.Replicas.WaitApplied(ctx, index) == nil
+}
+
+// metadataCatchUp is a MetadataSource that can wait for the entries its Raft
+// log holds but has not applied (*raftfsm.Node).
+type metadataCatchUp interface {
+	CatchUp(ctx context.Context) bool
+}
+
+// catchUpMetadata waits (bounded by ctx) for the node to apply the Raft
+// entries it already holds, and reports whether there were any.
+func (s *Server) catchUpMetadata(ctx context.Context) bool {
+	c, ok := s.deps.Metadata.(metadataCatchUp)
+	return ok && c.CatchUp(ctx)
+}
+
+// staleAnswer reports errors that a replica manager behind the metadata
+// image gives for a partition it is about to lead.
+func staleAnswer(err error) bool {
+	return errors.Is(err, kerr.NotLeaderForPartition) || errors.Is(err, kerr.UnknownTopicOrPartition) ||
+		errors.Is(err, kerr.UnknownLeaderEpoch)
 }
 
 // image is the current metadata image, or an empty one.

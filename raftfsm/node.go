@@ -417,6 +417,35 @@ func (n *Node) WaitForIndex(ctx context.Context, index uint64) error {
 	return n.pub.WaitForIndex(ctx, index)
 }
 
+// CatchUp waits until this node has applied every entry its Raft log held
+// when called, or ctx ends, and reports whether it had any to wait for.
+// A follower appends an entry before it learns (on the leader's next
+// AppendEntries, up to CommitTimeout later) that the entry is committed, so
+// another node may already answer from an image this one is about to reach;
+// a request that found "unknown topic" here can wait for it instead of
+// sending the client into a retry backoff. Entries that a new leader cuts
+// never apply: callers bound ctx.
+func (n *Node) CatchUp(ctx context.Context) bool {
+	last := n.raft.LastIndex()
+	if n.raft.AppliedIndex() >= last {
+		return false
+	}
+	// No event marks AppliedIndex moving (configuration and no-op entries
+	// publish nothing), so poll; this path runs only on a miss.
+	t := time.NewTicker(2 * time.Millisecond)
+	defer t.Stop()
+	for n.raft.AppliedIndex() < last {
+		select {
+		case <-ctx.Done():
+			return true
+		case <-n.done:
+			return true
+		case <-t.C:
+		}
+	}
+	return true
+}
+
 // Subscribe returns an ordered feed of published images and deltas.
 func (n *Node) Subscribe() *Subscription { return n.pub.Subscribe() }
 

@@ -32,6 +32,9 @@ type fetchState struct {
 	// (Apply re-adds the partition with a fresh state).
 	stalled    bool
 	delayUntil time.Time // backoff after an error
+	// refusals counts the leader's refusals in a row (see
+	// partitionErrorLocked); a fetched answer resets it.
+	refusals int
 }
 
 // fetcher replicates every partition this broker follows from one source
@@ -47,7 +50,17 @@ type fetcher struct {
 
 	mu    sync.Mutex
 	parts map[*Partition]*fetchState
+	added bool // a partition was added since the last interruptForAdded
+
+	// poll cancels the Fetch in flight (nil when none); interrupted marks
+	// a cancel by interrupt rather than a failure.
+	pollMu      sync.Mutex
+	poll        context.CancelFunc
+	interrupted bool
 }
+
+// errInterrupted ends a round whose long poll interrupt cut short.
+var errInterrupted = errors.New("replica: fetch interrupted for a new partition")
 
 func newFetcher(m *Manager, source int32) *fetcher {
 	f := &fetcher{m: m, source: source, wake: make(chan struct{}, 1), recon: make(chan struct{}, 1), parts: map[*Partition]*fetchState{}}
@@ -65,8 +78,32 @@ func signal(ch chan struct{}) {
 func (f *fetcher) add(p *Partition, epoch int32) {
 	f.mu.Lock()
 	f.parts[p] = &fetchState{epoch: epoch, truncating: true}
+	f.added = true
 	f.mu.Unlock()
 	signal(f.wake)
+}
+
+// interruptForAdded cuts short a long poll in flight if partitions were
+// added since the last call. The poll cannot carry them, and it may wait
+// replica.fetch.wait.max.ms for data on the others; meanwhile the new
+// partitions' first acks=all produces wait too (a new topic, a leader that
+// just moved). Manager.Apply calls it once after all its adds, so one
+// metadata change costs at most one reconnect to each source.
+func (f *fetcher) interruptForAdded() {
+	f.mu.Lock()
+	added := f.added
+	f.added = false
+	f.mu.Unlock()
+	if !added {
+		return
+	}
+	f.pollMu.Lock()
+	defer f.pollMu.Unlock()
+	if f.poll != nil {
+		f.interrupted = true
+		f.poll()
+		f.poll = nil
+	}
 }
 
 // remove drops p; once it returns, the fetcher no longer touches p's log.
@@ -167,9 +204,22 @@ func (f *fetcher) run() {
 		}
 		if err == nil && len(trunc) > 0 {
 			err = f.truncate(ep, trunc)
+			if err == nil {
+				// Partitions whose truncation finished (every new one
+				// without epochs does so at once) fetch in this round, not
+				// after the others' long poll.
+				_, fetch, next = f.ready(f.m.now())
+			}
 		}
 		if err == nil && len(fetch) > 0 {
-			err = f.fetch(ep, fetch)
+			wait := f.m.cfg.FetchWaitMax
+			if !next.IsZero() {
+				// A partition backing off becomes due before the poll
+				// would end: end the poll then, so it is not held up by
+				// the others' quiet.
+				wait = min(wait, max(next.Sub(f.m.now()), 0))
+			}
+			err = f.fetch(ep, fetch, wait)
 		}
 		if err == nil {
 			failures = 0
@@ -177,6 +227,13 @@ func (f *fetcher) run() {
 		}
 		if f.ctx.Err() != nil {
 			return
+		}
+		if errors.Is(err, errInterrupted) {
+			// The connection may still carry the cut poll's answer: start
+			// over on a new one, at once.
+			ep.Close()
+			ep = nil
+			continue
 		}
 		failures++
 		if failures == 1 || failures%100 == 0 {
@@ -334,19 +391,36 @@ func (f *fetcher) partitionErrorLocked(p *Partition, st *fetchState, code int16)
 	default:
 		// NOT_LEADER_OR_FOLLOWER, UNKNOWN_LEADER_EPOCH, UNKNOWN_TOPIC...:
 		// the leader has not caught up with the image yet, or we are about
-		// to hear of a new leader. Retry after the backoff.
-		f.delayLocked(st)
+		// to hear of a new leader. The first is the common case right
+		// after a topic is created or a leader moves, and lasts
+		// milliseconds, while acks=all produces wait on this replica: retry
+		// soon, then back off doubling up to replica.fetch.backoff.ms.
+		st.delayUntil = f.m.now().Add(refusalBackoff(st.refusals, f.m.cfg.FetchBackoff))
+		st.refusals++
 	}
 	f.m.log.Debug().Stringer("partition", p).Int16("code", code).Msg("leader refused partition")
 }
 
+// firstRefusalBackoff is the wait after a leader's first refusal.
+const firstRefusalBackoff = 20 * time.Millisecond
+
+// refusalBackoff is the wait after the (n+1)th refusal in a row: 20 ms
+// doubling, capped at limit.
+func refusalBackoff(n int, limit time.Duration) time.Duration {
+	d := firstRefusalBackoff
+	for i := 0; i < n && d < limit; i++ {
+		d *= 2
+	}
+	return min(d, limit)
+}
+
 // fetch sends one Fetch for items and appends what comes back.
-func (f *fetcher) fetch(ep LeaderEndpoint, items []fetchItem) error {
+func (f *fetcher) fetch(ep LeaderEndpoint, items []fetchItem, wait time.Duration) error {
 	cfg := &f.m.cfg
 	req := kmsg.NewPtrFetchRequest()
 	req.Version = fetchVersion
 	req.ReplicaID = cfg.BrokerID
-	req.MaxWaitMillis = int32(cfg.FetchWaitMax.Milliseconds())
+	req.MaxWaitMillis = int32(wait.Milliseconds())
 	req.MinBytes = int32(cfg.FetchMinBytes)
 	req.MaxBytes = int32(cfg.FetchMaxBytes)
 	req.SessionID, req.SessionEpoch = 0, -1 // no fetch session: full requests
@@ -376,8 +450,18 @@ func (f *fetcher) fetch(ep LeaderEndpoint, items []fetchItem) error {
 	}
 	ctx, cancel := context.WithTimeout(f.ctx, cfg.FetchWaitMax+cfg.RequestTimeout)
 	defer cancel()
+	f.pollMu.Lock()
+	f.poll, f.interrupted = cancel, false
+	f.pollMu.Unlock()
 	resp, err := ep.Fetch(ctx, req)
+	f.pollMu.Lock()
+	interrupted := f.interrupted
+	f.poll, f.interrupted = nil, false
+	f.pollMu.Unlock()
 	if err != nil {
+		if interrupted && f.ctx.Err() == nil {
+			return errInterrupted
+		}
 		return err
 	}
 	if resp.ErrorCode != 0 {
@@ -406,6 +490,7 @@ func (f *fetcher) handleFetchedLocked(it fetchItem, st *fetchState, rp *kmsg.Fet
 	p := it.p
 	switch rp.ErrorCode {
 	case 0:
+		st.refusals = 0
 	case kerr.OffsetOutOfRange.Code:
 		if rp.LogStartOffset > p.log.LogEndOffset() {
 			// The leader's log starts past ours: start over there.

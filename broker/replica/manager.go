@@ -83,6 +83,9 @@ func (c *Config) defaults() error {
 	return nil
 }
 
+// ErrManagerClosed is returned by WaitApplied once the manager has closed.
+var ErrManagerClosed = errors.New("replica: manager closed")
+
 // Manager owns this broker's partitions: it follows the metadata image
 // (Apply), runs the fetchers and the ISR expiry, and hands Partitions to the
 // request handlers. One per broker.
@@ -103,6 +106,14 @@ type Manager struct {
 	img atomic.Pointer[metadata.Image]
 	seq atomic.Uint64
 
+	// applied is the Raft index of the last image Apply finished with, so a
+	// request handler can tell "not hosted here" from "not hosted here yet":
+	// the node's image can name this broker leader a moment before Apply has
+	// opened the log (see WaitApplied).
+	appliedMu sync.Mutex
+	applied   atomic.Uint64 // written under appliedMu
+	appliedCh chan struct{} // closed and replaced when applied moves
+
 	mu    sync.RWMutex
 	parts map[storage.TopicPartition]*Partition
 }
@@ -116,6 +127,7 @@ func NewManager(cfg Config) (*Manager, error) {
 	m := &Manager{
 		cfg: cfg, log: cfg.Logger.With().Str("component", "replica").Int32("broker", cfg.BrokerID).Logger(),
 		fetchers: map[int32]*fetcher{}, parts: map[storage.TopicPartition]*Partition{},
+		appliedCh: make(chan struct{}),
 	}
 	m.ctx, m.cancel = context.WithCancel(context.Background())
 	m.img.Store(metadata.NewImage())
@@ -290,6 +302,44 @@ func (m *Manager) Apply(img *metadata.Image, delta *metadata.Delta, reset bool) 
 		if f.empty() {
 			f.cancel()
 			delete(m.fetchers, id)
+			continue
+		}
+		f.interruptForAdded()
+	}
+}
+
+// MarkApplied records that the image of Raft entry index has been applied
+// (the feed calls it after Apply) and wakes WaitApplied.
+func (m *Manager) MarkApplied(index uint64) {
+	m.appliedMu.Lock()
+	defer m.appliedMu.Unlock()
+	if index <= m.applied.Load() {
+		return
+	}
+	m.applied.Store(index)
+	close(m.appliedCh)
+	m.appliedCh = make(chan struct{})
+}
+
+// AppliedIndex is the last index given to MarkApplied.
+func (m *Manager) AppliedIndex() uint64 { return m.applied.Load() }
+
+// WaitApplied blocks until the image of Raft entry index (or a later one)
+// has been applied, ctx ends, or the manager closes.
+func (m *Manager) WaitApplied(ctx context.Context, index uint64) error {
+	for {
+		m.appliedMu.Lock()
+		done, ch := m.applied.Load() >= index, m.appliedCh
+		m.appliedMu.Unlock()
+		if done {
+			return nil
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-m.ctx.Done():
+			return ErrManagerClosed
 		}
 	}
 }

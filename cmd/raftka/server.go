@@ -127,7 +127,7 @@ func runServer(ctx context.Context, cfg *config.Config, log zerolog.Logger, shut
 		Metrics:          metrics,
 		Config:           cfg,
 		Deps: broker.Deps{
-			Metadata:   node.Publisher(),
+			Metadata:   node,
 			Controller: node.Client(),
 			Admin:      node.Client(),
 			Quorum:     node,
@@ -233,6 +233,7 @@ func startReplicas(node *raftfsm.Node, logs *storage.Manager, cfg *config.Config
 				return
 			}
 			m.Apply(ev.Image, ev.Delta, ev.Reset)
+			m.MarkApplied(ev.Index)
 		}
 	}()
 	stop := func() {
