@@ -76,6 +76,7 @@ func init() {
 					&cli.StringFlag{Name: "acks", Value: "all", Usage: "all (-1), 1 or 0"},
 					&cli.Float64Flag{Name: "throughput", Value: 1000, Usage: "records per second (must be positive)"},
 					&cli.StringFlag{Name: "compression", Value: "none", Usage: "none, gzip, snappy, lz4 or zstd"},
+					&cli.DurationFlag{Name: "warmup", Value: time.Second, Usage: "produce and consume at the same rate for this long before measuring (0: measure from the first record)"},
 				),
 				Action: benchE2E,
 			},

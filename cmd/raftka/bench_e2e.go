@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -71,12 +72,21 @@ func benchE2E(c *cli.Context) error {
 
 	// The consumer runs until it saw every acknowledged record, or the
 	// producer is done and nothing came for e2eDrainTime.
+	//
+	// Records sent before measureFrom are the warm-up: the first records of
+	// a run pay for connections, producer id, metadata and fetch sessions,
+	// a cost of starting the client rather than of the path being
+	// measured (benchmark harnesses such as OpenMessaging's warm up too).
+	// They are consumed and counted for the drain but not measured.
 	var (
-		wg        sync.WaitGroup
-		mu        sync.Mutex
-		produced  int64 = -1 // acknowledged count, known once producing ends
-		drainFrom time.Time
+		wg          sync.WaitGroup
+		mu          sync.Mutex
+		produced    int64 = -1 // acknowledged count, known once producing ends
+		drainFrom   time.Time
+		measureFrom atomic.Int64 // UnixNano; records sent before it are warm-up
+		warmAcked   atomic.Int64
 	)
+	measureFrom.Store(math.MaxInt64)
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
@@ -97,9 +107,12 @@ func benchE2E(c *cli.Context) error {
 					e2e.record(0, 0, fmt.Errorf("record at %s-%d@%d is not from this run: %d-byte value", r.Topic, r.Partition, r.Offset, len(r.Value)))
 					return
 				}
-				sentAt := time.Unix(0, int64(binary.BigEndian.Uint64(r.Value)))
-				e2e.record(now.Sub(sentAt), len(r.Value), nil)
+				sent := int64(binary.BigEndian.Uint64(r.Value))
 				got++
+				if sent < measureFrom.Load() {
+					return
+				}
+				e2e.record(now.Sub(time.Unix(0, sent)), len(r.Value), nil)
 				if want >= 0 {
 					mu.Lock()
 					drainFrom = now
@@ -109,17 +122,36 @@ func benchE2E(c *cli.Context) error {
 		}
 	}()
 
+	send := func(done func(r *kgo.Record, at time.Time, err error)) {
+		v := make([]byte, plan.recordSize)
+		at := time.Now()
+		binary.BigEndian.PutUint64(v, uint64(at.UnixNano()))
+		prod.Produce(ctx, &kgo.Record{Value: v}, func(r *kgo.Record, err error) { done(r, at, err) })
+	}
+	if warmup := c.Duration("warmup"); warmup > 0 {
+		wstart := time.Now()
+		wend := wstart.Add(warmup)
+		wpace := pacer{start: wstart, rate: rate}
+		for n := int64(0); ctx.Err() == nil && time.Now().Before(wend); n++ {
+			if !wpace.wait(ctx, n, wend) {
+				break
+			}
+			send(func(_ *kgo.Record, _ time.Time, err error) {
+				if err == nil {
+					warmAcked.Add(1)
+				}
+			})
+		}
+	}
 	start := plan.start()
+	measureFrom.Store(start.UnixNano())
 	pace := pacer{start: start, rate: rate}
 	var sent int64
 	for sent < plan.records && ctx.Err() == nil && time.Now().Before(plan.deadline) {
 		if !pace.wait(ctx, sent, plan.deadline) {
 			break
 		}
-		v := make([]byte, plan.recordSize)
-		at := time.Now()
-		binary.BigEndian.PutUint64(v, uint64(at.UnixNano()))
-		prod.Produce(ctx, &kgo.Record{Value: v}, func(r *kgo.Record, err error) {
+		send(func(r *kgo.Record, at time.Time, err error) {
 			prodStats.record(time.Since(at), len(r.Value), err)
 		})
 		sent++
@@ -133,7 +165,7 @@ func benchE2E(c *cli.Context) error {
 	acked := prodStats.count
 	prodStats.mu.Unlock()
 	mu.Lock()
-	produced, drainFrom = acked, time.Now()
+	produced, drainFrom = acked+warmAcked.Load(), time.Now()
 	mu.Unlock()
 	wg.Wait()
 	stopProgress()
