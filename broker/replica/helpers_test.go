@@ -131,6 +131,8 @@ type clusterOpts struct {
 	// wake-ups set it far beyond their deadlines, so a missed wake-up
 	// shows as a hang instead of a delay.
 	fetchWait time.Duration
+	// fetchBackoff is replica.fetch.backoff.ms (default 20ms).
+	fetchBackoff time.Duration
 }
 
 type cluster struct {
@@ -162,6 +164,9 @@ func newCluster(t testing.TB, o clusterOpts) *cluster {
 	if o.fetchWait == 0 {
 		o.fetchWait = 200 * time.Millisecond
 	}
+	if o.fetchBackoff == 0 {
+		o.fetchBackoff = 20 * time.Millisecond
+	}
 	c := &cluster{t: t, ctrl: &fakeController{img: metadata.NewImage()}, net: NewInmemNetwork(), ms: map[int32]*Manager{}}
 	var regs []metadata.Record
 	for i := int32(1); i <= int32(o.n); i++ {
@@ -176,7 +181,7 @@ func newCluster(t testing.TB, o clusterOpts) *cluster {
 		m, err := NewManager(Config{
 			BrokerID: i, Storage: sm, TopicConfig: topicConfigFromImage, Controller: c.ctrl, Dial: dial,
 			InterBrokerListener: listener, Logger: zerolog.Nop(), ReplicaLagTimeMax: o.lag,
-			FetchWaitMax: o.fetchWait, FetchBackoff: 20 * time.Millisecond, RequestTimeout: 5 * time.Second,
+			FetchWaitMax: o.fetchWait, FetchBackoff: o.fetchBackoff, RequestTimeout: 5 * time.Second,
 		})
 		if err != nil {
 			t.Fatal(err)

@@ -1,0 +1,488 @@
+package broker
+
+import (
+	"context"
+	"net"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/raftka/raftka/broker/replica"
+	"github.com/raftka/raftka/metadata"
+	"github.com/raftka/raftka/storage"
+	"github.com/raftka/raftka/storage/recordbatch"
+	"github.com/rs/zerolog"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// laggingMetadata is a node's metadata as the handlers see it, published
+// ahead of the replica manager, the way raftfsm publishes an image before
+// the subscription's goroutine has applied it to the partitions. pending
+// are entries its Raft log holds but has not applied; CatchUp applies them,
+// as raftfsm.Node.CatchUp waits for them to be.
+type laggingMetadata struct {
+	mu       sync.Mutex
+	img      *metadata.Image
+	index    uint64
+	pending  []metadata.Record
+	publish  func(img *metadata.Image, delta *metadata.Delta, index uint64)
+	catchUps atomic.Int32
+}
+
+func (m *laggingMetadata) Current() (*metadata.Image, uint64) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.img, m.index
+}
+
+func (m *laggingMetadata) CatchUp(context.Context) bool {
+	m.catchUps.Add(1)
+	m.mu.Lock()
+	recs := m.pending
+	m.pending = nil
+	m.mu.Unlock()
+	if len(recs) == 0 {
+		return false
+	}
+	m.commit(recs...)
+	return true
+}
+
+// appendOnly puts recs in the Raft log without applying them: a follower
+// that has the entry but has not yet learnt that it is committed.
+func (m *laggingMetadata) appendOnly(recs ...metadata.Record) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.pending = append(m.pending, recs...)
+}
+
+// commit applies recs as one Raft entry and publishes it.
+func (m *laggingMetadata) commit(recs ...metadata.Record) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	img, delta := m.img.Apply(recs)
+	m.img, m.index = img, m.index+1
+	m.publish(img, delta, m.index)
+}
+
+// watchedReplicas counts the handlers' waits for the replica manager and
+// lets a test act when one starts.
+type watchedReplicas struct {
+	*replica.Manager
+	waits  atomic.Int32
+	onWait func()
+}
+
+func (w *watchedReplicas) WaitApplied(ctx context.Context, index uint64) error {
+	w.waits.Add(1)
+	if w.onWait != nil {
+		w.onWait()
+	}
+	return w.Manager.WaitApplied(ctx, index)
+}
+
+type heldEvent struct {
+	img   *metadata.Image
+	delta *metadata.Delta
+	index uint64
+}
+
+// lagFixture is broker 1 serving the partition APIs from a real
+// replica.Manager that applies the published metadata only when feed runs
+// (or at once while eager). Broker 2 is registered but never runs.
+type lagFixture struct {
+	t      *testing.T
+	md     *laggingMetadata
+	rm     *replica.Manager
+	reps   *watchedReplicas
+	client *partFixture // only its request helpers (call, produce)
+
+	mu    sync.Mutex
+	eager bool
+	held  []heldEvent
+	feeds sync.WaitGroup
+}
+
+func newLagFixture(t *testing.T) *lagFixture {
+	t.Helper()
+	dir := t.TempDir()
+	sm, _, err := storage.OpenManager(storage.ManagerOptions{Dirs: []string{dir}, DisableScheduler: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rm, err := replica.NewManager(replica.Config{
+		BrokerID: 1, Storage: sm, TopicConfig: testTopicConfig(t), Controller: noController{},
+		Dial: func(context.Context, int32, metadata.Endpoint) (replica.LeaderEndpoint, error) {
+			return nil, errNoDial
+		},
+		InterBrokerListener: "CLIENT", Logger: zerolog.Nop(),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := &lagFixture{t: t, rm: rm, reps: &watchedReplicas{Manager: rm}, eager: true}
+	f.md = &laggingMetadata{img: metadata.NewImage(), publish: f.published}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := newServer(Options{
+		Logger: testLogger(t), Listeners: []Listener{{Name: "CLIENT", Listener: ln}}, NodeID: 1,
+		Deps:       Deps{Metadata: f.md, Replicas: f.reps},
+		Partitions: PartitionOptions{LogDirs: []string{dir}},
+	}, defaultAPIs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve() }()
+	f.client = &partFixture{t: t, addr: ln.Addr().String()}
+	t.Cleanup(func() {
+		_ = srv.Close()
+		<-done
+		f.feeds.Wait()
+		_ = rm.Close()
+		_ = sm.Close()
+	})
+	port := uint16(ln.Addr().(*net.TCPAddr).Port)
+	f.md.commit(
+		&metadata.ClusterID{ID: "cluster-lag"},
+		&metadata.RegisterBroker{BrokerID: 1, BrokerEpoch: 1, Endpoints: []metadata.Endpoint{{Listener: "CLIENT", Host: "127.0.0.1", Port: port}}},
+		&metadata.RegisterBroker{BrokerID: 2, BrokerEpoch: 2, Endpoints: []metadata.Endpoint{{Listener: "CLIENT", Host: "127.0.0.1", Port: 1}}},
+	)
+	return f
+}
+
+// published is the metadata subscription: it applies at once while eager,
+// else holds the event for feed.
+func (f *lagFixture) published(img *metadata.Image, delta *metadata.Delta, index uint64) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, s := range delta.Skipped {
+		f.t.Errorf("record %d (%T) skipped: %v", s.Index, s.Record, s.Err)
+	}
+	f.held = append(f.held, heldEvent{img, delta, index})
+	if f.eager {
+		f.feedLocked()
+	}
+}
+
+// lag holds the events published from now on until feed.
+func (f *lagFixture) lag() {
+	f.mu.Lock()
+	f.eager = false
+	f.mu.Unlock()
+}
+
+// feed applies the held events to the replica manager, in order.
+func (f *lagFixture) feed() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.feedLocked()
+}
+
+func (f *lagFixture) feedLocked() {
+	for _, ev := range f.held {
+		f.rm.Apply(ev.img, ev.delta, false)
+		f.rm.MarkApplied(ev.index)
+	}
+	f.held = nil
+}
+
+// feedWhenWaited makes the first handler that waits for the replica
+// manager release the held events, from another goroutine, once it has
+// started waiting: the request can only succeed by waiting and asking
+// again.
+func (f *lagFixture) feedWhenWaited() {
+	var once sync.Once
+	f.reps.onWait = func() {
+		once.Do(func() {
+			f.feeds.Add(1)
+			go func() {
+				defer f.feeds.Done()
+				f.feed()
+			}()
+		})
+	}
+}
+
+func partitionsOf(replicas ...int32) []metadata.PartitionRegistration {
+	return []metadata.PartitionRegistration{{Partition: 0, Replicas: replicas, ISR: replicas, Leader: replicas[0]}}
+}
+
+// lagScenario brings the fixture to a state where the published metadata
+// names broker 1 leader of topic's partition 0 at epoch but the replica
+// manager does not know it yet (its last change is held).
+type lagScenario struct {
+	name  string
+	topic string
+	epoch int32
+	setup func(f *lagFixture)
+}
+
+var lagScenarios = []lagScenario{
+	{
+		// Created a moment ago: the manager answers UNKNOWN_TOPIC_OR_PARTITION.
+		name: "new topic", topic: "fresh", epoch: 0,
+		setup: func(f *lagFixture) {
+			f.lag()
+			f.md.commit(&metadata.CreateTopic{Name: "fresh", ID: [16]byte{0xc, 1}, Partitions: partitionsOf(1, 2)})
+		},
+	},
+	{
+		// Broker 1 follows; the leadership moves to it: the manager still
+		// holds a follower (NOT_LEADER_OR_FOLLOWER, UNKNOWN_LEADER_EPOCH).
+		name: "leader moved here", topic: "moved", epoch: 1,
+		setup: func(f *lagFixture) {
+			id := [16]byte{0xc, 2}
+			f.md.commit(&metadata.CreateTopic{Name: "moved", ID: id, Partitions: partitionsOf(2, 1)})
+			f.lag()
+			f.md.commit(&metadata.PartitionChange{TopicID: id, Partition: 0, Leader: 1, ISR: []int32{1}})
+		},
+	},
+}
+
+// The requests a client sends to the leader Metadata names, each returning
+// its error code for the partition and failing on any other wrong answer.
+type lagRequest struct {
+	name string
+	call func(t *testing.T, f *lagFixture, topic string, epoch int32) int16
+	// lookupOnly: the handler catches up only when the partition lookup
+	// fails, not when a partition hosted here as a follower refuses (see
+	// TestCatchUpServesNewLeadership).
+	lookupOnly bool
+}
+
+var lagRequests = []lagRequest{
+	{"produce", func(t *testing.T, f *lagFixture, topic string, _ int32) int16 {
+		// acks=1: broker 2, in the ISR of the new topic, never fetches.
+		r := f.client.produce(9, 1, topic, [16]byte{}, map[int32][]byte{0: recordbatch.BuildValues(1000, []byte("v"))})[0]
+		if r.ErrorCode == 0 && r.BaseOffset != 0 {
+			t.Errorf("appended at %d, want 0", r.BaseOffset)
+		}
+		return r.ErrorCode
+	}, false},
+	{"consumer fetch", func(t *testing.T, f *lagFixture, topic string, epoch int32) int16 {
+		req := fetchReq(12, topic, [16]byte{}, 0, 0)
+		req.Topics[0].Partitions[0].CurrentLeaderEpoch = epoch
+		rp := onlyPartition(t, f.client.call(req).(*kmsg.FetchResponse))
+		if rp.ErrorCode == 0 && rp.HighWatermark != 0 {
+			t.Errorf("high watermark %d, want 0", rp.HighWatermark)
+		}
+		return rp.ErrorCode
+	}, false},
+	{"follower fetch", func(t *testing.T, f *lagFixture, topic string, epoch int32) int16 {
+		req := fetchReq(12, topic, [16]byte{}, 0, 0)
+		req.ReplicaID = 2
+		req.Topics[0].Partitions[0].CurrentLeaderEpoch = epoch
+		return onlyPartition(t, f.client.call(req).(*kmsg.FetchResponse)).ErrorCode
+	}, false},
+	{"list offsets", func(t *testing.T, f *lagFixture, topic string, epoch int32) int16 {
+		r := listOffsets(f.client, 7, topic, 0, replica.LatestTimestamp, epoch)
+		if r.ErrorCode == 0 && r.Offset != 0 {
+			t.Errorf("latest offset %d, want 0", r.Offset)
+		}
+		return r.ErrorCode
+	}, true},
+	{"offset for leader epoch", func(t *testing.T, f *lagFixture, topic string, epoch int32) int16 {
+		req := kmsg.NewPtrOffsetForLeaderEpochRequest()
+		req.Version, req.ReplicaID = 4, 2
+		rt := kmsg.NewOffsetForLeaderEpochRequestTopic()
+		rt.Topic = topic
+		rp := kmsg.NewOffsetForLeaderEpochRequestTopicPartition()
+		rp.Partition, rp.CurrentLeaderEpoch, rp.LeaderEpoch = 0, epoch, max(epoch, 0)
+		rt.Partitions = append(rt.Partitions, rp)
+		req.Topics = append(req.Topics, rt)
+		r := f.client.call(req).(*kmsg.OffsetForLeaderEpochResponse).Topics[0].Partitions[0]
+		if r.ErrorCode == 0 && r.EndOffset != 0 {
+			t.Errorf("end offset %d, want 0", r.EndOffset)
+		}
+		return r.ErrorCode
+	}, true},
+	{"delete records", func(t *testing.T, f *lagFixture, topic string, _ int32) int16 {
+		req := kmsg.NewPtrDeleteRecordsRequest()
+		req.Version, req.TimeoutMillis = 2, 5000
+		rt := kmsg.NewDeleteRecordsRequestTopic()
+		rt.Topic = topic
+		rp := kmsg.NewDeleteRecordsRequestTopicPartition()
+		rp.Partition, rp.Offset = 0, -1
+		rt.Partitions = append(rt.Partitions, rp)
+		req.Topics = append(req.Topics, rt)
+		r := f.client.call(req).(*kmsg.DeleteRecordsResponse).Topics[0].Partitions[0]
+		if r.ErrorCode == 0 && r.LowWatermark != 0 {
+			t.Errorf("low watermark %d, want 0", r.LowWatermark)
+		}
+		return r.ErrorCode
+	}, true},
+}
+
+// TestCatchUpServesNewLeadership: right after the metadata names this
+// broker leader of a partition (a new topic, a leader that moved here) and
+// before the replica manager has applied that, a client's Produce, Fetch
+// or ListOffsets for it is answered by the partition (the handler waits for
+// the manager and asks again) instead of NOT_LEADER_OR_FOLLOWER or
+// UNKNOWN_TOPIC_OR_PARTITION, on which clients back off a second or more.
+// A follower's fetch likewise, instead of a refusal it would back off on.
+//
+// ListOffsets, OffsetForLeaderEpoch and DeleteRecords catch up only when
+// the manager does not host the partition at all (Server.partition); a
+// follower about to lead answers NOT_LEADER_OR_FOLLOWER or
+// UNKNOWN_LEADER_EPOCH from the Partition method, which nothing retries.
+// Those cases are skipped until the handlers retry that too.
+func TestCatchUpServesNewLeadership(t *testing.T) {
+	for _, sc := range lagScenarios {
+		for _, rq := range lagRequests {
+			t.Run(sc.name+"/"+rq.name, func(t *testing.T) {
+				if rq.lookupOnly && sc.name == "leader moved here" {
+					t.Skip("the handler does not catch up when a hosted follower refuses")
+				}
+				f := newLagFixture(t)
+				sc.setup(f)
+				f.feedWhenWaited()
+				if code := rq.call(t, f, sc.topic, sc.epoch); code != 0 {
+					t.Fatalf("answered %v", kerr.ErrorForCode(code))
+				}
+				if f.reps.waits.Load() == 0 {
+					t.Fatal("answered without waiting for the replica manager")
+				}
+			})
+		}
+	}
+}
+
+// TestCatchUpNotBehindAnswersAtOnce: when the replica manager has applied
+// everything published, NOT_LEADER_OR_FOLLOWER and
+// UNKNOWN_TOPIC_OR_PARTITION are the true answer and come back without
+// waiting for it.
+func TestCatchUpNotBehindAnswersAtOnce(t *testing.T) {
+	cases := []struct {
+		name, topic string
+		want        int16
+	}{
+		{"led elsewhere", "elsewhere", kerr.NotLeaderForPartition.Code},
+		{"unknown topic", "nowhere", kerr.UnknownTopicOrPartition.Code},
+	}
+	for _, c := range cases {
+		for _, rq := range lagRequests {
+			t.Run(c.name+"/"+rq.name, func(t *testing.T) {
+				f := newLagFixture(t)
+				f.md.commit(&metadata.CreateTopic{Name: "elsewhere", ID: [16]byte{0xc, 3}, Partitions: partitionsOf(2, 1)})
+				if code := rq.call(t, f, c.topic, -1); code != c.want {
+					t.Fatalf("answered %v, want %v", kerr.ErrorForCode(code), kerr.ErrorForCode(c.want))
+				}
+				if n := f.reps.waits.Load(); n != 0 {
+					t.Fatalf("waited %d times for a replica manager that was not behind", n)
+				}
+			})
+		}
+	}
+}
+
+// TestCatchUpGivesUp: a replica manager that stays behind (its feed is
+// stuck) does not hold the request: after the bounded wait the client gets
+// the error it would have got without waiting.
+func TestCatchUpGivesUp(t *testing.T) {
+	f := newLagFixture(t)
+	lagScenarios[0].setup(f)
+	if code := lagRequests[0].call(t, f, "fresh", 0); code != kerr.UnknownTopicOrPartition.Code {
+		t.Fatalf("answered %v, want UNKNOWN_TOPIC_OR_PARTITION", kerr.ErrorForCode(code))
+	}
+	if f.reps.waits.Load() == 0 {
+		t.Fatal("answered without waiting for the replica manager")
+	}
+}
+
+// TestCatchUpAppliesRaftLogFirst: the topic was created through another
+// broker; this node's Raft log holds the entry but has not applied it, so
+// neither its image nor its replica manager knows the topic. Metadata and
+// Produce let the node apply it (CatchUp) and, for Produce, the replica
+// manager follow, and answer from there. A Metadata request for topics the
+// image knows does not ask.
+func TestCatchUpAppliesRaftLogFirst(t *testing.T) {
+	f := newLagFixture(t)
+	f.lag()
+	f.feedWhenWaited()
+	f.md.appendOnly(&metadata.CreateTopic{Name: "remote", ID: [16]byte{0xc, 4}, Partitions: partitionsOf(1)})
+
+	md := f.client.call(metadataReq(12, "remote")).(*kmsg.MetadataResponse)
+	if len(md.Topics) != 1 || md.Topics[0].ErrorCode != 0 || len(md.Topics[0].Partitions) != 1 || md.Topics[0].Partitions[0].Leader != 1 {
+		t.Fatalf("Metadata for a topic in the Raft log: %+v", md.Topics)
+	}
+	if n := f.md.catchUps.Load(); n != 1 {
+		t.Fatalf("%d CatchUps, want 1", n)
+	}
+	if r := f.client.produce(9, -1, "remote", [16]byte{}, map[int32][]byte{0: recordbatch.BuildValues(1000, []byte("v"))})[0]; r.ErrorCode != 0 {
+		t.Fatalf("produce: %v", kerr.ErrorForCode(r.ErrorCode))
+	}
+
+	before := f.md.catchUps.Load()
+	f.client.call(metadataReq(12, "remote"))
+	allTopics := metadataReq(12)
+	allTopics.Topics = nil
+	f.client.call(allTopics)
+	if n := f.md.catchUps.Load(); n != before {
+		t.Fatalf("Metadata for known topics asked the node to catch up (%d times)", n-before)
+	}
+}
+
+// TestCatchUpProduceFromRaftLog is the Produce half alone: the first
+// request to meet the topic is a Produce.
+func TestCatchUpProduceFromRaftLog(t *testing.T) {
+	f := newLagFixture(t)
+	f.lag()
+	f.feedWhenWaited()
+	f.md.appendOnly(&metadata.CreateTopic{Name: "remote", ID: [16]byte{0xc, 4}, Partitions: partitionsOf(1)})
+	if r := f.client.produce(9, -1, "remote", [16]byte{}, map[int32][]byte{0: recordbatch.BuildValues(1000, []byte("v"))})[0]; r.ErrorCode != 0 {
+		t.Fatalf("produce: %v", kerr.ErrorForCode(r.ErrorCode))
+	}
+	if f.md.catchUps.Load() == 0 || f.reps.waits.Load() == 0 {
+		t.Fatalf("answered with %d CatchUps and %d waits", f.md.catchUps.Load(), f.reps.waits.Load())
+	}
+}
+
+func TestNamesUnknown(t *testing.T) {
+	known, unknownID := [16]byte{0xd, 1}, [16]byte{0xd, 2}
+	img := imageOf(t,
+		&metadata.RegisterBroker{BrokerID: 1, BrokerEpoch: 1},
+		&metadata.CreateTopic{Name: "here", ID: known, Partitions: partitionsOf(1)},
+	)
+	byName := func(n string) kmsg.MetadataRequestTopic {
+		rt := kmsg.NewMetadataRequestTopic()
+		rt.Topic = kmsg.StringPtr(n)
+		return rt
+	}
+	byID := func(id [16]byte) kmsg.MetadataRequestTopic {
+		rt := kmsg.NewMetadataRequestTopic()
+		rt.TopicID = id
+		return rt
+	}
+	both := func(n string, id [16]byte) kmsg.MetadataRequestTopic {
+		rt := byName(n)
+		rt.TopicID = id
+		return rt
+	}
+	tests := []struct {
+		name   string
+		topics []kmsg.MetadataRequestTopic
+		want   bool
+	}{
+		{"all topics", nil, false},
+		{"known name", []kmsg.MetadataRequestTopic{byName("here")}, false},
+		{"unknown name", []kmsg.MetadataRequestTopic{byName("gone")}, true},
+		{"known id", []kmsg.MetadataRequestTopic{byID(known)}, false},
+		{"unknown id", []kmsg.MetadataRequestTopic{byID(unknownID)}, true},
+		// Neither: nothing to catch up for (the handler answers it as it is).
+		{"nil name, no id", []kmsg.MetadataRequestTopic{kmsg.NewMetadataRequestTopic()}, false},
+		// The id decides when both are given.
+		{"known id, other name", []kmsg.MetadataRequestTopic{both("gone", known)}, false},
+		{"unknown id, known name", []kmsg.MetadataRequestTopic{both("here", unknownID)}, true},
+		{"one unknown among known", []kmsg.MetadataRequestTopic{byName("here"), byID(known), byName("gone")}, true},
+		{"unknown first", []kmsg.MetadataRequestTopic{byID(unknownID), byName("here")}, true},
+	}
+	for _, tt := range tests {
+		if got := namesUnknown(img, tt.topics); got != tt.want {
+			t.Errorf("%s: namesUnknown = %v, want %v", tt.name, got, tt.want)
+		}
+	}
+}
