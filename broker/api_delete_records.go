@@ -21,6 +21,7 @@ package broker
 import (
 	"context"
 
+	"github.com/raftka/raftka/broker/replica"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -42,13 +43,13 @@ func handleDeleteRecords(ctx context.Context, rc *request, kreq kmsg.Request) (k
 		for _, p := range t.Partitions {
 			rp := kmsg.NewDeleteRecordsResponseTopicPartition()
 			rp.Partition, rp.LowWatermark = p.Partition, -1
-			part, err := srv.partition(ctx, t.Topic, p.Partition)
-			if err == nil {
-				var low int64
-				if low, err = part.DeleteRecords(p.Offset); err == nil {
+			err := srv.onPartition(ctx, rc, t.Topic, p.Partition, func(part *replica.Partition) error {
+				low, err := part.DeleteRecords(p.Offset)
+				if err == nil {
 					rp.LowWatermark = low
 				}
-			}
+				return err
+			})
 			rp.ErrorCode = errorCode(err)
 			rt.Partitions = append(rt.Partitions, rp)
 		}

@@ -86,7 +86,7 @@ func handleFetch(ctx context.Context, rc *request, kreq kmsg.Request) (kmsg.Resp
 		// A follower that learned of a new leadership before this leader's
 		// partitions did would back off replica.fetch.backoff.ms on the
 		// refusal; let the partitions catch up with the image first.
-		srv.catchUp(ctx)
+		srv.catchUp(ctx, rc)
 		if z, ok := srv.deps.Replicas.(regionFetchServer); ok {
 			// Followers read every produced byte; send it from the segment
 			// files instead of copying it through a buffer and kmsg.
@@ -138,7 +138,7 @@ func handleFetch(ctx context.Context, rc *request, kreq kmsg.Request) (kmsg.Resp
 		}
 	default:
 		results = srv.deps.Replicas.Fetch(ctx, fr)
-		if anyStale(results) && srv.catchUp(ctx) {
+		if anyStale(results) && srv.catchUp(ctx, rc) {
 			results = srv.deps.Replicas.Fetch(ctx, fr)
 		}
 	}

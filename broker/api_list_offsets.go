@@ -76,13 +76,13 @@ func handleListOffsets(ctx context.Context, rc *request, kreq kmsg.Request) (kms
 				err = fmt.Errorf("%w: partition %d listed twice", kerr.InvalidRequest, p.Partition)
 			}
 			if err == nil {
-				var part *replica.Partition
-				if part, err = srv.partition(ctx, t.Topic, p.Partition); err == nil {
-					var lo replica.ListedOffset
-					if lo, err = part.ListOffsets(current, p.Timestamp, isolation); err == nil {
+				err = srv.onPartition(ctx, rc, t.Topic, p.Partition, func(part *replica.Partition) error {
+					lo, err := part.ListOffsets(current, p.Timestamp, isolation)
+					if err == nil {
 						rp.Timestamp, rp.Offset, rp.LeaderEpoch = lo.Timestamp, lo.Offset, lo.LeaderEpoch
 					}
-				}
+					return err
+				})
 			}
 			rp.ErrorCode = errorCode(err)
 			rt.Partitions = append(rt.Partitions, rp)

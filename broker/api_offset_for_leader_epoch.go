@@ -42,13 +42,13 @@ func handleOffsetForLeaderEpoch(ctx context.Context, rc *request, kreq kmsg.Requ
 			rp := kmsg.NewOffsetForLeaderEpochResponseTopicPartition()
 			rp.Partition = p.Partition
 			rp.LeaderEpoch, rp.EndOffset = storage.UndefinedEpoch, storage.UndefinedOffset
-			part, err := srv.partition(ctx, t.Topic, p.Partition)
-			if err == nil {
-				var eo replica.EpochEndOffset
-				if eo, err = part.OffsetForLeaderEpoch(p.CurrentLeaderEpoch, p.LeaderEpoch); err == nil {
+			err := srv.onPartition(ctx, rc, t.Topic, p.Partition, func(part *replica.Partition) error {
+				eo, err := part.OffsetForLeaderEpoch(p.CurrentLeaderEpoch, p.LeaderEpoch)
+				if err == nil {
 					rp.LeaderEpoch, rp.EndOffset = eo.Epoch, eo.EndOffset
 				}
-			}
+				return err
+			})
 			rp.ErrorCode = errorCode(err)
 			rt.Partitions = append(rt.Partitions, rp)
 		}

@@ -133,7 +133,7 @@ func handleProduce(ctx context.Context, rc *request, kreq kmsg.Request) (kmsg.Re
 			var res storage.AppendResult
 			var ack *replica.Ack
 			if err == nil {
-				res, ack, err = srv.appendBatch(ctx, name, p.Partition, p.Records, req.Acks)
+				res, ack, err = srv.appendBatch(ctx, rc, name, p.Partition, p.Records, req.Acks)
 			}
 			if err != nil {
 				failed = true
@@ -192,24 +192,28 @@ func handleProduce(ctx context.Context, rc *request, kreq kmsg.Request) (kmsg.Re
 // Sequence checks for idempotent producers happen inside the log's append
 // (storage.AppendResult.Duplicate marks a retry answered from the producer
 // state), so every path into a log gets them.
-func (s *Server) appendBatch(ctx context.Context, topic string, partition int32, records []byte, acks int16) (storage.AppendResult, *replica.Ack, error) {
-	p, err := s.partition(ctx, topic, partition)
-	if err != nil {
-		return storage.AppendResult{}, nil, err
-	}
+func (s *Server) appendBatch(ctx context.Context, rc *request, topic string, partition int32, records []byte, acks int16) (storage.AppendResult, *replica.Ack, error) {
 	if len(records) >= storage.BatchHeaderSize && storage.Batch(records).Transactional() {
 		return storage.AppendResult{}, nil, errTransactionsUnsupported
 	}
-	res, ack, err := p.AppendAsLeader(records, acks)
-	if err != nil && errors.Is(err, kerr.NotLeaderForPartition) && s.catchUp(ctx) {
-		// A follower about to become leader refuses without appending;
-		// ask the partition as the caught-up manager has it.
-		if p, err = s.partition(ctx, topic, partition); err != nil {
-			return storage.AppendResult{}, nil, err
-		}
-		res, ack, err = p.AppendAsLeader(records, acks)
+	// Server.onPartition's retry, written out: a closure here would cost an
+	// allocation per partition on the produce path.
+	res, ack, err := s.appendOnce(topic, partition, records, acks)
+	if err != nil && staleAnswer(err) && s.catchUp(ctx, rc) {
+		res, ack, err = s.appendOnce(topic, partition, records, acks)
 	}
 	return res, ack, err
+}
+
+func (s *Server) appendOnce(topic string, partition int32, records []byte, acks int16) (storage.AppendResult, *replica.Ack, error) {
+	if s.deps.Replicas == nil {
+		return storage.AppendResult{}, nil, errNoReplicas
+	}
+	p, err := s.deps.Replicas.Partition(topic, partition)
+	if err != nil {
+		return storage.AppendResult{}, nil, err
+	}
+	return p.AppendAsLeader(records, acks)
 }
 
 func firstErr(errs ...error) error {

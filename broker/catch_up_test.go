@@ -248,10 +248,6 @@ var lagScenarios = []lagScenario{
 type lagRequest struct {
 	name string
 	call func(t *testing.T, f *lagFixture, topic string, epoch int32) int16
-	// lookupOnly: the handler catches up only when the partition lookup
-	// fails, not when a partition hosted here as a follower refuses (see
-	// TestCatchUpServesNewLeadership).
-	lookupOnly bool
 }
 
 var lagRequests = []lagRequest{
@@ -262,7 +258,7 @@ var lagRequests = []lagRequest{
 			t.Errorf("appended at %d, want 0", r.BaseOffset)
 		}
 		return r.ErrorCode
-	}, false},
+	}},
 	{"consumer fetch", func(t *testing.T, f *lagFixture, topic string, epoch int32) int16 {
 		req := fetchReq(12, topic, [16]byte{}, 0, 0)
 		req.Topics[0].Partitions[0].CurrentLeaderEpoch = epoch
@@ -271,20 +267,20 @@ var lagRequests = []lagRequest{
 			t.Errorf("high watermark %d, want 0", rp.HighWatermark)
 		}
 		return rp.ErrorCode
-	}, false},
+	}},
 	{"follower fetch", func(t *testing.T, f *lagFixture, topic string, epoch int32) int16 {
 		req := fetchReq(12, topic, [16]byte{}, 0, 0)
 		req.ReplicaID = 2
 		req.Topics[0].Partitions[0].CurrentLeaderEpoch = epoch
 		return onlyPartition(t, f.client.call(req).(*kmsg.FetchResponse)).ErrorCode
-	}, false},
+	}},
 	{"list offsets", func(t *testing.T, f *lagFixture, topic string, epoch int32) int16 {
 		r := listOffsets(f.client, 7, topic, 0, replica.LatestTimestamp, epoch)
 		if r.ErrorCode == 0 && r.Offset != 0 {
 			t.Errorf("latest offset %d, want 0", r.Offset)
 		}
 		return r.ErrorCode
-	}, true},
+	}},
 	{"offset for leader epoch", func(t *testing.T, f *lagFixture, topic string, epoch int32) int16 {
 		req := kmsg.NewPtrOffsetForLeaderEpochRequest()
 		req.Version, req.ReplicaID = 4, 2
@@ -299,7 +295,7 @@ var lagRequests = []lagRequest{
 			t.Errorf("end offset %d, want 0", r.EndOffset)
 		}
 		return r.ErrorCode
-	}, true},
+	}},
 	{"delete records", func(t *testing.T, f *lagFixture, topic string, _ int32) int16 {
 		req := kmsg.NewPtrDeleteRecordsRequest()
 		req.Version, req.TimeoutMillis = 2, 5000
@@ -314,7 +310,7 @@ var lagRequests = []lagRequest{
 			t.Errorf("low watermark %d, want 0", r.LowWatermark)
 		}
 		return r.ErrorCode
-	}, true},
+	}},
 }
 
 // TestCatchUpServesNewLeadership: right after the metadata names this
@@ -324,19 +320,14 @@ var lagRequests = []lagRequest{
 // the manager and asks again) instead of NOT_LEADER_OR_FOLLOWER or
 // UNKNOWN_TOPIC_OR_PARTITION, on which clients back off a second or more.
 // A follower's fetch likewise, instead of a refusal it would back off on.
-//
-// ListOffsets, OffsetForLeaderEpoch and DeleteRecords catch up only when
-// the manager does not host the partition at all (Server.partition); a
-// follower about to lead answers NOT_LEADER_OR_FOLLOWER or
-// UNKNOWN_LEADER_EPOCH from the Partition method, which nothing retries.
-// Those cases are skipped until the handlers retry that too.
+// ListOffsets, OffsetForLeaderEpoch and DeleteRecords included: there a
+// follower about to lead answers from its Partition method
+// (NOT_LEADER_OR_FOLLOWER, UNKNOWN_LEADER_EPOCH), retried by
+// Server.onPartition.
 func TestCatchUpServesNewLeadership(t *testing.T) {
 	for _, sc := range lagScenarios {
 		for _, rq := range lagRequests {
 			t.Run(sc.name+"/"+rq.name, func(t *testing.T) {
-				if rq.lookupOnly && sc.name == "leader moved here" {
-					t.Skip("the handler does not catch up when a hosted follower refuses")
-				}
 				f := newLagFixture(t)
 				sc.setup(f)
 				f.feedWhenWaited()

@@ -148,6 +148,9 @@ type request struct {
 	correlationID int32
 	clientID      string // "" when the client sent null, as Kafka treats it
 	received      time.Time
+	// catchUpBy bounds the waits of Server.catchUp for this request
+	// together (zero until the first); only its handler goroutine uses it.
+	catchUpBy time.Time
 
 	releaseOnce sync.Once
 	released    chan struct{}

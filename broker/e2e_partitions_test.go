@@ -87,7 +87,7 @@ func startNode(t testing.TB) *node {
 	}
 	srv, err := New(Options{
 		Logger: testLogger(t), Listeners: []Listener{{Name: "CLIENT", Listener: cln}}, NodeID: 1,
-		Deps:       Deps{Metadata: rn.Publisher(), Controller: rn.Client(), Replicas: rm},
+		Deps:       Deps{Metadata: rn, Controller: rn.Client(), Replicas: rm},
 		Partitions: PartitionOptions{LogDirs: []string{filepath.Join(dir, "logs")}},
 	})
 	if err != nil {

@@ -71,20 +71,28 @@ func newPartitionState(o PartitionOptions) *partitionState {
 // manager wired (yet).
 var errNoReplicas = fmt.Errorf("%w: this node serves no partitions yet", kerr.NotLeaderForPartition)
 
-// partition looks a partition up in the server's replica manager; an answer
-// that may only be stale is retried once after catchUp.
-func (s *Server) partition(ctx context.Context, topic string, p int32) (*replica.Partition, error) {
+// onPartition runs fn on a partition hosted here. An answer that may only be
+// stale, from the lookup or from fn (a follower about to become leader), is
+// retried once after catchUp; fn must change nothing when it returns such
+// an error, as the partition methods do.
+func (s *Server) onPartition(ctx context.Context, rc *request, topic string, p int32, fn func(*replica.Partition) error) error {
 	if s.deps.Replicas == nil {
-		return nil, errNoReplicas
+		return errNoReplicas
 	}
 	part, err := s.deps.Replicas.Partition(topic, p)
-	if err != nil && staleAnswer(err) && s.catchUp(ctx) {
-		part, err = s.deps.Replicas.Partition(topic, p)
+	if err == nil {
+		err = fn(part)
 	}
-	return part, err
+	if err != nil && staleAnswer(err) && s.catchUp(ctx, rc) {
+		if part, err = s.deps.Replicas.Partition(topic, p); err == nil {
+			err = fn(part)
+		}
+	}
+	return err
 }
 
-// catchUpWait bounds how long a request waits in catchUp.
+// catchUpWait bounds how long one request waits in catchUp, over all its
+// partitions.
 const catchUpWait = time.Second
 
 // catchUp waits (at most catchUpWait) until the replica manager has applied
@@ -101,11 +109,17 @@ const catchUpWait = time.Second
 // Before that it lets the node apply what its Raft log already holds (see
 // catchUpMetadata): another broker may have named this one leader from an
 // entry this node has but has not applied.
-func (s *Server) catchUp(ctx context.Context) bool {
+func (s *Server) catchUp(ctx context.Context, rc *request) bool {
 	if s.deps.Replicas == nil || s.deps.Metadata == nil {
 		return false
 	}
-	ctx, cancel := context.WithTimeout(ctx, catchUpWait)
+	if rc.catchUpBy.IsZero() {
+		rc.catchUpBy = time.Now().Add(catchUpWait)
+	}
+	if time.Now().After(rc.catchUpBy) {
+		return false // this request has waited its share already
+	}
+	ctx, cancel := context.WithDeadline(ctx, rc.catchUpBy)
 	defer cancel()
 	behind := s.catchUpMetadata(ctx)
 	_, index := s.deps.Metadata.Current()
