@@ -29,7 +29,7 @@ lint:
 
 bench: build
 	$(GO) test -run '^$$' -bench . -benchmem -count=1 ./storage/...
-	@if [ -x scripts/bench.sh ]; then scripts/bench.sh; fi
+	@if [ -x test/bench.sh ]; then test/bench.sh; fi
 
 # A short run of every fuzz target (go test runs one -fuzz target at a time).
 fuzz:

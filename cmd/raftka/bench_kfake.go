@@ -18,7 +18,7 @@ func benchKfakeCommand() *cli.Command {
 		Name:  "kfake",
 		Usage: "run franz-go's kfake broker in the foreground as a benchmark peer only (not for real use)",
 		Description: "Starts one in-process kfake broker (github.com/twmb/franz-go/pkg/kfake), the reference\n" +
-			"that scripts/bench.sh compares raftka with, and blocks until SIGINT or SIGTERM. kfake keeps\n" +
+			"that test/bench.sh compares raftka with, and blocks until SIGINT or SIGTERM. kfake keeps\n" +
 			"its data in memory (with --data-dir it also persists there) and has no replication; it\n" +
 			"exists here only so raftka's numbers have a peer measured on the same machine.",
 		Flags: []cli.Flag{
