@@ -27,9 +27,11 @@ lint:
 	$(GO) vet ./...
 	$(GO) tool staticcheck ./...
 
+# Every package's Go benchmarks, then raftka against kfake on real
+# processes (test/bench.sh: one node, three nodes RF=3, failover).
 bench: build
-	$(GO) test -run '^$$' -bench . -benchmem -count=1 ./storage/...
-	@if [ -x test/bench.sh ]; then test/bench.sh; fi
+	$(GO) test -run '^$$' -bench . -benchmem -count=1 ./...
+	test/bench.sh
 
 # A short run of every fuzz target (go test runs one -fuzz target at a time).
 fuzz:

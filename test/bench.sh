@@ -34,7 +34,8 @@
 # either way with the host's disk and neighbours.
 #
 # Knobs (environment): BENCH_RECORDS (50000000), BENCH_DURATION (10s),
-# BENCH_REPEAT (3),
+# BENCH_REPEAT (3), BENCH_MIN_FREE_GB (30: no produce run starts with less
+# free disk under the work dir; each topic is deleted once read back),
 # BENCH_E2E_RECORDS (10000), BENCH_PORT (19100, first of the ports used),
 # BENCH_TARGETS ("one three kfake"), BENCH_FAILOVER_DURATION (20s),
 # BENCH_FAILOVER_RATE (20000 records/s of 1 KiB), BENCH_FAILOVER_KILL_AFTER
@@ -61,6 +62,7 @@ FAILOVER_DURATION=${BENCH_FAILOVER_DURATION:-20s}
 FAILOVER_RATE=${BENCH_FAILOVER_RATE:-20000}
 FAILOVER_KILL_AFTER=${BENCH_FAILOVER_KILL_AFTER:-5}
 REPEAT=${BENCH_REPEAT:-3}
+MIN_FREE_GB=${BENCH_MIN_FREE_GB:-30}
 READY_SECS=30
 CLK_TCK=$(getconf CLK_TCK)
 
@@ -184,6 +186,25 @@ start_target() {
 	return 0
 }
 
+# drop_topic name topic: delete a topic whose run is done, so the runs
+# never hold more than one run's data on disk (ten seconds at a few hundred
+# MB/s, three replicas: gigabytes each). kfake deletes its files too.
+drop_topic() {
+	"$BIN" --log-level error topics delete --bootstrap-server "$BOOTSTRAP" --topic "$2" --if-exists \
+		--request-timeout 30s >>"$WORK/$1.bench.log" 2>&1 || true
+}
+
+# disk_ok name: false (and the target marked failed) when the work dir's file
+# system has less than BENCH_MIN_FREE_GB free, before a run fills it.
+disk_ok() {
+	local free
+	free=$(df -Pk "$WORK" | awk 'NR == 2 {print int($4 / 1048576)}')
+	if [ "${free:-0}" -lt "$MIN_FREE_GB" ]; then
+		FAILED[$1]="only ${free} GB free under $WORK (BENCH_MIN_FREE_GB=$MIN_FREE_GB); runs stopped"
+		return 1
+	fi
+}
+
 run_bench() { # target what args...: one bench run in JSON; progress goes to the target's log
 	local name=$1 what=$2
 	shift 2
@@ -208,6 +229,7 @@ bench_target() {
 		# back by the consume run.
 		local outs=() cpus=() topics=() k mid
 		for ((k = 1; k <= REPEAT; k++)); do
+			disk_ok "$name" || break
 			topic=bench-$size-$k
 			make_topic "$name" "$topic"
 			sync
@@ -225,7 +247,7 @@ bench_target() {
 		done
 		if [ "${#outs[@]}" -lt "$REPEAT" ]; then
 			# A run got nothing acknowledged: the other runs would only wait out their timeouts too.
-			FAILED[$name]="bench produce ($size B) got no record acknowledged; see above"
+			: "${FAILED[$name]:=bench produce ($size B) got no record acknowledged; see above}"
 			break
 		fi
 		mid=$(for k in "${!outs[@]}"; do echo "$k $(jget "${outs[$k]}" mb_per_sec)"; done | sort -g -k2 | awk -v n="${#outs[@]}" 'NR == int((n + 1) / 2) {print $1}')
@@ -238,8 +260,12 @@ bench_target() {
 		R[$name|$size|p99]=$(jget "$out" latency_p99_ms)
 		R[$name|$size|gap]=$(jget "$out" max_ack_gap_ms)
 		R[$name|$size|cpu]=${cpus[$mid]}
+		for k in "${!topics[@]}"; do
+			[ "$k" = "$mid" ] || drop_topic "$name" "${topics[$k]}"
+		done
 		out=$(run_bench "$name" "bench consume ($size B)" consume --topic "${topics[$mid]}" --records "$n" --duration "$DURATION")
 		R[$name|$size|cons]=$(jget "$out" mb_per_sec)
+		drop_topic "$name" "${topics[$mid]}"
 	done
 	if [ -z "${FAILED[$name]:-}" ]; then
 		make_topic "$name" bench-e2e
