@@ -577,7 +577,8 @@ func (l *Log) MaxTimestamp() (ts, offset int64, ok bool) {
 // Truncate removes every batch at or after offset (a follower matching its
 // leader). Batches are not split: if offset is inside a batch the whole
 // batch goes. Truncating below the log start offset empties the log and
-// restarts it at offset.
+// restarts it at offset. At or past the log end no batch goes, but leader
+// epochs that start at the log end (epochs without records) do.
 func (l *Log) Truncate(offset int64) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -588,7 +589,13 @@ func (l *Log) Truncate(offset int64) error {
 		return fmt.Errorf("%w: truncate to %d", ErrOffsetOutOfRange, offset)
 	}
 	if offset >= l.nextOffset {
-		return nil
+		// No batch to cut, but an epoch may start at the log end with no
+		// record in it: this broker led that epoch and appended nothing
+		// before another leader took over, or took the leadership again in
+		// a metadata replay. A follower that kept it would send it as
+		// LastFetchedEpoch, which its leader never had, and meet the same
+		// divergence on every fetch. Kafka's truncateTo drops it too.
+		return l.epochs.TruncateFromEnd(l.nextOffset)
 	}
 	if offset < l.logStart.Load() {
 		return l.resetLocked(offset)

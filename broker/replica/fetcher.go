@@ -371,13 +371,16 @@ func (f *fetcher) applyTruncationLocked(it fetchItem, st *fetchState, leaderEpoc
 	if off < p.log.LogEndOffset() {
 		f.m.log.Info().Stringer("partition", p).Int64("from", p.log.LogEndOffset()).Int64("to", off).
 			Int32("leader_epoch", leaderEpoch).Int64("leader_end", leaderEnd).Msg("truncating to the leader's epoch end")
-		if err := p.truncateAsFollower(it.epoch, off); err != nil {
-			if !errors.Is(err, errStale) {
-				f.m.log.Error().Err(err).Stringer("partition", p).Msg("truncation failed")
-				f.delayLocked(st)
-			}
-			return
+	}
+	// Truncate even when no record goes: an epoch of ours that starts at
+	// the cut and holds nothing must go too, or the next fetch names it as
+	// LastFetchedEpoch and diverges again, forever (storage.Log.Truncate).
+	if err := p.truncateAsFollower(it.epoch, off); err != nil {
+		if !errors.Is(err, errStale) {
+			f.m.log.Error().Err(err).Stringer("partition", p).Msg("truncation failed")
+			f.delayLocked(st)
 		}
+		return
 	}
 	st.truncating = !complete
 }
