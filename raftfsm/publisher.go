@@ -174,6 +174,29 @@ func (s *Subscription) Next(ctx context.Context) (Event, error) {
 	}
 }
 
+// NextLatest is Next for a subscriber that needs only the newest image: it
+// waits for an event, then takes every event queued behind it and returns
+// the last. Deltas cannot be joined, so when it took more than one the
+// event comes back as a Reset (Delta nil): rebuild from Image. A node that
+// replays the metadata of the time it was away publishes a burst of old
+// images; a subscriber acting on each (the replica manager taking and
+// giving up leaderships long over) would only do harm.
+func (s *Subscription) NextLatest(ctx context.Context) (Event, error) {
+	ev, err := s.Next(ctx)
+	if err != nil {
+		return ev, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if n := len(s.q); n > 0 {
+		ev = s.q[n-1]
+		clear(s.q)
+		s.q = s.q[:0]
+		ev.Reset, ev.Delta = true, nil
+	}
+	return ev, nil
+}
+
 // Close stops the subscription; queued events are dropped.
 func (s *Subscription) Close() {
 	s.p.mu.Lock()

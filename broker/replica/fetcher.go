@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/raftka/raftka/metadata"
 	"github.com/raftka/raftka/storage"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -51,6 +52,9 @@ type fetcher struct {
 	mu    sync.Mutex
 	parts map[*Partition]*fetchState
 	added bool // a partition was added since the last interruptForAdded
+	// dialed is the source's endpoint at the last dial (zero before one);
+	// a rebuild from a new image reconnects only if it changed.
+	dialed metadata.Endpoint
 
 	// poll cancels the Fetch in flight (nil when none); interrupted marks
 	// a cancel by interrupt rather than a failure.
@@ -258,9 +262,25 @@ func (f *fetcher) dial() (LeaderEndpoint, error) {
 	if !ok {
 		return nil, fmt.Errorf("replica: broker %d has no %q listener", f.source, f.m.cfg.InterBrokerListener)
 	}
+	f.mu.Lock()
+	f.dialed = ep
+	f.mu.Unlock()
 	ctx, cancel := context.WithTimeout(f.ctx, f.m.cfg.RequestTimeout)
 	defer cancel()
 	return f.m.cfg.Dial(ctx, f.source, ep)
+}
+
+// endpointMoved reports whether img gives the source another endpoint than
+// the one last dialed.
+func (f *fetcher) endpointMoved(img *metadata.Image) bool {
+	b, ok := img.Broker(f.source)
+	if !ok {
+		return true
+	}
+	ep, ok := b.Endpoint(f.m.cfg.InterBrokerListener)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return !ok || ep != f.dialed
 }
 
 // delayLocked backs a partition off after a per-partition error.

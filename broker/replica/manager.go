@@ -256,8 +256,13 @@ func (m *Manager) Apply(img *metadata.Image, delta *metadata.Delta, reset bool) 
 			}
 		}
 		m.refreshConfigs(img, nil)
+		// A snapshot or a coalesced run of events may hide a broker's
+		// re-registration at a new address; a fetcher whose source did not
+		// move keeps its connection.
 		for _, f := range m.fetchers {
-			f.reconnect()
+			if f.endpointMoved(img) {
+				f.reconnect()
+			}
 		}
 	} else {
 		for _, t := range delta.TopicsRemoved {

@@ -199,6 +199,10 @@ func runServer(ctx context.Context, cfg *config.Config, log zerolog.Logger, shut
 // metadata event, in order, from one goroutine. stop ends the feed and the
 // manager (fetchers, ISR expiry, waiting produces and fetches); the logs stay
 // open for their owner to close.
+// initialCatchUpWait bounds the replica manager's wait for the node's
+// metadata replay at start (see startReplicas).
+const initialCatchUpWait = 5 * time.Second
+
 func startReplicas(node *raftfsm.Node, logs *storage.Manager, cfg *config.Config, log zerolog.Logger) (*replica.Manager, func(), error) {
 	m, err := replica.NewManager(replica.Config{
 		BrokerID:               cfg.NodeID,
@@ -224,8 +228,17 @@ func startReplicas(node *raftfsm.Node, logs *storage.Manager, cfg *config.Config
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
+		// A restarted node first has its snapshot's image, then replays
+		// what it missed. Its partitions should start from where the
+		// cluster is, not lead and follow through that history: wait
+		// (bounded: a cluster without a quorum has nothing newer to give)
+		// until the node has applied what its Raft log holds, and take
+		// queued images together (NextLatest).
+		wctx, wcancel := context.WithTimeout(ctx, initialCatchUpWait)
+		node.CatchUp(wctx)
+		wcancel()
 		for {
-			ev, err := sub.Next(ctx)
+			ev, err := sub.NextLatest(ctx)
 			if err != nil {
 				if ctx.Err() == nil {
 					log.Error().Err(err).Msg("metadata feed to the replica manager stopped")
