@@ -65,8 +65,9 @@ func (m *logModel) visible() [][]byte {
 // TestLogModel drives a log with random appends (leader and follower,
 // idempotent producers with retries, gaps, epoch bumps and stale epochs),
 // truncations, rolls, retention, DeleteRecords, resets, high-watermark
-// moves and reopens (clean and unclean), and after every step compares its
-// offsets, its full contents and its producers' state with the model.
+// moves, leaderships taken without an append and reopens (clean and
+// unclean), and after every step compares its offsets, its full contents,
+// its leader epochs and its producers' state with the model.
 func TestLogModel(t *testing.T) {
 	noFsync(t)
 	rapid.Check(t, func(rt *rapid.T) {
@@ -100,6 +101,7 @@ func TestLogModel(t *testing.T) {
 			if hw := l.HighWatermark(); hw < m.start || hw > m.leo {
 				rt.Fatalf("after %s: high watermark %d outside [%d, %d]", op, hw, m.start, m.leo)
 			}
+			checkEpochs(rt, op, l, m)
 			have := map[int64]ProducerState{}
 			for _, p := range l.Producers() {
 				have[p.ProducerID] = p
@@ -115,7 +117,7 @@ func TestLogModel(t *testing.T) {
 		steps := rapid.IntRange(1, 60).Draw(rt, "steps")
 		for step := 0; step < steps; step++ {
 			clk.advance(time.Duration(rapid.IntRange(0, 1000).Draw(rt, "ms")) * time.Millisecond)
-			switch op := rapid.IntRange(0, 12).Draw(rt, "op"); op {
+			switch op := rapid.IntRange(0, 13).Draw(rt, "op"); op {
 			case 0, 1, 2: // leader append
 				n := rapid.IntRange(1, 8).Draw(rt, "records")
 				b := batchOf(clk.now().UnixMilli(), fmt.Sprint(step), n)
@@ -154,6 +156,13 @@ func TestLogModel(t *testing.T) {
 				to := rapid.Int64Range(0, m.leo+1).Draw(rt, "to")
 				if err := l.Truncate(to); err != nil {
 					rt.Fatal(err)
+				}
+				// Whatever the cut, an epoch starting at the new end holds
+				// no record (op 13 makes such epochs) and must go: a
+				// follower keeping it names it as LastFetchedEpoch and
+				// diverges on every fetch.
+				if latest, ok := l.LeaderEpochs().Latest(); ok && latest.StartOffset >= l.LogEndOffset() {
+					rt.Fatalf("Truncate(%d) kept epoch %d at %d, log end %d", to, latest.Epoch, latest.StartOffset, l.LogEndOffset())
 				}
 				if to < m.leo {
 					if to < m.start {
@@ -251,10 +260,42 @@ func TestLogModel(t *testing.T) {
 				}
 			case 11, 12: // an idempotent producer sends, retries, skips or fences
 				idempotentStep(rt, l, m, clk.now().UnixMilli(), epoch)
+			case 13: // leadership at a new epoch, which starts at the end, with no append yet
+				epoch++
+				if err := l.LeaderEpochs().Assign(epoch, m.leo); err != nil {
+					rt.Fatal(err)
+				}
 			}
 			check(fmt.Sprintf("step %d", step))
 		}
 	})
+}
+
+// checkEpochs checks the leader epoch cache against the model's batches:
+// epochs and start offsets strictly increase, every start is within the
+// log (one at the end is an epoch led with no record yet), and every
+// visible batch lies in the epoch it was written in.
+func checkEpochs(rt *rapid.T, op string, l *Log, m *logModel) {
+	entries := l.LeaderEpochs().Entries()
+	for i, e := range entries {
+		if e.StartOffset < m.start || e.StartOffset > m.leo {
+			rt.Fatalf("after %s: epoch %d starts at %d, outside the log [%d, %d]", op, e.Epoch, e.StartOffset, m.start, m.leo)
+		}
+		if i > 0 && (e.Epoch <= entries[i-1].Epoch || e.StartOffset <= entries[i-1].StartOffset) {
+			rt.Fatalf("after %s: epochs not increasing: %v", op, entries)
+		}
+	}
+	for _, raw := range m.visible() {
+		b := Batch(raw)
+		at := max(b.BaseOffset(), m.start)
+		i := len(entries) - 1
+		for i >= 0 && entries[i].StartOffset > at {
+			i--
+		}
+		if i < 0 || entries[i].Epoch != b.PartitionLeaderEpoch() {
+			rt.Fatalf("after %s: batch at %d written in epoch %d, epochs %v", op, b.BaseOffset(), b.PartitionLeaderEpoch(), entries)
+		}
+	}
 }
 
 // idempotentStep sends one batch from an idempotent producer (a new one,
