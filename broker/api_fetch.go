@@ -69,6 +69,19 @@ func anyStale(results []replica.ReadResult) bool {
 	return false
 }
 
+// anyStaleCode is anyStale for an answered Fetch.
+func anyStaleCode(resp *kmsg.FetchResponse) bool {
+	for _, t := range resp.Topics {
+		for _, p := range t.Partitions {
+			switch p.ErrorCode {
+			case kerr.NotLeaderForPartition.Code, kerr.UnknownTopicOrPartition.Code, kerr.UnknownLeaderEpoch.Code:
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // regionFetchServer is the zero-copy form of ReplicaManager.ServeFetch,
 // which *replica.Manager has: the records stay in the segment files.
 type regionFetchServer interface {
@@ -84,16 +97,24 @@ func handleFetch(ctx context.Context, rc *request, kreq kmsg.Request) (kmsg.Resp
 	}
 	if replicaID >= 0 && srv.deps.Replicas != nil {
 		// A follower that learned of a new leadership before this leader's
-		// partitions did would back off replica.fetch.backoff.ms on the
-		// refusal; let the partitions catch up with the image first.
-		srv.catchUp(ctx, rc)
+		// partitions did is refused; answered so, it would back off. Catch
+		// up and serve it again instead (only then: on the Raft leader an
+		// entry is nearly always in flight, and waiting for it on every
+		// follower fetch would slow replication down).
 		if z, ok := srv.deps.Replicas.(regionFetchServer); ok {
 			// Followers read every produced byte; send it from the segment
 			// files instead of copying it through a buffer and kmsg.
 			resp, regions := z.ServeFetchRegions(ctx, req)
+			if anyStaleCode(resp) && srv.catchUp(ctx, rc) {
+				resp, regions = z.ServeFetchRegions(ctx, req)
+			}
 			return newFilesResponse(resp, nil, appendFetchResponse(resp, regions)...), nil
 		}
-		return srv.deps.Replicas.ServeFetch(ctx, req), nil
+		resp := srv.deps.Replicas.ServeFetch(ctx, req)
+		if anyStaleCode(resp) && srv.catchUp(ctx, rc) {
+			resp = srv.deps.Replicas.ServeFetch(ctx, req)
+		}
+		return resp, nil
 	}
 
 	img := srv.image()
