@@ -73,8 +73,7 @@ func anyStale(results []replica.ReadResult) bool {
 func anyStaleCode(resp *kmsg.FetchResponse) bool {
 	for _, t := range resp.Topics {
 		for _, p := range t.Partitions {
-			switch p.ErrorCode {
-			case kerr.NotLeaderForPartition.Code, kerr.UnknownTopicOrPartition.Code, kerr.UnknownLeaderEpoch.Code:
+			if p.ErrorCode != 0 && staleAnswer(kerr.ErrorForCode(p.ErrorCode)) {
 				return true
 			}
 		}

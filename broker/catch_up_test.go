@@ -9,9 +9,7 @@ import (
 
 	"github.com/raftka/raftka/broker/replica"
 	"github.com/raftka/raftka/metadata"
-	"github.com/raftka/raftka/storage"
 	"github.com/raftka/raftka/storage/recordbatch"
-	"github.com/rs/zerolog"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -107,20 +105,7 @@ type lagFixture struct {
 func newLagFixture(t *testing.T) *lagFixture {
 	t.Helper()
 	dir := t.TempDir()
-	sm, _, err := storage.OpenManager(storage.ManagerOptions{Dirs: []string{dir}, DisableScheduler: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	rm, err := replica.NewManager(replica.Config{
-		BrokerID: 1, Storage: sm, TopicConfig: testTopicConfig(t), Controller: noController{},
-		Dial: func(context.Context, int32, metadata.Endpoint) (replica.LeaderEndpoint, error) {
-			return nil, errNoDial
-		},
-		InterBrokerListener: "CLIENT", Logger: zerolog.Nop(),
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	sm, rm := newTestReplicas(t, dir)
 	f := &lagFixture{t: t, rm: rm, reps: &watchedReplicas{Manager: rm}, eager: true}
 	f.md = &laggingMetadata{img: metadata.NewImage(), publish: f.published}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")

@@ -53,14 +53,14 @@ func testTopicConfig(t testing.TB) func(*metadata.Image, string) (replica.TopicC
 	return ReplicaTopicConfig(cfg)
 }
 
-func newPartFixture(t testing.TB) *partFixture {
+// newTestReplicas opens logs under dir and a replica manager for broker 1
+// over them, with no controller and no way to dial a leader.
+func newTestReplicas(t testing.TB, dir string) (*storage.Manager, *replica.Manager) {
 	t.Helper()
-	f := &partFixture{t: t, md: &swappableMetadata{}, dir: t.TempDir(), img: metadata.NewImage()}
-	sm, _, err := storage.OpenManager(storage.ManagerOptions{Dirs: []string{f.dir}, DisableScheduler: true})
+	sm, _, err := storage.OpenManager(storage.ManagerOptions{Dirs: []string{dir}, DisableScheduler: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	f.sm = sm
 	rm, err := replica.NewManager(replica.Config{
 		BrokerID: 1, Storage: sm, TopicConfig: testTopicConfig(t), Controller: noController{},
 		Dial: func(context.Context, int32, metadata.Endpoint) (replica.LeaderEndpoint, error) {
@@ -71,7 +71,13 @@ func newPartFixture(t testing.TB) *partFixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f.rm = rm
+	return sm, rm
+}
+
+func newPartFixture(t testing.TB) *partFixture {
+	t.Helper()
+	f := &partFixture{t: t, md: &swappableMetadata{}, dir: t.TempDir(), img: metadata.NewImage()}
+	f.sm, f.rm = newTestReplicas(t, f.dir)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -80,7 +86,7 @@ func newPartFixture(t testing.TB) *partFixture {
 	f.md.cur.Store(f.img)
 	srv, err := newServer(Options{
 		Logger: testLogger(t), Listeners: []Listener{{Name: "CLIENT", Listener: ln}}, NodeID: 1,
-		Deps:       Deps{Metadata: f.md, Replicas: rm},
+		Deps:       Deps{Metadata: f.md, Replicas: f.rm},
 		Partitions: PartitionOptions{LogDirs: []string{f.dir}},
 	}, defaultAPIs)
 	if err != nil {
@@ -92,8 +98,8 @@ func newPartFixture(t testing.TB) *partFixture {
 	t.Cleanup(func() {
 		_ = srv.Close()
 		<-done
-		_ = rm.Close()
-		_ = sm.Close()
+		_ = f.rm.Close()
+		_ = f.sm.Close()
 	})
 	f.apply(
 		&metadata.ClusterID{ID: "cluster-p"},
