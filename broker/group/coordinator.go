@@ -301,6 +301,12 @@ func (c *Coordinator) run(l *loop) {
 			}
 			fn(g, time.Now(), img, 0)
 			c.settle(g)
+			if g.State() == Dead {
+				// Deleted: the next request sees the group as the image
+				// now has it (gone), as Kafka's coordinator drops a
+				// deleted group, not a Dead one that answers in its place.
+				g = nil
+			}
 		}
 		if g != nil {
 			c.settle(g)

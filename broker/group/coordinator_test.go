@@ -55,6 +55,9 @@ type fakeCtrl struct {
 	mu          sync.Mutex
 	gens        []metadata.GroupGeneration
 	failPersist atomic.Bool
+	// deleteGate, when set, holds DeleteGroups (after a send on
+	// deleteStarted) until it is closed.
+	deleteGate, deleteStarted chan struct{}
 }
 
 func (f *fakeCtrl) CreateTopics(context.Context, *kmsg.CreateTopicsRequest) (*kmsg.CreateTopicsResponse, error) {
@@ -82,6 +85,10 @@ func (f *fakeCtrl) CommitGroupGeneration(_ context.Context, gen *metadata.GroupG
 }
 
 func (f *fakeCtrl) DeleteGroups(_ context.Context, groups []string) (uint64, error) {
+	if f.deleteGate != nil {
+		f.deleteStarted <- struct{}{}
+		<-f.deleteGate
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	var recs []metadata.Record
@@ -202,6 +209,62 @@ func TestCoordinatorSessionExpiryEmptiesGroup(t *testing.T) {
 	}
 	if _, ok := md.cur.Load().GroupGeneration("g"); ok {
 		t.Fatal("deleted group still in the image")
+	}
+}
+
+// Regression: a Describe queued behind a DeleteGroups on the group's loop
+// was answered from the deleted group (Dead, no error) instead of
+// GROUP_ID_NOT_FOUND, and a Join behind it COORDINATOR_NOT_AVAILABLE
+// instead of starting the group afresh (TestGroupLifecycleEndToEnd flaked).
+func TestCoordinatorForgetsDeletedGroup(t *testing.T) {
+	md := slotsImage(t, 1)
+	c, ctrl := newTestCoordinator(t, md)
+	ctx := context.Background()
+	if err := c.Commit(ctx, CommitRequest{Group: "g", Generation: -1,
+		Offsets: []metadata.OffsetCommit{{Topic: "t", Partition: 0, Offset: 1}}}); err != nil {
+		t.Fatal(err)
+	}
+	ctrl.deleteGate, ctrl.deleteStarted = make(chan struct{}), make(chan struct{}, 1)
+	deleted := make(chan []error, 1)
+	go func() { deleted <- c.Delete(ctx, []string{"g"}) }()
+	await(t, ctrl.deleteStarted)
+	type described struct {
+		d   Description
+		err error
+	}
+	desc := make(chan described, 1)
+	go func() {
+		d, err := c.Describe(ctx, "g")
+		desc <- described{d, err}
+	}()
+	// The Describe is queued on the loop (busy with the delete) before
+	// the delete is let go.
+	deadline := time.Now().Add(waitLimit)
+	for {
+		c.mu.Lock()
+		l := c.groups["g"]
+		c.mu.Unlock()
+		l.mu.Lock()
+		queued := len(l.queue)
+		l.mu.Unlock()
+		if queued == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("describe not queued")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	join := c.Join("g", joinReq("", time.Minute))
+	close(ctrl.deleteGate)
+	if errs := await(t, deleted); errs[0] != nil {
+		t.Fatalf("delete: %v", errs[0])
+	}
+	if r := await(t, desc); !errors.Is(r.err, kerr.GroupIDNotFound) {
+		t.Fatalf("describe after delete: %+v %v", r.d, r.err)
+	}
+	if j := await(t, join); j.ErrorCode != 0 || j.Generation != 1 {
+		t.Fatalf("join after delete: %+v", j)
 	}
 }
 
