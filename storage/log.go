@@ -39,6 +39,8 @@ type Log struct {
 	// producers is the idempotent-producer table as of nextOffset.
 	producers     producerStates
 	producerTTLMs int64 // producer.id.expiration.ms
+	// followerDropBehind is LogOptions.FollowerDropBehind (0: off).
+	followerDropBehind int64
 
 	flushMu   sync.Mutex // serialises fsyncs (group commit)
 	shut      bool       // files closed; guarded by flushMu
@@ -306,6 +308,7 @@ func (l *Log) AppendAsFollower(records []byte) (AppendResult, error) {
 		res.RecordCount += int64(it.b.RecordCount())
 		res.Bytes += int64(len(it.b))
 	}
+	l.dropBehindLocked()
 	res.LogStartOffset = l.logStart.Load()
 	l.mu.Unlock()
 	if err != nil {
@@ -345,6 +348,36 @@ func (l *Log) appendLocked(b Batch, info BatchInfo, cfg *Config) error {
 	l.producers.apply(b)
 	l.unflushed.Add(int64(b.RecordCount()))
 	return nil
+}
+
+// dropBehindLocked keeps a follower's copy out of the page cache: each
+// time the active segment has grown followerDropBehind bytes since the
+// last advice, it advises the kernel over what that advice and this one
+// cover. The new bytes are dirty, so for them the advice only starts
+// writeback; the bytes the last advice was new for have been written back
+// since and go. At most two steps of a segment stay cached (more when the
+// disk is slower than the appends; those pages stay, which costs memory,
+// not data).
+//
+// Nothing reads a follower's copy until it leads (there is no fetch from
+// followers), but kept in the cache it crowds out the leaders' data that
+// consumers do read. And on some machines a fresh cache page is the dearest
+// part of an append (a VM whose host takes back free guest memory faults
+// on each one); pages handed back are reused hot. Called with mu held.
+func (l *Log) dropBehindLocked() {
+	step := l.followerDropBehind
+	if step <= 0 {
+		return
+	}
+	s := l.active()
+	end := s.size.Load()
+	// A truncation may have cut below the marks.
+	s.advised, s.dropFrom = min(s.advised, end), min(s.dropFrom, end)
+	if end-s.advised < step {
+		return
+	}
+	dropCache(s.f, s.dropFrom, end-s.dropFrom)
+	s.dropFrom, s.advised = s.advised, end
 }
 
 func (l *Log) maybeRollLocked(b Batch, info BatchInfo, cfg *Config, now time.Time) error {

@@ -32,6 +32,11 @@ type LogOptions struct {
 	// ProducerIDExpirationMs is producer.id.expiration.ms;
 	// DefaultProducerIDExpirationMs if zero.
 	ProducerIDExpirationMs int64
+	// FollowerDropBehind, when positive, makes AppendAsFollower hand the
+	// pages it wrote back to the kernel in steps of this many bytes (see
+	// Log.dropBehindLocked); leader appends keep theirs cached for
+	// followers and consumers. 0 keeps everything cached, as Kafka does.
+	FollowerDropBehind int64
 }
 
 // Truncation is one cut made by recovery.
@@ -116,7 +121,10 @@ func OpenLog(dir string, cfg Config, opts LogOptions) (*Log, *RecoveryReport, er
 	if opts.ProducerIDExpirationMs < 0 {
 		return nil, nil, fmt.Errorf("%w: producer.id.expiration.ms=%d", ErrInvalidConfig, opts.ProducerIDExpirationMs)
 	}
-	l := &Log{dir: dir, tp: tp, now: opts.Now, producers: producerStates{}, producerTTLMs: opts.ProducerIDExpirationMs}
+	if opts.FollowerDropBehind < 0 {
+		return nil, nil, fmt.Errorf("%w: follower drop-behind of %d bytes", ErrInvalidConfig, opts.FollowerDropBehind)
+	}
+	l := &Log{dir: dir, tp: tp, now: opts.Now, producers: producerStates{}, producerTTLMs: opts.ProducerIDExpirationMs, followerDropBehind: opts.FollowerDropBehind}
 	l.cfg.Store(&cfg)
 	l.dirSynced.Store(true)
 	rep := &RecoveryReport{Dir: dir, Clean: opts.CleanShutdown}

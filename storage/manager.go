@@ -47,6 +47,9 @@ type ManagerOptions struct {
 	// looks for such producers.
 	ProducerIDExpiration              time.Duration
 	ProducerIDExpirationCheckInterval time.Duration
+	// FollowerDropBehind is LogOptions.FollowerDropBehind for every log
+	// (raftka.follower.drop.behind.bytes; 0: off).
+	FollowerDropBehind int64
 	// DisableScheduler turns off the background goroutine; callers then
 	// call Tick themselves (tests).
 	DisableScheduler bool
@@ -166,6 +169,7 @@ func OpenManager(opts ManagerOptions) (*Manager, []*RecoveryReport, error) {
 				Now:            opts.Now,
 
 				ProducerIDExpirationMs: opts.ProducerIDExpiration.Milliseconds(),
+				FollowerDropBehind:     opts.FollowerDropBehind,
 			}})
 		}
 	}
@@ -269,7 +273,7 @@ func (m *Manager) GetOrCreate(topic string, partition int32, cfg Config) (*Log, 
 			dir = d
 		}
 	}
-	l, _, err := OpenLog(filepath.Join(dir, tp.String()), cfg, LogOptions{Now: m.opts.Now, ProducerIDExpirationMs: m.opts.ProducerIDExpiration.Milliseconds()})
+	l, _, err := OpenLog(filepath.Join(dir, tp.String()), cfg, LogOptions{Now: m.opts.Now, ProducerIDExpirationMs: m.opts.ProducerIDExpiration.Milliseconds(), FollowerDropBehind: m.opts.FollowerDropBehind})
 	if err != nil {
 		return nil, err
 	}

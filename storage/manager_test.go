@@ -123,3 +123,30 @@ func TestManagerRejectsCorruptCheckpoint(t *testing.T) {
 		t.Fatalf("got %v", err)
 	}
 }
+
+func TestManagerPassesFollowerDropBehind(t *testing.T) {
+	d := t.TempDir()
+	open := func() *Manager {
+		m, _, err := OpenManager(ManagerOptions{Dirs: []string{d}, DisableScheduler: true, FollowerDropBehind: 1 << 20})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}
+	m := open()
+	l, err := m.GetOrCreate("t", 0, DefaultConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l.followerDropBehind != 1<<20 {
+		t.Fatalf("created log drops behind %d", l.followerDropBehind)
+	}
+	if err := m.Close(); err != nil {
+		t.Fatal(err)
+	}
+	m = open()
+	defer m.Close()
+	if l, ok := m.Get("t", 0); !ok || l.followerDropBehind != 1<<20 {
+		t.Fatalf("reopened log: %v %d", ok, l.followerDropBehind)
+	}
+}

@@ -77,7 +77,10 @@ func TestLogModel(t *testing.T) {
 		cfg.SegmentBytes = int64(rapid.IntRange(200, 3000).Draw(rt, "segmentBytes"))
 		cfg.IndexIntervalBytes = int64(rapid.IntRange(0, 500).Draw(rt, "indexInterval"))
 		cfg.SegmentIndexBytes = int64(rapid.IntRange(12, 200).Draw(rt, "indexBytes"))
-		l, _, err := OpenLog(dir, cfg, LogOptions{Now: clk.now})
+		// Drop-behind is cache advice only: the model must hold with it
+		// on (small steps, so it runs across rolls and truncations).
+		dropBehind := int64(rapid.SampledFrom([]int{0, 1, 64, 700}).Draw(rt, "dropBehind"))
+		l, _, err := OpenLog(dir, cfg, LogOptions{Now: clk.now, FollowerDropBehind: dropBehind})
 		if err != nil {
 			rt.Fatal(err)
 		}
@@ -246,7 +249,7 @@ func TestLogModel(t *testing.T) {
 				}
 			case 10: // reopen
 				clean := rapid.Bool().Draw(rt, "clean")
-				opts := LogOptions{Now: clk.now, CleanShutdown: clean, RecoveryPoint: l.RecoveryPoint(), LogStartOffset: l.LogStartOffset(), HighWatermark: l.HighWatermark()}
+				opts := LogOptions{Now: clk.now, CleanShutdown: clean, RecoveryPoint: l.RecoveryPoint(), LogStartOffset: l.LogStartOffset(), HighWatermark: l.HighWatermark(), FollowerDropBehind: dropBehind}
 				if err := l.Close(); err != nil {
 					rt.Fatal(err)
 				}

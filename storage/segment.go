@@ -49,6 +49,10 @@ type segment struct {
 	firstTs         int64     // first batch's max timestamp, NoTimestamp if unknown
 	created         int64     // unix ms the segment was created (or the file's mtime)
 	deleteAt        time.Time // when a removed segment's files may be deleted
+	// Drop-behind marks (Log.dropBehindLocked): advised is the size at
+	// the last advice, dropFrom the size at the one before (where the
+	// bytes still cached begin).
+	advised, dropFrom int64
 }
 
 func (s *segment) logPath() string {

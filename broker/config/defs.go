@@ -224,6 +224,9 @@ var defs = []Def{
 		Doc: "How long a follower waits after a failed fetch."},
 	{Name: "num.recovery.threads.per.data.dir", Type: TypeInt, Default: "0", Validate: atLeast(0),
 		Doc: "Threads per log directory that open (and after an unclean stop, recover) partition logs at start. 0, raftka's default, lets raftka choose (opening is I/O-bound; Kafka's default is 1)."},
+	// Kafka has no such key: it keeps a follower's copy in the page cache.
+	{Name: "raftka.follower.drop.behind.bytes", Type: TypeLong, Default: "8388608", Validate: atLeast(0),
+		Doc: "raftka: a follower replica asks the kernel to write back and drop from the page cache what it appended, in steps of this many bytes (nothing reads a follower's copy until it leads, and the cache is better spent on the leaders' data consumers read). 0 keeps follower data cached, as Kafka does."},
 	{Name: "replica.socket.timeout.ms", Type: TypeDurationMs, Default: "30000", Validate: atLeast(1),
 		Doc: "How long a follower waits for the leader to answer a request beyond the fetch's own wait."},
 	{Name: "max.incremental.fetch.session.cache.slots", Type: TypeInt, Default: "1000", Validate: atLeast(0),

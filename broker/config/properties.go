@@ -89,6 +89,7 @@ type Config struct {
 	FetchSessionEvictionMin     time.Duration
 	NumReplicaFetchers          int32
 	HighWatermarkCheckpoint     time.Duration
+	FollowerDropBehind          int64 // raftka.follower.drop.behind.bytes
 
 	BrokerSessionTimeout               time.Duration
 	BrokerHeartbeatInterval            time.Duration

@@ -184,6 +184,7 @@ func TestMalformedValues(t *testing.T) {
 		{"authorizer.class.name=kafka.security.authorizer.AclAuthorizer", "raftka has no authorizer"},
 		{"security.inter.broker.protocol=SSL", "must be one of PLAINTEXT"},
 		{"log.retention.ms=forever", `log.retention.ms="forever"`},
+		{"raftka.follower.drop.behind.bytes=-1", "must be at least 0"},
 	}
 	for _, c := range cases {
 		_, _, err := Parse([]byte(base), []string{c.override})
@@ -348,6 +349,17 @@ func TestFlushDefaults(t *testing.T) {
 	cfg, _ = mustParse(t, base, "log.flush.scheduler.interval.ms=300", "log.flush.interval.ms=50", "log.flush.interval.messages=1")
 	if cfg.LogFlushIntervalMs != 50 || cfg.LogFlushIntervalMessages != 1 {
 		t.Errorf("flush %d %d", cfg.LogFlushIntervalMs, cfg.LogFlushIntervalMessages)
+	}
+}
+
+func TestFollowerDropBehind(t *testing.T) {
+	cfg, _ := mustParse(t, base)
+	if cfg.FollowerDropBehind != 8<<20 {
+		t.Errorf("default %d", cfg.FollowerDropBehind)
+	}
+	cfg, _ = mustParse(t, base, "raftka.follower.drop.behind.bytes=0")
+	if cfg.FollowerDropBehind != 0 {
+		t.Errorf("off: %d", cfg.FollowerDropBehind)
 	}
 }
 

@@ -253,6 +253,7 @@ func fromValues(v values, src map[string]Source) (*Config, error) {
 	c.FetchSessionEvictionMin = v.dur("min.incremental.fetch.session.eviction.ms")
 	c.NumReplicaFetchers = v.int32("num.replica.fetchers")
 	c.HighWatermarkCheckpoint = v.dur("replica.high.watermark.checkpoint.interval.ms")
+	c.FollowerDropBehind = v.int64("raftka.follower.drop.behind.bytes")
 	if c.ReplicaFetchWaitMax > c.ReplicaLagTimeMax {
 		fail("replica.fetch.wait.max.ms (%v) must not exceed replica.lag.time.max.ms (%v), or healthy followers would drop out of the ISR", c.ReplicaFetchWaitMax, c.ReplicaLagTimeMax)
 	}

@@ -75,6 +75,7 @@ func runServer(ctx context.Context, cfg *config.Config, log zerolog.Logger, shut
 		RetentionCheckInterval: cfg.LogRetentionCheckInterval,
 		Threads:                int(cfg.RecoveryThreadsPerDataDir) * len(cfg.LogDirs),
 		ReplicationInterval:    cfg.HighWatermarkCheckpoint,
+		FollowerDropBehind:     cfg.FollowerDropBehind,
 	})
 	if err != nil {
 		return err
