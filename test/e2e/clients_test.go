@@ -1021,32 +1021,30 @@ func testConfigsRoundTrip(t *testing.T, c *cluster.Cluster, adm *kadm.Client) {
 	expectCfg("after incremental set", "retention.ms", "7200000", true)
 	expectCfg("after incremental set", "max.message.bytes", "2048", true)
 
-	// sarama's DescribeConfigs sees the same.
+	// sarama's DescribeConfigs sees the same, once the broker it asks has
+	// applied the change (as expectCfg, it may ask another node).
 	sadm, err := sarama.NewClusterAdmin(seedAddrs(c), saramaConfig(sarama.V4_0_0_0))
 	if err != nil {
 		t.Fatalf("sarama admin: %v", err)
 	}
-	results, err := sadm.DescribeConfigs([]*sarama.ConfigResource{{Type: sarama.TopicResource, Name: topic}},
-		sarama.DescribeConfigsOptions{IncludeSynonyms: true, IncludeDocumentation: true})
-	sadm.Close()
-	if err != nil {
-		t.Fatalf("sarama DescribeConfigs: %v", err)
-	}
-	if len(results) != 1 || results[0].ErrorCode != sarama.ErrNoError {
-		t.Fatalf("sarama DescribeConfigs: %+v", results)
-	}
-	var sawRetention bool
-	for _, e := range results[0].Configs {
-		if e.Name == "retention.ms" {
-			sawRetention = true
-			if e.Value != "7200000" || e.Source != sarama.SourceTopic {
-				t.Errorf("sarama sees retention.ms = %q source %v, want 7200000 from the topic", e.Value, e.Source)
+	cluster.WaitFor(t, 10*time.Second, func() (bool, string) {
+		results, err := sadm.DescribeConfigs([]*sarama.ConfigResource{{Type: sarama.TopicResource, Name: topic}},
+			sarama.DescribeConfigsOptions{IncludeSynonyms: true, IncludeDocumentation: true})
+		if err != nil {
+			return false, fmt.Sprintf("sarama DescribeConfigs: %v", err)
+		}
+		if len(results) != 1 || results[0].ErrorCode != sarama.ErrNoError {
+			return false, fmt.Sprintf("sarama DescribeConfigs: %+v", results)
+		}
+		for _, e := range results[0].Configs {
+			if e.Name == "retention.ms" {
+				return e.Value == "7200000" && e.Source == sarama.SourceTopic,
+					fmt.Sprintf("sarama sees retention.ms = %q source %v, want 7200000 from the topic", e.Value, e.Source)
 			}
 		}
-	}
-	if !sawRetention {
-		t.Errorf("sarama DescribeConfigs lists no retention.ms")
-	}
+		return false, "sarama DescribeConfigs lists no retention.ms"
+	})
+	sadm.Close()
 
 	// The new limit is enforced by the partition leader once its image has
 	// it: a 4 KiB record is refused, a small one still accepted.
