@@ -113,15 +113,7 @@ func TestFollowerDropBehind(t *testing.T) {
 				t.Fatalf("%d of the first step's %d pages still cached", cached, pages)
 			}
 			// Whatever is cached, every batch reads back as written.
-			got := readAll(t, l, 0)
-			if len(got) != len(want) {
-				t.Fatalf("read %d batches, wrote %d", len(got), len(want))
-			}
-			for i := range got {
-				if !bytes.Equal(got[i], want[i]) {
-					t.Fatalf("batch %d differs after drop-behind", i)
-				}
-			}
+			requireBatches(t, l, want)
 		})
 	}
 }

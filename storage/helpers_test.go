@@ -1,6 +1,7 @@
 package storage
 
 import (
+	"bytes"
 	"fmt"
 	"path/filepath"
 	"testing"
@@ -45,6 +46,20 @@ func batchOf(ts int64, tag string, n int) []byte {
 		vals[i] = fmt.Appendf(nil, "%s-%d", tag, i)
 	}
 	return recordbatch.BuildValues(ts, vals...)
+}
+
+// requireBatches fails t unless reading l from offset 0 gives exactly want.
+func requireBatches(t testing.TB, l *Log, want [][]byte) {
+	t.Helper()
+	got := readAll(t, l, 0)
+	if len(got) != len(want) {
+		t.Fatalf("read %d batches, want %d", len(got), len(want))
+	}
+	for i := range got {
+		if !bytes.Equal(got[i], want[i]) {
+			t.Fatalf("batch %d differs", i)
+		}
+	}
 }
 
 // readAll reads every batch from offset to the end through Read.

@@ -1,7 +1,6 @@
 package storage
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"testing"
@@ -34,15 +33,7 @@ func TestAppendReadReopen(t *testing.T) {
 		t.Fatalf("want several segments at segment.bytes=%d, got %d", cfg.SegmentBytes, l.NumSegments())
 	}
 	check := func(l *Log) {
-		got := readAll(t, l, 0)
-		if len(got) != len(want) {
-			t.Fatalf("read %d batches, want %d", len(got), len(want))
-		}
-		for i := range got {
-			if !bytes.Equal(got[i], want[i]) {
-				t.Fatalf("batch %d differs", i)
-			}
-		}
+		requireBatches(t, l, want)
 		if l.LogEndOffset() != next {
 			t.Fatalf("LEO %d, want %d", l.LogEndOffset(), next)
 		}
