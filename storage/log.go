@@ -357,13 +357,8 @@ func (l *Log) appendLocked(b Batch, info BatchInfo, cfg *Config) error {
 // writeback; the bytes the last advice was new for have been written back
 // since and go. At most two steps of a segment stay cached (more when the
 // disk is slower than the appends; those pages stay, which costs memory,
-// not data).
-//
-// Nothing reads a follower's copy until it leads (there is no fetch from
-// followers), but kept in the cache it crowds out the leaders' data that
-// consumers do read. And on some machines a fresh cache page is the dearest
-// part of an append (a VM whose host takes back free guest memory faults
-// on each one); pages handed back are reused hot. Called with mu held.
+// not data). Why a follower's copy may leave the cache: doc.go, "Page
+// cache". Called with mu held.
 func (l *Log) dropBehindLocked() {
 	step := l.followerDropBehind
 	if step <= 0 {

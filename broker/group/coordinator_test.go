@@ -3,6 +3,7 @@ package group
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -135,6 +136,23 @@ func await[T any](t *testing.T, ch <-chan T) T {
 	}
 }
 
+// eventually polls cond until it holds, failing t with cond's last word
+// after waitLimit.
+func eventually(t *testing.T, cond func() (bool, string)) {
+	t.Helper()
+	deadline := time.Now().Add(waitLimit)
+	for {
+		ok, why := cond()
+		if ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatal(why)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
 func TestCoordinatorRebalanceThroughLoop(t *testing.T) {
 	md := slotsImage(t, 1)
 	c, ctrl := newTestCoordinator(t, md)
@@ -186,20 +204,14 @@ func TestCoordinatorSessionExpiryEmptiesGroup(t *testing.T) {
 	await(t, c.Sync("g", SyncRequest{MemberID: j.MemberID, Generation: 1}))
 	// No heartbeats: the loop's timer expires the member and the group
 	// goes Empty with a new generation in the image, then unloads.
-	deadline := time.Now().Add(waitLimit)
-	for {
+	eventually(t, func() (bool, string) {
 		gen, _ := md.cur.Load().GroupGeneration("g")
 		c.mu.Lock()
 		loaded := len(c.groups)
 		c.mu.Unlock()
-		if gen.Generation == 2 && len(gen.Members) == 0 && loaded == 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("group not emptied: %+v, %d loaded", gen, loaded)
-		}
-		time.Sleep(time.Millisecond)
-	}
+		return gen.Generation == 2 && len(gen.Members) == 0 && loaded == 0,
+			fmt.Sprintf("group not emptied: %+v, %d loaded", gen, loaded)
+	})
 	d, err := c.Describe(context.Background(), "g")
 	if err != nil || d.State != Empty || d.ProtocolType != "consumer" {
 		t.Fatalf("describe from image: %+v %v", d, err)
@@ -239,22 +251,14 @@ func TestCoordinatorForgetsDeletedGroup(t *testing.T) {
 	}()
 	// The Describe is queued on the loop (busy with the delete) before
 	// the delete is let go.
-	deadline := time.Now().Add(waitLimit)
-	for {
+	eventually(t, func() (bool, string) {
 		c.mu.Lock()
 		l := c.groups["g"]
 		c.mu.Unlock()
 		l.mu.Lock()
-		queued := len(l.queue)
-		l.mu.Unlock()
-		if queued == 1 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("describe not queued")
-		}
-		time.Sleep(time.Millisecond)
-	}
+		defer l.mu.Unlock()
+		return len(l.queue) == 1, "describe not queued"
+	})
 	join := c.Join("g", joinReq("", time.Minute))
 	close(ctrl.deleteGate)
 	if errs := await(t, deleted); errs[0] != nil {
