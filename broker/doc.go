@@ -64,4 +64,9 @@
 // except cmd; its subpackages (config, replica, group, txn) never import the
 // root broker package. It must not import a metrics library (Metrics is an
 // interface; cmd adapts it to Prometheus) or anything from cmd or test.
+//
+//arch:imports std storage metadata broker/config broker/group broker/kafkacode broker/replica
+//arch:imports github.com/twmb/franz-go/pkg/kmsg github.com/twmb/franz-go/pkg/kerr
+//arch:imports github.com/rs/zerolog
+//arch:importers cmd/...
 package broker

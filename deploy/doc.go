@@ -11,4 +11,7 @@
 // Nothing imports this package. Its tests import broker/config (to validate
 // the shipped server.properties with the same code the server runs) and
 // storage (to check cluster ids), and no other raftka package.
+//
+//arch:imports std
+//arch:importers none
 package deploy

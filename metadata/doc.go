@@ -45,4 +45,6 @@
 //
 // Every error wraps one of the sentinels in errors.go; the broker maps
 // kinds to Kafka error codes in one place (see each sentinel's comment).
+//
+//arch:imports std
 package metadata

@@ -106,4 +106,8 @@
 //   - Locks: Node.ctrlMu (the current controller pointer), Publisher.mu then
 //     Subscription.mu, mux.mu, connPool.mu. None is held while taking
 //     another except Publisher.mu -> Subscription.mu.
+//
+//arch:imports std metadata github.com/hashicorp/raft github.com/hashicorp/raft-boltdb/v2
+//arch:imports go.etcd.io/bbolt github.com/hashicorp/go-hclog github.com/twmb/franz-go/pkg/kmsg
+//arch:imports github.com/twmb/franz-go/pkg/kerr github.com/rs/zerolog
 package raftfsm

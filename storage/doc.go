@@ -97,4 +97,7 @@
 // aborted-transaction index .txnindex) and compaction are separate pieces
 // of work. Producer state records an open transaction's first offset and
 // clears it at a control batch, nothing more.
+//
+//arch:imports std github.com/klauspost/compress/... github.com/pierrec/lz4/v4 golang.org/x/sys/unix
+//arch:imports github.com/magiconair/properties
 package storage

@@ -11,4 +11,6 @@
 // The package is pure apart from reading the one file it is given: it does
 // not log, start goroutines or touch the network. It imports the standard
 // library and magiconair/properties only, and none of our packages.
+//
+//arch:imports std github.com/magiconair/properties
 package config

@@ -89,4 +89,8 @@
 // hold it shared so that a role change never interleaves with an append at
 // the old epoch. Partition.mu guards the leader core (follower states, HW,
 // pending ISR change).
+//
+//arch:imports std storage metadata broker/kafkacode github.com/twmb/franz-go/pkg/kmsg
+//arch:imports github.com/twmb/franz-go/pkg/kerr github.com/rs/zerolog
+//arch:importers broker cmd/...
 package replica

@@ -7,4 +7,12 @@
 // main.go only wires the cli.App; each subcommand lives in its own file and
 // registers itself from init. Nothing imports this package; it may import
 // every raftka package.
+//
+//arch:imports std storage/... metadata raftfsm broker/... github.com/twmb/franz-go/pkg/kmsg
+//arch:imports github.com/twmb/franz-go/pkg/kerr github.com/twmb/franz-go/pkg/kgo
+//arch:imports github.com/twmb/franz-go/pkg/kadm github.com/twmb/franz-go/pkg/kfake
+//arch:imports github.com/urfave/cli/v2 github.com/rs/zerolog
+//arch:imports github.com/prometheus/client_golang/... github.com/HdrHistogram/hdrhistogram-go
+//arch:imports github.com/mattn/go-isatty
+//arch:importers none
 package main

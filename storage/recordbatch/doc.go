@@ -12,4 +12,6 @@
 //	b := recordbatch.Build(time.Now().UnixMilli(),
 //		recordbatch.Record{Key: []byte("k"), Value: []byte("v")})
 //	res, err := log.Append(b, storage.AppendOptions{LeaderEpoch: 0})
+//
+//arch:imports std
 package recordbatch

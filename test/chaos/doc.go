@@ -2,4 +2,7 @@
 // test-long): issue 5's failover scenario with 50 rounds, and a soak that
 // SIGKILLs, SIGSTOPs and SIGTERMs random nodes under load. The judges are
 // test/invariants' checkers, as in test/e2e. Nothing imports it.
+//
+//arch:imports std
+//arch:importers none
 package chaos

@@ -25,4 +25,7 @@
 // The harness is black-box: it drives the binary and the wire protocol and
 // imports none of raftka's packages (its own tests do, to check what it
 // writes). Unix only.
+//
+//arch:imports std github.com/twmb/franz-go/pkg/kmsg go.uber.org/goleak
+//arch:importers none
 package cluster

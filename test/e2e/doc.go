@@ -3,4 +3,7 @@
 // sarama, kafka-go, kcat, confluent-kafka-python) and real faults (SIGKILL,
 // SIGSTOP, SIGTERM). It has no non-test code beyond this file; nothing
 // imports it, and it imports raftka packages only for exported test helpers.
+//
+//arch:imports std
+//arch:importers none
 package e2e

@@ -20,4 +20,8 @@
 // raftfsm or metadata package. Checkers are pure functions over values; the
 // workload types start goroutines of franz-go and their own, which end when
 // they are stopped or closed.
+//
+//arch:imports std storage github.com/twmb/franz-go/pkg/kmsg github.com/twmb/franz-go/pkg/kerr
+//arch:imports github.com/twmb/franz-go/pkg/kgo github.com/twmb/franz-go/pkg/kadm
+//arch:importers none
 package invariants
