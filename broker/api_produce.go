@@ -31,7 +31,8 @@ package broker
 //     answered; CreateTime topics answer -1.
 //
 // Version notes: v0-v2 (magic 0/1 message sets) are advertised only because
-// librdkafka before 2.11 disables compression otherwise (PROTOCOL-NOTES 1.7);
+// librdkafka before 2.11 disables compression otherwise (ARCHITECTURE.md,
+// "Protocol notes");
 // they are answered UNSUPPORTED_VERSION per partition, as Kafka 4 does. v5+:
 // LogStartOffset. v8+: ErrorMessage. v9: flexible. v10+: CurrentLeader and
 // NodeEndpoints. v13: topics by id.

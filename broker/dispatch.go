@@ -33,7 +33,7 @@ type apiEntry struct {
 
 	// advertisedMin is what ApiVersions reports as the minimum. It is below
 	// min only where clients need an old version to be advertised although
-	// Kafka 4 no longer serves it (Produce v0-v2, see PROTOCOL-NOTES 1.7):
+	// Kafka 4 no longer serves it (Produce v0-v2, see ARCHITECTURE.md, "Protocol notes"):
 	// versions in [advertisedMin, min) are decoded and answered by reject.
 	advertisedMin int16
 	min, max      int16
