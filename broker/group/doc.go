@@ -12,11 +12,21 @@
 //     the Raft metadata image, so its leaders only say who coordinates, and
 //     a coordinator that moves (a broker fails or shuts down, leadership is
 //     rebalanced) finds every committed offset already in its image.
-//   - group.go: Group, the pure state machine (Empty, PreparingRebalance,
+//   - The group state machine, Group (Empty, PreparingRebalance,
 //     CompletingRebalance, Stable, Dead). Inputs carry the time; replies go
 //     to callbacks; timers are a NextDeadline/Tick pair; generation records
 //     to persist are taken with TakePersist. No goroutines, no clock, no
-//     I/O: table-tested with a fake clock.
+//     I/O: table-tested with a fake clock. Its files, by concern:
+//   - types.go: the states, Config, and the requests and results the
+//     machine takes and gives; the member record.
+//   - group.go: Group itself, persistence of generations (TakePersist,
+//     Persisted), timers (NextDeadline, Tick) and Unload.
+//   - classic.go: the classic protocol: JoinGroup and the rebalance it
+//     drives (protocol choice, the join phase, the leader's answer),
+//     SyncGroup, Heartbeat, LeaveGroup and the OffsetCommit member check.
+//   - static.go: static membership (KIP-345): instance-id fencing, a known
+//     instance rejoining with a new member id, leaving by instance id.
+//   - describe.go: what DescribeGroups and OffsetDelete read of a group.
 //   - member.go: member ids and the consumer protocol subscription decoder.
 //   - coordinator.go: Coordinator, which owns one event loop per loaded group
 //     and is what the broker's API handlers call.
