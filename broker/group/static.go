@@ -9,7 +9,10 @@ import (
 
 // replaceStatic gives a known group.instance.id a new member id, as Kafka
 // does for a static member that restarts: the old id is fenced, and a
-// stable group skips the rebalance when nothing about the member changed.
+// stable group stays stable unless the member's new protocols change the
+// protocol the group would select. That holds for the leader too: KIP-345
+// exists so that a restarting member, leader or not, does not revoke
+// everyone's partitions.
 func (g *Group) replaceStatic(now time.Time, oldID string, r JoinRequest) {
 	m := g.members[oldID]
 	if m.join != nil {
@@ -20,6 +23,7 @@ func (g *Group) replaceStatic(now time.Time, oldID string, r JoinRequest) {
 		m.sync(SyncResult{ErrorCode: kerr.FencedInstanceID.Code})
 		m.sync = nil
 	}
+	leaderBefore := g.leader
 	newID := g.cfg.NewMemberID(r.InstanceID)
 	delete(g.members, oldID)
 	m.id = newID
@@ -35,21 +39,43 @@ func (g *Group) replaceStatic(now time.Time, oldID string, r JoinRequest) {
 			g.pendingAssign[newID] = a
 		}
 	}
-	unchanged := sameProtocols(m.protocols, r.Protocols)
-	switch {
-	case g.state == Stable && unchanged && (newID != g.leader || r.SupportsSkipAssignment):
-		m.clientID, m.clientHost = r.ClientID, r.ClientHost
-		m.session, m.rebalance = r.SessionTimeout, r.RebalanceTimeout
+	g.updateMember(m, r)
+	switch g.state {
+	case Stable:
+		if g.selectProtocol() != g.protocol {
+			g.prepareRebalance(now)
+			return
+		}
+		// No record to persist: the image keeps generations, not member
+		// ids (a group loaded elsewhere starts Empty and its members join
+		// again), and this generation is already recorded.
+		m.join = nil
 		m.deadline = now.Add(m.session)
-		isLeader := newID == g.leader
-		r.Reply(g.joinResult(newID, isLeader, isLeader))
-	case g.state == PreparingRebalance:
-		g.updateMember(m, r)
+		r.Reply(g.staticRejoinResult(newID, leaderBefore, r.SupportsSkipAssignment))
+	case PreparingRebalance:
 		g.maybeCompleteJoin(now)
 	default:
-		g.updateMember(m, r)
+		// CompletingRebalance: the leader may be assigning to the old id,
+		// so its plan would miss the new one; start over, as Kafka does.
 		g.prepareRebalance(now)
 	}
+}
+
+// staticRejoinResult answers a static member that rejoined a Stable group
+// without a rebalance. A v9+ (KIP-814) leader is told it leads, gets the
+// members and is told to skip the assignment, so it can watch metadata
+// without assigning. Older clients always get the leader id from before
+// the rejoin: a restarted leader sees an id that is not its own, acts as a
+// follower and syncs for the assignment it had; were it told it leads, it
+// would compute a plan that a Stable group never hands out.
+func (g *Group) staticRejoinResult(newID, leaderBefore string, skipAssignment bool) JoinResult {
+	if !skipAssignment {
+		res := g.joinResult(newID, false, false)
+		res.Leader = leaderBefore
+		return res
+	}
+	isLeader := newID == g.leader
+	return g.joinResult(newID, isLeader, isLeader)
 }
 
 // validateMember checks a request's member id (and instance id, for a
