@@ -181,3 +181,54 @@ func TestStaticRejoinStable(t *testing.T) {
 		})
 	}
 }
+
+// TestStaticRejoinWhileRebalancing is a restarted static member arriving
+// mid-rebalance. While the leader assigns (CompletingRebalance) its plan may
+// name the old member id, so the group starts over, as Kafka does; while
+// members join (PreparingRebalance) the new id takes the old one's place.
+func TestStaticRejoinWhileRebalancing(t *testing.T) {
+	t.Run("CompletingRebalance", func(t *testing.T) {
+		h := newHarness(t, nil)
+		a, b := stableStatic(t, h, "range")
+		h.join("c", "") // a third member: generation 2 to assign
+		h.join("a2", a, withInstance("ia"))
+		h.join("b2", b, withInstance("ib"))
+		c := h.lastJoin("c").MemberID
+		h.lastJoin("a2")
+		h.lastJoin("b2")
+		h.state(CompletingRebalance)
+		h.sync("b2", b, 2, nil)
+		h.join("b3", "", withInstance("ib"))
+		codeIs(t, "old id's waiting sync", h.lastSync("b2").ErrorCode, kerr.FencedInstanceID)
+		h.state(PreparingRebalance)
+		h.noJoinReply("b3")
+		h.join("a3", a, withInstance("ia"))
+		h.join("c3", c)
+		j := h.lastJoin("b3")
+		if j.ErrorCode != 0 || j.Generation != 3 || j.MemberID == b || j.Leader != a {
+			t.Fatalf("restarted member's join %+v", j)
+		}
+		if ja := h.lastJoin("a3"); len(ja.Members) != 3 || !slices.ContainsFunc(ja.Members, func(m JoinedMember) bool { return m.MemberID == j.MemberID }) {
+			t.Fatalf("leader's member list %+v, want the new id %s", ja.Members, j.MemberID)
+		}
+		h.lastJoin("c3")
+	})
+	t.Run("PreparingRebalance", func(t *testing.T) {
+		h := newHarness(t, nil)
+		a, b := stableStatic(t, h, "range")
+		h.join("c", "")
+		h.state(PreparingRebalance)
+		h.join("a2", a, withInstance("ia"))
+		h.join("b2", "", withInstance("ib")) // b restarted: no member id
+		j := h.lastJoin("b2")
+		if j.ErrorCode != 0 || j.Generation != 2 || j.MemberID == b || j.Leader != a {
+			t.Fatalf("restarted member's join %+v", j)
+		}
+		ja := h.lastJoin("a2")
+		if len(ja.Members) != 3 || slices.ContainsFunc(ja.Members, func(m JoinedMember) bool { return m.MemberID == b }) {
+			t.Fatalf("leader's member list %+v still has the old id %s", ja.Members, b)
+		}
+		h.lastJoin("c")
+		codeIs(t, "old id heartbeat", h.g.Heartbeat(h.now, b, "ib", 2), kerr.FencedInstanceID)
+	})
+}
