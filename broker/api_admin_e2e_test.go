@@ -56,7 +56,7 @@ func startAdminNode(t *testing.T) (*raftfsm.Node, string) {
 		Listeners: []Listener{{Name: "CLIENT", Listener: ln}},
 		NodeID:    1,
 		Config:    testConfig(t, "log.retention.hours=24\n"),
-		Deps:      Deps{Metadata: node.Publisher(), Controller: node.Client(), Admin: node.Client(), Quorum: node},
+		Deps:      Deps{Metadata: node, Controller: node.Client(), Admin: node.Client(), Quorum: node},
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -17,6 +17,9 @@ type staticMetadata struct {
 
 func (s staticMetadata) Current() (*metadata.Image, uint64) { return s.img, s.index }
 
+// CatchUp: a static image has no Raft log behind it.
+func (staticMetadata) CatchUp(context.Context) bool { return false }
+
 // imageOf applies records to an empty image and fails on a skipped one.
 func imageOf(t testing.TB, recs ...metadata.Record) *metadata.Image {
 	t.Helper()

@@ -81,12 +81,6 @@ func anyStaleCode(resp *kmsg.FetchResponse) bool {
 	return false
 }
 
-// regionFetchServer is the zero-copy form of ReplicaManager.ServeFetch,
-// which *replica.Manager has: the records stay in the segment files.
-type regionFetchServer interface {
-	ServeFetchRegions(ctx context.Context, req *kmsg.FetchRequest) (*kmsg.FetchResponse, [][]storage.Region)
-}
-
 func handleFetch(ctx context.Context, rc *request, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.FetchRequest)
 	srv := rc.conn.srv
@@ -100,20 +94,14 @@ func handleFetch(ctx context.Context, rc *request, kreq kmsg.Request) (kmsg.Resp
 		// up and serve it again instead (only then: on the Raft leader an
 		// entry is nearly always in flight, and waiting for it on every
 		// follower fetch would slow replication down).
-		if z, ok := srv.deps.Replicas.(regionFetchServer); ok {
-			// Followers read every produced byte; send it from the segment
-			// files instead of copying it through a buffer and kmsg.
-			resp, regions := z.ServeFetchRegions(ctx, req)
-			if anyStaleCode(resp) && srv.catchUp(ctx, rc) {
-				resp, regions = z.ServeFetchRegions(ctx, req)
-			}
-			return newFilesResponse(resp, nil, appendFetchResponse(resp, regions)...), nil
-		}
-		resp := srv.deps.Replicas.ServeFetch(ctx, req)
+		//
+		// Followers read every produced byte; send it from the segment
+		// files instead of copying it through a buffer and kmsg.
+		resp, regions := srv.deps.Replicas.ServeFetchRegions(ctx, req)
 		if anyStaleCode(resp) && srv.catchUp(ctx, rc) {
-			resp = srv.deps.Replicas.ServeFetch(ctx, req)
+			resp, regions = srv.deps.Replicas.ServeFetchRegions(ctx, req)
 		}
-		return resp, nil
+		return newFilesResponse(resp, nil, appendFetchResponse(resp, regions)...), nil
 	}
 
 	img := srv.image()

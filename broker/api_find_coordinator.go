@@ -24,7 +24,6 @@ import (
 	"context"
 	"net"
 
-	"github.com/raftka/raftka/broker/group"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -95,7 +94,7 @@ func findCoordinator(ctx context.Context, rc *request, keyType int8, key string)
 }
 
 // groups returns the coordinator, or nil when the node has none.
-func groupsOf(rc *request) *group.Coordinator { return rc.conn.srv.deps.Groups }
+func groupsOf(rc *request) GroupCoordinator { return rc.conn.srv.deps.Groups }
 
 // clientHost is the member's address as Kafka shows it in DescribeGroups:
 // "/" and the IP.

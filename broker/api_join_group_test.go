@@ -69,7 +69,7 @@ func startGroupNode(t *testing.T) *groupNode {
 	port := ln.Addr().(*net.TCPAddr).AddrPort().Port()
 	srv, err := New(Options{
 		Logger: testLogger(t), NodeID: 1, Listeners: []Listener{{Name: "CLIENT", Listener: ln}},
-		Deps: Deps{Metadata: node.Publisher(), Controller: node.Client(), Groups: groups},
+		Deps: Deps{Metadata: node, Controller: node.Client(), Groups: groups},
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -50,6 +50,10 @@ type swappableMetadata struct {
 
 func (s *swappableMetadata) Current() (*metadata.Image, uint64) { return s.cur.Load(), 1 }
 
+// CatchUp: the fake controller publishes before it answers, so nothing is
+// ever pending.
+func (*swappableMetadata) CatchUp(context.Context) bool { return false }
+
 // fakeController creates topics with one partition on broker 1, or answers
 // with a fixed error code.
 type fakeController struct {

@@ -10,6 +10,7 @@ import (
 	"github.com/raftka/raftka/broker/config"
 	"github.com/raftka/raftka/broker/replica"
 	"github.com/raftka/raftka/metadata"
+	"github.com/raftka/raftka/storage"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -26,9 +27,10 @@ type ReplicaManager interface {
 	Partitions() []*replica.Partition
 	// Fetch reads and long-polls (the delayed-fetch purgatory).
 	Fetch(ctx context.Context, req replica.FetchRequest) []replica.ReadResult
-	// ServeFetch answers a follower's Fetch (its bytes are copied; followers
-	// are few and their requests small compared with consumers').
-	ServeFetch(ctx context.Context, req *kmsg.FetchRequest) *kmsg.FetchResponse
+	// ServeFetchRegions answers a follower's Fetch with the records left
+	// in the segment files, one region list per response partition, so
+	// they go to the socket with sendfile instead of through a buffer.
+	ServeFetchRegions(ctx context.Context, req *kmsg.FetchRequest) (*kmsg.FetchResponse, [][]storage.Region)
 	// AppliedIndex and WaitApplied say how far the partition layer has
 	// followed the metadata image (Raft entry indexes); see catchUp.
 	AppliedIndex() uint64
@@ -129,17 +131,10 @@ func (s *Server) catchUp(ctx context.Context, rc *request) bool {
 	return s.deps.Replicas.WaitApplied(ctx, index) == nil
 }
 
-// metadataCatchUp is a MetadataSource that can wait for the entries its Raft
-// log holds but has not applied (*raftfsm.Node).
-type metadataCatchUp interface {
-	CatchUp(ctx context.Context) bool
-}
-
 // catchUpMetadata waits (bounded by ctx) for the node to apply the Raft
 // entries it already holds, and reports whether there were any.
 func (s *Server) catchUpMetadata(ctx context.Context) bool {
-	c, ok := s.deps.Metadata.(metadataCatchUp)
-	return ok && c.CatchUp(ctx)
+	return s.deps.Metadata.CatchUp(ctx)
 }
 
 // staleAnswer reports errors that a replica manager behind the metadata

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/raftka/raftka/broker/config"
-	"github.com/raftka/raftka/broker/group"
 	"github.com/raftka/raftka/metadata"
 	"github.com/rs/zerolog"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -37,12 +36,17 @@ type Listener struct {
 }
 
 // MetadataSource is the broker's view of the latest applied metadata.
-// *raftfsm.Publisher satisfies it.
+// *raftfsm.Node satisfies it.
 type MetadataSource interface {
 	// Current returns the latest applied image and the Raft index that
 	// produced it. The image is immutable; handlers read one image per
 	// request so an answer is consistent within itself.
 	Current() (*metadata.Image, uint64)
+	// CatchUp waits (bounded by ctx) until the node has applied the
+	// entries its Raft log already holds, and reports whether there were
+	// any; see Server.catchUp. A source with no log of its own returns
+	// false at once.
+	CatchUp(ctx context.Context) bool
 }
 
 // ControllerClient sends requests to the active controller and returns once
@@ -84,9 +88,9 @@ type Deps struct {
 	Quorum     QuorumView
 	// Replicas is the partition layer (see partitions.go).
 	Replicas ReplicaManager
-	// Groups is the group coordinator (api_find_coordinator.go and the
-	// other group APIs); nil answers them COORDINATOR_NOT_AVAILABLE.
-	Groups *group.Coordinator
+	// Groups is the group coordinator (see groups.go); nil answers the
+	// group APIs COORDINATOR_NOT_AVAILABLE.
+	Groups GroupCoordinator
 }
 
 // Options configures a Server.

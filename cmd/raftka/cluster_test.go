@@ -164,7 +164,7 @@ func startNode(t *testing.T) string {
 		Logger:    zerolog.Nop(),
 		Listeners: []broker.Listener{{Name: "PLAINTEXT", Listener: ln}},
 		NodeID:    1,
-		Deps:      broker.Deps{Metadata: node.Publisher(), Controller: node.Client(), Admin: node.Client(), Quorum: node},
+		Deps:      broker.Deps{Metadata: node, Controller: node.Client(), Admin: node.Client(), Quorum: node},
 	})
 	if err != nil {
 		t.Fatal(err)
