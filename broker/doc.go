@@ -16,7 +16,7 @@
 //     regions, sent with sendfile(2) on Linux.
 //   - errors.go: handlers' access to the one mapping from our packages'
 //     error kinds to Kafka error codes, which lives in broker/kafkacode so
-//     broker/replica answers with the same codes.
+//     broker/replica and raftfsm's controller answer with the same codes.
 //   - metrics.go: the Metrics interface and in-memory Counters.
 //   - api_<name>.go: one per Kafka API, each registering itself in init and
 //     opening with its supported versions and behaviour. The table they fill

@@ -8,12 +8,19 @@ import (
 
 	"github.com/hashicorp/raft"
 	"github.com/raftka/raftka/metadata"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // ErrNotController is returned for operations submitted to a node that is not
-// (or stopped being) the active controller.
-var ErrNotController = errors.New("raftfsm: not the active controller")
+// (or stopped being) the active controller. It unwraps to kerr.NotController,
+// which is how broker/kafkacode, which cannot import raftfsm, maps it.
+var ErrNotController error = notController{}
+
+type notController struct{}
+
+func (notController) Error() string { return "raftfsm: not the active controller" }
+func (notController) Unwrap() error { return kerr.NotController }
 
 // decision is what one controller operation decided: the records to commit
 // (none for a rejected or read-only request), the response to send once they

@@ -2,13 +2,13 @@ package raftfsm
 
 import (
 	crand "crypto/rand"
-	"errors"
 	"fmt"
 	"math/rand/v2"
 	"slices"
 	"sort"
 	"time"
 
+	"github.com/raftka/raftka/broker/kafkacode"
 	"github.com/raftka/raftka/metadata"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -19,50 +19,9 @@ import (
 // metadata's rules (CheckNewTopicName, ValidateTopicConfigs, PlaceReplicas,
 // ValidateReplicaAssignment, NewPartitions).
 
-// errCode maps metadata's error kinds to Kafka error codes.
-func errCode(err error) int16 {
-	switch {
-	case err == nil:
-		return 0
-	case errors.Is(err, metadata.ErrTopicExists):
-		return kerr.TopicAlreadyExists.Code
-	case errors.Is(err, metadata.ErrUnknownTopic), errors.Is(err, metadata.ErrUnknownPartition):
-		return kerr.UnknownTopicOrPartition.Code
-	case errors.Is(err, metadata.ErrInvalidTopicName), errors.Is(err, metadata.ErrTopicNameCollision):
-		return kerr.InvalidTopicException.Code
-	case errors.Is(err, metadata.ErrInvalidReplicationFactor):
-		return kerr.InvalidReplicationFactor.Code
-	case errors.Is(err, metadata.ErrInvalidReplicaAssignment):
-		return kerr.InvalidReplicaAssignment.Code
-	case errors.Is(err, metadata.ErrInvalidPartitions):
-		return kerr.InvalidPartitions.Code
-	case errors.Is(err, metadata.ErrInvalidConfig):
-		return kerr.InvalidConfig.Code
-	case errors.Is(err, metadata.ErrUnknownBroker):
-		return kerr.BrokerIDNotRegistered.Code
-	case errors.Is(err, metadata.ErrStaleBrokerEpoch):
-		return kerr.StaleBrokerEpoch.Code
-	case errors.Is(err, metadata.ErrFencedLeaderEpoch):
-		return kerr.FencedLeaderEpoch.Code
-	case errors.Is(err, metadata.ErrInvalidUpdateVersion):
-		return kerr.InvalidUpdateVersion.Code
-	case errors.Is(err, metadata.ErrNotLeader):
-		// Kafka's controller answers an AlterPartition from a non-leader
-		// so (ReplicationControlManager.validateAlterPartitionData).
-		return kerr.InvalidRequest.Code
-	case errors.Is(err, metadata.ErrIneligibleReplica):
-		return kerr.IneligibleReplica.Code
-	case errors.Is(err, metadata.ErrElectionNotNeeded):
-		return kerr.ElectionNotNeeded.Code
-	case errors.Is(err, metadata.ErrPreferredLeaderNotAvailable):
-		return kerr.PreferredLeaderNotAvailable.Code
-	case errors.Is(err, metadata.ErrLeaderNotAvailable):
-		return kerr.EligibleLeadersNotAvailable.Code
-	case errors.Is(err, ErrNotController):
-		return kerr.NotController.Code
-	}
-	return kerr.InvalidRequest.Code
-}
+// errCode is the Kafka code a controller response carries for err; the
+// mapping is broker/kafkacode's, shared with the brokers' handlers.
+var errCode = kafkacode.OfDecision
 
 func errMsg(err error) *string {
 	if err == nil {

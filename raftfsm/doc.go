@@ -4,8 +4,11 @@
 // controller listener, quorum membership, and the active controller's RPC
 // service (decide, then record, then replay).
 //
-// It may import metadata, hashicorp/raft, raft-boltdb, kmsg/kerr and zerolog.
-// It must never import storage or broker.
+// It may import metadata, broker/kafkacode, hashicorp/raft, raft-boltdb,
+// kmsg/kerr and zerolog. It must never import storage or any other package
+// of broker. broker/kafkacode is the one table from error kinds to Kafka
+// codes, shared with the brokers' handlers: a leaf with no state, which
+// links storage's sentinel errors and nothing else of it.
 //
 // # Files
 //
@@ -107,7 +110,7 @@
 //     Subscription.mu, mux.mu, connPool.mu. None is held while taking
 //     another except Publisher.mu -> Subscription.mu.
 //
-//arch:imports std metadata github.com/hashicorp/raft github.com/hashicorp/raft-boltdb/v2
+//arch:imports std metadata broker/kafkacode github.com/hashicorp/raft github.com/hashicorp/raft-boltdb/v2
 //arch:imports go.etcd.io/bbolt github.com/hashicorp/go-hclog github.com/twmb/franz-go/pkg/kmsg
 //arch:imports github.com/twmb/franz-go/pkg/kerr github.com/rs/zerolog
 package raftfsm

@@ -4,14 +4,82 @@ import (
 	"context"
 	"errors"
 
+	"github.com/raftka/raftka/metadata"
 	"github.com/raftka/raftka/storage"
 	"github.com/twmb/franz-go/pkg/kerr"
 )
 
-// Of turns an error into the Kafka error code for a response field.
-// Packages return sentinel kinds wrapped with %w; a case is added here when
-// a kind first reaches a response, so the mapping stays in one table-tested
-// function.
+// kind is one error kind and the code a response carries for it.
+type kind struct {
+	err  error
+	code *kerr.Error
+}
+
+// kinds is the table. Packages return these sentinels wrapped with %w; a
+// kind is added here when it first reaches a response. No error wraps
+// more than one of them, so the order only matters for reading.
+var kinds = []kind{
+	// storage: a partition's log.
+	{storage.ErrCorruptBatch, kerr.CorruptMessage},
+	{storage.ErrInvalidRecord, kerr.InvalidRecord},
+	{storage.ErrInvalidTimestamp, kerr.InvalidTimestamp},
+	{storage.ErrRecordTooLarge, kerr.MessageTooLarge},
+	{storage.ErrOffsetOutOfRange, kerr.OffsetOutOfRange},
+	// The log went away under the request: the partition moved or was
+	// deleted; the client refreshes metadata and retries.
+	{storage.ErrClosed, kerr.NotLeaderForPartition},
+	{storage.ErrCorruptFile, kerr.KafkaStorageError},
+	{storage.ErrInvalidConfig, kerr.InvalidConfig},
+	{storage.ErrOutOfOrderSequence, kerr.OutOfOrderSequenceNumber},
+	// Since 2.7 Kafka answers a produce with a stale epoch so rather than
+	// PRODUCER_FENCED, which clients treat as fatal.
+	{storage.ErrInvalidProducerEpoch, kerr.InvalidProducerEpoch},
+
+	// metadata: the controller's rules for topics, brokers, partitions.
+	{metadata.ErrTopicExists, kerr.TopicAlreadyExists},
+	{metadata.ErrUnknownTopic, kerr.UnknownTopicOrPartition},
+	{metadata.ErrUnknownPartition, kerr.UnknownTopicOrPartition},
+	{metadata.ErrInvalidTopicName, kerr.InvalidTopicException},
+	{metadata.ErrTopicNameCollision, kerr.InvalidTopicException},
+	{metadata.ErrInvalidReplicationFactor, kerr.InvalidReplicationFactor},
+	{metadata.ErrInvalidReplicaAssignment, kerr.InvalidReplicaAssignment},
+	{metadata.ErrInvalidPartitions, kerr.InvalidPartitions},
+	{metadata.ErrInvalidConfig, kerr.InvalidConfig},
+	{metadata.ErrUnknownBroker, kerr.BrokerIDNotRegistered},
+	{metadata.ErrStaleBrokerEpoch, kerr.StaleBrokerEpoch},
+	{metadata.ErrFencedLeaderEpoch, kerr.FencedLeaderEpoch},
+	{metadata.ErrInvalidUpdateVersion, kerr.InvalidUpdateVersion},
+	// Kafka's controller answers an AlterPartition from a non-leader so
+	// (ReplicationControlManager.validateAlterPartitionData).
+	{metadata.ErrNotLeader, kerr.InvalidRequest},
+	{metadata.ErrIneligibleReplica, kerr.IneligibleReplica},
+	{metadata.ErrInvalidRequest, kerr.InvalidRequest},
+	{metadata.ErrElectionNotNeeded, kerr.ElectionNotNeeded},
+	{metadata.ErrPreferredLeaderNotAvailable, kerr.PreferredLeaderNotAvailable},
+	{metadata.ErrLeaderNotAvailable, kerr.EligibleLeadersNotAvailable},
+}
+
+// lookup is the code of err's kind, if the table or the protocol names it.
+func lookup(err error) (int16, bool) {
+	var ke *kerr.Error
+	switch {
+	case errors.As(err, &ke):
+		// A handler or a controller RPC already speaks the protocol.
+		return ke.Code, true
+	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
+		// Kafka answers a request that ran out of time (or was abandoned
+		// with its connection or the broker) as timed out; clients retry.
+		return kerr.RequestTimedOut.Code, true
+	}
+	for _, k := range kinds {
+		if errors.Is(err, k.err) {
+			return k.code.Code, true
+		}
+	}
+	return 0, false
+}
+
+// Of turns an error into the Kafka error code for a broker response field.
 //
 // Unknown errors become UNKNOWN_SERVER_ERROR, which clients treat as
 // retriable-by-nobody and log; that is the right answer for a bug and the
@@ -20,40 +88,21 @@ func Of(err error) int16 {
 	if err == nil {
 		return 0
 	}
-	var ke *kerr.Error
-	switch {
-	case errors.As(err, &ke):
-		// A handler or a controller RPC already speaks the protocol.
-		return ke.Code
-	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
-		// Kafka answers a request that ran out of time (or was abandoned
-		// with its connection or the broker) as timed out; clients retry.
-		return kerr.RequestTimedOut.Code
-	case errors.Is(err, storage.ErrCorruptBatch):
-		return kerr.CorruptMessage.Code
-	case errors.Is(err, storage.ErrInvalidRecord):
-		return kerr.InvalidRecord.Code
-	case errors.Is(err, storage.ErrInvalidTimestamp):
-		return kerr.InvalidTimestamp.Code
-	case errors.Is(err, storage.ErrRecordTooLarge):
-		return kerr.MessageTooLarge.Code
-	case errors.Is(err, storage.ErrOffsetOutOfRange):
-		return kerr.OffsetOutOfRange.Code
-	case errors.Is(err, storage.ErrClosed):
-		// The log went away under the request: the partition moved or was
-		// deleted; the client refreshes metadata and retries.
-		return kerr.NotLeaderForPartition.Code
-	case errors.Is(err, storage.ErrCorruptFile):
-		return kerr.KafkaStorageError.Code
-	case errors.Is(err, storage.ErrInvalidConfig):
-		return kerr.InvalidConfig.Code
-	case errors.Is(err, storage.ErrOutOfOrderSequence):
-		return kerr.OutOfOrderSequenceNumber.Code
-	case errors.Is(err, storage.ErrInvalidProducerEpoch):
-		// Since 2.7 Kafka answers a produce with a stale epoch so rather
-		// than PRODUCER_FENCED, which clients treat as fatal.
-		return kerr.InvalidProducerEpoch.Code
-	default:
-		return kerr.UnknownServerError.Code
+	if code, ok := lookup(err); ok {
+		return code
 	}
+	return kerr.UnknownServerError.Code
+}
+
+// OfDecision turns an error from a controller decision into the Kafka error
+// code for its response. A decision fails only on what was asked, so an
+// error no kind names is the request's: INVALID_REQUEST.
+func OfDecision(err error) int16 {
+	if err == nil {
+		return 0
+	}
+	if code, ok := lookup(err); ok {
+		return code
+	}
+	return kerr.InvalidRequest.Code
 }
