@@ -35,34 +35,6 @@ func init() {
 	})
 }
 
-// configResource identifies a config resource in a request.
-type configResource struct {
-	typ  kmsg.ConfigResourceType
-	name string
-}
-
-// precheckConfigResource answers what Kafka's broker answers before
-// forwarding: resource types raftka has no configs for, and names given
-// twice. It returns 0 for a resource to forward.
-func precheckConfigResource(r configResource, names []string) (int16, string) {
-	switch r.typ {
-	case kmsg.ConfigResourceTypeTopic, kmsg.ConfigResourceTypeBroker:
-	default:
-		return kerr.InvalidRequest.Code, "Unsupported resource type: " + r.typ.String()
-	}
-	if r.typ == kmsg.ConfigResourceTypeTopic && r.name == metadataTopic {
-		return kerr.InvalidRequest.Code, "The configs of " + metadataTopic + " cannot be changed."
-	}
-	seen := make(map[string]bool, len(names))
-	for _, n := range names {
-		if seen[n] {
-			return kerr.InvalidRequest.Code, "Duplicate config key " + n + "."
-		}
-		seen[n] = true
-	}
-	return 0, ""
-}
-
 func handleAlterConfigs(ctx context.Context, rc *request, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.AlterConfigsRequest)
 	resp := req.ResponseKind().(*kmsg.AlterConfigsResponse)

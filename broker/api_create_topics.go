@@ -34,10 +34,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// metadataTopic is KRaft's name for the metadata log; no client may create
-// or configure a topic of that name.
-const metadataTopic = "__cluster_metadata"
-
 func init() {
 	register(apiEntry{
 		key:           19,

@@ -38,7 +38,6 @@ import (
 	"context"
 	"slices"
 	"strconv"
-	"sync"
 
 	"github.com/raftka/raftka/broker/config"
 	"github.com/raftka/raftka/metadata"
@@ -170,19 +169,6 @@ func (s *Server) describeResource(img *metadata.Image, r kmsg.DescribeConfigsReq
 	return nil, kerr.InvalidRequest.Code, "Unsupported resource type: " + r.ResourceType.String()
 }
 
-// topicConfigSources is TopicConfigSources, or without server.properties
-// (a server built without Options.Config) the image's layers alone.
-func (s *Server) topicConfigSources(img *metadata.Image, topic string) metadata.ConfigSources {
-	if s.config != nil {
-		return TopicConfigSources(img, s.config, topic)
-	}
-	src := metadata.ConfigSources{DynamicBroker: img.BrokerConfigs(s.nodeID), DynamicCluster: img.ClusterConfigs()}
-	if t, ok := img.Topic(topic); ok {
-		src.Topic = t.Configs
-	}
-	return src
-}
-
 func topicConfigEntries(effective []metadata.ConfigEntry) []configEntry {
 	out := make([]configEntry, 0, len(effective))
 	for _, e := range effective {
@@ -295,37 +281,6 @@ func (l brokerLayers) of(name string, defs *brokerDefTable) []configSynonym {
 	}
 	return out
 }
-
-// brokerDefTable indexes broker/config's key table for DescribeConfigs.
-type brokerDefTable struct {
-	list   []config.Def
-	byName map[string]config.Def
-	// groups maps each broker key that supplies a topic config's default
-	// to all keys supplying that config, in precedence order (Kafka's
-	// broker synonyms).
-	groups map[string][]string
-	// dynamic holds the keys a dynamic broker config takes effect for:
-	// those that supply topic config defaults.
-	dynamic map[string]bool
-}
-
-var brokerDefs = sync.OnceValue(func() *brokerDefTable {
-	t := &brokerDefTable{list: config.Defs(), byName: map[string]config.Def{}, groups: map[string][]string{}, dynamic: map[string]bool{}}
-	for _, d := range t.list {
-		t.byName[d.Name] = d
-	}
-	for _, td := range metadata.TopicConfigDefs() {
-		var keys []string
-		for _, b := range td.Brokers {
-			keys = append(keys, b.Key)
-		}
-		for _, k := range keys {
-			t.groups[k] = keys
-			t.dynamic[k] = true
-		}
-	}
-	return t
-})
 
 // configTypeOf maps broker/config's key types onto Kafka's config types.
 func configTypeOf(t config.Type) kmsg.ConfigType {

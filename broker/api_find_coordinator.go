@@ -22,7 +22,6 @@ package broker
 
 import (
 	"context"
-	"net"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -31,10 +30,6 @@ import (
 func init() {
 	register(apiEntry{key: 10, advertisedMin: 0, min: 0, max: 6, concurrent: true, handle: handleFindCoordinator})
 }
-
-// groupOps is the authorized-operations set of a group (Kafka's READ,
-// DESCRIBE, DELETE): everything, without an authorizer.
-var groupOps = opSet(opRead, opDescribe, opDelete)
 
 func handleFindCoordinator(ctx context.Context, rc *request, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.FindCoordinatorRequest)
@@ -91,27 +86,4 @@ func findCoordinator(ctx context.Context, rc *request, keyType int8, key string)
 	}
 	c.NodeID, c.Host, c.Port = node, ep.Host, int32(ep.Port)
 	return c
-}
-
-// groups returns the coordinator, or nil when the node has none.
-func groupsOf(rc *request) GroupCoordinator { return rc.conn.srv.deps.Groups }
-
-// clientHost is the member's address as Kafka shows it in DescribeGroups:
-// "/" and the IP.
-func clientHost(rc *request) string {
-	if rc.conn.remote == nil {
-		return ""
-	}
-	host, _, err := net.SplitHostPort(rc.conn.remote.String())
-	if err != nil {
-		host = rc.conn.remote.String()
-	}
-	return "/" + host
-}
-
-func derefOr(s *string, def string) string {
-	if s == nil {
-		return def
-	}
-	return *s
 }

@@ -63,36 +63,6 @@ func init() {
 // auto-creates; clients retry LEADER_NOT_AVAILABLE.
 const autoCreateWait = 5 * time.Second
 
-// authorizedOpsUnset is Kafka's "not requested" value (Integer.MIN_VALUE).
-const authorizedOpsUnset = -2147483648
-
-// Kafka's AclOperation codes, as bits of an authorized-operations set.
-const (
-	opRead            = 3
-	opWrite           = 4
-	opCreate          = 5
-	opDelete          = 6
-	opAlter           = 7
-	opDescribe        = 8
-	opClusterAction   = 9
-	opDescribeConfigs = 10
-	opAlterConfigs    = 11
-	opIdempotentWrite = 12
-)
-
-func opSet(ops ...int) int32 {
-	var s int32
-	for _, o := range ops {
-		s |= 1 << o
-	}
-	return s
-}
-
-var (
-	topicOps   = opSet(opRead, opWrite, opCreate, opDelete, opAlter, opDescribe, opDescribeConfigs, opAlterConfigs)
-	clusterOps = opSet(opCreate, opAlter, opDescribe, opClusterAction, opDescribeConfigs, opAlterConfigs, opIdempotentWrite)
-)
-
 // internalTopics are Kafka's internal topics, flagged IsInternal.
 var internalTopics = map[string]bool{"__consumer_offsets": true, "__transaction_state": true}
 

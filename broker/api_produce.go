@@ -44,7 +44,6 @@ import (
 	"time"
 
 	"github.com/raftka/raftka/broker/replica"
-	"github.com/raftka/raftka/metadata"
 	"github.com/raftka/raftka/storage"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -232,26 +231,4 @@ func setProduceError(rp *kmsg.ProduceResponseTopicPartition, version int16, err 
 		msg := err.Error()
 		rp.ErrorMessage = &msg
 	}
-}
-
-// produceEndpoints lists the endpoints (on the request's listener) of the
-// leaders named in CurrentLeader fields, Produce v10+'s NodeEndpoints.
-func produceEndpoints(img *metadata.Image, ids map[int32]bool, listener string) []kmsg.ProduceResponseBroker {
-	var out []kmsg.ProduceResponseBroker
-	for _, b := range img.Brokers() {
-		if !ids[b.ID] || b.Fenced {
-			continue
-		}
-		ep, ok := b.Endpoint(listener)
-		if !ok {
-			continue
-		}
-		pb := kmsg.NewProduceResponseBroker()
-		pb.NodeID, pb.Host, pb.Port = b.ID, ep.Host, int32(ep.Port)
-		if b.Rack != "" {
-			pb.Rack = kmsg.StringPtr(b.Rack)
-		}
-		out = append(out, pb)
-	}
-	return out
 }

@@ -21,11 +21,27 @@
 //   - api_<name>.go: one per Kafka API, each registering itself in init and
 //     opening with its supported versions and behaviour. The table they fill
 //     is the list of what is served: ApiVersions answers with exactly it.
+//     An api file holds its one API; what two of them use lives in a file
+//     named for what it is (listed below).
 //   - lifecycle.go: the broker's registration and heartbeats with the
 //     active controller (fencing, controlled shutdown).
 //   - partitions.go, fetch_session.go: the partition APIs' view of the
-//     replica manager and KIP-227 fetch sessions.
-//   - topic_config.go: a topic's effective log config by Kafka's precedence.
+//     replica manager (ReplicaManager, the catch-up before a stale answer)
+//     and KIP-227 fetch sessions.
+//   - leader_hints.go: where a client should go instead (CurrentLeader and
+//     NodeEndpoints of Produce and Fetch).
+//   - groups.go: the group APIs' view of the group coordinator
+//     (GroupCoordinator) and their shared request helpers.
+//   - configs.go: what the config APIs share (resource prechecks, broker/
+//     config's key table indexed for DescribeConfigs and
+//     IncrementalAlterConfigs).
+//   - topic_config.go: a topic's effective config by Kafka's precedence.
+//   - authorized_ops.go: KIP-430 authorized-operations sets.
+//   - internal_topics.go: names no client may create or configure.
+//   - forward.go: forwarding admin requests to the active controller.
+//   - producer_ids.go: this broker's producer ids, in blocks the controller
+//     allocates.
+//   - statfs_*.go: a log dir's disk space for DescribeLogDirs.
 //
 // # Adding an API
 //
@@ -60,10 +76,13 @@
 //
 // # Imports
 //
-// It may import storage, metadata and raftfsm. Nothing of ours imports broker
-// except cmd; its subpackages (config, replica, group, txn) never import the
-// root broker package. It must not import a metrics library (Metrics is an
-// interface; cmd adapts it to Prometheus) or anything from cmd or test.
+// It imports storage, metadata and its own subpackages; it reaches raftfsm
+// only through the interfaces of server.go, which cmd fills with raftfsm's
+// types. Nothing of ours imports the root broker package except cmd; its
+// subpackages (config, group, kafkacode, replica) never import it, and
+// raftfsm imports broker/kafkacode alone. It must not import a metrics
+// library (Metrics is an interface; cmd adapts it to Prometheus) or
+// anything from cmd or test.
 //
 //arch:imports std storage metadata broker/config broker/group broker/kafkacode broker/replica
 //arch:imports github.com/twmb/franz-go/pkg/kmsg github.com/twmb/franz-go/pkg/kerr

@@ -2,6 +2,7 @@ package broker
 
 import (
 	"context"
+	"net"
 
 	"github.com/raftka/raftka/broker/group"
 	"github.com/raftka/raftka/metadata"
@@ -27,3 +28,26 @@ type GroupCoordinator interface {
 }
 
 var _ GroupCoordinator = (*group.Coordinator)(nil)
+
+// groupsOf returns the coordinator, or nil when the node has none.
+func groupsOf(rc *request) GroupCoordinator { return rc.conn.srv.deps.Groups }
+
+// clientHost is the member's address as Kafka shows it in DescribeGroups:
+// "/" and the IP.
+func clientHost(rc *request) string {
+	if rc.conn.remote == nil {
+		return ""
+	}
+	host, _, err := net.SplitHostPort(rc.conn.remote.String())
+	if err != nil {
+		host = rc.conn.remote.String()
+	}
+	return "/" + host
+}
+
+func derefOr(s *string, def string) string {
+	if s == nil {
+		return def
+	}
+	return *s
+}

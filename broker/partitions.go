@@ -156,40 +156,6 @@ func (s *Server) image() *metadata.Image {
 	return img
 }
 
-// leaderHint is where a client should go instead: the partition's leader
-// and epoch from img, and that leader's endpoint on listener (nil when it
-// has none), for the CurrentLeader / NodeEndpoints fields of Produce v10+
-// and Fetch v12+.
-type leaderHint struct {
-	leader, epoch int32
-	endpoint      *metadata.Endpoint
-	rack          string
-}
-
-func leaderOf(img *metadata.Image, topic string, p int32, listener string) (leaderHint, bool) {
-	t, ok := img.Topic(topic)
-	if !ok {
-		return leaderHint{}, false
-	}
-	reg, ok := t.Partition(p)
-	if !ok {
-		return leaderHint{}, false
-	}
-	h := leaderHint{leader: reg.Leader, epoch: reg.LeaderEpoch}
-	if b, ok := img.Broker(reg.Leader); ok && !b.Fenced {
-		if ep, ok := b.Endpoint(listener); ok {
-			h.endpoint, h.rack = &ep, b.Rack
-		}
-	}
-	return h, true
-}
-
-// wantsLeaderHint reports whether an error code is one for which Kafka
-// tells the client the current leader.
-func wantsLeaderHint(code int16) bool {
-	return code == kerr.NotLeaderForPartition.Code || code == kerr.FencedLeaderEpoch.Code
-}
-
 // ReplicaTopicConfig is the replica.Config.TopicConfig function for a node
 // with server.properties cfg: the log config from StorageConfig and
 // min.insync.replicas by the same precedence (topic override, dynamic broker

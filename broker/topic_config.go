@@ -83,3 +83,16 @@ func storageConfigFrom(entries []metadata.ConfigEntry) storage.Config {
 	}
 	return sc
 }
+
+// topicConfigSources is TopicConfigSources, or without server.properties
+// (a server built without Options.Config) the image's layers alone.
+func (s *Server) topicConfigSources(img *metadata.Image, topic string) metadata.ConfigSources {
+	if s.config != nil {
+		return TopicConfigSources(img, s.config, topic)
+	}
+	src := metadata.ConfigSources{DynamicBroker: img.BrokerConfigs(s.nodeID), DynamicCluster: img.ClusterConfigs()}
+	if t, ok := img.Topic(topic); ok {
+		src.Topic = t.Configs
+	}
+	return src
+}

@@ -1,0 +1,69 @@
+package broker
+
+import (
+	"sync"
+
+	"github.com/raftka/raftka/broker/config"
+	"github.com/raftka/raftka/metadata"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// configResource identifies a config resource in a request.
+type configResource struct {
+	typ  kmsg.ConfigResourceType
+	name string
+}
+
+// precheckConfigResource answers what Kafka's broker answers before
+// forwarding: resource types raftka has no configs for, and names given
+// twice. It returns 0 for a resource to forward.
+func precheckConfigResource(r configResource, names []string) (int16, string) {
+	switch r.typ {
+	case kmsg.ConfigResourceTypeTopic, kmsg.ConfigResourceTypeBroker:
+	default:
+		return kerr.InvalidRequest.Code, "Unsupported resource type: " + r.typ.String()
+	}
+	if r.typ == kmsg.ConfigResourceTypeTopic && r.name == metadataTopic {
+		return kerr.InvalidRequest.Code, "The configs of " + metadataTopic + " cannot be changed."
+	}
+	seen := make(map[string]bool, len(names))
+	for _, n := range names {
+		if seen[n] {
+			return kerr.InvalidRequest.Code, "Duplicate config key " + n + "."
+		}
+		seen[n] = true
+	}
+	return 0, ""
+}
+
+// brokerDefTable indexes broker/config's key table for DescribeConfigs.
+type brokerDefTable struct {
+	list   []config.Def
+	byName map[string]config.Def
+	// groups maps each broker key that supplies a topic config's default
+	// to all keys supplying that config, in precedence order (Kafka's
+	// broker synonyms).
+	groups map[string][]string
+	// dynamic holds the keys a dynamic broker config takes effect for:
+	// those that supply topic config defaults.
+	dynamic map[string]bool
+}
+
+var brokerDefs = sync.OnceValue(func() *brokerDefTable {
+	t := &brokerDefTable{list: config.Defs(), byName: map[string]config.Def{}, groups: map[string][]string{}, dynamic: map[string]bool{}}
+	for _, d := range t.list {
+		t.byName[d.Name] = d
+	}
+	for _, td := range metadata.TopicConfigDefs() {
+		var keys []string
+		for _, b := range td.Brokers {
+			keys = append(keys, b.Key)
+		}
+		for _, k := range keys {
+			t.groups[k] = keys
+			t.dynamic[k] = true
+		}
+	}
+	return t
+})
