@@ -235,13 +235,22 @@ func Parse(data []byte, overrides []string) (*Config, []string, error) {
 // values holds the parsed value of every key of the table that is set.
 type values map[string]any
 
-func (v values) int32(k string) int32       { return v[k].(int32) }
-func (v values) int64(k string) int64       { return v[k].(int64) }
-func (v values) bool(k string) bool         { return v[k].(bool) }
-func (v values) str(k string) string        { s, _ := v[k].(string); return s }
-func (v values) list(k string) []string     { l, _ := v[k].([]string); return l }
-func (v values) has(k string) bool          { _, ok := v[k]; return ok }
-func (v values) dur(k string) time.Duration { return msToDuration(v.int64(k)) }
+func (v values) int32(k string) int32   { return v[k].(int32) }
+func (v values) int64(k string) int64   { return v[k].(int64) }
+func (v values) str(k string) string    { s, _ := v[k].(string); return s }
+func (v values) list(k string) []string { l, _ := v[k].([]string); return l }
+func (v values) has(k string) bool      { _, ok := v[k]; return ok }
+
+// only is the values of keys alone: what a rule (validate.go) may read.
+func (v values) only(keys []string) values {
+	out := make(values, len(keys))
+	for _, k := range keys {
+		if x, ok := v[k]; ok {
+			out[k] = x
+		}
+	}
+	return out
+}
 
 func build(raw map[string]string, src map[string]Source, order []string) (*Config, []string, error) {
 	var warnings []string

@@ -3,287 +3,245 @@ package config
 import (
 	"errors"
 	"fmt"
-	"math"
 	"slices"
 	"strings"
 )
 
-// fromValues builds the Config from parsed values and applies the
-// cross-field rules, Kafka's KRaft checks among them. Every broken rule is
-// reported, not just the first.
+// fromValues builds the Config from parsed values: every key's setter (the
+// set field of its Def) stores its own value, then the rules derive what
+// depends on several keys and check the cross-field rules, Kafka's KRaft
+// checks among them. Every broken rule is reported, not just the first.
 func fromValues(v values, src map[string]Source) (*Config, error) {
-	var errs []error
-	fail := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
 	c := &Config{}
-
-	if v.has("node.id") {
-		c.NodeID = v.int32("node.id")
-	} else {
-		fail("node.id must be set")
-	}
-	if v.has("process.roles") {
-		for _, r := range v.list("process.roles") {
-			c.Roles.Broker = c.Roles.Broker || r == "broker"
-			c.Roles.Controller = c.Roles.Controller || r == "controller"
+	p := &problems{}
+	for i := range defs {
+		d := &defs[i]
+		if val, ok := v[d.Name]; ok && d.set != nil {
+			p.add(d.set(c, val))
 		}
-	} else {
-		fail("process.roles must be set to broker, controller or both: raftka runs in KRaft mode only")
 	}
-	c.Rack = v.str("broker.rack")
-	c.ElectionTimeout = v.dur("controller.quorum.election.timeout.ms")
-	c.QuorumFetchTimeout = v.dur("controller.quorum.fetch.timeout.ms")
+	for _, r := range rules {
+		r.apply(c, v.only(r.keys), src, p)
+	}
+	if len(p.errs) > 0 {
+		return nil, errors.Join(p.errs...)
+	}
+	return c, nil
+}
 
-	voters, err := parseVoters(v.list("controller.quorum.voters"))
+// problems collects what fromValues reports.
+type problems struct{ errs []error }
+
+func (p *problems) add(err error) {
 	if err != nil {
-		errs = append(errs, err)
-	} else if len(voters) == 0 {
-		fail("controller.quorum.voters must list the Raft voters as id@host:port,... (Kafka's dynamic quorum, controller.quorum.bootstrap.servers, is not supported)")
+		p.errs = append(p.errs, err)
 	}
-	c.Voters = voters
-	isVoter := slices.ContainsFunc(voters, func(vt Voter) bool { return vt.ID == c.NodeID })
+}
 
-	// Listener names and their security protocols.
-	for _, n := range v.list("controller.listener.names") {
-		c.ControllerListenerNames = append(c.ControllerListenerNames, strings.ToUpper(n))
+func (p *problems) fail(format string, args ...any) {
+	p.errs = append(p.errs, fmt.Errorf(format, args...))
+}
+
+// A rule derives Config fields from several keys, or checks keys against
+// each other, after every setter has run. It reads the values of its keys
+// only (others are absent from the values it gets); a key of the table is
+// handled by its setter, a rule, or both (TestEveryKeyHandled).
+type rule struct {
+	keys  []string
+	apply func(c *Config, v values, src map[string]Source, p *problems)
+}
+
+// rules run in this order; later ones read what earlier ones set.
+var rules = []rule{
+	{[]string{"node.id"}, func(_ *Config, v values, _ map[string]Source, p *problems) {
+		if !v.has("node.id") {
+			p.fail("node.id must be set")
+		}
+	}},
+	{[]string{"process.roles"}, func(_ *Config, v values, _ map[string]Source, p *problems) {
+		if !v.has("process.roles") {
+			p.fail("process.roles must be set to broker, controller or both: raftka runs in KRaft mode only")
+		}
+	}},
+	{nil, defaultControllerProtocols},
+	{nil, func(c *Config, _ values, _ map[string]Source, p *problems) {
+		withProtocol(c, "listeners", c.Listeners, p)
+	}},
+	{nil, roleListeners},
+	{[]string{"inter.broker.listener.name", "security.inter.broker.protocol"}, interBrokerListener},
+	{[]string{"advertised.listeners"}, advertisedListeners},
+	{[]string{"log.dirs", "log.dir"}, logDirs},
+	// Retention and roll: Kafka's precedence, ms over minutes over hours.
+	{[]string{"log.retention.ms", "log.retention.minutes", "log.retention.hours"}, func(c *Config, v values, _ map[string]Source, _ *problems) {
+		switch {
+		case v.has("log.retention.ms"):
+			c.LogRetentionMs = v.int64("log.retention.ms")
+		case v.has("log.retention.minutes"):
+			c.LogRetentionMs = int64(v.int32("log.retention.minutes")) * 60_000
+		default:
+			c.LogRetentionMs = int64(v.int32("log.retention.hours")) * 3_600_000
+		}
+		if c.LogRetentionMs < 0 {
+			c.LogRetentionMs = -1
+		}
+	}},
+	{[]string{"log.roll.ms", "log.roll.hours"}, func(c *Config, v values, _ map[string]Source, _ *problems) {
+		if v.has("log.roll.ms") {
+			c.LogRollMs = v.int64("log.roll.ms")
+		} else {
+			c.LogRollMs = int64(v.int32("log.roll.hours")) * 3_600_000
+		}
+	}},
+	{[]string{"log.flush.interval.ms", "log.flush.scheduler.interval.ms"}, func(c *Config, v values, _ map[string]Source, _ *problems) {
+		if v.has("log.flush.interval.ms") {
+			c.LogFlushIntervalMs = v.int64("log.flush.interval.ms")
+		} else {
+			c.LogFlushIntervalMs = v.int64("log.flush.scheduler.interval.ms")
+		}
+	}},
+	{nil, func(c *Config, _ values, _ map[string]Source, p *problems) {
+		if c.ReplicaFetchWaitMax > c.ReplicaLagTimeMax {
+			p.fail("replica.fetch.wait.max.ms (%v) must not exceed replica.lag.time.max.ms (%v), or healthy followers would drop out of the ISR", c.ReplicaFetchWaitMax, c.ReplicaLagTimeMax)
+		}
+		if c.BrokerHeartbeatInterval >= c.BrokerSessionTimeout {
+			p.fail("broker.heartbeat.interval.ms (%v) must be less than broker.session.timeout.ms (%v), or live brokers get fenced", c.BrokerHeartbeatInterval, c.BrokerSessionTimeout)
+		}
+		if c.GroupMinSessionTimeout > c.GroupMaxSessionTimeout {
+			p.fail("group.min.session.timeout.ms (%v) must not exceed group.max.session.timeout.ms (%v)", c.GroupMinSessionTimeout, c.GroupMaxSessionTimeout)
+		}
+	}},
+}
+
+// defaultControllerProtocols is Kafka's rule: with the default
+// listener.security.protocol.map, controller listener names that are not
+// protocol names speak PLAINTEXT.
+func defaultControllerProtocols(c *Config, _ values, src map[string]Source, _ *problems) {
+	if _, given := src["listener.security.protocol.map"]; given {
+		return
 	}
-	if len(c.ControllerListenerNames) == 0 {
-		fail("controller.listener.names must be set (for example CONTROLLER)")
-	}
-	protoMap, err := parseProtocolMap(v.list("listener.security.protocol.map"))
-	if err != nil {
-		errs = append(errs, err)
-		protoMap = map[string]string{}
-	}
-	if _, given := src["listener.security.protocol.map"]; !given {
-		// Kafka's rule: with the default map, controller listener names
-		// that are not protocol names speak PLAINTEXT.
-		for _, n := range c.ControllerListenerNames {
-			if _, ok := protoMap[n]; !ok {
-				protoMap[n] = "PLAINTEXT"
-			}
+	for _, n := range c.ControllerListenerNames {
+		if _, ok := c.ListenerSecurityProtocolMap[n]; !ok {
+			c.ListenerSecurityProtocolMap[n] = "PLAINTEXT"
 		}
 	}
-	c.ListenerSecurityProtocolMap = protoMap
-	withProtocol := func(key string, ls []Listener) {
-		for i := range ls {
-			proto, ok := protoMap[ls[i].Name]
-			switch {
-			case !ok:
-				fail("%s: listener %s has no security protocol in listener.security.protocol.map", key, ls[i].Name)
-			case proto != "PLAINTEXT":
-				fail("%s: listener %s uses %s; raftka supports PLAINTEXT listeners only for now", key, ls[i].Name, proto)
-			}
-			ls[i].SecurityProtocol = proto
-		}
-	}
+}
 
-	listeners, err := parseListeners("listeners", v.list("listeners"))
-	if err != nil {
-		errs = append(errs, err)
-	} else if len(listeners) == 0 {
-		fail("listeners must not be empty")
-	}
-	withProtocol("listeners", listeners)
-	ports := map[int]string{}
-	for _, l := range listeners {
-		if other, dup := ports[l.Port]; dup && l.Port != 0 {
-			fail("listeners: %s and %s both use port %d", other, l.Name, l.Port)
+// withProtocol gives each listener of key its security protocol from the
+// map; raftka serves PLAINTEXT only.
+func withProtocol(c *Config, key string, ls []Listener, p *problems) {
+	for i := range ls {
+		proto, ok := c.ListenerSecurityProtocolMap[ls[i].Name]
+		switch {
+		case !ok:
+			p.fail("%s: listener %s has no security protocol in listener.security.protocol.map", key, ls[i].Name)
+		case proto != "PLAINTEXT":
+			p.fail("%s: listener %s uses %s; raftka supports PLAINTEXT listeners only for now", key, ls[i].Name, proto)
 		}
-		ports[l.Port] = l.Name
+		ls[i].SecurityProtocol = proto
 	}
-	c.Listeners = listeners
-	isController := c.IsControllerListener
-	hasListener := func(name string) bool { _, ok := c.Listener(name); return ok }
+}
 
+// hasListener reports whether listeners has one named name.
+func (c *Config) hasListener(name string) bool { _, ok := c.Listener(name); return ok }
+
+// roleListeners checks the roles against the voters and the listeners.
+func roleListeners(c *Config, _ values, _ map[string]Source, p *problems) {
+	isVoter := slices.ContainsFunc(c.Voters, func(vt Voter) bool { return vt.ID == c.NodeID })
 	if c.Roles.Controller {
-		if voters != nil && !isVoter {
-			fail("node.id=%d is not among controller.quorum.voters: a node with the controller role must be a voter", c.NodeID)
+		if c.Voters != nil && !isVoter {
+			p.fail("node.id=%d is not among controller.quorum.voters: a node with the controller role must be a voter", c.NodeID)
 		}
-		if len(c.ControllerListenerNames) > 0 && !slices.ContainsFunc(c.ControllerListenerNames, hasListener) {
-			fail("listeners has none of controller.listener.names (%s): a node with the controller role needs its controller listener", strings.Join(c.ControllerListenerNames, ","))
+		if len(c.ControllerListenerNames) > 0 && !slices.ContainsFunc(c.ControllerListenerNames, c.hasListener) {
+			p.fail("listeners has none of controller.listener.names (%s): a node with the controller role needs its controller listener", strings.Join(c.ControllerListenerNames, ","))
 		}
 		if !c.Roles.Broker {
-			for _, l := range listeners {
-				if !isController(l.Name) {
-					fail("listeners: %s is not in controller.listener.names; a controller-only node has controller listeners only", l.Name)
+			for _, l := range c.Listeners {
+				if !c.IsControllerListener(l.Name) {
+					p.fail("listeners: %s is not in controller.listener.names; a controller-only node has controller listeners only", l.Name)
 				}
 			}
 		}
 	}
 	if c.Roles.Broker && !c.Roles.Controller {
 		if isVoter {
-			fail("node.id=%d is among controller.quorum.voters but process.roles=broker: a broker-only node is not a voter", c.NodeID)
+			p.fail("node.id=%d is among controller.quorum.voters but process.roles=broker: a broker-only node is not a voter", c.NodeID)
 		}
-		for _, l := range listeners {
-			if isController(l.Name) {
-				fail("listeners: %s is a controller listener, but process.roles=broker: a broker-only node does not serve the controller listener", l.Name)
+		for _, l := range c.Listeners {
+			if c.IsControllerListener(l.Name) {
+				p.fail("listeners: %s is a controller listener, but process.roles=broker: a broker-only node does not serve the controller listener", l.Name)
 			}
 		}
 	}
+}
 
-	if c.Roles.Broker {
-		ib := strings.ToUpper(v.str("inter.broker.listener.name"))
-		if ib != "" {
-			if _, both := src["security.inter.broker.protocol"]; both {
-				fail("inter.broker.listener.name and security.inter.broker.protocol must not both be set")
-			}
-		} else {
-			ib = v.str("security.inter.broker.protocol")
-		}
-		switch {
-		case isController(ib):
-			fail("inter.broker.listener.name=%s is a controller listener; brokers replicate over a broker listener", ib)
-		case !hasListener(ib):
-			fail("inter.broker.listener.name=%s is not among listeners", ib)
-		}
-		c.InterBrokerListenerName = ib
+// interBrokerListener: inter.broker.listener.name, or the listener named
+// after security.inter.broker.protocol, as Kafka resolves it.
+func interBrokerListener(c *Config, v values, src map[string]Source, p *problems) {
+	if !c.Roles.Broker {
+		return
 	}
-
-	if v.has("advertised.listeners") {
-		adv, err := parseListeners("advertised.listeners", v.list("advertised.listeners"))
-		if err != nil {
-			errs = append(errs, err)
+	ib := strings.ToUpper(v.str("inter.broker.listener.name"))
+	if ib != "" {
+		if _, both := src["security.inter.broker.protocol"]; both {
+			p.fail("inter.broker.listener.name and security.inter.broker.protocol must not both be set")
 		}
-		withProtocol("advertised.listeners", adv)
-		for _, l := range adv {
-			switch {
-			case c.Roles.Broker && isController(l.Name):
-				fail("advertised.listeners: %s is a controller listener; brokers must not advertise it to clients", l.Name)
-			case !hasListener(l.Name):
-				fail("advertised.listeners: %s is not among listeners", l.Name)
-			case l.Host == "0.0.0.0" || l.Host == "::":
-				fail("advertised.listeners: %s advertises the non-routable address %s", l.Name, l.Host)
-			}
-		}
-		c.AdvertisedListeners = adv
 	} else {
-		for _, l := range listeners {
-			if !isController(l.Name) {
+		ib = v.str("security.inter.broker.protocol")
+	}
+	switch {
+	case c.IsControllerListener(ib):
+		p.fail("inter.broker.listener.name=%s is a controller listener; brokers replicate over a broker listener", ib)
+	case !c.hasListener(ib):
+		p.fail("inter.broker.listener.name=%s is not among listeners", ib)
+	}
+	c.InterBrokerListenerName = ib
+}
+
+// advertisedListeners: as given, or the listeners without the controller
+// listeners.
+func advertisedListeners(c *Config, v values, _ map[string]Source, p *problems) {
+	if !v.has("advertised.listeners") {
+		for _, l := range c.Listeners {
+			if !c.IsControllerListener(l.Name) {
 				c.AdvertisedListeners = append(c.AdvertisedListeners, l)
 			}
 		}
+		return
 	}
-	c.MetricsListener = v.str("metrics.listener")
+	adv, err := parseListeners("advertised.listeners", v.list("advertised.listeners"))
+	p.add(err)
+	withProtocol(c, "advertised.listeners", adv, p)
+	for _, l := range adv {
+		switch {
+		case c.Roles.Broker && c.IsControllerListener(l.Name):
+			p.fail("advertised.listeners: %s is a controller listener; brokers must not advertise it to clients", l.Name)
+		case !c.hasListener(l.Name):
+			p.fail("advertised.listeners: %s is not among listeners", l.Name)
+		case l.Host == "0.0.0.0" || l.Host == "::":
+			p.fail("advertised.listeners: %s advertises the non-routable address %s", l.Name, l.Host)
+		}
+	}
+	c.AdvertisedListeners = adv
+}
 
-	// Directories.
+// logDirs: log.dirs, else log.dir; the metadata log defaults to the first.
+func logDirs(c *Config, v values, _ map[string]Source, p *problems) {
 	switch {
 	case len(v.list("log.dirs")) > 0:
 		c.LogDirs = v.list("log.dirs")
 	case v.str("log.dir") != "":
 		c.LogDirs = []string{v.str("log.dir")}
 	default:
-		fail("log.dirs (or log.dir) must be set")
+		p.fail("log.dirs (or log.dir) must be set")
 	}
 	for i, d := range c.LogDirs {
 		if slices.Contains(c.LogDirs[:i], d) {
-			fail("log.dirs: %s is listed twice", d)
+			p.fail("log.dirs: %s is listed twice", d)
 		}
 	}
-	c.MetadataLogDir = v.str("metadata.log.dir")
-	c.SnapshotThreshold = uint64(v.int64("raftka.metadata.snapshot.threshold"))
-	c.SnapshotInterval = v.dur("raftka.metadata.snapshot.interval.ms")
-	c.SnapshotTrailingLogs = uint64(v.int64("raftka.metadata.snapshot.trailing.logs"))
 	if c.MetadataLogDir == "" && len(c.LogDirs) > 0 {
 		c.MetadataLogDir = c.LogDirs[0]
 	}
-
-	// Topic defaults and internal topics.
-	c.NumPartitions = v.int32("num.partitions")
-	c.DefaultReplicationFactor = int16(v.int32("default.replication.factor"))
-	c.MinInsyncReplicas = v.int32("min.insync.replicas")
-	c.AutoCreateTopicsEnable = v.bool("auto.create.topics.enable")
-	c.DeleteTopicEnable = v.bool("delete.topic.enable")
-	c.UncleanLeaderElectionEnable = v.bool("unclean.leader.election.enable")
-	c.MessageMaxBytes = v.int32("message.max.bytes")
-	c.OffsetsTopicReplicationFactor = int16(v.int32("offsets.topic.replication.factor"))
-	c.OffsetsTopicNumPartitions = v.int32("offsets.topic.num.partitions")
-	c.OffsetsRetention = msToDuration(int64(v.int32("offsets.retention.minutes")) * 60_000)
-	c.TransactionStateLogReplicationFactor = int16(v.int32("transaction.state.log.replication.factor"))
-	c.TransactionStateLogMinISR = v.int32("transaction.state.log.min.isr")
-	c.TransactionStateLogNumPartitions = v.int32("transaction.state.log.num.partitions")
-	c.TransactionMaxTimeout = v.dur("transaction.max.timeout.ms")
-	c.TransactionalIDExpiration = v.dur("transactional.id.expiration.ms")
-	c.ProducerIDExpiration = v.dur("producer.id.expiration.ms")
-
-	// Retention and roll: Kafka's precedence, ms over minutes over hours.
-	switch {
-	case v.has("log.retention.ms"):
-		c.LogRetentionMs = v.int64("log.retention.ms")
-	case v.has("log.retention.minutes"):
-		c.LogRetentionMs = int64(v.int32("log.retention.minutes")) * 60_000
-	default:
-		c.LogRetentionMs = int64(v.int32("log.retention.hours")) * 3_600_000
-	}
-	if c.LogRetentionMs < 0 {
-		c.LogRetentionMs = -1
-	}
-	c.LogRetentionBytes = v.int64("log.retention.bytes")
-	c.LogSegmentBytes = v.int32("log.segment.bytes")
-	if v.has("log.roll.ms") {
-		c.LogRollMs = v.int64("log.roll.ms")
-	} else {
-		c.LogRollMs = int64(v.int32("log.roll.hours")) * 3_600_000
-	}
-	c.LogIndexIntervalBytes = v.int32("log.index.interval.bytes")
-	c.LogIndexSizeMaxBytes = v.int32("log.index.size.max.bytes")
-	c.LogFlushIntervalMessages = v.int64("log.flush.interval.messages")
-	if v.has("log.flush.interval.ms") {
-		c.LogFlushIntervalMs = v.int64("log.flush.interval.ms")
-	} else {
-		c.LogFlushIntervalMs = v.int64("log.flush.scheduler.interval.ms")
-	}
-	c.LogFlushOffsetCheckpointInterval = v.dur("log.flush.offset.checkpoint.interval.ms")
-	c.LogFlushStartOffsetCheckpoint = v.dur("log.flush.start.offset.checkpoint.interval.ms")
-	c.LogRetentionCheckInterval = v.dur("log.retention.check.interval.ms")
-	c.LogMessageTimestampType = v.str("log.message.timestamp.type")
-
-	// Requests and replication.
-	c.SocketRequestMaxBytes = v.int32("socket.request.max.bytes")
-	c.FetchMaxBytes = v.int32("fetch.max.bytes")
-	c.ConnectionsMaxIdle = v.dur("connections.max.idle.ms")
-	c.ReplicaLagTimeMax = v.dur("replica.lag.time.max.ms")
-	c.ReplicaFetchMaxBytes = v.int32("replica.fetch.max.bytes")
-	c.ReplicaFetchResponseMaxByte = v.int32("replica.fetch.response.max.bytes")
-	c.ReplicaFetchMinBytes = v.int32("replica.fetch.min.bytes")
-	c.ReplicaFetchWaitMax = v.dur("replica.fetch.wait.max.ms")
-	c.ReplicaFetchBackoff = v.dur("replica.fetch.backoff.ms")
-	c.ReplicaSocketTimeout = v.dur("replica.socket.timeout.ms")
-	c.RecoveryThreadsPerDataDir = v.int32("num.recovery.threads.per.data.dir")
-	c.FetchSessionCacheSlots = v.int32("max.incremental.fetch.session.cache.slots")
-	c.FetchSessionEvictionMin = v.dur("min.incremental.fetch.session.eviction.ms")
-	c.NumReplicaFetchers = v.int32("num.replica.fetchers")
-	c.HighWatermarkCheckpoint = v.dur("replica.high.watermark.checkpoint.interval.ms")
-	c.FollowerDropBehind = v.int64("raftka.follower.drop.behind.bytes")
-	if c.ReplicaFetchWaitMax > c.ReplicaLagTimeMax {
-		fail("replica.fetch.wait.max.ms (%v) must not exceed replica.lag.time.max.ms (%v), or healthy followers would drop out of the ISR", c.ReplicaFetchWaitMax, c.ReplicaLagTimeMax)
-	}
-
-	// Liveness, leadership, groups.
-	c.BrokerSessionTimeout = v.dur("broker.session.timeout.ms")
-	c.BrokerHeartbeatInterval = v.dur("broker.heartbeat.interval.ms")
-	if c.BrokerHeartbeatInterval >= c.BrokerSessionTimeout {
-		fail("broker.heartbeat.interval.ms (%v) must be less than broker.session.timeout.ms (%v), or live brokers get fenced", c.BrokerHeartbeatInterval, c.BrokerSessionTimeout)
-	}
-	c.ControlledShutdownEnable = v.bool("controlled.shutdown.enable")
-	c.AutoLeaderRebalanceEnable = v.bool("auto.leader.rebalance.enable")
-	if secs := v.int64("leader.imbalance.check.interval.seconds"); secs > math.MaxInt64/1000 {
-		c.LeaderImbalanceCheckInterval = math.MaxInt64
-	} else {
-		c.LeaderImbalanceCheckInterval = msToDuration(secs * 1000)
-	}
-	c.LeaderImbalancePerBrokerPercentage = v.int32("leader.imbalance.per.broker.percentage")
-	c.GroupInitialRebalanceDelay = v.dur("group.initial.rebalance.delay.ms")
-	c.GroupMinSessionTimeout = v.dur("group.min.session.timeout.ms")
-	c.GroupMaxSessionTimeout = v.dur("group.max.session.timeout.ms")
-	if c.GroupMinSessionTimeout > c.GroupMaxSessionTimeout {
-		fail("group.min.session.timeout.ms (%v) must not exceed group.max.session.timeout.ms (%v)", c.GroupMinSessionTimeout, c.GroupMaxSessionTimeout)
-	}
-	c.GroupMaxSize = v.int32("group.max.size")
-
-	if len(errs) > 0 {
-		return nil, errors.Join(errs...)
-	}
-	return c, nil
 }
 
 // softChecks finds settings that are legal but probably not meant.
