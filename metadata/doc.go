@@ -12,7 +12,15 @@
 //	records.go        record types (stable numeric ids, versions)
 //	codec.go          batch encoding: one Raft entry = one batch, CRC-32C
 //	image.go          Image and its read accessors
-//	delta.go          Apply: replay a batch, build the next Image and the Delta
+//	delta.go          Delta; Apply: replay a batch through one applier per
+//	                  domain, build the next Image and the Delta
+//	apply_cluster.go  cluster id, feature levels, producer id block
+//	apply_brokers.go  broker registrations, fencing, controlled shutdown
+//	apply_topics.go   topics and partitions (create, add, change, remove)
+//	apply_configs.go  cluster, broker and topic configs
+//	apply_groups.go   committed offsets, group generations, deletions
+//	local_changes.go  Delta.LocalChanges: one broker's view of a delta (the
+//	                  partitions it now leads, follows, or drops)
 //	image_records.go  Image.Records: the image as records (Raft snapshots)
 //	shardmap.go       the copy-on-write sharded map under topics and groups
 //	names.go          topic name rules

@@ -227,8 +227,11 @@ func (m *Manager) eligible(id int32) bool {
 
 // Apply follows one published metadata event; call it in publish order from
 // one goroutine. reset (or a nil delta) rebuilds from img: partitions not
-// assigned here in img are removed. Otherwise only what delta names is
-// touched. Removing a partition deletes its log.
+// assigned here in img are removed. Otherwise only the delta's
+// LocalChanges for this broker are touched (and configs and brokers it
+// names): events in order keep the hosted partitions equal to this broker's
+// replicas in the image, so the local view of each delta is all that moves
+// them. Removing a partition deletes its log.
 //
 // A partition that fails to open is logged and left out (it is offline on
 // this broker); the next event touching it tries again.
@@ -246,7 +249,7 @@ func (m *Manager) Apply(img *metadata.Image, delta *metadata.Delta, reset bool) 
 			for _, reg := range t.Partitions {
 				if slices.Contains(reg.Replicas, self) {
 					want[storage.TopicPartition{Topic: t.Name, Partition: reg.Partition}] = true
-					m.reconcile(img, t, reg)
+					m.reconcile(img, t.Name, t.ID, reg)
 				}
 			}
 		}
@@ -265,21 +268,19 @@ func (m *Manager) Apply(img *metadata.Image, delta *metadata.Delta, reset bool) 
 			}
 		}
 	} else {
-		for _, t := range delta.TopicsRemoved {
-			for _, reg := range t.Partitions {
-				if p := m.get(t.Name, reg.Partition); p != nil && p.topicID == t.ID {
-					m.remove(p)
-				}
-			}
-		}
-		for _, pd := range delta.ChangedPartitions {
-			if pd.New != nil && slices.Contains(pd.New.Replicas, self) {
-				if t, ok := img.TopicByID(pd.TopicID); ok {
-					m.reconcile(img, t, *pd.New)
-				}
-			} else if p := m.get(pd.Topic, pd.Partition); p != nil {
+		// Deletes first: a topic removed and re-created under the same
+		// name in one batch leaves its old log before the new one opens.
+		local := delta.LocalChanges(self)
+		for _, pd := range local.Deletes {
+			if p := m.get(pd.Topic, pd.Partition); p != nil && p.topicID == pd.TopicID {
 				m.remove(p)
 			}
+		}
+		for _, pd := range local.Leaders {
+			m.reconcile(img, pd.Topic, pd.TopicID, *pd.New)
+		}
+		for _, pd := range local.Followers {
+			m.reconcile(img, pd.Topic, pd.TopicID, *pd.New)
 		}
 		if len(delta.ConfigsChanged) > 0 {
 			topics := map[string]bool{}
@@ -372,19 +373,20 @@ func (m *Manager) refreshConfigs(img *metadata.Image, topics map[string]bool) {
 	}
 }
 
-// reconcile makes partition reg of topic t match the image.
-func (m *Manager) reconcile(img *metadata.Image, t metadata.TopicImage, reg metadata.PartitionRegistration) {
-	p := m.get(t.Name, reg.Partition)
-	if p != nil && p.topicID != t.ID {
+// reconcile makes partition reg of the topic named topic, of id topicID,
+// match the image.
+func (m *Manager) reconcile(img *metadata.Image, topic string, topicID [16]byte, reg metadata.PartitionRegistration) {
+	p := m.get(topic, reg.Partition)
+	if p != nil && p.topicID != topicID {
 		// The topic was deleted and re-created under the same name.
 		m.remove(p)
 		p = nil
 	}
-	tc := m.topicConfig(img, t.Name)
+	tc := m.topicConfig(img, topic)
 	if p == nil {
 		var err error
-		if p, err = m.open(t, reg.Partition, tc); err != nil {
-			m.log.Error().Err(err).Str("topic", t.Name).Int32("partition", reg.Partition).Msg("cannot open partition log; it stays offline here")
+		if p, err = m.open(topic, topicID, reg.Partition, tc); err != nil {
+			m.log.Error().Err(err).Str("topic", topic).Int32("partition", reg.Partition).Msg("cannot open partition log; it stays offline here")
 			return
 		}
 	}
@@ -409,8 +411,8 @@ func (m *Manager) reconcile(img *metadata.Image, t metadata.TopicImage, reg meta
 // open creates or opens the partition's log, making sure partition.metadata
 // names this topic: a log left by an earlier topic of the same name is
 // deleted first.
-func (m *Manager) open(t metadata.TopicImage, index int32, tc TopicConfig) (*Partition, error) {
-	l, err := m.cfg.Storage.GetOrCreate(t.Name, index, tc.Log)
+func (m *Manager) open(topic string, topicID [16]byte, index int32, tc TopicConfig) (*Partition, error) {
+	l, err := m.cfg.Storage.GetOrCreate(topic, index, tc.Log)
 	if err != nil {
 		return nil, err
 	}
@@ -419,27 +421,27 @@ func (m *Manager) open(t metadata.TopicImage, index int32, tc TopicConfig) (*Par
 	if err != nil {
 		return nil, err
 	}
-	if ok && id != storage.TopicID(t.ID) {
-		m.log.Warn().Str("topic", t.Name).Int32("partition", index).Stringer("found", id).Stringer("want", storage.TopicID(t.ID)).
+	if ok && id != storage.TopicID(topicID) {
+		m.log.Warn().Str("topic", topic).Int32("partition", index).Stringer("found", id).Stringer("want", storage.TopicID(topicID)).
 			Msg("log belongs to an earlier topic of the same name; deleting it")
-		if err := m.cfg.Storage.Delete(t.Name, index); err != nil {
+		if err := m.cfg.Storage.Delete(topic, index); err != nil {
 			return nil, err
 		}
-		if l, err = m.cfg.Storage.GetOrCreate(t.Name, index, tc.Log); err != nil {
+		if l, err = m.cfg.Storage.GetOrCreate(topic, index, tc.Log); err != nil {
 			return nil, err
 		}
 		ok = false
 	}
 	if !ok {
-		if err := storage.WritePartitionMetadata(path, storage.TopicID(t.ID)); err != nil {
+		if err := storage.WritePartitionMetadata(path, storage.TopicID(topicID)); err != nil {
 			return nil, err
 		}
 	} else if err := l.UpdateConfig(tc.Log); err != nil {
 		return nil, err
 	}
-	p := &Partition{m: m, topic: t.Name, index: index, topicID: t.ID, log: l, leader: metadata.NoLeader, leaderEpoch: -1, minISR: tc.MinInsyncReplicas}
+	p := &Partition{m: m, topic: topic, index: index, topicID: topicID, log: l, leader: metadata.NoLeader, leaderEpoch: -1, minISR: tc.MinInsyncReplicas}
 	m.mu.Lock()
-	m.parts[storage.TopicPartition{Topic: t.Name, Partition: index}] = p
+	m.parts[storage.TopicPartition{Topic: topic, Partition: index}] = p
 	m.mu.Unlock()
 	return p, nil
 }
