@@ -8,12 +8,18 @@
 // # What it owns
 //
 //   - manager.go: Manager, one per broker. Apply follows the published
-//     metadata events: it opens or creates logs, makes partitions leaders or
-//     followers at the image's leader epoch, moves them between fetchers and
-//     deletes the logs of partitions no longer assigned here.
+//     metadata events (each delta through metadata.Delta.LocalChanges, this
+//     broker's view of it): it opens or creates logs, makes partitions
+//     leaders or followers at the image's leader epoch, moves them between
+//     fetchers and deletes the logs of partitions no longer assigned here.
+//     It sends the AlterPartition requests its partitions start.
 //   - partition.go: Partition, the per-partition state (role, epochs,
 //     replicas, ISR, HW) and the leader API handlers call: AppendAsLeader,
-//     Read, OffsetForLeaderEpoch, ListOffsets, DeleteRecords.
+//     Read, OffsetForLeaderEpoch, ListOffsets, DeleteRecords; its role
+//     changes, its ISR expiry and its side of an AlterPartition. A Partition
+//     holds no *Manager: what it needs from its host (clock, ISR
+//     eligibility, the way to the controller) is the partitionHost
+//     interface, and its settings are values given when it is opened.
 //   - isr.go: the pure leader core (follower LEOs, last caught-up times, HW,
 //     shrink and expand decisions) and the AlterPartition exchange with the
 //     controller (at most one in flight per partition; the image, not the
@@ -59,9 +65,10 @@
 //
 // # Imports
 //
-// It imports storage, metadata, kmsg, kerr and zerolog. It must not import the
-// root broker package or raftfsm: the controller (AlterPartitionClient) and
-// the network (Dialer, LeaderEndpoint) arrive as small interfaces defined here.
+// It imports storage, metadata, broker/kafkacode (one map from errors to
+// Kafka codes), kmsg, kerr and zerolog. It must not import the root broker
+// package or raftfsm: the controller (AlterPartitionClient) and the network
+// (Dialer, LeaderEndpoint) arrive as small interfaces defined here.
 //
 // # Errors
 //

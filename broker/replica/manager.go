@@ -254,7 +254,7 @@ func (m *Manager) Apply(img *metadata.Image, delta *metadata.Delta, reset bool) 
 			}
 		}
 		for _, p := range m.partitions() {
-			if !want[storage.TopicPartition{Topic: p.topic, Partition: p.index}] {
+			if !want[storage.TopicPartition{Topic: p.Topic(), Partition: p.Index()}] {
 				m.remove(p)
 			}
 		}
@@ -272,7 +272,7 @@ func (m *Manager) Apply(img *metadata.Image, delta *metadata.Delta, reset bool) 
 		// name in one batch leaves its old log before the new one opens.
 		local := delta.LocalChanges(self)
 		for _, pd := range local.Deletes {
-			if p := m.get(pd.Topic, pd.Partition); p != nil && p.topicID == pd.TopicID {
+			if p := m.get(pd.Topic, pd.Partition); p != nil && p.TopicID() == pd.TopicID {
 				m.remove(p)
 			}
 		}
@@ -362,14 +362,12 @@ func (m *Manager) topicConfig(img *metadata.Image, topic string) TopicConfig {
 // refreshConfigs re-reads the config of the named topics (nil: all).
 func (m *Manager) refreshConfigs(img *metadata.Image, topics map[string]bool) {
 	for _, p := range m.partitions() {
-		if topics != nil && !topics[p.topic] {
+		if topics != nil && !topics[p.Topic()] {
 			continue
 		}
-		tc := m.topicConfig(img, p.topic)
-		if err := p.log.UpdateConfig(tc.Log); err != nil {
+		if err := p.applyConfig(m.topicConfig(img, p.Topic())); err != nil {
 			m.log.Error().Err(err).Stringer("partition", p).Msg("topic config refused by the log")
 		}
-		p.setMinISR(tc.MinInsyncReplicas)
 	}
 }
 
@@ -377,7 +375,7 @@ func (m *Manager) refreshConfigs(img *metadata.Image, topics map[string]bool) {
 // match the image.
 func (m *Manager) reconcile(img *metadata.Image, topic string, topicID [16]byte, reg metadata.PartitionRegistration) {
 	p := m.get(topic, reg.Partition)
-	if p != nil && p.topicID != topicID {
+	if p != nil && p.TopicID() != topicID {
 		// The topic was deleted and re-created under the same name.
 		m.remove(p)
 		p = nil
@@ -439,7 +437,10 @@ func (m *Manager) open(topic string, topicID [16]byte, index int32, tc TopicConf
 	} else if err := l.UpdateConfig(tc.Log); err != nil {
 		return nil, err
 	}
-	p := &Partition{m: m, topic: topic, index: index, topicID: topicID, log: l, leader: metadata.NoLeader, leaderEpoch: -1, minISR: tc.MinInsyncReplicas}
+	p := &Partition{
+		host: m, self: m.cfg.BrokerID, lagTimeMax: m.cfg.ReplicaLagTimeMax, alterBackoff: m.cfg.FetchBackoff, logger: m.log,
+		topic: topic, index: index, topicID: topicID, log: l, leader: metadata.NoLeader, leaderEpoch: -1, minISR: tc.MinInsyncReplicas,
+	}
 	m.mu.Lock()
 	m.parts[storage.TopicPartition{Topic: topic, Partition: index}] = p
 	m.mu.Unlock()
@@ -451,9 +452,9 @@ func (m *Manager) remove(p *Partition) {
 	m.fetcherRemove(p)
 	p.stop()
 	m.mu.Lock()
-	delete(m.parts, storage.TopicPartition{Topic: p.topic, Partition: p.index})
+	delete(m.parts, storage.TopicPartition{Topic: p.Topic(), Partition: p.Index()})
 	m.mu.Unlock()
-	if err := m.cfg.Storage.Delete(p.topic, p.index); err != nil {
+	if err := m.cfg.Storage.Delete(p.Topic(), p.Index()); err != nil {
 		m.log.Error().Err(err).Stringer("partition", p).Msg("deleting the log of a removed partition")
 	}
 	m.log.Debug().Stringer("partition", p).Msg("removed")
@@ -500,25 +501,6 @@ func (m *Manager) CheckISR() {
 	}
 }
 
-func (p *Partition) maybeShrinkISR() {
-	p.roleMu.RLock()
-	defer p.roleMu.RUnlock()
-	if p.role != RoleLeader {
-		return
-	}
-	now := p.m.now()
-	p.mu.Lock()
-	var ch *isrChange
-	if newISR := p.core.shrinkISR(p.log.LogEndOffset(), now, p.m.cfg.ReplicaLagTimeMax); newISR != nil {
-		ch = p.core.begin(p.m.nextSeq(), newISR)
-	}
-	p.mu.Unlock()
-	if ch != nil {
-		p.m.log.Info().Stringer("partition", p).Ints32("isr", p.isr).Ints32("new_isr", ch.newISR).Msg("shrinking ISR")
-		p.m.sendAlterPartition(p, p.leaderEpoch, ch)
-	}
-}
-
 // sendAlterPartition sends one ISR change to the controller on its own
 // goroutine and feeds the answer back to the partition's core.
 func (m *Manager) sendAlterPartition(p *Partition, leaderEpoch int32, ch *isrChange) {
@@ -531,9 +513,9 @@ func (m *Manager) sendAlterPartition(p *Partition, leaderEpoch int32, ch *isrCha
 		req.BrokerEpoch = b.Epoch
 	}
 	rt := kmsg.NewAlterPartitionRequestTopic()
-	rt.Topic, rt.TopicID = p.topic, p.topicID
+	rt.Topic, rt.TopicID = p.Topic(), p.TopicID()
 	rp := kmsg.NewAlterPartitionRequestTopicPartition()
-	rp.Partition, rp.LeaderEpoch, rp.PartitionEpoch = p.index, leaderEpoch, ch.partitionEpoch
+	rp.Partition, rp.LeaderEpoch, rp.PartitionEpoch = p.Index(), leaderEpoch, ch.partitionEpoch
 	rp.NewISR = slices.Clone(ch.newISR)
 	for _, r := range ch.newISR {
 		e := kmsg.NewAlterPartitionRequestTopicPartitionNewEpochISR()
@@ -552,7 +534,7 @@ func (m *Manager) sendAlterPartition(p *Partition, leaderEpoch int32, ch *isrCha
 		ctx, cancel := context.WithTimeout(m.ctx, m.cfg.RequestTimeout)
 		defer cancel()
 		resp, err := m.cfg.Controller.AlterPartition(ctx, req)
-		code, epoch := alterPartitionOutcome(resp, err, p)
+		code, epoch := alterPartitionOutcome(resp, err, p.Topic(), p.TopicID(), p.Index())
 		if code != 0 {
 			m.log.Info().Stringer("partition", p).Ints32("new_isr", rp.NewISR).Int16("code", code).AnErr("err", err).Msg("AlterPartition not applied")
 		}
@@ -563,9 +545,9 @@ func (m *Manager) sendAlterPartition(p *Partition, leaderEpoch int32, ch *isrCha
 	}
 }
 
-// alterPartitionOutcome reduces an AlterPartition answer to this
+// alterPartitionOutcome reduces an AlterPartition answer to one
 // partition's error code and new partition epoch.
-func alterPartitionOutcome(resp *kmsg.AlterPartitionResponse, err error, p *Partition) (int16, int32) {
+func alterPartitionOutcome(resp *kmsg.AlterPartitionResponse, err error, topic string, topicID [16]byte, index int32) (int16, int32) {
 	if err != nil {
 		var ke *kerr.Error
 		if errors.As(err, &ke) {
@@ -580,24 +562,14 @@ func alterPartitionOutcome(resp *kmsg.AlterPartitionResponse, err error, p *Part
 		return resp.ErrorCode, -1
 	}
 	for _, t := range resp.Topics {
-		if t.TopidID != p.topicID && t.Topic != p.topic {
+		if t.TopidID != topicID && t.Topic != topic {
 			continue
 		}
 		for _, rp := range t.Partitions {
-			if rp.Partition == p.index {
+			if rp.Partition == index {
 				return rp.ErrorCode, rp.PartitionEpoch
 			}
 		}
 	}
 	return kerr.UnknownServerError.Code, -1
-}
-
-func (p *Partition) alterAnswered(seq uint64, code int16, partitionEpoch int32) {
-	p.mu.Lock()
-	if p.core != nil {
-		p.core.answer(seq, code, partitionEpoch, p.m.now(), p.m.cfg.FetchBackoff)
-	}
-	p.mu.Unlock()
-	// A dropped expansion shrinks the maximal ISR, which may let the HW move.
-	p.maybeAdvanceHW()
 }

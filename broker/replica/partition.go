@@ -5,9 +5,11 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/raftka/raftka/metadata"
 	"github.com/raftka/raftka/storage"
+	"github.com/rs/zerolog"
 	"github.com/twmb/franz-go/pkg/kerr"
 )
 
@@ -52,11 +54,30 @@ const (
 // partition's: the fetcher drops the response.
 var errStale = errors.New("replica: stale follower state")
 
+// partitionHost is all a Partition needs from the Manager hosting it: the
+// clock, ISR eligibility as the current image says, sequence numbers for
+// ISR changes, and the way to the controller for one. The Manager is the
+// only implementation; the Partition holds no *Manager.
+type partitionHost interface {
+	now() time.Time
+	nextSeq() uint64
+	// eligible reports whether a broker may join an ISR (KIP-841).
+	eligible(broker int32) bool
+	// sendAlterPartition sends ch to the controller without blocking and
+	// hands the answer to alterAnswered.
+	sendAlterPartition(p *Partition, leaderEpoch int32, ch *isrChange)
+}
+
 // Partition is one partition hosted by this broker: its log and its
 // replication state. The Manager creates it; handlers get it from
 // Manager.Partition and call the leader API from any goroutine.
 type Partition struct {
-	m       *Manager
+	host         partitionHost
+	self         int32         // this broker's id
+	lagTimeMax   time.Duration // replica.lag.time.max.ms
+	alterBackoff time.Duration // before retrying a refused ISR change
+	logger       zerolog.Logger
+
 	topic   string
 	index   int32
 	topicID [16]byte
@@ -262,7 +283,7 @@ func (p *Partition) Read(r ReadRequest) ReadResult {
 		return res
 	}
 	follower := r.ReplicaID >= 0
-	if follower && (r.ReplicaID == p.m.cfg.BrokerID || !slices.Contains(p.replicas, r.ReplicaID)) {
+	if follower && (r.ReplicaID == p.self || !slices.Contains(p.replicas, r.ReplicaID)) {
 		res.Err = fmt.Errorf("%w: broker %d is not a follower of %s", kerr.NotLeaderForPartition, r.ReplicaID, p)
 		return res
 	}
@@ -304,7 +325,7 @@ func (p *Partition) Read(r ReadRequest) ReadResult {
 // followerFetched updates the leader core after a follower's fetch. Called
 // with roleMu held shared, as leader.
 func (p *Partition) followerFetched(id int32, offset, leaderLEO int64) {
-	now := p.m.now()
+	now := p.host.now()
 	p.mu.Lock()
 	if p.core == nil || !p.core.followerFetch(id, offset, leaderLEO, now) {
 		p.mu.Unlock()
@@ -316,8 +337,8 @@ func (p *Partition) followerFetched(id int32, offset, leaderLEO int64) {
 		moved = true
 	}
 	var ch *isrChange
-	if newISR := p.core.expandISR(id, p.log.HighWatermark(), now, p.m.eligible(id)); newISR != nil {
-		ch = p.core.begin(p.m.nextSeq(), newISR)
+	if newISR := p.core.expandISR(id, p.log.HighWatermark(), now, p.host.eligible(id)); newISR != nil {
+		ch = p.core.begin(p.host.nextSeq(), newISR)
 	}
 	p.mu.Unlock()
 	if moved {
@@ -325,8 +346,39 @@ func (p *Partition) followerFetched(id int32, offset, leaderLEO int64) {
 		p.dataWatch.wakeAll()
 	}
 	if ch != nil {
-		p.m.sendAlterPartition(p, p.leaderEpoch, ch)
+		p.host.sendAlterPartition(p, p.leaderEpoch, ch)
 	}
+}
+
+// maybeShrinkISR starts an ISR shrink when a member has not caught up
+// within replica.lag.time.max.ms (the Manager's ISR expiry calls it).
+func (p *Partition) maybeShrinkISR() {
+	p.roleMu.RLock()
+	defer p.roleMu.RUnlock()
+	if p.role != RoleLeader {
+		return
+	}
+	now := p.host.now()
+	p.mu.Lock()
+	var ch *isrChange
+	if newISR := p.core.shrinkISR(p.log.LogEndOffset(), now, p.lagTimeMax); newISR != nil {
+		ch = p.core.begin(p.host.nextSeq(), newISR)
+	}
+	p.mu.Unlock()
+	if ch != nil {
+		p.logger.Info().Stringer("partition", p).Ints32("isr", p.isr).Ints32("new_isr", ch.newISR).Msg("shrinking ISR")
+		p.host.sendAlterPartition(p, p.leaderEpoch, ch)
+	}
+}
+
+func (p *Partition) alterAnswered(seq uint64, code int16, partitionEpoch int32) {
+	p.mu.Lock()
+	if p.core != nil {
+		p.core.answer(seq, code, partitionEpoch, p.host.now(), p.alterBackoff)
+	}
+	p.mu.Unlock()
+	// A dropped expansion shrinks the maximal ISR, which may let the HW move.
+	p.maybeAdvanceHW()
 }
 
 // OffsetForLeaderEpoch answers for one partition on the leader: the largest
@@ -436,7 +488,7 @@ func (p *Partition) DeleteRecords(offset int64) (int64, error) {
 // takes the image's new ISR and replicas. A new leader epoch is assigned in
 // the epoch cache at the LEO: records from here on belong to it.
 func (p *Partition) makeLeader(reg metadata.PartitionRegistration, minISR int) error {
-	now := p.m.now()
+	now := p.host.now()
 	p.roleMu.Lock()
 	p.minISR = minISR
 	if p.role == RoleLeader && p.leaderEpoch == reg.LeaderEpoch {
@@ -461,7 +513,7 @@ func (p *Partition) makeLeader(reg metadata.PartitionRegistration, minISR int) e
 	p.role, p.leader, p.leaderEpoch, p.partitionEpoch = RoleLeader, reg.Leader, reg.LeaderEpoch, reg.PartitionEpoch
 	p.replicas, p.isr = slices.Clone(reg.Replicas), slices.Clone(reg.ISR)
 	p.mu.Lock()
-	p.core = newLeaderCore(p.m.cfg.BrokerID, reg.Replicas, reg.ISR, reg.PartitionEpoch, leo, now)
+	p.core = newLeaderCore(p.self, reg.Replicas, reg.ISR, reg.PartitionEpoch, leo, now)
 	p.mu.Unlock()
 	p.roleMu.Unlock()
 	p.wakeAll()
@@ -497,6 +549,14 @@ func (p *Partition) stop() {
 	p.mu.Unlock()
 	p.roleMu.Unlock()
 	p.wakeAll()
+}
+
+// applyConfig takes a new effective topic config: the log's settings and
+// min.insync.replicas (the latter even if the log refuses the former).
+func (p *Partition) applyConfig(tc TopicConfig) error {
+	err := p.log.UpdateConfig(tc.Log)
+	p.setMinISR(tc.MinInsyncReplicas)
+	return err
 }
 
 func (p *Partition) setMinISR(n int) {
