@@ -5,8 +5,9 @@ package broker
 // Behaviour:
 //   - The group's coordinator checks the member and generation (a negative
 //     generation to an Empty group is a standalone commit, as kafka's
-//     assign-and-commit consumers and admin tools send), then commits the
-//     offsets through the controller into the Raft image; concurrent
+//     assign-and-commit consumers and admin tools send), then, before the
+//     group can change, commits the offsets through the controller into
+//     the Raft image (the controller stamps the commit time); concurrent
 //     commits from every group leave in one Raft entry. The answer comes
 //     after the commit is applied here, so an OffsetFetch that follows
 //     reads it.
@@ -23,7 +24,6 @@ package broker
 
 import (
 	"context"
-	"time"
 
 	"github.com/raftka/raftka/broker/group"
 	"github.com/raftka/raftka/metadata"
@@ -58,7 +58,6 @@ func handleOffsetCommit(ctx context.Context, rc *request, kreq kmsg.Request) (km
 	case req.Group == "":
 		groupErr = kerr.InvalidGroupID.Code
 	}
-	nowMs := time.Now().UnixMilli()
 	var img *metadata.Image
 	if groupErr == 0 {
 		img, _ = md.Current()
@@ -96,7 +95,7 @@ func handleOffsetCommit(ctx context.Context, rc *request, kreq kmsg.Request) (km
 				}
 				offsets = append(offsets, metadata.OffsetCommit{
 					Topic: name, Partition: p.Partition, Offset: p.Offset, LeaderEpoch: epoch,
-					Metadata: derefOr(p.Metadata, ""), CommitTimeMs: nowMs,
+					Metadata: derefOr(p.Metadata, ""),
 				})
 				pending = append(pending, slot{i, j})
 			}

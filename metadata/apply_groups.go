@@ -39,13 +39,26 @@ func (a *groupApplier) own(name string) *groupImage {
 	return g
 }
 
+// CheckOffsetCommit is what a committed offset needs to be stored: a topic
+// name and a partition number. The controller checks it before it records
+// a commit (and leaves the offset out, answering UNKNOWN_TOPIC_OR_PARTITION),
+// and replay checks it again, skipping a whole record that breaks it, so
+// the rule is written once for both sides of the Raft log. Whether the
+// topic exists is the coordinator's check, against its own image.
+func CheckOffsetCommit(o OffsetCommit) error {
+	if o.Topic == "" || o.Partition < 0 {
+		return invalid("offset commit for %q partition %d", o.Topic, o.Partition)
+	}
+	return nil
+}
+
 func (a *groupApplier) commitOffsets(r *CommitOffsets) error {
 	if r.Group == "" {
 		return invalid("offset commit without a group")
 	}
 	for _, o := range r.Offsets {
-		if o.Topic == "" || o.Partition < 0 {
-			return invalid("offset commit for %q partition %d", o.Topic, o.Partition)
+		if err := CheckOffsetCommit(o); err != nil {
+			return err
 		}
 	}
 	if len(r.Offsets) == 0 {

@@ -223,7 +223,10 @@ type Config struct {
 	Delete       bool
 }
 
-// OffsetCommit is one committed offset.
+// OffsetCommit is one committed offset. The broker's coordinator builds it
+// from an OffsetCommit request and sends it to the controller as it is;
+// the controller stamps CommitTimeMs with its own clock when it records
+// the commit (a coordinator leaves it zero), so replay never reads one.
 type OffsetCommit struct {
 	Topic        string
 	Partition    int32

@@ -54,30 +54,47 @@ func offsetCommitAnswer(req *kmsg.OffsetCommitRequest, code int16) *kmsg.OffsetC
 	return resp
 }
 
-// decideCommitOffsets turns an OffsetCommit from a group coordinator into a
-// CommitOffsets record. The commit time is taken here, once, and carried
-// in the record, so every replica replays the same value. A partition that
-// cannot be named (empty topic, negative number) is answered
-// UNKNOWN_TOPIC_OR_PARTITION and left out, as replay would refuse the
-// whole record for it.
+// commitOffsetsFrom reads the commit a coordinator sent (see doc.go): the
+// wire form's one conversion back to the metadata types the coordinator
+// started from, in request order. Generation and MemberID are not read:
+// the coordinator checked them against its group before sending.
+func commitOffsetsFrom(req *kmsg.OffsetCommitRequest) *metadata.CommitOffsets {
+	rec := &metadata.CommitOffsets{Group: req.Group}
+	for _, t := range req.Topics {
+		for _, p := range t.Partitions {
+			rec.Offsets = append(rec.Offsets, metadata.OffsetCommit{
+				Topic: t.Topic, Partition: p.Partition, Offset: p.Offset, LeaderEpoch: p.LeaderEpoch, Metadata: deref(p.Metadata),
+			})
+		}
+	}
+	return rec
+}
+
+// decideCommitOffsets records a coordinator's commit as a CommitOffsets
+// record. The commit time is taken here, once, and carried in the record,
+// so every replica replays the same value. An offset that replay could not
+// store (metadata.CheckOffsetCommit) is answered UNKNOWN_TOPIC_OR_PARTITION
+// and left out, as replay would refuse the whole record for it.
 func decideCommitOffsets(req *kmsg.OffsetCommitRequest) decideFunc {
+	commit := commitOffsetsFrom(req)
 	return func(c *controller, img *metadata.Image, now time.Time) decision {
-		if req.Group == "" {
+		if commit.Group == "" {
 			return decision{resp: offsetCommitAnswer(req, kerr.InvalidGroupID.Code)}
 		}
 		resp := offsetCommitAnswer(req, 0)
-		rec := &metadata.CommitOffsets{Group: req.Group}
+		rec := &metadata.CommitOffsets{Group: commit.Group}
 		nowMs := now.UnixMilli()
-		for i, t := range req.Topics {
-			for j, p := range t.Partitions {
-				if t.Topic == "" || p.Partition < 0 {
+		k := 0
+		for i := range resp.Topics {
+			for j := range resp.Topics[i].Partitions {
+				o := commit.Offsets[k]
+				k++
+				if metadata.CheckOffsetCommit(o) != nil {
 					resp.Topics[i].Partitions[j].ErrorCode = kerr.UnknownTopicOrPartition.Code
 					continue
 				}
-				rec.Offsets = append(rec.Offsets, metadata.OffsetCommit{
-					Topic: t.Topic, Partition: p.Partition, Offset: p.Offset,
-					LeaderEpoch: p.LeaderEpoch, Metadata: deref(p.Metadata), CommitTimeMs: nowMs,
-				})
+				o.CommitTimeMs = nowMs
+				rec.Offsets = append(rec.Offsets, o)
 			}
 		}
 		if len(rec.Offsets) == 0 {

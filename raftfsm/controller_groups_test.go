@@ -131,7 +131,7 @@ func TestGroupRPCs(t *testing.T) {
 	defer c.Close()
 	ctx := ctxT(t, 20*time.Second)
 
-	if _, _, err := c.CommitOffsets(ctx, "g", []metadata.OffsetCommit{
+	if _, err := c.CommitOffsets(ctx, "g", []metadata.OffsetCommit{
 		{Topic: "a", Partition: 0, Offset: 10, LeaderEpoch: 1}, {Topic: "a", Partition: 1, Offset: 11, LeaderEpoch: 1},
 	}); err != nil {
 		t.Fatal(err)
@@ -232,7 +232,7 @@ func TestGroupCommitsCoalesce(t *testing.T) {
 			g := fmt.Sprintf("g%d", i)
 			switch i % 3 {
 			case 0:
-				_, indexes[i], errs[i] = c.CommitOffsets(ctx, g, []metadata.OffsetCommit{{Topic: "t", Offset: int64(i)}})
+				indexes[i], errs[i] = c.CommitOffsets(ctx, g, []metadata.OffsetCommit{{Topic: "t", Offset: int64(i)}})
 			case 1:
 				indexes[i], errs[i] = c.CommitGroupGeneration(ctx, &metadata.GroupGeneration{Group: g, Generation: 1})
 			default:

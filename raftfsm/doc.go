@@ -54,8 +54,11 @@
 // a group protocol step:
 //
 //	OffsetCommit v9       CommitOffsets record: Group, and per partition
-//	                      Offset, LeaderEpoch, Metadata (Generation, MemberID
-//	                      ignored; the commit time is the controller's)
+//	                      Offset, LeaderEpoch, Metadata, the coordinator's
+//	                      metadata.OffsetCommit values in request order
+//	                      (Generation -1, MemberID empty: the coordinator
+//	                      checked the member; the commit time is the
+//	                      controller's)
 //	OffsetCommit v9 with  DeleteOffsets record (Kafka's OffsetDelete, whose
 //	  DeleteOffsetsTag    only version is not flexible and so could not
 //	  (10002) = 1         carry IndexTag): the listed partitions' offsets go
@@ -68,7 +71,9 @@
 //	                      holds (emptiness is the coordinator's check)
 //
 // The errors are Kafka's: INVALID_GROUP_ID for an empty group id,
-// ILLEGAL_GENERATION for a generation not above the recorded one.
+// ILLEGAL_GENERATION for a generation not above the recorded one,
+// UNKNOWN_TOPIC_OR_PARTITION for an offset replay could not store
+// (metadata.CheckOffsetCommit, the rule replay applies too).
 //
 // A request that lands on a follower is forwarded once to the Raft leader
 // (with client id "raftka-controller-forward"); a forwarded request that

@@ -323,16 +323,31 @@ func offsetCommitRequest(group string, n int, at func(i int) metadata.OffsetComm
 	return req
 }
 
-// CommitOffsets stores a group's committed offsets in the metadata image.
+// CommitOffsets stores a group's committed offsets in the metadata image,
+// as the coordinator built them (the controller stamps the commit time).
 // Concurrent calls from many coordinators are coalesced by the controller
-// into one Raft entry. The returned index is the commit's.
-func (c *ControllerClient) CommitOffsets(ctx context.Context, group string, offsets []metadata.OffsetCommit) (*kmsg.OffsetCommitResponse, uint64, error) {
+// into one Raft entry. The returned index is the commit's; an offset the
+// controller could not store fails the call with its Kafka error.
+func (c *ControllerClient) CommitOffsets(ctx context.Context, group string, offsets []metadata.OffsetCommit) (uint64, error) {
 	req := offsetCommitRequest(group, len(offsets), func(i int) metadata.OffsetCommit { return offsets[i] })
 	resp, index, err := c.Request(ctx, req)
 	if err != nil {
-		return nil, 0, err
+		return 0, err
 	}
-	return resp.(*kmsg.OffsetCommitResponse), index, nil
+	return index, offsetCommitErr("commit", group, resp.(*kmsg.OffsetCommitResponse))
+}
+
+// offsetCommitErr is the first per-partition error of an OffsetCommit
+// answer, nil if none.
+func offsetCommitErr(what, group string, resp *kmsg.OffsetCommitResponse) error {
+	for _, t := range resp.Topics {
+		for _, p := range t.Partitions {
+			if p.ErrorCode != 0 {
+				return fmt.Errorf("raftfsm: %s offsets of group %q, %s-%d: %w", what, group, t.Topic, p.Partition, kerr.ErrorForCode(p.ErrorCode))
+			}
+		}
+	}
+	return nil
 }
 
 // DeleteOffsets deletes a group's committed offsets for parts (Kafka's
@@ -349,14 +364,7 @@ func (c *ControllerClient) DeleteOffsets(ctx context.Context, group string, part
 	if err != nil {
 		return 0, err
 	}
-	for _, t := range resp.(*kmsg.OffsetCommitResponse).Topics {
-		for _, p := range t.Partitions {
-			if p.ErrorCode != 0 {
-				return index, fmt.Errorf("raftfsm: delete offsets of group %q, %s-%d: %w", group, t.Topic, p.Partition, kerr.ErrorForCode(p.ErrorCode))
-			}
-		}
-	}
-	return index, nil
+	return index, offsetCommitErr("delete", group, resp.(*kmsg.OffsetCommitResponse))
 }
 
 // CommitGroupGeneration records a group's completed rebalance (its

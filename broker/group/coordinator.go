@@ -25,9 +25,11 @@ type MetadataSource interface {
 type Controller interface {
 	// CreateTopics creates the slots topic on the first FindCoordinator.
 	CreateTopics(ctx context.Context, req *kmsg.CreateTopicsRequest) (*kmsg.CreateTopicsResponse, error)
-	// CommitOffsets stores a group's offsets; concurrent calls are
-	// coalesced into one Raft entry.
-	CommitOffsets(ctx context.Context, group string, offsets []metadata.OffsetCommit) (*kmsg.OffsetCommitResponse, uint64, error)
+	// CommitOffsets stores a group's offsets as given (the controller
+	// stamps the commit time); concurrent calls are coalesced into one Raft
+	// entry. An offset the controller cannot store fails the call with its
+	// Kafka error.
+	CommitOffsets(ctx context.Context, group string, offsets []metadata.OffsetCommit) (uint64, error)
 	// CommitGroupGeneration records a completed rebalance (a generation
 	// not above the recorded one fails).
 	CommitGroupGeneration(ctx context.Context, gen *metadata.GroupGeneration) (uint64, error)
@@ -54,6 +56,9 @@ type CoordinatorConfig struct {
 	// (10s when zero).
 	PersistTimeout time.Duration
 	Logger         zerolog.Logger
+	// Now is the groups' clock (sessions, rebalance timeouts); time.Now
+	// if nil. Tests drive expiry with a fake one.
+	Now func() time.Time
 }
 
 // Coordinator coordinates the groups whose slots this broker leads. Its
@@ -81,6 +86,9 @@ func NewCoordinator(cfg CoordinatorConfig, md MetadataSource, ctrl Controller) *
 	if cfg.PersistTimeout <= 0 {
 		cfg.PersistTimeout = 10 * time.Second
 	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
 	if cfg.OffsetsTopicPartitions <= 0 {
 		cfg.OffsetsTopicPartitions = 50
 	}
@@ -90,6 +98,8 @@ func NewCoordinator(cfg CoordinatorConfig, md MetadataSource, ctrl Controller) *
 	ctx, cancel := context.WithCancel(context.Background())
 	return &Coordinator{cfg: cfg, md: md, ctrl: ctrl, log: cfg.Logger, ctx: ctx, cancel: cancel, groups: make(map[string]*loop)}
 }
+
+func (c *Coordinator) now() time.Time { return c.cfg.Now() }
 
 // Close unloads every group (waiting requests get NOT_COORDINATOR) and
 // waits for the loops to end.
@@ -199,15 +209,39 @@ func derefStr(s *string) string {
 // group, g is nil and code says why.
 type op func(g *Group, now time.Time, img *metadata.Image, code int16)
 
+// commitOp is an OffsetCommit waiting on a group's loop. The loop checks
+// it and writes it through the controller before it runs anything else
+// (see run), so no change to the group falls between the check and the
+// write.
+type commitOp struct {
+	r    CommitRequest
+	done chan error // buffered, 1
+}
+
+// queued is one entry of a loop's queue: an operation or a commit.
+type queued struct {
+	fn     op
+	commit *commitOp
+}
+
+// fail answers a queued entry for a group not coordinated here.
+func (q queued) fail(now time.Time, img *metadata.Image, code int16) {
+	if q.commit != nil {
+		q.commit.done <- errFor(code)
+		return
+	}
+	q.fn(nil, now, img, code)
+}
+
 // loop is one group's event loop.
 type loop struct {
 	id    string
 	mu    sync.Mutex // guards queue
-	queue []op
+	queue []queued
 	wake  chan struct{}
 }
 
-func (l *loop) take() []op {
+func (l *loop) take() []queued {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	q := l.queue
@@ -217,11 +251,15 @@ func (l *loop) take() []op {
 
 // submit queues fn on the group's loop, starting the loop if needed. fn
 // runs exactly once.
-func (c *Coordinator) submit(groupID string, fn op) {
+func (c *Coordinator) submit(groupID string, fn op) { c.enqueue(groupID, queued{fn: fn}) }
+
+// enqueue queues q on the group's loop, starting the loop if needed. q is
+// run or failed exactly once.
+func (c *Coordinator) enqueue(groupID string, q queued) {
 	c.mu.Lock()
 	if c.closed {
 		c.mu.Unlock()
-		fn(nil, time.Now(), nil, kerr.NotCoordinator.Code)
+		q.fail(c.now(), nil, kerr.NotCoordinator.Code)
 		return
 	}
 	l := c.groups[groupID]
@@ -232,7 +270,7 @@ func (c *Coordinator) submit(groupID string, fn op) {
 		go c.run(l)
 	}
 	l.mu.Lock()
-	l.queue = append(l.queue, fn)
+	l.queue = append(l.queue, q)
 	l.mu.Unlock()
 	c.mu.Unlock()
 	select {
@@ -272,8 +310,8 @@ func (c *Coordinator) run(l *loop) {
 			c.mu.Lock()
 			delete(c.groups, l.id)
 			c.mu.Unlock()
-			for _, fn := range l.take() {
-				fn(nil, time.Now(), nil, kerr.NotCoordinator.Code)
+			for _, q := range l.take() {
+				q.fail(c.now(), nil, kerr.NotCoordinator.Code)
 			}
 			return
 		case <-l.wake:
@@ -291,15 +329,29 @@ func (c *Coordinator) run(l *loop) {
 			g.Unload(kerr.NotCoordinator.Code)
 			g = nil
 		}
-		for _, fn := range l.take() {
+		// Commits checked and not yet written. They are written, in one
+		// controller call, before the loop runs anything that could
+		// change the group (another operation, a timer): a commit's
+		// member check and its write are one step for the group, as under
+		// Kafka's group lock.
+		var commits []*commitOp
+		for _, q := range l.take() {
+			now := c.now()
 			if code != 0 {
-				fn(nil, time.Now(), img, code)
+				q.fail(now, img, code)
 				continue
 			}
 			if g == nil {
 				g, epoch = c.load(img, l.id), ep
 			}
-			fn(g, time.Now(), img, 0)
+			if q.commit != nil {
+				if checkCommit(g, now, q.commit) {
+					commits = append(commits, q.commit)
+				}
+				continue
+			}
+			commits = c.writeCommits(l.id, commits)
+			q.fn(g, now, img, 0)
 			c.settle(g)
 			if g.State() == Dead {
 				// Deleted: the next request sees the group as the image
@@ -308,6 +360,7 @@ func (c *Coordinator) run(l *loop) {
 				g = nil
 			}
 		}
+		c.writeCommits(l.id, commits)
 		if g != nil {
 			c.settle(g)
 		}
@@ -316,7 +369,7 @@ func (c *Coordinator) run(l *loop) {
 		}
 		if g != nil {
 			if d, ok := g.NextDeadline(); ok {
-				timer.Reset(time.Until(d))
+				timer.Reset(d.Sub(c.now()))
 			}
 		}
 	}
@@ -333,7 +386,7 @@ func (c *Coordinator) load(img *metadata.Image, id string) *Group {
 // for. Each round is bounded; a persist failure feeds back into the group.
 func (c *Coordinator) settle(g *Group) {
 	for range 8 {
-		g.Tick(time.Now())
+		g.Tick(c.now())
 		rec := g.TakePersist()
 		if rec == nil {
 			return
@@ -344,7 +397,7 @@ func (c *Coordinator) settle(g *Group) {
 		if err != nil {
 			c.log.Warn().Err(err).Str("group", g.ID()).Int32("generation", rec.Generation).Msg("persisting a group generation failed")
 		}
-		g.Persisted(time.Now(), rec.Generation, err)
+		g.Persisted(c.now(), rec.Generation, err)
 	}
 }
 
@@ -458,34 +511,57 @@ type CommitRequest struct {
 	Offsets              []metadata.OffsetCommit
 }
 
-// Commit validates the member and generation on the group's loop, then
-// commits the offsets through the controller (coalesced with other
-// commits). The error applies to every offset in the request.
+// Commit checks the member and generation on the group's loop and writes
+// the offsets through the controller from the loop, before the group can
+// change: a member fenced (removed, replaced, or outgrown by a new
+// generation) before its commit is checked gets Kafka's error
+// (UNKNOWN_MEMBER_ID, FENCED_INSTANCE_ID, ILLEGAL_GENERATION) and writes
+// nothing, and one fenced after waits for the commit to be stored. Commits
+// of one group queued together leave in one controller call, and the
+// controller coalesces the calls of all groups into one Raft entry. The
+// error applies to every offset in the request.
 func (c *Coordinator) Commit(ctx context.Context, r CommitRequest) error {
-	code, err := call(ctx, c, r.Group, func(g *Group, now time.Time, _ *metadata.Image, code int16) int16 {
-		if code != 0 {
-			return code
-		}
-		return g.ValidateCommit(now, r.MemberID, r.InstanceID, r.Generation)
-	})
-	if err != nil {
+	co := &commitOp{r: r, done: make(chan error, 1)}
+	c.enqueue(r.Group, queued{commit: co})
+	select {
+	case err := <-co.done:
 		return err
+	case <-ctx.Done():
+		return ctx.Err()
 	}
-	if code != 0 || len(r.Offsets) == 0 {
-		return errFor(code)
+}
+
+// checkCommit checks a commit against the group; a commit that fails, or
+// has nothing to write, is answered here.
+func checkCommit(g *Group, now time.Time, co *commitOp) bool {
+	code := g.ValidateCommit(now, co.r.MemberID, co.r.InstanceID, co.r.Generation)
+	if code != 0 || len(co.r.Offsets) == 0 {
+		co.done <- errFor(code)
+		return false
 	}
-	resp, _, err := c.ctrl.CommitOffsets(ctx, r.Group, r.Offsets)
-	if err != nil {
-		return controllerErr(err)
+	return true
+}
+
+// writeCommits writes checked commits of one group in one controller call
+// and answers each with the outcome. It runs on the group's loop, which
+// waits for it (as it waits for a generation to persist). It returns
+// commits emptied, for reuse.
+func (c *Coordinator) writeCommits(groupID string, commits []*commitOp) []*commitOp {
+	if len(commits) == 0 {
+		return commits
 	}
-	for _, t := range resp.Topics {
-		for _, p := range t.Partitions {
-			if p.ErrorCode != 0 {
-				return errFor(p.ErrorCode)
-			}
-		}
+	var offsets []metadata.OffsetCommit
+	for _, co := range commits {
+		offsets = append(offsets, co.r.Offsets...)
 	}
-	return nil
+	ctx, cancel := context.WithTimeout(c.ctx, c.cfg.PersistTimeout)
+	_, err := c.ctrl.CommitOffsets(ctx, groupID, offsets)
+	cancel()
+	err = controllerErr(err)
+	for _, co := range commits {
+		co.done <- err
+	}
+	return commits[:0]
 }
 
 // Describe returns a group as DescribeGroups shows it. A group that exists

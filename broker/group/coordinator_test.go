@@ -65,12 +65,12 @@ func (f *fakeCtrl) CreateTopics(context.Context, *kmsg.CreateTopicsRequest) (*km
 	return nil, errors.New("not used")
 }
 
-func (f *fakeCtrl) CommitOffsets(_ context.Context, group string, offs []metadata.OffsetCommit) (*kmsg.OffsetCommitResponse, uint64, error) {
+func (f *fakeCtrl) CommitOffsets(_ context.Context, group string, offs []metadata.OffsetCommit) (uint64, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	img, _ := f.md.cur.Load().Apply([]metadata.Record{&metadata.CommitOffsets{Group: group, Offsets: offs}})
 	f.md.cur.Store(img)
-	return kmsg.NewPtrOffsetCommitResponse(), 1, nil
+	return 1, nil
 }
 
 func (f *fakeCtrl) CommitGroupGeneration(_ context.Context, gen *metadata.GroupGeneration) (uint64, error) {

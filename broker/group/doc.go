@@ -29,7 +29,8 @@
 //   - describe.go: what DescribeGroups and OffsetDelete read of a group.
 //   - member.go: member ids and the consumer protocol subscription decoder.
 //   - coordinator.go: Coordinator, which owns one event loop per loaded group
-//     and is what the broker's API handlers call.
+//     and is what the broker's API handlers call; the loop writes offset
+//     commits (Commit) and generations through the controller.
 //
 // # Goroutines and locks
 //
@@ -38,19 +39,24 @@
 // closure queued to that loop, run in arrival order, so a group's state is
 // never shared. A loop persists generations through the controller itself
 // (a few milliseconds of Raft commit, during which the group's other
-// requests wait, as they wait on Kafka's group lock). A loop ends when its
-// group is idle (Empty and fully persisted: the image holds all there is)
-// or no longer coordinated here; the group is loaded again from the image
-// on its next request.
+// requests wait, as they wait on Kafka's group lock), and writes commits
+// the same way (below). A loop ends when its group is idle (Empty and fully
+// persisted: the image holds all there is) or no longer coordinated here;
+// the group is loaded again from the image on its next request.
 //
 // Locks: Coordinator.mu (the loop map) then loop.mu (the loop's queue). No
 // other lock is held while taking one, and neither is held while calling
 // the controller or a reply callback.
 //
-// Committed offsets are not kept here: OffsetCommit validates the member
-// and generation on the group's loop and then commits through the
-// controller, which coalesces concurrent commits into one Raft entry;
-// OffsetFetch reads the image.
+// Committed offsets are not kept here: OffsetCommit checks the member and
+// generation on the group's loop, and the loop writes the offsets through
+// the controller before it runs anything else for the group (another
+// request, a timer). So the check and the write are one step for the
+// group, as under Kafka's group lock: a member fenced before its commit is
+// checked gets Kafka's error and writes nothing, and a fence queued while
+// a commit is being written waits for it. Commits queued together leave in
+// one controller call, which the controller coalesces with other groups'
+// into one Raft entry. OffsetFetch reads the image.
 //
 // # Imports
 //
