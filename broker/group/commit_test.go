@@ -288,3 +288,18 @@ func TestCommitsQueuedTogetherWriteOnce(t *testing.T) {
 		t.Fatal("more controller calls than batches")
 	}
 }
+
+// TestCloseAnswersCommitInFlight closes the coordinator while a commit is
+// being written: the commit is answered NOT_COORDINATOR, as every request
+// waiting on a closing coordinator, so the client commits again at the
+// next one.
+func TestCloseAnswersCommitInFlight(t *testing.T) {
+	c, ctrl, _, member := stableStaticGroup(t, 10*time.Second)
+	done := commitAsync(c, CommitRequest{Group: "g", MemberID: member, InstanceID: "i1", Generation: 1,
+		Offsets: []metadata.OffsetCommit{{Topic: "t", Partition: 0, Offset: 1, LeaderEpoch: -1}}})
+	await(t, ctrl.entered)
+	c.Close()
+	if err := await(t, done); !errors.Is(err, kerr.NotCoordinator) {
+		t.Fatalf("commit cut short by Close: %v, want NOT_COORDINATOR", err)
+	}
+}

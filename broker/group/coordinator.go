@@ -558,6 +558,12 @@ func (c *Coordinator) writeCommits(groupID string, commits []*commitOp) []*commi
 	_, err := c.ctrl.CommitOffsets(ctx, groupID, offsets)
 	cancel()
 	err = controllerErr(err)
+	if err != nil && c.ctx.Err() != nil {
+		// Closing cut the write short. As for every request waiting on a
+		// closing coordinator, NOT_COORDINATOR: the client commits again
+		// at the next one (the same offsets, if this write went through).
+		err = kerr.NotCoordinator
+	}
 	for _, co := range commits {
 		co.done <- err
 	}
