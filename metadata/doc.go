@@ -36,11 +36,13 @@
 // The controller decides with the pure functions here against the current
 // Image (CheckNewTopicName, ValidateTopicConfigs, ValidateBrokerConfig,
 // PlaceReplicas, NewPartitions, BuildPartitionChange, ValidateAlterPartition,
-// PreferredLeaderElections), commits the resulting records through Raft,
-// and every node replays the committed batch with Image.Apply. Apply re-checks what a record needs to be meaningful and
-// skips (and reports in Delta.Skipped) a record that no longer fits, so
-// replay is total and identical on every node even if a decision raced an
-// earlier commit.
+// PreferredLeaderElections, CheckOffsetCommit), commits the resulting
+// records through Raft, and every node replays the committed batch with
+// Image.Apply. Apply re-checks what a record needs to be meaningful (with
+// the same functions where a decision checks the same rule) and skips (and
+// reports in Delta.Skipped) a record that no longer fits, so replay is
+// total and identical on every node even if a decision raced an earlier
+// commit.
 //
 // # Concurrency
 //
