@@ -463,7 +463,7 @@ func TestApplyProperties(t *testing.T) {
 				t.Fatal("Apply modified its input image")
 			}
 			checkDelta(t, img, next, d)
-			checkLocalChanges(t, img, next, d)
+			checkLocalChanges(t, img, next, d, dec)
 			img = next
 		}
 		// Replay from scratch is deterministic.
