@@ -36,8 +36,9 @@ func TopicConfigSources(img *metadata.Image, cfg *config.Config, topic string) m
 }
 
 // storageFields maps a topic config name onto the storage.Config field it
-// sets. Names absent here (cleanup.policy, min.insync.replicas, ...) are
-// acted on above the log.
+// sets. cleanup.policy and min.cleanable.dirty.ratio, which are not
+// integers, are read in storageConfigFrom; names in neither place
+// (min.insync.replicas, ...) are acted on above the log.
 var storageFields = map[string]func(*storage.Config, int64){
 	"segment.bytes":                   func(c *storage.Config, v int64) { c.SegmentBytes = v },
 	"segment.ms":                      func(c *storage.Config, v int64) { c.SegmentMs = v },
@@ -52,6 +53,9 @@ var storageFields = map[string]func(*storage.Config, int64){
 	"message.timestamp.before.max.ms": func(c *storage.Config, v int64) { c.MessageTimestampBeforeMaxMs = v },
 	"message.timestamp.after.max.ms":  func(c *storage.Config, v int64) { c.MessageTimestampAfterMaxMs = v },
 	"file.delete.delay.ms":            func(c *storage.Config, v int64) { c.FileDeleteDelayMs = v },
+	"min.compaction.lag.ms":           func(c *storage.Config, v int64) { c.MinCompactionLagMs = v },
+	"max.compaction.lag.ms":           func(c *storage.Config, v int64) { c.MaxCompactionLagMs = v },
+	"delete.retention.ms":             func(c *storage.Config, v int64) { c.DeleteRetentionMs = v },
 }
 
 // StorageConfig is the log config for topic: its overrides, then the
@@ -65,11 +69,22 @@ func StorageConfig(img *metadata.Image, cfg *config.Config, topic string) storag
 func storageConfigFrom(entries []metadata.ConfigEntry) storage.Config {
 	sc := storage.DefaultConfig()
 	for _, e := range entries {
-		if e.Name == "message.timestamp.type" {
+		switch e.Name {
+		case "message.timestamp.type":
 			if e.Value == "LogAppendTime" {
 				sc.MessageTimestampType = storage.LogAppendTime
 			} else {
 				sc.MessageTimestampType = storage.CreateTime
+			}
+			continue
+		case "cleanup.policy":
+			if p, err := storage.ParseCleanupPolicy(e.Value); err == nil {
+				sc.CleanupPolicy = p
+			}
+			continue
+		case "min.cleanable.dirty.ratio":
+			if r, err := strconv.ParseFloat(e.Value, 64); err == nil && r >= 0 && r <= 1 {
+				sc.MinCleanableDirtyRatio = r
 			}
 			continue
 		}

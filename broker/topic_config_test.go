@@ -68,3 +68,33 @@ func TestStaticConfigsOnlyWhatWasSet(t *testing.T) {
 		t.Fatalf("a default leaked into the static layer: %v", m)
 	}
 }
+
+// The cleaner's topic configs reach the log, so a compact-only topic stops
+// being deleted by retention (a change of cleanup.policy through
+// AlterConfigs reaches the log through the same function).
+func TestStorageConfigCleanerKeys(t *testing.T) {
+	cases := []struct {
+		entries []metadata.ConfigEntry
+		check   func(storage.Config) bool
+	}{
+		{[]metadata.ConfigEntry{{Name: "cleanup.policy", Value: "compact"}},
+			func(c storage.Config) bool { return c.CleanupPolicy == storage.PolicyCompact }},
+		{[]metadata.ConfigEntry{{Name: "cleanup.policy", Value: "delete,compact"}},
+			func(c storage.Config) bool { return c.CleanupPolicy == storage.PolicyCompact|storage.PolicyDelete }},
+		{[]metadata.ConfigEntry{{Name: "cleanup.policy", Value: ""}},
+			func(c storage.Config) bool { return c.CleanupPolicy == 0 }},
+		{[]metadata.ConfigEntry{{Name: "min.cleanable.dirty.ratio", Value: "0.25"}},
+			func(c storage.Config) bool { return c.MinCleanableDirtyRatio == 0.25 }},
+		{[]metadata.ConfigEntry{{Name: "min.cleanable.dirty.ratio", Value: "2"}},
+			func(c storage.Config) bool { return c.MinCleanableDirtyRatio == 0.5 }},
+		{[]metadata.ConfigEntry{{Name: "delete.retention.ms", Value: "5"}, {Name: "min.compaction.lag.ms", Value: "6"}, {Name: "max.compaction.lag.ms", Value: "7"}},
+			func(c storage.Config) bool {
+				return c.DeleteRetentionMs == 5 && c.MinCompactionLagMs == 6 && c.MaxCompactionLagMs == 7
+			}},
+	}
+	for _, tc := range cases {
+		if got := storageConfigFrom(tc.entries); !tc.check(got) {
+			t.Errorf("%v: got %+v", tc.entries, got)
+		}
+	}
+}

@@ -3,6 +3,7 @@ package storage
 import (
 	"fmt"
 	"math"
+	"strings"
 )
 
 // TimestampType is message.timestamp.type.
@@ -44,6 +45,64 @@ type Config struct {
 	// file.delete.delay.ms: how long a deleted segment's files stay (renamed
 	// .deleted) so in-flight reads of them complete.
 	FileDeleteDelayMs int64
+	// cleanup.policy: whether retention deletes old segments, whether the
+	// cleaner compacts, both or neither.
+	CleanupPolicy CleanupPolicy
+	// The cleaner's per-topic settings (compacted topics only):
+	// min.cleanable.dirty.ratio, min.compaction.lag.ms,
+	// max.compaction.lag.ms, delete.retention.ms.
+	MinCleanableDirtyRatio float64
+	MinCompactionLagMs     int64
+	MaxCompactionLagMs     int64
+	DeleteRetentionMs      int64
+}
+
+// CleanupPolicy is cleanup.policy, a set of PolicyDelete and PolicyCompact.
+// The zero value (an empty list, which Kafka allows) neither deletes nor
+// compacts.
+type CleanupPolicy uint8
+
+const (
+	PolicyDelete  CleanupPolicy = 1 << iota // time and size retention apply
+	PolicyCompact                           // the cleaner keeps the last record per key
+)
+
+// Deletes says whether retention.ms and retention.bytes remove segments.
+// A compact-only log must never lose a key's latest value to time or size
+// (Kafka Connect, Schema Registry and Streams changelogs live in such
+// topics), so only the delete policy, alone or with compact, lets them.
+func (p CleanupPolicy) Deletes() bool { return p&PolicyDelete != 0 }
+
+// Compacts says whether the log cleaner works on the log.
+func (p CleanupPolicy) Compacts() bool { return p&PolicyCompact != 0 }
+
+func (p CleanupPolicy) String() string {
+	switch p {
+	case PolicyDelete:
+		return "delete"
+	case PolicyCompact:
+		return "compact"
+	case PolicyDelete | PolicyCompact:
+		return "compact,delete"
+	}
+	return ""
+}
+
+// ParseCleanupPolicy reads cleanup.policy's comma-separated list.
+func ParseCleanupPolicy(v string) (CleanupPolicy, error) {
+	var p CleanupPolicy
+	for item := range strings.SplitSeq(v, ",") {
+		switch strings.TrimSpace(item) {
+		case "delete":
+			p |= PolicyDelete
+		case "compact":
+			p |= PolicyCompact
+		case "":
+		default:
+			return 0, fmt.Errorf("%w: cleanup.policy %q", ErrInvalidConfig, v)
+		}
+	}
+	return p, nil
 }
 
 // DefaultConfig returns Kafka's defaults.
@@ -62,6 +121,10 @@ func DefaultConfig() Config {
 		MessageTimestampBeforeMaxMs: math.MaxInt64,
 		MessageTimestampAfterMaxMs:  math.MaxInt64,
 		FileDeleteDelayMs:           60000,
+		CleanupPolicy:               PolicyDelete,
+		MinCleanableDirtyRatio:      0.5,
+		MaxCompactionLagMs:          math.MaxInt64,
+		DeleteRetentionMs:           24 * 3600 * 1000,
 	}
 }
 
@@ -99,6 +162,16 @@ func (c *Config) Validate() error {
 		return bad("message.timestamp.after.max.ms", c.MessageTimestampAfterMaxMs)
 	case c.FileDeleteDelayMs < 0:
 		return bad("file.delete.delay.ms", c.FileDeleteDelayMs)
+	case c.CleanupPolicy&^(PolicyDelete|PolicyCompact) != 0:
+		return bad("cleanup.policy", int64(c.CleanupPolicy))
+	case !(c.MinCleanableDirtyRatio >= 0 && c.MinCleanableDirtyRatio <= 1):
+		return fmt.Errorf("%w: min.cleanable.dirty.ratio=%g", ErrInvalidConfig, c.MinCleanableDirtyRatio)
+	case c.MinCompactionLagMs < 0:
+		return bad("min.compaction.lag.ms", c.MinCompactionLagMs)
+	case c.MaxCompactionLagMs < 1:
+		return bad("max.compaction.lag.ms", c.MaxCompactionLagMs)
+	case c.DeleteRetentionMs < 0:
+		return bad("delete.retention.ms", c.DeleteRetentionMs)
 	}
 	return nil
 }

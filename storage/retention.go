@@ -10,8 +10,10 @@ type RetentionResult struct {
 }
 
 // ApplyRetention deletes whole non-active segments that retention.ms or
-// retention.bytes no longer allow, and segments wholly below the log start
-// offset. Only segments that lie wholly below the high watermark go, so
+// retention.bytes no longer allow (only when cleanup.policy includes
+// delete: see CleanupPolicy.Deletes), and segments wholly below the log
+// start offset (always, as Kafka does: DeleteRecords applies to compacted
+// topics too). Only segments that lie wholly below the high watermark go, so
 // nothing a consumer may not yet have been able to read is removed. If
 // every segment is past retention.ms, the active one is rolled first so it
 // can go too (Kafka does the same). The Manager calls it every
@@ -34,7 +36,8 @@ func (l *Log) ApplyRetention(now time.Time) (RetentionResult, error) {
 	if err := count(l.deleteSegmentsLocked(func(_, next *segment) bool { return next.baseOffset <= start })); err != nil {
 		return res, err
 	}
-	if cfg.RetentionMs >= 0 {
+	deletes := cfg.CleanupPolicy.Deletes()
+	if deletes && cfg.RetentionMs >= 0 {
 		expired := func(s *segment) bool { return now.UnixMilli()-s.largestTimestamp() > cfg.RetentionMs }
 		if a := l.active(); len(l.segments) > 0 && a.size.Load() > 0 && l.nextOffset <= l.hw.Load() {
 			all := true
@@ -51,7 +54,7 @@ func (l *Log) ApplyRetention(now time.Time) (RetentionResult, error) {
 			return res, err
 		}
 	}
-	if cfg.RetentionBytes >= 0 {
+	if deletes && cfg.RetentionBytes >= 0 {
 		excess := l.sizeLocked() - cfg.RetentionBytes
 		if err := count(l.deleteSegmentsLocked(func(s, _ *segment) bool {
 			if excess-s.size.Load() < 0 {
