@@ -22,6 +22,20 @@
 // ParseOffsetCheckpoint) and the .kafka_cleanshutdown marker, present only
 // between a clean Manager.Close and the next OpenManager.
 //
+// # Source files
+//
+// A Log's code is split by concern: log.go holds the type, its offsets,
+// segment removal and Close; log_append.go the leader's and the follower's
+// appends and segment rolls; log_read.go reads and the lookups by time;
+// log_truncate.go Truncate, ResetTo and DeleteRecords; log_flush.go
+// flush.messages, flush.ms and Sync; retention.go time and size retention
+// by cleanup.policy; log_loader.go opening and recovery. manager.go owns
+// the set of logs and the schedule; segment.go, offset_index.go,
+// time_index.go and index.go one segment's files; batch.go and
+// compression.go the v2 batch format and its codecs; producer_state.go,
+// leader_epoch.go, checkpoint.go, meta_properties.go and
+// partition_metadata.go the other files listed above.
+//
 // # Concurrency
 //
 // A Log has one writer at a time and any number of readers. Writers

@@ -1,0 +1,69 @@
+package storage
+
+import (
+	"fmt"
+	"math"
+	"time"
+)
+
+// maybeFlush applies flush.messages after an append.
+func (l *Log) maybeFlush(cfg *Config) error {
+	if l.unflushed.Load() >= cfg.FlushMessages {
+		return l.Sync()
+	}
+	return nil
+}
+
+// FlushIfDue fsyncs if flush.ms has passed since the last flush and there
+// is unflushed data; the manager's scheduler calls it.
+func (l *Log) FlushIfDue(now time.Time) error {
+	cfg := l.cfg.Load()
+	if l.unflushed.Load() == 0 || cfg.FlushMs == math.MaxInt64 {
+		return nil
+	}
+	if now.UnixMilli()-l.lastFlush.Load() < cfg.FlushMs {
+		return nil
+	}
+	return l.Sync()
+}
+
+// Sync fsyncs everything appended so far and advances the recovery point.
+// Concurrent callers share one fsync (group commit): a caller that waited
+// for another's fsync finds its data already covered and returns.
+func (l *Log) Sync() error {
+	target := l.leo.Load()
+	l.flushMu.Lock()
+	defer l.flushMu.Unlock()
+	if l.shut {
+		return ErrClosed
+	}
+	if l.recoveryPoint.Load() >= target && l.unflushed.Load() == 0 {
+		return nil
+	}
+	l.segMu.RLock()
+	end := l.leo.Load()
+	pending := l.unflushed.Load()
+	rp := l.recoveryPoint.Load()
+	var segs []*segment
+	for i := l.segmentFor(rp); i < len(l.segments); i++ {
+		segs = append(segs, l.segments[i])
+	}
+	l.segMu.RUnlock()
+	for _, s := range segs {
+		if err := s.sync(); err != nil {
+			return fmt.Errorf("fsync %s: %w", s.logPath(), err)
+		}
+	}
+	if !l.dirSynced.Swap(true) {
+		if err := fsyncDir(l.dir); err != nil {
+			l.dirSynced.Store(false)
+			return err
+		}
+	}
+	if end > rp {
+		l.recoveryPoint.Store(end)
+	}
+	l.unflushed.Add(-pending)
+	l.lastFlush.Store(l.now().UnixMilli())
+	return nil
+}
