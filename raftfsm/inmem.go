@@ -193,16 +193,22 @@ func StartInMemory(cfg Config) (*Node, error) {
 	if cfg.ClusterID == "" {
 		cfg.ClusterID = "inmem-cluster"
 	}
-	// No network delays to absorb: a single voter elects itself within
-	// two heartbeat timeouts and commits without waiting on a follower.
+	// No network delays to absorb, and a single voter has no follower
+	// whose silence could cost it the lease: it elects itself within two
+	// heartbeat timeouts of starting, so those are as short as
+	// hashicorp/raft allows. Several voters keep room for a busy machine.
+	timeout := 100 * time.Millisecond
+	if single {
+		timeout = 5 * time.Millisecond
+	}
 	if cfg.RaftHeartbeatTimeout <= 0 {
-		cfg.RaftHeartbeatTimeout = 50 * time.Millisecond
+		cfg.RaftHeartbeatTimeout = timeout
 	}
 	if cfg.RaftElectionTimeout <= 0 {
-		cfg.RaftElectionTimeout = 50 * time.Millisecond
+		cfg.RaftElectionTimeout = timeout
 	}
 	if cfg.RaftLeaderLeaseTimeout <= 0 {
-		cfg.RaftLeaderLeaseTimeout = min(50*time.Millisecond, cfg.RaftHeartbeatTimeout)
+		cfg.RaftLeaderLeaseTimeout = cfg.RaftHeartbeatTimeout
 	}
 	if cfg.RaftCommitTimeout <= 0 {
 		cfg.RaftCommitTimeout = 5 * time.Millisecond

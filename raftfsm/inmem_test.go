@@ -135,3 +135,17 @@ func hasTopic(img *metadata.Image, name string) bool {
 	_, ok := img.Topic(name)
 	return ok
 }
+
+// BenchmarkStartInMemory is what a test pays for a twin: start, elect,
+// write the cluster id, shut down.
+func BenchmarkStartInMemory(b *testing.B) {
+	for b.Loop() {
+		n, err := StartInMemory(Config{NodeID: 1, Logger: testLogger()})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := n.Shutdown(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
