@@ -133,8 +133,9 @@
 //     and counts a broker registered under an earlier leader as caught up
 //     once it reports the log index at which this controller started.
 //   - Locks: Node.ctrlMu (the current controller pointer), Publisher.mu then
-//     Subscription.mu, mux.mu, connPool.mu. None is held while taking
-//     another except Publisher.mu -> Subscription.mu.
+//     Subscription.mu, mux.mu, connPool.mu, InmemNetwork.mu. None is held
+//     while taking another except Publisher.mu -> Subscription.mu (and
+//     InmemNetwork.mu around hashicorp's InmemTransport locks).
 //
 //arch:imports std metadata broker/kafkacode github.com/hashicorp/raft github.com/hashicorp/raft-boltdb/v2
 //arch:imports go.etcd.io/bbolt github.com/hashicorp/go-hclog github.com/twmb/franz-go/pkg/kmsg
