@@ -56,6 +56,7 @@ type Config struct {
 	// address (see inmem.go). DataDir, Listener and ListenAddr are unused;
 	// Voters' addresses are names on the network. Tests use it.
 	Inmem *InmemNetwork
+
 	// ClusterID is the cluster.id from meta.properties. Required.
 	ClusterID string
 
