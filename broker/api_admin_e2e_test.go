@@ -15,31 +15,19 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// startAdminNode runs one in-process node: a Raft voter with its
+// startAdminNode runs one in-process node: an in-memory Raft voter with its
 // controller, a broker Server on a loopback listener, and the broker's
 // registration; it returns once the broker is unfenced. Everything stops
 // when the test ends.
 func startAdminNode(t *testing.T) (*raftfsm.Node, string) {
 	t.Helper()
-	cln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	node, err := raftfsm.Start(raftfsm.Config{
-		NodeID: 1, Voter: true,
-		Voters:                   []raftfsm.Voter{{ID: 1, Addr: cln.Addr().String()}},
-		Listener:                 cln,
-		DataDir:                  t.TempDir(),
+	node, err := raftfsm.StartInMemory(raftfsm.Config{
+		NodeID:                   1,
 		ClusterID:                "admin-e2e-cluster",
 		HeartbeatInterval:        50 * time.Millisecond,
 		SessionTimeout:           2 * time.Second,
-		RaftHeartbeatTimeout:     200 * time.Millisecond,
-		RaftElectionTimeout:      200 * time.Millisecond,
-		RaftLeaderLeaseTimeout:   100 * time.Millisecond,
-		RaftCommitTimeout:        5 * time.Millisecond,
 		DefaultPartitions:        2,
 		DefaultReplicationFactor: 1,
-		ShutdownTransferTimeout:  time.Second,
 		Logger:                   zerolog.Nop(),
 	})
 	if err != nil {

@@ -31,7 +31,7 @@ func newTopic(name string, configs ...string) kmsg.CreateTopicsRequestTopic {
 func TestCreateTopicsLocalChecksAndForwarding(t *testing.T) {
 	for v := int16(2); v <= 7; v++ {
 		t.Run(fmt.Sprintf("v%d", v), func(t *testing.T) {
-			fa := &fakeAdmin{createTopics: func(req *kmsg.CreateTopicsRequest) *kmsg.CreateTopicsResponse {
+			fa := &adminCtrl{createTopics: func(req *kmsg.CreateTopicsRequest) *kmsg.CreateTopicsResponse {
 				resp := kmsg.NewPtrCreateTopicsResponse()
 				resp.Version = 7
 				for _, tp := range req.Topics {
@@ -133,12 +133,12 @@ func sourceValue(m map[string]kmsg.CreateTopicsResponseTopicConfig) string {
 func TestCreateTopicsControllerFailure(t *testing.T) {
 	for _, tc := range []struct {
 		name string
-		fa   *fakeAdmin
+		fa   *adminCtrl
 		code int16
 	}{
-		{"deadline", &fakeAdmin{err: fmt.Errorf("waiting: %w", context.DeadlineExceeded)}, kerr.RequestTimedOut.Code},
-		{"controller error", &fakeAdmin{err: kerr.NotController}, kerr.NotController.Code},
-		{"unknown failure", &fakeAdmin{err: errors.New("boom")}, kerr.UnknownServerError.Code},
+		{"deadline", &adminCtrl{err: fmt.Errorf("waiting: %w", context.DeadlineExceeded)}, kerr.RequestTimedOut.Code},
+		{"controller error", &adminCtrl{err: kerr.NotController}, kerr.NotController.Code},
+		{"unknown failure", &adminCtrl{err: errors.New("boom")}, kerr.UnknownServerError.Code},
 		{"no controller", nil, kerr.NotController.Code},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -157,7 +157,7 @@ func TestCreateTopicsControllerFailure(t *testing.T) {
 }
 
 func TestCreateTopicsMissingAnswerIsReported(t *testing.T) {
-	fa := &fakeAdmin{createTopics: func(req *kmsg.CreateTopicsRequest) *kmsg.CreateTopicsResponse {
+	fa := &adminCtrl{createTopics: func(req *kmsg.CreateTopicsRequest) *kmsg.CreateTopicsResponse {
 		return kmsg.NewPtrCreateTopicsResponse()
 	}}
 	s := adminServer(t, clusterImage(t, 9001), fa, nil)

@@ -26,7 +26,7 @@ func deleteByName(version int16, names ...string) *kmsg.DeleteTopicsRequest {
 func TestDeleteTopicsByNameAllVersions(t *testing.T) {
 	for v := int16(1); v <= 6; v++ {
 		t.Run(fmt.Sprintf("v%d", v), func(t *testing.T) {
-			fa := &fakeAdmin{deleteTopics: func(req *kmsg.DeleteTopicsRequest) *kmsg.DeleteTopicsResponse {
+			fa := &adminCtrl{deleteTopics: func(req *kmsg.DeleteTopicsRequest) *kmsg.DeleteTopicsResponse {
 				resp := kmsg.NewPtrDeleteTopicsResponse()
 				resp.Version = 6
 				// Answered out of order, and with the id filled in, as
@@ -69,7 +69,7 @@ func TestDeleteTopicsByNameAllVersions(t *testing.T) {
 }
 
 func TestDeleteTopicsByIDAndBadEntries(t *testing.T) {
-	fa := &fakeAdmin{}
+	fa := &adminCtrl{}
 	s := adminServer(t, clusterImage(t, 9001), fa, nil)
 	req := kmsg.NewPtrDeleteTopicsRequest()
 	req.Version = 6
@@ -97,7 +97,7 @@ func TestDeleteTopicsByIDAndBadEntries(t *testing.T) {
 }
 
 func TestDeleteTopicsDisabled(t *testing.T) {
-	fa := &fakeAdmin{deleteTopics: func(req *kmsg.DeleteTopicsRequest) *kmsg.DeleteTopicsResponse {
+	fa := &adminCtrl{deleteTopics: func(req *kmsg.DeleteTopicsRequest) *kmsg.DeleteTopicsResponse {
 		resp := kmsg.NewPtrDeleteTopicsResponse()
 		for _, tp := range req.Topics {
 			rt := kmsg.NewDeleteTopicsResponseTopic()
@@ -117,7 +117,7 @@ func TestDeleteTopicsDisabled(t *testing.T) {
 
 func TestCreatePartitions(t *testing.T) {
 	for v := int16(0); v <= 3; v++ {
-		fa := &fakeAdmin{}
+		fa := &adminCtrl{}
 		s := adminServer(t, clusterImage(t, 9001), fa, nil)
 		req := kmsg.NewPtrCreatePartitionsRequest()
 		req.Version, req.ValidateOnly, req.TimeoutMillis = v, true, 1000
@@ -136,7 +136,7 @@ func TestCreatePartitions(t *testing.T) {
 			t.Fatalf("v%d: forwarded %+v", v, fr)
 		}
 	}
-	s := adminServer(t, clusterImage(t, 9001), &fakeAdmin{err: kerr.RequestTimedOut}, nil)
+	s := adminServer(t, clusterImage(t, 9001), &adminCtrl{err: kerr.RequestTimedOut}, nil)
 	req := kmsg.NewPtrCreatePartitionsRequest()
 	req.Version = 3
 	tp := kmsg.NewCreatePartitionsRequestTopic()

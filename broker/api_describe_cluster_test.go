@@ -118,7 +118,7 @@ func TestDescribeQuorum(t *testing.T) {
 		return req
 	}
 	for v := int16(0); v <= 2; v++ {
-		fa := &fakeAdmin{describeQuorum: quorum}
+		fa := &adminCtrl{describeQuorum: quorum}
 		s := adminServer(t, clusterImage(t, 9001), fa, nil)
 		resp := call[*kmsg.DescribeQuorumResponse](t, s, valid(v))
 		p := resp.Topics[0].Partitions[0]
@@ -142,7 +142,7 @@ func TestDescribeQuorum(t *testing.T) {
 			}
 		}
 	}
-	s := adminServer(t, clusterImage(t, 9001), &fakeAdmin{err: kerr.RequestTimedOut}, nil)
+	s := adminServer(t, clusterImage(t, 9001), &adminCtrl{err: kerr.RequestTimedOut}, nil)
 	if resp := call[*kmsg.DescribeQuorumResponse](t, s, valid(2)); resp.ErrorCode != kerr.RequestTimedOut.Code || resp.ErrorMessage == nil {
 		t.Errorf("failed call: %d", resp.ErrorCode)
 	}
@@ -150,7 +150,7 @@ func TestDescribeQuorum(t *testing.T) {
 
 func TestElectLeaders(t *testing.T) {
 	for v := int16(0); v <= 2; v++ {
-		fa := &fakeAdmin{}
+		fa := &adminCtrl{}
 		s := adminServer(t, clusterImage(t, 9001), fa, nil)
 		req := kmsg.NewPtrElectLeadersRequest()
 		req.Version, req.ElectionType, req.TimeoutMillis = v, 1, 2000
@@ -170,7 +170,7 @@ func TestElectLeaders(t *testing.T) {
 			t.Errorf("v%d: forwarded type %d timeout %d", v, fr.ElectionType, fr.TimeoutMillis)
 		}
 	}
-	s := adminServer(t, clusterImage(t, 9001), &fakeAdmin{err: kerr.RequestTimedOut}, nil)
+	s := adminServer(t, clusterImage(t, 9001), &adminCtrl{err: kerr.RequestTimedOut}, nil)
 	req := kmsg.NewPtrElectLeadersRequest()
 	req.Version = 2
 	tp := kmsg.NewElectLeadersRequestTopic()

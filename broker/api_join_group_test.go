@@ -22,7 +22,7 @@ import (
 // client must satisfy it.
 var _ group.Controller = (*raftfsm.ControllerClient)(nil)
 
-// groupNode is one in-process node: Raft (single voter), a registered and
+// groupNode is one in-process node: Raft (a single in-memory voter), a registered and
 // unfenced broker, and the group coordinator, on loopback.
 type groupNode struct {
 	node   *raftfsm.Node
@@ -33,17 +33,10 @@ type groupNode struct {
 
 func startGroupNode(t *testing.T) *groupNode {
 	t.Helper()
-	rln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	node, err := raftfsm.Start(raftfsm.Config{
-		NodeID: 1, Voter: true, Voters: []raftfsm.Voter{{ID: 1, Addr: rln.Addr().String()}},
-		Listener: rln, DataDir: t.TempDir(), ClusterID: "group-test-cluster-0001",
+	node, err := raftfsm.StartInMemory(raftfsm.Config{
+		NodeID: 1, ClusterID: "group-test-cluster-0001",
 		HeartbeatInterval: 100 * time.Millisecond, SessionTimeout: 2 * time.Second,
-		RaftHeartbeatTimeout: 250 * time.Millisecond, RaftElectionTimeout: 250 * time.Millisecond,
-		RaftLeaderLeaseTimeout: 200 * time.Millisecond, RaftCommitTimeout: 5 * time.Millisecond,
-		DefaultPartitions: 3, DefaultReplicationFactor: 1, ShutdownTransferTimeout: time.Second,
+		DefaultPartitions: 3, DefaultReplicationFactor: 1,
 		Logger: zerolog.Nop(),
 	})
 	if err != nil {

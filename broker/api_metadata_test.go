@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/raftka/raftka/metadata"
+	"github.com/raftka/raftka/raftfsm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -43,49 +44,46 @@ func clusterImage(t testing.TB, clientPort uint16) *metadata.Image {
 	)
 }
 
-// swappableMetadata lets a fake controller publish a new image.
+// swappableMetadata is a MetadataSource a test replaces the image of.
 type swappableMetadata struct {
 	cur atomic.Pointer[metadata.Image]
 }
 
 func (s *swappableMetadata) Current() (*metadata.Image, uint64) { return s.cur.Load(), 1 }
 
-// CatchUp: the fake controller publishes before it answers, so nothing is
-// ever pending.
+// CatchUp: a swapped image is current at once, so nothing is ever
+// pending.
 func (*swappableMetadata) CatchUp(context.Context) bool { return false }
 
-// fakeController creates topics with one partition on broker 1, or answers
-// with a fixed error code.
-type fakeController struct {
-	md      *swappableMetadata
-	code    int16
-	err     error
-	calls   atomic.Int32
-	created atomic.Int32
+// autoCreateController is the twin's controller client as Metadata's auto
+// creation reaches it: it counts calls, checks they ask for the cluster
+// defaults, and can answer every topic with a fixed code or fail.
+type autoCreateController struct {
+	*raftfsm.ControllerClient
+	code  int16
+	err   error
+	calls atomic.Int32
 }
 
-func (f *fakeController) CreateTopics(_ context.Context, req *kmsg.CreateTopicsRequest) (*kmsg.CreateTopicsResponse, error) {
+func (f *autoCreateController) CreateTopics(ctx context.Context, req *kmsg.CreateTopicsRequest) (*kmsg.CreateTopicsResponse, error) {
 	f.calls.Add(1)
 	if f.err != nil {
 		return nil, f.err
 	}
-	resp := req.ResponseKind().(*kmsg.CreateTopicsResponse)
-	img := f.md.cur.Load()
 	for _, t := range req.Topics {
 		if t.NumPartitions != -1 || t.ReplicationFactor != -1 {
 			return nil, errors.New("auto creation must use the cluster defaults")
 		}
+	}
+	if f.code == 0 {
+		return f.ControllerClient.CreateTopics(ctx, req)
+	}
+	resp := req.ResponseKind().(*kmsg.CreateTopicsResponse)
+	for _, t := range req.Topics {
 		rt := kmsg.NewCreateTopicsResponseTopic()
 		rt.Topic, rt.ErrorCode = t.Topic, f.code
 		resp.Topics = append(resp.Topics, rt)
-		if f.code == 0 {
-			id := [16]byte{0xa, byte(f.created.Add(1))}
-			img, _ = img.Apply([]metadata.Record{&metadata.CreateTopic{Name: t.Topic, ID: id, Partitions: []metadata.PartitionRegistration{
-				{Partition: 0, Replicas: []int32{1}, ISR: []int32{1}, Leader: 1},
-			}}})
-		}
 	}
-	f.md.cur.Store(img)
 	return resp, nil
 }
 
@@ -262,14 +260,19 @@ func TestMetadataNamedTopics(t *testing.T) {
 }
 
 func TestMetadataAutoCreate(t *testing.T) {
-	newMD := func() *swappableMetadata {
-		md := new(swappableMetadata)
-		md.cur.Store(clusterImage(t, 9001))
-		return md
-	}
+	// Broker 1 is the only one a new topic can be placed on, as the
+	// topic must be led by the broker that answers.
+	img := imageOf(t,
+		&metadata.ClusterID{ID: "cluster-x"},
+		&metadata.RegisterBroker{BrokerID: 1, BrokerEpoch: 1, Endpoints: []metadata.Endpoint{{Listener: "CLIENT", Host: "127.0.0.1", Port: 9001}}},
+		&metadata.CreateTopic{Name: "orders", ID: ordersID, Partitions: []metadata.PartitionRegistration{
+			{Partition: 0, Replicas: []int32{1}, ISR: []int32{1}, Leader: 1},
+		}},
+	)
+	newMD := func() *raftfsm.Node { return startTwin(t, img, nil) }
 
 	md := newMD()
-	ctl := &fakeController{md: md}
+	ctl := &autoCreateController{ControllerClient: md.Client()}
 	opts := Options{AutoCreateTopics: true, Deps: Deps{Metadata: md, Controller: ctl}}
 	resp := callMetadata(t, opts, metadataReq(12, "orders", "fresh", "bad/name"))
 	if got := findTopic(t, resp, "fresh"); got.ErrorCode != 0 || len(got.Partitions) != 1 || got.Partitions[0].Leader != 1 {
@@ -300,20 +303,27 @@ func TestMetadataAutoCreate(t *testing.T) {
 
 	failing := []struct {
 		name string
-		ctl  *fakeController
+		md   *raftfsm.Node
+		ctl  func(*raftfsm.Node) ControllerClient
 		want int16
 	}{
-		{"invalid replication factor", &fakeController{md: newMD(), code: kerr.InvalidReplicationFactor.Code}, kerr.InvalidReplicationFactor.Code},
-		{"controller unavailable", &fakeController{md: newMD(), code: kerr.NotController.Code}, kerr.LeaderNotAvailable.Code},
-		{"controller times out", &fakeController{md: newMD(), err: context.DeadlineExceeded}, kerr.LeaderNotAvailable.Code},
+		// The twin itself refuses: default.replication.factor 3 on one broker.
+		{"invalid replication factor", startTwin(t, img, func(c *raftfsm.Config) { c.DefaultReplicationFactor = 3 }),
+			func(n *raftfsm.Node) ControllerClient { return n.Client() }, kerr.InvalidReplicationFactor.Code},
+		{"controller unavailable", newMD(), func(n *raftfsm.Node) ControllerClient {
+			return &autoCreateController{ControllerClient: n.Client(), code: kerr.NotController.Code}
+		}, kerr.LeaderNotAvailable.Code},
+		{"controller times out", newMD(), func(n *raftfsm.Node) ControllerClient {
+			return &autoCreateController{ControllerClient: n.Client(), err: context.DeadlineExceeded}
+		}, kerr.LeaderNotAvailable.Code},
 	}
 	for _, f := range failing {
-		opts := Options{AutoCreateTopics: true, Deps: Deps{Metadata: f.ctl.md, Controller: f.ctl}}
+		opts := Options{AutoCreateTopics: true, Deps: Deps{Metadata: f.md, Controller: f.ctl(f.md)}}
 		if got := callMetadata(t, opts, metadataReq(12, "fresh")).Topics[0]; got.ErrorCode != f.want {
 			t.Errorf("%s: error %d, want %d", f.name, got.ErrorCode, f.want)
 		}
 	}
-	if got := callMetadata(t, Options{AutoCreateTopics: true, Deps: Deps{Metadata: newMD()}}, metadataReq(12, "fresh")).Topics[0]; got.ErrorCode != kerr.LeaderNotAvailable.Code {
+	if got := callMetadata(t, Options{AutoCreateTopics: true, Deps: Deps{Metadata: staticMetadata{img: img, index: 1}}}, metadataReq(12, "fresh")).Topics[0]; got.ErrorCode != kerr.LeaderNotAvailable.Code {
 		t.Errorf("no controller: error %d", got.ErrorCode)
 	}
 }

@@ -19,7 +19,7 @@ import (
 )
 
 // node is one in-process raftka node as cmd/raftka/server.go builds it: a
-// single-voter Raft quorum, the logs, the replica manager fed by the
+// single-voter in-memory Raft quorum, the logs, the replica manager fed by the
 // metadata subscription, the Kafka listener and the broker lifecycle.
 type node struct {
 	addr string
@@ -30,17 +30,10 @@ type node struct {
 func startNode(t testing.TB) *node {
 	t.Helper()
 	dir := t.TempDir()
-	rln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	rn, err := raftfsm.Start(raftfsm.Config{
-		NodeID: 1, Voter: true, Voters: []raftfsm.Voter{{ID: 1, Addr: rln.Addr().String()}}, Listener: rln,
-		DataDir: filepath.Join(dir, "raft"), ClusterID: "e2e-cluster-id-0000001",
+	rn, err := raftfsm.StartInMemory(raftfsm.Config{
+		NodeID: 1, ClusterID: "e2e-cluster-id-0000001",
 		HeartbeatInterval: 100 * time.Millisecond, SessionTimeout: 2 * time.Second,
-		RaftHeartbeatTimeout: 250 * time.Millisecond, RaftElectionTimeout: 250 * time.Millisecond,
-		RaftLeaderLeaseTimeout: 200 * time.Millisecond, RaftCommitTimeout: 5 * time.Millisecond,
-		DefaultPartitions: 3, DefaultReplicationFactor: 1, ShutdownTransferTimeout: time.Second,
+		DefaultPartitions: 3, DefaultReplicationFactor: 1,
 		Logger: zerolog.Nop(),
 	})
 	if err != nil {

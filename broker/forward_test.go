@@ -7,14 +7,18 @@ import (
 
 	"github.com/raftka/raftka/broker/config"
 	"github.com/raftka/raftka/metadata"
+	"github.com/raftka/raftka/raftfsm"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// fakeAdmin stands in for the controller of the forwarded admin APIs: it
-// records what reached it and answers through the per-API funcs, or with
-// err. Unset funcs answer every entry with code 0. Answers carry a tag, as
-// raftfsm's do, so tests see it removed.
-type fakeAdmin struct {
+// adminCtrl is the twin's controller client as the forwarded admin APIs
+// reach it (adminServer starts the twin): it records what reached it, and
+// a test may answer an API itself (the per-API funcs) or fail every call
+// (err) to see how the broker maps that. Everything else gets the
+// controller's real answer, IndexTag included, so tests see it removed.
+type adminCtrl struct {
+	*raftfsm.ControllerClient
+
 	mu   sync.Mutex
 	err  error
 	seen []kmsg.Request
@@ -29,161 +33,142 @@ type fakeAdmin struct {
 	allocate          func(brokerID int32, epoch int64) *kmsg.AllocateProducerIDsResponse
 }
 
-// internalTag is what raftfsm puts on controller answers (IndexTag).
-const internalTag = 10000
-
-func (f *fakeAdmin) record(req kmsg.Request) error {
+func (f *adminCtrl) record(req kmsg.Request) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if req != nil {
-		f.seen = append(f.seen, req)
+		f.seen = append(f.seen, copyRequest(req))
 	}
 	return f.err
 }
 
-func (f *fakeAdmin) requests() []kmsg.Request {
+// copyRequest keeps what reached the controller client as it arrived: the
+// client rewrites some requests it sends (DeleteTopics moves names into
+// Topics, every request gets the version it is sent at).
+func copyRequest(req kmsg.Request) kmsg.Request {
+	switch r := req.(type) {
+	case *kmsg.CreateTopicsRequest:
+		c := *r
+		return &c
+	case *kmsg.DeleteTopicsRequest:
+		c := *r
+		return &c
+	case *kmsg.CreatePartitionsRequest:
+		c := *r
+		return &c
+	case *kmsg.AlterConfigsRequest:
+		c := *r
+		return &c
+	case *kmsg.IncrementalAlterConfigsRequest:
+		c := *r
+		return &c
+	case *kmsg.ElectLeadersRequest:
+		c := *r
+		return &c
+	}
+	return req
+}
+
+// tagged marks a test's own answer as the controller marks its answers
+// (IndexTag), so tests see the broker remove it.
+func tagged(t *kmsg.Tags) { t.Set(raftfsm.IndexTag, []byte{0, 0, 0, 0, 0, 0, 0, 7}) }
+
+func (f *adminCtrl) requests() []kmsg.Request {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return append([]kmsg.Request(nil), f.seen...)
 }
 
-func tagged(t *kmsg.Tags) { t.Set(internalTag, []byte{0, 0, 0, 0, 0, 0, 0, 7}) }
-
-func (f *fakeAdmin) CreateTopics(_ context.Context, req *kmsg.CreateTopicsRequest) (*kmsg.CreateTopicsResponse, error) {
+func (f *adminCtrl) CreateTopics(ctx context.Context, req *kmsg.CreateTopicsRequest) (*kmsg.CreateTopicsResponse, error) {
 	if err := f.record(req); err != nil {
 		return nil, err
 	}
 	if f.createTopics != nil {
 		return f.createTopics(req), nil
 	}
-	resp := kmsg.NewPtrCreateTopicsResponse()
-	resp.Version = req.MaxVersion()
-	for _, t := range req.Topics {
-		rt := kmsg.NewCreateTopicsResponseTopic()
-		rt.Topic, rt.NumPartitions, rt.ReplicationFactor = t.Topic, 3, 1
-		rt.TopicID = [16]byte{7}
-		tagged(&rt.UnknownTags)
-		resp.Topics = append(resp.Topics, rt)
-	}
-	return resp, nil
+	return f.ControllerClient.CreateTopics(ctx, req)
 }
 
-func (f *fakeAdmin) DeleteTopics(_ context.Context, req *kmsg.DeleteTopicsRequest) (*kmsg.DeleteTopicsResponse, error) {
+func (f *adminCtrl) DeleteTopics(ctx context.Context, req *kmsg.DeleteTopicsRequest) (*kmsg.DeleteTopicsResponse, error) {
 	if err := f.record(req); err != nil {
 		return nil, err
 	}
 	if f.deleteTopics != nil {
 		return f.deleteTopics(req), nil
 	}
-	resp := kmsg.NewPtrDeleteTopicsResponse()
-	resp.Version = req.MaxVersion()
-	for _, t := range req.Topics {
-		rt := kmsg.NewDeleteTopicsResponseTopic()
-		rt.Topic, rt.TopicID = t.Topic, t.TopicID
-		tagged(&rt.UnknownTags)
-		resp.Topics = append(resp.Topics, rt)
-	}
-	return resp, nil
+	return f.ControllerClient.DeleteTopics(ctx, req)
 }
 
-func (f *fakeAdmin) CreatePartitions(_ context.Context, req *kmsg.CreatePartitionsRequest) (*kmsg.CreatePartitionsResponse, error) {
+func (f *adminCtrl) CreatePartitions(ctx context.Context, req *kmsg.CreatePartitionsRequest) (*kmsg.CreatePartitionsResponse, error) {
 	if err := f.record(req); err != nil {
 		return nil, err
 	}
 	if f.createPartitions != nil {
 		return f.createPartitions(req), nil
 	}
-	resp := kmsg.NewPtrCreatePartitionsResponse()
-	resp.Version = req.MaxVersion()
-	for _, t := range req.Topics {
-		rt := kmsg.NewCreatePartitionsResponseTopic()
-		rt.Topic = t.Topic
-		tagged(&rt.UnknownTags)
-		resp.Topics = append(resp.Topics, rt)
-	}
-	return resp, nil
+	return f.ControllerClient.CreatePartitions(ctx, req)
 }
 
-func (f *fakeAdmin) AlterConfigs(_ context.Context, req *kmsg.AlterConfigsRequest) (*kmsg.AlterConfigsResponse, error) {
+func (f *adminCtrl) AlterConfigs(ctx context.Context, req *kmsg.AlterConfigsRequest) (*kmsg.AlterConfigsResponse, error) {
 	if err := f.record(req); err != nil {
 		return nil, err
 	}
 	if f.alterConfigs != nil {
 		return f.alterConfigs(req), nil
 	}
-	resp := kmsg.NewPtrAlterConfigsResponse()
-	resp.Version = req.MaxVersion()
-	for _, r := range req.Resources {
-		rr := kmsg.NewAlterConfigsResponseResource()
-		rr.ResourceType, rr.ResourceName = r.ResourceType, r.ResourceName
-		tagged(&rr.UnknownTags)
-		resp.Resources = append(resp.Resources, rr)
-	}
-	return resp, nil
+	return f.ControllerClient.AlterConfigs(ctx, req)
 }
 
-func (f *fakeAdmin) IncrementalAlterConfigs(_ context.Context, req *kmsg.IncrementalAlterConfigsRequest) (*kmsg.IncrementalAlterConfigsResponse, error) {
+func (f *adminCtrl) IncrementalAlterConfigs(ctx context.Context, req *kmsg.IncrementalAlterConfigsRequest) (*kmsg.IncrementalAlterConfigsResponse, error) {
 	if err := f.record(req); err != nil {
 		return nil, err
 	}
 	if f.incrementalConfig != nil {
 		return f.incrementalConfig(req), nil
 	}
-	resp := kmsg.NewPtrIncrementalAlterConfigsResponse()
-	resp.Version = req.MaxVersion()
-	for _, r := range req.Resources {
-		rr := kmsg.NewIncrementalAlterConfigsResponseResource()
-		rr.ResourceType, rr.ResourceName = r.ResourceType, r.ResourceName
-		tagged(&rr.UnknownTags)
-		resp.Resources = append(resp.Resources, rr)
-	}
-	return resp, nil
+	return f.ControllerClient.IncrementalAlterConfigs(ctx, req)
 }
 
-func (f *fakeAdmin) ElectLeaders(_ context.Context, req *kmsg.ElectLeadersRequest) (*kmsg.ElectLeadersResponse, error) {
+func (f *adminCtrl) ElectLeaders(ctx context.Context, req *kmsg.ElectLeadersRequest) (*kmsg.ElectLeadersResponse, error) {
 	if err := f.record(req); err != nil {
 		return nil, err
 	}
 	if f.electLeaders != nil {
 		return f.electLeaders(req), nil
 	}
-	resp := kmsg.NewPtrElectLeadersResponse()
-	resp.Version = req.MaxVersion()
-	tagged(&resp.UnknownTags)
-	for _, t := range req.Topics {
-		rt := kmsg.NewElectLeadersResponseTopic()
-		rt.Topic = t.Topic
-		for _, p := range t.Partitions {
-			rp := kmsg.NewElectLeadersResponseTopicPartition()
-			rp.Partition = p
-			rt.Partitions = append(rt.Partitions, rp)
-		}
-		resp.Topics = append(resp.Topics, rt)
-	}
-	return resp, nil
+	return f.ControllerClient.ElectLeaders(ctx, req)
 }
 
-func (f *fakeAdmin) DescribeQuorum(context.Context) (*kmsg.DescribeQuorumResponse, error) {
+func (f *adminCtrl) DescribeQuorum(ctx context.Context) (*kmsg.DescribeQuorumResponse, error) {
 	if err := f.record(nil); err != nil {
 		return nil, err
 	}
-	return f.describeQuorum(), nil
+	if f.describeQuorum != nil {
+		return f.describeQuorum(), nil
+	}
+	return f.ControllerClient.DescribeQuorum(ctx)
 }
 
-func (f *fakeAdmin) AllocateProducerIDs(_ context.Context, brokerID int32, epoch int64) (*kmsg.AllocateProducerIDsResponse, error) {
+func (f *adminCtrl) AllocateProducerIDs(ctx context.Context, brokerID int32, epoch int64) (*kmsg.AllocateProducerIDsResponse, error) {
 	if err := f.record(nil); err != nil {
 		return nil, err
 	}
-	return f.allocate(brokerID, epoch), nil
+	if f.allocate != nil {
+		return f.allocate(brokerID, epoch), nil
+	}
+	return f.ControllerClient.AllocateProducerIDs(ctx, brokerID, epoch)
 }
 
-// adminServer is a Server for calling handlers directly, with fa as both
-// controller clients.
-func adminServer(t *testing.T, img *metadata.Image, fa *fakeAdmin, cfg *config.Config) *Server {
+// adminServer is a Server for calling handlers directly. With fa, the
+// controller is the in-memory twin started from img, the Server reads the
+// twin's image, and fa is both controller clients; without, it reads img.
+func adminServer(t *testing.T, img *metadata.Image, fa *adminCtrl, cfg *config.Config) *Server {
 	t.Helper()
 	deps := Deps{Metadata: staticMetadata{img: img, index: 1}}
 	if fa != nil {
-		deps.Controller, deps.Admin = fa, fa
+		node := startTwin(t, img, nil)
+		fa.ControllerClient = node.Client()
+		deps.Metadata, deps.Controller, deps.Admin = node, fa, fa
 	}
 	s, err := newServer(Options{Logger: testLogger(t), NodeID: 1, Deps: deps, Config: cfg}, defaultAPIs)
 	if err != nil {

@@ -190,3 +190,42 @@ func TestLifecycleControlledShutdownGivesUpWithoutController(t *testing.T) {
 		t.Fatalf("got %v, want ErrNoController well before the deadline", err)
 	}
 }
+
+// The tests above script the controller's answers; this one runs the
+// lifecycle against the controller's own rules (the in-memory twin): the
+// broker registers fenced, is unfenced once it has applied its
+// registration, and ends a controlled shutdown fenced.
+func TestLifecycleWithTwin(t *testing.T) {
+	node := startTwin(t, imageOf(t, &metadata.ClusterID{ID: "c1"}), nil)
+	l, err := StartLifecycle(LifecycleOptions{
+		NodeID: 7, ClusterID: "c1",
+		Endpoints:  []metadata.Endpoint{{Listener: "PLAINTEXT", Host: "127.0.0.1", Port: 9092}},
+		Controller: node.Client(),
+		Applied:    func() uint64 { _, i := node.Current(); return i },
+		Interval:   10 * time.Millisecond,
+		Logger:     testLogger(t),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	<-l.Registered()
+	waitUntil(t, "unfence", func() bool { return !l.Fenced() })
+	img, _ := node.Current()
+	if b, ok := img.Broker(7); !ok || b.Fenced || b.Epoch != l.Epoch() {
+		t.Fatalf("broker 7 in the image: %+v (registered %v), lifecycle epoch %d", b, ok, l.Epoch())
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), testDeadline)
+	defer cancel()
+	if err := l.ControlledShutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if img, _ := node.Current(); !brokerFenced(img, 7) {
+		t.Fatal("broker 7 not fenced after its controlled shutdown")
+	}
+}
+
+func brokerFenced(img *metadata.Image, id int32) bool {
+	b, ok := img.Broker(id)
+	return ok && b.Fenced
+}

@@ -189,7 +189,7 @@ func TestProducerIDsFailureAndShutdown(t *testing.T) {
 func TestInitProducerID(t *testing.T) {
 	img := clusterImage(t, 9001)
 	var allocs atomic.Int32
-	fa := &fakeAdmin{allocate: func(brokerID int32, epoch int64) *kmsg.AllocateProducerIDsResponse {
+	fa := &adminCtrl{allocate: func(brokerID int32, epoch int64) *kmsg.AllocateProducerIDsResponse {
 		resp := kmsg.NewPtrAllocateProducerIDsResponse()
 		if brokerID != 1 || epoch != 1 {
 			resp.ErrorCode = kerr.StaleBrokerEpoch.Code

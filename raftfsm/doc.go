@@ -2,7 +2,8 @@
 // log: the FSM that applies committed record batches to metadata.Image and
 // publishes each new image, snapshots, the boltdb stores, the transport on the
 // controller listener, quorum membership, and the active controller's RPC
-// service (decide, then record, then replay).
+// service (decide, then record, then replay); and the same node in memory,
+// for tests (see "In memory").
 //
 // It may import metadata, broker/kafkacode, hashicorp/raft, raft-boltdb,
 // kmsg/kerr and zerolog. It must never import storage or any other package
@@ -28,6 +29,7 @@
 //	frame.go       frame and header codec, the index tag
 //	membership.go  QuorumStatus and DescribeQuorum
 //	hclog.go       hashicorp's hclog onto zerolog
+//	inmem.go       InmemNetwork, StartInMemory, CommitRecords: the in-memory twin
 //
 // # The controller listener
 //
@@ -44,6 +46,30 @@
 // ElectLeaders, DescribeQuorum, AddRaftVoter with NonvoterTag (a broker-only
 // node joining as a Raft non-voter), and the group coordinators' writes
 // below.
+//
+// # In memory
+//
+// As hashicorp/raft ships InmemStore and InmemTransport beside the real
+// ones, Config.Inmem runs a node on raft.InmemStore, raft.InmemSnapshotStore
+// and raft.InmemTransport over an InmemNetwork, with no data directory or
+// listener. Everything above the stores is the production code: the FSM,
+// the publisher, the controller loop and its decide functions, handle and
+// forwarding. Only the socket is gone: a ControllerClient on the network
+// (Node.Client, or ClientConfig.Inmem) frames each request as on the
+// controller listener and hands it to the addressed node, which parses it,
+// answers through handle and frames the answer, which the client parses;
+// roundTripper is that seam (connPool over TCP, inmemClient in memory).
+// Several nodes on one network form a quorum (Raft over InmemTransport);
+// an address keeps its stores across a stop and a start.
+//
+// StartInMemory is the tests' constructor: a single voter at InmemAddr(id),
+// returned once it is the active controller with the cluster id written
+// (about 10 ms from start to shutdown). CommitRecords, accepted only by
+// in-memory nodes, commits records as given through the controller loop,
+// for a test that starts from an image requests would take long to build.
+// The tests of broker, broker/group, broker/replica and cmd/raftka run
+// their controller this way instead of private fakes; those packages'
+// own code still reaches the controller only through their interfaces.
 //
 // # Group state on the wire
 //
@@ -112,8 +138,9 @@
 //     and counts a broker registered under an earlier leader as caught up
 //     once it reports the log index at which this controller started.
 //   - Locks: Node.ctrlMu (the current controller pointer), Publisher.mu then
-//     Subscription.mu, mux.mu, connPool.mu. None is held while taking
-//     another except Publisher.mu -> Subscription.mu.
+//     Subscription.mu, mux.mu, connPool.mu, InmemNetwork.mu. None is held
+//     while taking another except Publisher.mu -> Subscription.mu (and
+//     InmemNetwork.mu around hashicorp's InmemTransport locks).
 //
 //arch:imports std metadata broker/kafkacode github.com/hashicorp/raft github.com/hashicorp/raft-boltdb/v2
 //arch:imports go.etcd.io/bbolt github.com/hashicorp/go-hclog github.com/twmb/franz-go/pkg/kmsg

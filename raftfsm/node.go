@@ -48,6 +48,15 @@ type Config struct {
 
 	// DataDir holds the Raft stores: <metadata.log.dir>/raft.
 	DataDir string
+
+	// Inmem, when set, runs the node on hashicorp/raft's in-memory stores
+	// and transport instead of boltdb, snapshot files and the controller
+	// listener: the same FSM, publisher, controller and RPC handling, with
+	// controller RPCs handed in process to the node the network knows by
+	// address (see inmem.go). DataDir, Listener and ListenAddr are unused;
+	// Voters' addresses are names on the network. Tests use it.
+	Inmem *InmemNetwork
+
 	// ClusterID is the cluster.id from meta.properties. Required.
 	ClusterID string
 
@@ -151,7 +160,7 @@ func (c *Config) validate() error {
 	if c.ClusterID == "" {
 		return errors.New("raftfsm: no cluster id: format the storage directory first (raftka storage format)")
 	}
-	if c.DataDir == "" {
+	if c.DataDir == "" && c.Inmem == nil {
 		return errors.New("raftfsm: no data directory")
 	}
 	if len(c.Voters) == 0 {
@@ -176,7 +185,7 @@ func (c *Config) validate() error {
 	if c.LeaderImbalancePerBrokerPercentage < 0 || c.LeaderImbalancePerBrokerPercentage > 100 {
 		return fmt.Errorf("raftfsm: leader.imbalance.per.broker.percentage %d is not between 0 and 100", c.LeaderImbalancePerBrokerPercentage)
 	}
-	if c.Listener == nil && c.ListenAddr == "" {
+	if c.Listener == nil && c.ListenAddr == "" && c.Inmem == nil {
 		return errors.New("raftfsm: no controller listener")
 	}
 	return nil
@@ -191,14 +200,17 @@ type Node struct {
 	addr string
 
 	raft   *raft.Raft
-	store  *raftboltdb.BoltStore
-	snaps  *raft.FileSnapshotStore
-	trans  *raft.NetworkTransport
-	mux    *mux
-	fsm    *fsm
-	pub    *Publisher
-	pool   *connPool // for forwarding requests to the leader
-	client *ControllerClient
+	logs   raft.LogStore
+	stable raft.StableStore
+	snaps  raft.SnapshotStore
+	trans  raft.Transport
+	// closeStore closes the boltdb store; nil in memory.
+	closeStore func() error
+	mux        *mux // nil in memory
+	fsm        *fsm
+	pub        *Publisher
+	pool       roundTripper // for forwarding requests to the leader
+	client     *ControllerClient
 
 	leaderCh chan bool
 	ctrlMu   sync.Mutex
@@ -246,60 +258,17 @@ func Start(cfg Config) (_ *Node, err error) {
 		}
 	}()
 
-	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
-		return nil, fmt.Errorf("raftfsm: %w", err)
-	}
-	n.store, err = raftboltdb.New(raftboltdb.Options{
-		Path:        filepath.Join(cfg.DataDir, "raft.db"),
-		BoltOptions: &bbolt.Options{Timeout: time.Second},
-	})
-	if err != nil {
-		return nil, fmt.Errorf("raftfsm: open raft store: %w", err)
-	}
-	cleanup = append(cleanup, func() { n.store.Close() })
-	hl := newHCLog(cfg.Logger.With().Int32("node", cfg.NodeID).Logger(), cfg.RaftLogLevel)
-	n.snaps, err = raft.NewFileSnapshotStoreWithLogger(cfg.DataDir, 2, hl.Named("snapshot"))
-	if err != nil {
-		return nil, fmt.Errorf("raftfsm: open snapshot store: %w", err)
-	}
-
-	ln := cfg.Listener
-	if ln == nil {
-		ln, err = net.Listen("tcp", cfg.ListenAddr)
-		if err != nil {
-			return nil, fmt.Errorf("raftfsm: controller listener: %w", err)
-		}
-	}
-	n.addr = cfg.AdvertisedAddr
-	if n.addr == "" {
-		for _, v := range cfg.Voters {
-			if v.ID == cfg.NodeID {
-				n.addr = v.Addr
-			}
-		}
-	}
-	if n.addr == "" {
-		n.addr = ln.Addr().String()
-	}
-	advertise, err := net.ResolveTCPAddr("tcp", n.addr)
-	if err != nil {
-		ln.Close()
-		return nil, fmt.Errorf("raftfsm: advertised address %q: %w", n.addr, err)
-	}
 	n.rpcReady = make(chan struct{})
-	n.mux = newMux(ln, n.serveConn)
-	// If Start fails, cancel before the mux waits for its connections:
-	// RPC connections accepted before Raft existed wait on n.ctx.
-	cleanup = append(cleanup, n.mux.close, n.cancel)
-	n.pool = newConnPool()
-	cleanup = append(cleanup, n.pool.close)
-	n.trans = raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
-		Stream:  newStreamLayer(n.mux, advertise),
-		MaxPool: 3,
-		Timeout: 10 * time.Second,
-		Logger:  hl.Named("transport"),
-	})
-	cleanup = append(cleanup, func() { n.trans.Close() })
+	hl := newHCLog(cfg.Logger.With().Int32("node", cfg.NodeID).Logger(), cfg.RaftLogLevel)
+	if cfg.Inmem != nil {
+		release, err := n.startInmem()
+		if err != nil {
+			return nil, err
+		}
+		cleanup = append(cleanup, release)
+	} else if err := n.startOnDisk(hl, &cleanup); err != nil {
+		return nil, err
+	}
 
 	n.fsm = &fsm{pub: n.pub, clusterID: cfg.ClusterID, log: n.log, onFatal: n.fail}
 
@@ -326,7 +295,7 @@ func Start(cfg Config) (_ *Node, err error) {
 		return nil, fmt.Errorf("raftfsm: %w", err)
 	}
 
-	existing, err := raft.HasExistingState(n.store, n.store, n.snaps)
+	existing, err := raft.HasExistingState(n.logs, n.stable, n.snaps)
 	if err != nil {
 		return nil, fmt.Errorf("raftfsm: read raft state: %w", err)
 	}
@@ -342,7 +311,7 @@ func Start(cfg Config) (_ *Node, err error) {
 				Address:  raft.ServerAddress(v.Addr),
 			})
 		}
-		if err := raft.BootstrapCluster(rc, n.store, n.store, n.snaps, n.trans,
+		if err := raft.BootstrapCluster(rc, n.logs, n.stable, n.snaps, n.trans,
 			raft.Configuration{Servers: servers}); err != nil {
 			return nil, fmt.Errorf("raftfsm: bootstrap: %w", err)
 		}
@@ -351,7 +320,7 @@ func Start(cfg Config) (_ *Node, err error) {
 
 	// NewRaft restores the latest local snapshot synchronously, so a foreign
 	// snapshot is caught before Start returns.
-	n.raft, err = raft.NewRaft(rc, n.fsm, n.store, n.store, n.snaps, n.trans)
+	n.raft, err = raft.NewRaft(rc, n.fsm, n.logs, n.stable, n.snaps, n.trans)
 	if err != nil {
 		return nil, fmt.Errorf("raftfsm: start raft: %w", err)
 	}
@@ -364,6 +333,7 @@ func Start(cfg Config) (_ *Node, err error) {
 		Voters:  cfg.Voters,
 		Waiter:  n.pub,
 		Logger:  n.log,
+		Inmem:   cfg.Inmem,
 		leaders: n.leaderAddr,
 	})
 	n.wg.Add(1)
@@ -591,12 +561,88 @@ func (n *Node) Shutdown() error {
 		if serr := n.raft.Shutdown().Error(); serr != nil {
 			err = serr
 		}
-		n.mux.close()
+		if n.mux != nil {
+			n.mux.close()
+		}
 		n.pool.close()
 		n.pub.close()
-		if cerr := n.store.Close(); cerr != nil && err == nil {
-			err = cerr
+		if n.cfg.Inmem != nil {
+			n.cfg.Inmem.leave(n)
+		}
+		if n.closeStore != nil {
+			if cerr := n.closeStore(); cerr != nil && err == nil {
+				err = cerr
+			}
 		}
 	})
 	return err
+}
+
+// startOnDisk opens the boltdb store and the snapshot files under
+// cfg.DataDir, and binds the controller listener that Raft and the
+// controller RPCs share. Each step's undo is appended to cleanup.
+func (n *Node) startOnDisk(hl hclog.Logger, cleanup *[]func()) error {
+	cfg := n.cfg
+	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
+		return fmt.Errorf("raftfsm: %w", err)
+	}
+	store, err := raftboltdb.New(raftboltdb.Options{
+		Path:        filepath.Join(cfg.DataDir, "raft.db"),
+		BoltOptions: &bbolt.Options{Timeout: time.Second},
+	})
+	if err != nil {
+		return fmt.Errorf("raftfsm: open raft store: %w", err)
+	}
+	n.logs, n.stable, n.closeStore = store, store, store.Close
+	*cleanup = append(*cleanup, func() { store.Close() })
+	n.snaps, err = raft.NewFileSnapshotStoreWithLogger(cfg.DataDir, 2, hl.Named("snapshot"))
+	if err != nil {
+		return fmt.Errorf("raftfsm: open snapshot store: %w", err)
+	}
+
+	ln := cfg.Listener
+	if ln == nil {
+		ln, err = net.Listen("tcp", cfg.ListenAddr)
+		if err != nil {
+			return fmt.Errorf("raftfsm: controller listener: %w", err)
+		}
+	}
+	n.addr = cfg.AdvertisedAddr
+	if n.addr == "" {
+		n.addr = n.voterAddr()
+	}
+	if n.addr == "" {
+		n.addr = ln.Addr().String()
+	}
+	advertise, err := net.ResolveTCPAddr("tcp", n.addr)
+	if err != nil {
+		ln.Close()
+		return fmt.Errorf("raftfsm: advertised address %q: %w", n.addr, err)
+	}
+	n.mux = newMux(ln, n.serveConn)
+	// If Start fails, cancel before the mux waits for its connections:
+	// RPC connections accepted before Raft existed wait on n.ctx.
+	*cleanup = append(*cleanup, n.mux.close, n.cancel)
+	pool := newConnPool()
+	n.pool = pool
+	*cleanup = append(*cleanup, pool.close)
+	trans := raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
+		Stream:  newStreamLayer(n.mux, advertise),
+		MaxPool: 3,
+		Timeout: 10 * time.Second,
+		Logger:  hl.Named("transport"),
+	})
+	n.trans = trans
+	*cleanup = append(*cleanup, func() { trans.Close() })
+	return nil
+}
+
+// voterAddr returns this node's address in cfg.Voters, or "".
+func (n *Node) voterAddr() string {
+	for _, v := range n.cfg.Voters {
+		if v.ID == n.cfg.NodeID {
+			return v.Addr
+		}
+	}
+	return ""
 }

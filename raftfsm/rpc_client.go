@@ -35,6 +35,9 @@ type ClientConfig struct {
 	Logger   zerolog.Logger
 	// DefaultTimeout bounds a call whose context has no deadline (30s).
 	DefaultTimeout time.Duration
+	// Inmem, when set, reaches the voters on that network in process
+	// instead of over TCP.
+	Inmem *InmemNetwork
 
 	leaders func() string // local Raft's leader address, when the client lives in a Node
 }
@@ -46,7 +49,7 @@ type ClientConfig struct {
 // use.
 type ControllerClient struct {
 	cfg  ClientConfig
-	pool *connPool
+	pool roundTripper
 	last atomic.Int64 // index into cfg.Voters of the last voter that answered
 }
 
@@ -58,7 +61,17 @@ func NewControllerClient(cfg ClientConfig) *ControllerClient {
 	if cfg.DefaultTimeout <= 0 {
 		cfg.DefaultTimeout = 30 * time.Second
 	}
+	if cfg.Inmem != nil {
+		return &ControllerClient{cfg: cfg, pool: &inmemClient{net: cfg.Inmem}}
+	}
 	return &ControllerClient{cfg: cfg, pool: newConnPool()}
+}
+
+// roundTripper carries one controller request to addr and its answer
+// back: connPool over TCP, inmemClient on an InmemNetwork.
+type roundTripper interface {
+	roundTrip(ctx context.Context, addr, clientID string, req kmsg.Request) (kmsg.Response, error)
+	close()
 }
 
 // Close closes idle connections; calls in flight fail.

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/raftka/raftka/metadata"
+	"github.com/raftka/raftka/raftfsm"
 	"github.com/rs/zerolog"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -17,42 +18,58 @@ import (
 
 const waitLimit = 10 * time.Second
 
-// fakeMeta is a swappable image.
-type fakeMeta struct {
-	cur atomic.Pointer[metadata.Image]
+// twin is the coordinator's metadata and controller: an in-memory raftfsm
+// node, so group writes run the controller's real decisions, Raft commit
+// and publisher, and every write is in Current when it returns.
+type twin struct {
+	node *raftfsm.Node
 }
 
-func (f *fakeMeta) Current() (*metadata.Image, uint64) { return f.cur.Load(), 1 }
+func (w *twin) Current() (*metadata.Image, uint64) { return w.node.Current() }
 
-func (f *fakeMeta) apply(t *testing.T, recs ...metadata.Record) {
+func (w *twin) image() *metadata.Image {
+	img, _ := w.node.Current()
+	return img
+}
+
+// apply commits recs as given.
+func (w *twin) apply(t *testing.T, recs ...metadata.Record) {
 	t.Helper()
-	img, d := f.cur.Load().Apply(recs)
-	if len(d.Skipped) > 0 {
-		t.Fatalf("skipped %+v", d.Skipped)
+	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
+	defer cancel()
+	if _, err := w.node.CommitRecords(ctx, recs...); err != nil {
+		t.Fatal(err)
 	}
-	f.cur.Store(img)
 }
 
 var slotsID = [16]byte{0xc0}
 
 // slotsImage: brokers 1 and 2, one slot led by leader.
-func slotsImage(t *testing.T, leader int32) *fakeMeta {
-	f := &fakeMeta{}
-	f.cur.Store(metadata.NewImage())
-	f.apply(t,
+func slotsImage(t *testing.T, leader int32) *twin {
+	node, err := raftfsm.StartInMemory(raftfsm.Config{
+		NodeID: 1, ClusterID: "group-test-cluster",
+		// The brokers here never heartbeat: sessions must outlive the test.
+		SessionTimeout: time.Hour, Logger: zerolog.Nop(),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = node.Shutdown() })
+	w := &twin{node: node}
+	w.apply(t,
 		&metadata.RegisterBroker{BrokerID: 1, BrokerEpoch: 1},
 		&metadata.RegisterBroker{BrokerID: 2, BrokerEpoch: 2},
 		&metadata.CreateTopic{Name: OffsetsTopic, ID: slotsID, Partitions: []metadata.PartitionRegistration{
 			{Partition: 0, Replicas: []int32{1, 2}, ISR: []int32{1, 2}, Leader: leader},
 		}},
 	)
-	return f
+	return w
 }
 
-// fakeCtrl applies group records to the fake image, as the controller
-// would, and counts calls.
-type fakeCtrl struct {
-	md          *fakeMeta
+// testCtrl is the twin's controller client with what tests inject: it
+// counts persisted generations, can fail them, and can hold DeleteGroups.
+type testCtrl struct {
+	*raftfsm.ControllerClient
 	mu          sync.Mutex
 	gens        []metadata.GroupGeneration
 	failPersist atomic.Bool
@@ -61,56 +78,29 @@ type fakeCtrl struct {
 	deleteGate, deleteStarted chan struct{}
 }
 
-func (f *fakeCtrl) CreateTopics(context.Context, *kmsg.CreateTopicsRequest) (*kmsg.CreateTopicsResponse, error) {
-	return nil, errors.New("not used")
-}
-
-func (f *fakeCtrl) CommitOffsets(_ context.Context, group string, offs []metadata.OffsetCommit) (uint64, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	img, _ := f.md.cur.Load().Apply([]metadata.Record{&metadata.CommitOffsets{Group: group, Offsets: offs}})
-	f.md.cur.Store(img)
-	return 1, nil
-}
-
-func (f *fakeCtrl) CommitGroupGeneration(_ context.Context, gen *metadata.GroupGeneration) (uint64, error) {
+func (f *testCtrl) CommitGroupGeneration(ctx context.Context, gen *metadata.GroupGeneration) (uint64, error) {
 	if f.failPersist.Load() {
 		return 0, errors.New("no quorum")
 	}
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.gens = append(f.gens, *gen)
-	img, _ := f.md.cur.Load().Apply([]metadata.Record{gen})
-	f.md.cur.Store(img)
-	return 1, nil
+	index, err := f.ControllerClient.CommitGroupGeneration(ctx, gen)
+	if err == nil {
+		f.mu.Lock()
+		f.gens = append(f.gens, *gen)
+		f.mu.Unlock()
+	}
+	return index, err
 }
 
-func (f *fakeCtrl) DeleteGroups(_ context.Context, groups []string) (uint64, error) {
+func (f *testCtrl) DeleteGroups(ctx context.Context, groups []string) (uint64, error) {
 	if f.deleteGate != nil {
 		f.deleteStarted <- struct{}{}
 		<-f.deleteGate
 	}
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	var recs []metadata.Record
-	for _, g := range groups {
-		recs = append(recs, &metadata.DeleteGroup{Group: g})
-	}
-	img, _ := f.md.cur.Load().Apply(recs)
-	f.md.cur.Store(img)
-	return 1, nil
+	return f.ControllerClient.DeleteGroups(ctx, groups)
 }
 
-func (f *fakeCtrl) DeleteOffsets(_ context.Context, group string, parts []metadata.TopicPartition) (uint64, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	img, _ := f.md.cur.Load().Apply([]metadata.Record{&metadata.DeleteOffsets{Group: group, Partitions: parts}})
-	f.md.cur.Store(img)
-	return 1, nil
-}
-
-func newTestCoordinator(t *testing.T, md *fakeMeta) (*Coordinator, *fakeCtrl) {
-	ctrl := &fakeCtrl{md: md}
+func newTestCoordinator(t *testing.T, md *twin) (*Coordinator, *testCtrl) {
+	ctrl := &testCtrl{ControllerClient: md.node.Client()}
 	c := NewCoordinator(CoordinatorConfig{
 		NodeID: 1,
 		Group:  Config{MinSessionTimeout: 10 * time.Millisecond, MaxSessionTimeout: time.Minute},
@@ -166,7 +156,7 @@ func TestCoordinatorRebalanceThroughLoop(t *testing.T) {
 	if s.ErrorCode != 0 || string(s.Assignment) != "a" {
 		t.Fatalf("sync %+v", s)
 	}
-	if gen, ok := md.cur.Load().GroupGeneration("g"); !ok || gen.Generation != 1 || gen.Members[0].MemberID != j.MemberID {
+	if gen, ok := md.image().GroupGeneration("g"); !ok || gen.Generation != 1 || gen.Members[0].MemberID != j.MemberID {
 		t.Fatalf("generation not persisted before the sync answer: %+v", gen)
 	}
 	if err := c.Heartbeat(ctx, "g", j.MemberID, "", 1); err != nil {
@@ -176,7 +166,7 @@ func TestCoordinatorRebalanceThroughLoop(t *testing.T) {
 		Offsets: []metadata.OffsetCommit{{Topic: "t", Partition: 0, Offset: 9, Metadata: "x"}}}); err != nil {
 		t.Fatal(err)
 	}
-	if o, ok := md.cur.Load().Offset("g", "t", 0); !ok || o.Offset != 9 || o.Metadata != "x" {
+	if o, ok := md.image().Offset("g", "t", 0); !ok || o.Offset != 9 || o.Metadata != "x" {
 		t.Fatalf("offset %+v", o)
 	}
 	if err := c.Commit(ctx, CommitRequest{Group: "g", Generation: -1}); !errors.Is(err, kerr.UnknownMemberID) {
@@ -205,7 +195,7 @@ func TestCoordinatorSessionExpiryEmptiesGroup(t *testing.T) {
 	// No heartbeats: the loop's timer expires the member and the group
 	// goes Empty with a new generation in the image, then unloads.
 	eventually(t, func() (bool, string) {
-		gen, _ := md.cur.Load().GroupGeneration("g")
+		gen, _ := md.image().GroupGeneration("g")
 		c.mu.Lock()
 		loaded := len(c.groups)
 		c.mu.Unlock()
@@ -219,7 +209,7 @@ func TestCoordinatorSessionExpiryEmptiesGroup(t *testing.T) {
 	if errs := c.Delete(context.Background(), []string{"g", "never"}); errs[0] != nil || !errors.Is(errs[1], kerr.GroupIDNotFound) {
 		t.Fatalf("delete: %v", errs)
 	}
-	if _, ok := md.cur.Load().GroupGeneration("g"); ok {
+	if _, ok := md.image().GroupGeneration("g"); ok {
 		t.Fatal("deleted group still in the image")
 	}
 }
@@ -287,7 +277,7 @@ func TestCoordinatorUnloadsWhenSlotMoves(t *testing.T) {
 	if j := await(t, ch); j.ErrorCode != kerr.NotCoordinator.Code {
 		t.Fatalf("waiting join after move: %+v", j)
 	}
-	if err := c.Ownership(md.cur.Load(), "g"); !errors.Is(err, kerr.NotCoordinator) {
+	if err := c.Ownership(md.image(), "g"); !errors.Is(err, kerr.NotCoordinator) {
 		t.Fatalf("ownership: %v", err)
 	}
 	// Back to broker 1 with a new leader epoch: a fresh group.

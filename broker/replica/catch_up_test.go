@@ -3,6 +3,7 @@ package replica
 import (
 	"context"
 	"errors"
+	"slices"
 	"testing"
 	"time"
 
@@ -19,7 +20,7 @@ func newLoneManager(t *testing.T) *Manager {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := NewManager(Config{BrokerID: 1, Storage: sm, TopicConfig: topicConfigFromImage, Controller: &fakeController{img: metadata.NewImage()},
+	m, err := NewManager(Config{BrokerID: 1, Storage: sm, TopicConfig: topicConfigFromImage, Controller: newController(t),
 		Dial: NewInmemNetwork().Dialer(1), Logger: zerolog.Nop()})
 	if err != nil {
 		t.Fatal(err)
@@ -217,17 +218,25 @@ func TestNewPartitionCutsLongPoll(t *testing.T) {
 // of a leadership before its leader does.
 func (c *cluster) commitTo(recs []metadata.Record, ids ...int32) (*metadata.Image, *metadata.Delta) {
 	c.t.Helper()
+	skip := map[int32]bool{}
+	for id := range c.ms {
+		skip[id] = !slices.Contains(ids, id)
+	}
 	c.ctrl.mu.Lock()
-	img, delta := c.ctrl.img.Apply(recs)
-	if len(delta.Skipped) > 0 {
-		c.t.Fatalf("records skipped: %v", delta.Skipped[0].Err)
-	}
-	c.ctrl.img = img
+	c.ctrl.skip = skip
 	c.ctrl.mu.Unlock()
-	for _, id := range ids {
-		c.ms[id].Apply(img, delta, false)
+	index := c.ctrl.commit(c.t, recs)
+	c.ctrl.mu.Lock()
+	defer c.ctrl.mu.Unlock()
+	held := c.ctrl.held
+	c.ctrl.skip, c.ctrl.held = nil, nil
+	for _, ev := range held {
+		if ev.Index == index {
+			return ev.Image, ev.Delta
+		}
 	}
-	return img, delta
+	c.t.Fatalf("the commit at %d was not published", index)
+	return nil, nil
 }
 
 // refusals is how many times in a row source has refused p to broker id's

@@ -108,9 +108,7 @@ func testFollowerDropsEmptyEpoch(t *testing.T, tcp bool) {
 }
 
 func (c *cluster) alterCount() int {
-	c.ctrl.mu.Lock()
-	defer c.ctrl.mu.Unlock()
-	return c.ctrl.alters
+	return int(c.ctrl.alters.Load())
 }
 
 // waitWithin is waitFor with its own bound.

@@ -4,123 +4,135 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"io"
 	"net"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/raftka/raftka/metadata"
+	"github.com/raftka/raftka/raftfsm"
 	"github.com/raftka/raftka/storage"
 	"github.com/raftka/raftka/storage/recordbatch"
 	"github.com/rs/zerolog"
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 const listener = "INTERNAL"
 
-// fakeController holds the cluster image, applies AlterPartition the way
-// the active controller does (metadata.ValidateAlterPartition) and feeds
-// every change to every Manager in order, like the publisher.
-type fakeController struct {
-	mu     sync.Mutex
-	img    *metadata.Image
-	subs   []*Manager
-	alters int
+// controller is the cluster's active controller: an in-memory raftfsm
+// node, so AlterPartition runs the real decision, Raft commit and
+// publisher. One feed goroutine hands every published change to every
+// subscribed Manager in order; apply returns once all of them have it, so
+// a test's next line sees the change everywhere.
+type controller struct {
+	t    testing.TB
+	node *raftfsm.Node
+
+	alters atomic.Int32 // AlterPartition calls
+
+	mu   sync.Mutex
+	cond *sync.Cond // signaled when fed grows
+	img  *metadata.Image
+	fed  uint64
+	subs []*Manager
+	// skip names Managers the feed passes over while commitTo runs, and
+	// held keeps the events they missed.
+	skip map[int32]bool
+	held []raftfsm.Event
 }
 
-func (c *fakeController) subscribe(m *Manager) {
+func newController(t testing.TB) *controller {
+	t.Helper()
+	node, err := raftfsm.StartInMemory(raftfsm.Config{
+		NodeID: 1, ClusterID: "replica-test-cluster",
+		// No broker heartbeats here: sessions must outlive every test.
+		SessionTimeout: time.Hour, Logger: zerolog.Nop(),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &controller{t: t, node: node}
+	c.cond = sync.NewCond(&c.mu)
+	c.img, c.fed = node.Current()
+	sub := node.Subscribe()
+	ctx, cancel := context.WithCancel(context.Background())
+	fed := make(chan struct{})
+	go func() {
+		defer close(fed)
+		for {
+			ev, err := sub.Next(ctx)
+			if err != nil {
+				return
+			}
+			c.mu.Lock()
+			if ev.Index > c.fed {
+				for _, m := range c.subs {
+					if !c.skip[m.cfg.BrokerID] {
+						m.Apply(ev.Image, ev.Delta, ev.Reset)
+					}
+				}
+				if len(c.skip) > 0 {
+					c.held = append(c.held, ev)
+				}
+				c.img, c.fed = ev.Image, ev.Index
+				c.cond.Broadcast()
+			}
+			c.mu.Unlock()
+		}
+	}()
+	t.Cleanup(func() {
+		cancel()
+		sub.Close()
+		<-fed
+		if err := node.Shutdown(); err != nil {
+			t.Error(err)
+		}
+	})
+	return c
+}
+
+func (c *controller) subscribe(m *Manager) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.subs = append(c.subs, m)
 	m.Apply(c.img, nil, true)
 }
 
-func (c *fakeController) apply(t testing.TB, recs ...metadata.Record) {
+// apply commits recs as given and waits until every Manager has them.
+func (c *controller) apply(t testing.TB, recs ...metadata.Record) {
 	t.Helper()
+	c.commit(t, recs)
+}
+
+// commit commits recs and waits until the feed has handed them out.
+func (c *controller) commit(t testing.TB, recs []metadata.Record) uint64 {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	index, err := c.node.CommitRecords(ctx, recs...)
+	if err != nil {
+		t.Fatalf("commit: %v", err)
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.applyLocked(t, recs...)
+	for c.fed < index {
+		c.cond.Wait()
+	}
+	return index
 }
 
-func (c *fakeController) applyLocked(t testing.TB, recs ...metadata.Record) {
-	img, delta := c.img.Apply(recs)
-	if len(delta.Skipped) > 0 {
-		t.Errorf("records skipped: %v", delta.Skipped[0].Err)
-	}
-	c.img = img
-	for _, m := range c.subs {
-		m.Apply(img, delta, false)
-	}
+func (c *controller) image() *metadata.Image {
+	img, _ := c.node.Current()
+	return img
 }
 
-func (c *fakeController) image() *metadata.Image {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.img
-}
-
-func (c *fakeController) AlterPartition(_ context.Context, req *kmsg.AlterPartitionRequest) (*kmsg.AlterPartitionResponse, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.alters++
-	resp := req.ResponseKind().(*kmsg.AlterPartitionResponse)
-	for _, t := range req.Topics {
-		rt := kmsg.NewAlterPartitionResponseTopic()
-		rt.Topic, rt.TopidID = t.Topic, t.TopicID
-		for _, p := range t.Partitions {
-			ar := metadata.AlterPartitionRequest{
-				BrokerID: req.BrokerID, BrokerEpoch: req.BrokerEpoch, TopicID: t.TopicID, Partition: p.Partition,
-				LeaderEpoch: p.LeaderEpoch, PartitionEpoch: p.PartitionEpoch,
-			}
-			for _, e := range p.NewEpochISR {
-				ar.NewISR = append(ar.NewISR, e.BrokerID)
-				ar.NewISRBrokerEpochs = append(ar.NewISRBrokerEpochs, e.BrokerEpoch)
-			}
-			out := kmsg.NewAlterPartitionResponseTopicPartition()
-			out.Partition = p.Partition
-			rec, err := c.img.ValidateAlterPartition(ar)
-			if err != nil {
-				out.ErrorCode = metadataCode(err)
-			} else if rec != nil {
-				img, delta := c.img.Apply([]metadata.Record{rec})
-				c.img = img
-				for _, m := range c.subs {
-					m.Apply(img, delta, false)
-				}
-			}
-			if ti, ok := c.img.TopicByID(t.TopicID); ok && out.ErrorCode == 0 {
-				reg, _ := ti.Partition(p.Partition)
-				out.LeaderID, out.LeaderEpoch, out.ISR, out.PartitionEpoch = reg.Leader, reg.LeaderEpoch, reg.ISR, reg.PartitionEpoch
-			}
-			rt.Partitions = append(rt.Partitions, out)
-		}
-		resp.Topics = append(resp.Topics, rt)
-	}
-	return resp, nil
-}
-
-func metadataCode(err error) int16 {
-	switch {
-	case errors.Is(err, metadata.ErrStaleBrokerEpoch):
-		return kerr.StaleBrokerEpoch.Code
-	case errors.Is(err, metadata.ErrFencedLeaderEpoch):
-		return kerr.FencedLeaderEpoch.Code
-	case errors.Is(err, metadata.ErrInvalidUpdateVersion):
-		return kerr.InvalidUpdateVersion.Code
-	case errors.Is(err, metadata.ErrNotLeader):
-		return kerr.InvalidRequest.Code // as raftfsm's controller and Kafka's answer
-	case errors.Is(err, metadata.ErrIneligibleReplica):
-		return kerr.IneligibleReplica.Code
-	case errors.Is(err, metadata.ErrUnknownTopic), errors.Is(err, metadata.ErrUnknownPartition):
-		return kerr.UnknownTopicID.Code
-	default:
-		return kerr.InvalidRequest.Code
-	}
+func (c *controller) AlterPartition(ctx context.Context, req *kmsg.AlterPartitionRequest) (*kmsg.AlterPartitionResponse, error) {
+	c.alters.Add(1)
+	return c.node.Client().AlterPartition(ctx, req)
 }
 
 type clusterOpts struct {
@@ -137,7 +149,7 @@ type clusterOpts struct {
 
 type cluster struct {
 	t    testing.TB
-	ctrl *fakeController
+	ctrl *controller
 	net  *InmemNetwork
 	ms   map[int32]*Manager
 }
@@ -167,7 +179,7 @@ func newCluster(t testing.TB, o clusterOpts) *cluster {
 	if o.fetchBackoff == 0 {
 		o.fetchBackoff = 20 * time.Millisecond
 	}
-	c := &cluster{t: t, ctrl: &fakeController{img: metadata.NewImage()}, net: NewInmemNetwork(), ms: map[int32]*Manager{}}
+	c := &cluster{t: t, ctrl: newController(t), net: NewInmemNetwork(), ms: map[int32]*Manager{}}
 	var regs []metadata.Record
 	for i := int32(1); i <= int32(o.n); i++ {
 		sm, _, err := storage.OpenManager(storage.ManagerOptions{Dirs: []string{t.TempDir()}, DisableScheduler: true})

@@ -90,7 +90,7 @@ func TestMinISRFollowsTopicConfig(t *testing.T) {
 // leader epochs, and leads again from where it stopped.
 func TestRestartKeepsHWAndEpochs(t *testing.T) {
 	dir := t.TempDir()
-	ctrl := &fakeController{img: metadata.NewImage()}
+	ctrl := newController(t)
 	ctrl.apply(t, &metadata.RegisterBroker{BrokerID: 1, BrokerEpoch: 5, Endpoints: []metadata.Endpoint{{Listener: listener, Host: "127.0.0.1", Port: 1}}})
 	parts := metadata.NewPartitions(0, [][]int32{{1}}, ctrl.image().UsableBrokers())
 	ctrl.apply(t, &metadata.CreateTopic{Name: "r", ID: [16]byte{7}, Partitions: parts})
@@ -204,7 +204,7 @@ func TestStaleLogOnDiskIsReplaced(t *testing.T) {
 	if _, err := l.Append(batchOf("from the old topic"), storage.AppendOptions{LeaderEpoch: 0}); err != nil {
 		t.Fatal(err)
 	}
-	ctrl := &fakeController{img: metadata.NewImage()}
+	ctrl := newController(t)
 	ctrl.apply(t, &metadata.RegisterBroker{BrokerID: 1, BrokerEpoch: 5})
 	parts := metadata.NewPartitions(0, [][]int32{{1}}, ctrl.image().UsableBrokers())
 	ctrl.apply(t, &metadata.CreateTopic{Name: "twice", ID: [16]byte{2}, Partitions: parts})

@@ -133,23 +133,15 @@ ID  HOST:PORT  RACK  EPOCH  FENCED  SHUTTING DOWN
 	}
 }
 
-// startNode runs one in-process raftka node (Raft voter, broker server,
+// startNode runs one in-process raftka node (in-memory Raft voter, broker server,
 // registration) and returns its client address once the broker is
 // unfenced.
 func startNode(t *testing.T) string {
 	t.Helper()
-	cln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	node, err := raftfsm.Start(raftfsm.Config{
-		NodeID: 1, Voter: true,
-		Voters:   []raftfsm.Voter{{ID: 1, Addr: cln.Addr().String()}},
-		Listener: cln, DataDir: t.TempDir(), ClusterID: "status-cluster",
+	node, err := raftfsm.StartInMemory(raftfsm.Config{
+		NodeID: 1, ClusterID: "status-cluster",
 		HeartbeatInterval: 50 * time.Millisecond, SessionTimeout: 2 * time.Second,
-		RaftHeartbeatTimeout: 200 * time.Millisecond, RaftElectionTimeout: 200 * time.Millisecond,
-		RaftLeaderLeaseTimeout: 100 * time.Millisecond, RaftCommitTimeout: 5 * time.Millisecond,
-		DefaultPartitions: 1, DefaultReplicationFactor: 1, ShutdownTransferTimeout: time.Second,
+		DefaultPartitions: 1, DefaultReplicationFactor: 1,
 		Logger: zerolog.Nop(),
 	})
 	if err != nil {
