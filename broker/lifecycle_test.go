@@ -3,63 +3,38 @@ package broker
 import (
 	"context"
 	"errors"
-	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/raftka/raftka/metadata"
-	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/raftka/raftka/raftfsm"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// fakeLifecycleController plays the active controller's side of the
-// registration protocol with rules set per test.
-type fakeLifecycleController struct {
-	mu         sync.Mutex
-	epoch      int64
-	regs       []*kmsg.BrokerRegistrationRequest
-	beats      []*kmsg.BrokerHeartbeatRequest
-	unfenceAt  int64 // applied offset at which the broker is unfenced
-	staleOnce  bool  // answer the next heartbeat STALE_BROKER_EPOCH
-	leadsUntil int   // number of shutdown heartbeats before ShouldShutdown
+// Every lifecycle test runs against the controller's own rules (the
+// in-memory twin). Where a test needs an answer the controller would not
+// give on its own, holdShutdown delegates to the twin and changes only
+// that answer.
+
+// holdShutdown is the twin's controller client with a controller that is
+// slow to let a broker go: it withholds ShouldShutdown from the first
+// hold heartbeats that ask for a shutdown, and counts those heartbeats.
+type holdShutdown struct {
+	*raftfsm.ControllerClient
+	hold  int64
+	asked atomic.Int64 // WantShutdown heartbeats answered
 }
 
-func (f *fakeLifecycleController) RegisterBroker(_ context.Context, req *kmsg.BrokerRegistrationRequest) (*kmsg.BrokerRegistrationResponse, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.regs = append(f.regs, req)
-	f.epoch += 10
-	resp := req.ResponseKind().(*kmsg.BrokerRegistrationResponse)
-	resp.BrokerEpoch = f.epoch
-	return resp, nil
-}
-
-func (f *fakeLifecycleController) Heartbeat(_ context.Context, req *kmsg.BrokerHeartbeatRequest) (*kmsg.BrokerHeartbeatResponse, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.beats = append(f.beats, req)
-	resp := req.ResponseKind().(*kmsg.BrokerHeartbeatResponse)
-	if req.BrokerEpoch != f.epoch || f.staleOnce {
-		f.staleOnce = false
-		resp.ErrorCode = kerr.StaleBrokerEpoch.Code
-		return resp, nil
+func (h *holdShutdown) Heartbeat(ctx context.Context, req *kmsg.BrokerHeartbeatRequest) (*kmsg.BrokerHeartbeatResponse, error) {
+	resp, err := h.ControllerClient.Heartbeat(ctx, req)
+	if err != nil || !req.WantShutdown {
+		return resp, err
 	}
-	resp.IsCaughtUp = req.CurrentMetadataOffset >= f.unfenceAt
-	resp.IsFenced = !resp.IsCaughtUp
-	if req.WantShutdown {
-		if f.leadsUntil > 0 {
-			f.leadsUntil--
-		} else {
-			resp.ShouldShutdown = true
-		}
+	if h.asked.Add(1) <= h.hold {
+		resp.ShouldShutdown = false
 	}
 	return resp, nil
-}
-
-func (f *fakeLifecycleController) snapshot() (regs int, beats []*kmsg.BrokerHeartbeatRequest) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return len(f.regs), append([]*kmsg.BrokerHeartbeatRequest(nil), f.beats...)
 }
 
 func waitUntil(t *testing.T, what string, cond func() bool) {
@@ -73,92 +48,129 @@ func waitUntil(t *testing.T, what string, cond func() bool) {
 	}
 }
 
+// startTwinLifecycle runs a lifecycle for broker id against node, through
+// ctrl when set (else node's client), reporting node's applied index.
+func startTwinLifecycle(t *testing.T, node *raftfsm.Node, id int32, ctrl LifecycleController) *Lifecycle {
+	t.Helper()
+	if ctrl == nil {
+		ctrl = node.Client()
+	}
+	img, _ := node.Current()
+	l, err := StartLifecycle(LifecycleOptions{
+		NodeID: id, ClusterID: img.ClusterID(), Controller: ctrl,
+		Applied:  func() uint64 { _, i := node.Current(); return i },
+		Interval: 10 * time.Millisecond,
+		Logger:   testLogger(t),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(l.Close)
+	return l
+}
+
 func TestLifecycleRegistersThenUnfencesWhenCaughtUp(t *testing.T) {
-	fc := &fakeLifecycleController{unfenceAt: 5}
-	var applied sync.Mutex
-	offset := uint64(0)
+	node := startTwin(t, imageOf(t, &metadata.ClusterID{ID: "c1"}), nil)
+	// The broker reports offset 0 until the test lets it catch up, and
+	// counts how often it was asked (once per heartbeat, in order).
+	var caughtUp atomic.Bool
+	var asked atomic.Int64
 	l, err := StartLifecycle(LifecycleOptions{
 		NodeID: 7, ClusterID: "c1", Rack: "r1",
 		Endpoints:  []metadata.Endpoint{{Listener: "PLAINTEXT", Host: "127.0.0.1", Port: 9092}},
-		Controller: fc,
-		Applied:    func() uint64 { applied.Lock(); defer applied.Unlock(); return offset },
-		Interval:   20 * time.Millisecond,
-		Logger:     testLogger(t),
+		Controller: node.Client(),
+		Applied: func() uint64 {
+			asked.Add(1)
+			if !caughtUp.Load() {
+				return 0
+			}
+			_, i := node.Current()
+			return i
+		},
+		Interval: 20 * time.Millisecond,
+		Logger:   testLogger(t),
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer l.Close()
 	<-l.Registered()
-	if l.Epoch() != 10 {
-		t.Fatalf("epoch %d, want 10", l.Epoch())
+	if l.Epoch() <= 0 {
+		t.Fatalf("epoch %d, want a new positive epoch from the controller", l.Epoch())
 	}
-	if !l.Fenced() {
+	img, _ := node.Current()
+	reg, ok := img.Broker(7)
+	if !ok || reg.Epoch != l.Epoch() || reg.Rack != "r1" || len(reg.Endpoints) != 1 || reg.Endpoints[0].Port != 9092 || reg.Endpoints[0].Host != "127.0.0.1" {
+		t.Fatalf("registration in the image: %+v (registered %v), lifecycle epoch %d", reg, ok, l.Epoch())
+	}
+	// The third call means the controller has answered two heartbeats
+	// that reported offset 0, before the registration's own offset.
+	waitUntil(t, "two heartbeats behind the metadata log", func() bool { return asked.Load() >= 3 })
+	if img, _ := node.Current(); !l.Fenced() || !brokerFenced(img, 7) {
 		t.Fatal("a broker behind the metadata log must stay fenced")
 	}
-	fc.mu.Lock()
-	reg := fc.regs[0]
-	fc.mu.Unlock()
-	if reg.BrokerID != 7 || reg.ClusterID != "c1" || reg.Rack == nil || *reg.Rack != "r1" || len(reg.Listeners) != 1 || reg.Listeners[0].Port != 9092 {
-		t.Fatalf("registration carried %+v", reg)
-	}
-	applied.Lock()
-	offset = 5
-	applied.Unlock()
+	caughtUp.Store(true)
 	waitUntil(t, "unfence", func() bool { return !l.Fenced() })
+	if img, _ := node.Current(); brokerFenced(img, 7) {
+		t.Fatal("lifecycle unfenced, the image still has broker 7 fenced")
+	}
 }
 
+// The controller stops knowing the lifecycle's epoch when the broker id is
+// registered again behind its back; the lifecycle must register for a new
+// epoch and be unfenced under it.
 func TestLifecycleRegistersAgainOnStaleEpoch(t *testing.T) {
-	fc := &fakeLifecycleController{}
-	l, err := StartLifecycle(LifecycleOptions{NodeID: 1, Controller: fc, Applied: func() uint64 { return 1 }, Interval: 10 * time.Millisecond, Logger: testLogger(t)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
+	node := startTwin(t, imageOf(t, &metadata.ClusterID{ID: "c1"}), nil)
+	l := startTwinLifecycle(t, node, 1, nil)
 	waitUntil(t, "unfence", func() bool { return !l.Fenced() })
-	fc.mu.Lock()
-	fc.staleOnce = true
-	fc.mu.Unlock()
-	waitUntil(t, "second registration", func() bool { n, _ := fc.snapshot(); return n >= 2 })
-	waitUntil(t, "new epoch unfenced", func() bool { return l.Epoch() == 20 && !l.Fenced() })
+	first := l.Epoch()
+
+	// The same incarnation, so the controller takes it as this broker
+	// registering again rather than a duplicate.
+	req := kmsg.NewPtrBrokerRegistrationRequest()
+	req.BrokerID, req.ClusterID, req.IncarnationID, req.PreviousBrokerEpoch = 1, "c1", l.incarnation, -1
+	ctx, cancel := context.WithTimeout(context.Background(), testDeadline)
+	defer cancel()
+	resp, err := node.Client().RegisterBroker(ctx, req)
+	if err != nil || resp.ErrorCode != 0 || resp.BrokerEpoch <= first {
+		t.Fatalf("registering behind the lifecycle's back: %+v, %v", resp, err)
+	}
+	taken := resp.BrokerEpoch
+
+	waitUntil(t, "a new epoch, registered by the lifecycle and unfenced", func() bool {
+		img, _ := node.Current()
+		b, ok := img.Broker(1)
+		e := l.Epoch()
+		return e > taken && !l.Fenced() && ok && b.Epoch == e && !b.Fenced
+	})
 }
 
 func TestLifecycleControlledShutdownWaitsForController(t *testing.T) {
-	fc := &fakeLifecycleController{leadsUntil: 3}
-	l, err := StartLifecycle(LifecycleOptions{NodeID: 1, Controller: fc, Applied: func() uint64 { return 1 }, Interval: 10 * time.Millisecond, Logger: testLogger(t)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
+	node := startTwin(t, imageOf(t, &metadata.ClusterID{ID: "c1"}), nil)
+	ctrl := &holdShutdown{ControllerClient: node.Client(), hold: 3}
+	l := startTwinLifecycle(t, node, 1, ctrl)
 	<-l.Registered()
 	ctx, cancel := context.WithTimeout(context.Background(), testDeadline)
 	defer cancel()
 	if err := l.ControlledShutdown(ctx); err != nil {
 		t.Fatal(err)
 	}
-	_, beats := fc.snapshot()
-	var asked int
-	for _, b := range beats {
-		if b.WantShutdown {
-			asked++
-		}
-	}
-	if asked < 4 {
+	if asked := ctrl.asked.Load(); asked < 4 {
 		t.Fatalf("shutdown confirmed after %d WantShutdown heartbeats; the controller needed 4", asked)
+	}
+	if img, _ := node.Current(); !brokerFenced(img, 1) {
+		t.Fatal("broker 1 not fenced after its controlled shutdown")
 	}
 }
 
 func TestLifecycleControlledShutdownGivesUpAtDeadline(t *testing.T) {
-	fc := &fakeLifecycleController{leadsUntil: 1 << 30}
-	l, err := StartLifecycle(LifecycleOptions{NodeID: 1, Controller: fc, Applied: func() uint64 { return 1 }, Interval: 10 * time.Millisecond, Logger: testLogger(t)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
+	node := startTwin(t, imageOf(t, &metadata.ClusterID{ID: "c1"}), nil)
+	l := startTwinLifecycle(t, node, 1, &holdShutdown{ControllerClient: node.Client(), hold: 1 << 62})
+	<-l.Registered()
 	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 	defer cancel()
-	if err := l.ControlledShutdown(ctx); err == nil {
-		t.Fatal("want an error when the controller never confirms")
+	if err := l.ControlledShutdown(ctx); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("got %v, want the deadline's error when the controller never confirms", err)
 	}
 }
 
@@ -168,33 +180,24 @@ func TestStartLifecycleNeedsController(t *testing.T) {
 	}
 }
 
-// silentController answers nothing: the quorum is gone.
-type silentController struct{ fakeLifecycleController }
-
-func (s *silentController) Heartbeat(context.Context, *kmsg.BrokerHeartbeatRequest) (*kmsg.BrokerHeartbeatResponse, error) {
-	return nil, context.DeadlineExceeded
-}
-
+// The quorum is gone: the twin stops, so no controller answers.
 func TestLifecycleControlledShutdownGivesUpWithoutController(t *testing.T) {
-	sc := &silentController{}
-	l, err := StartLifecycle(LifecycleOptions{NodeID: 1, Controller: sc, Applied: func() uint64 { return 1 }, Interval: 20 * time.Millisecond, Logger: testLogger(t)})
-	if err != nil {
+	node := startTwin(t, imageOf(t, &metadata.ClusterID{ID: "c1"}), nil)
+	l := startTwinLifecycle(t, node, 1, nil)
+	waitUntil(t, "unfence", func() bool { return !l.Fenced() })
+	if err := node.Shutdown(); err != nil {
 		t.Fatal(err)
 	}
-	defer l.Close()
-	<-l.Registered()
 	ctx, cancel := context.WithTimeout(context.Background(), testDeadline)
 	defer cancel()
-	err = l.ControlledShutdown(ctx)
-	if !errors.Is(err, ErrNoController) {
+	if err := l.ControlledShutdown(ctx); !errors.Is(err, ErrNoController) {
 		t.Fatalf("got %v, want ErrNoController well before the deadline", err)
 	}
 }
 
-// The tests above script the controller's answers; this one runs the
-// lifecycle against the controller's own rules (the in-memory twin): the
-// broker registers fenced, is unfenced once it has applied its
-// registration, and ends a controlled shutdown fenced.
+// The whole life of a broker with nothing injected: it registers fenced,
+// is unfenced once it has applied its registration, and ends a controlled
+// shutdown fenced.
 func TestLifecycleWithTwin(t *testing.T) {
 	node := startTwin(t, imageOf(t, &metadata.ClusterID{ID: "c1"}), nil)
 	l, err := StartLifecycle(LifecycleOptions{
