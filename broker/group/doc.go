@@ -63,6 +63,7 @@
 // It imports metadata, kmsg/kerr and zerolog. It must not import the root
 // broker package, raftfsm or storage: the controller and the metadata view
 // arrive as the small interfaces Controller and MetadataSource.
+// Its tests run against the in-memory controller twin (raftfsm.StartInMemory).
 //
 //arch:imports std metadata github.com/twmb/franz-go/pkg/kmsg github.com/twmb/franz-go/pkg/kerr
 //arch:imports github.com/rs/zerolog

@@ -69,6 +69,7 @@
 // Kafka codes), kmsg, kerr and zerolog. It must not import the root broker
 // package or raftfsm: the controller (AlterPartitionClient) and the network
 // (Dialer, LeaderEndpoint) arrive as small interfaces defined here.
+// Its tests run against the in-memory controller twin (raftfsm.StartInMemory).
 //
 // # Errors
 //
