@@ -19,6 +19,7 @@ const (
 	ReplicationCheckpointFile    = "replication-offset-checkpoint"
 	LogStartOffsetCheckpointFile = "log-start-offset-checkpoint"
 	LeaderEpochCheckpointFile    = "leader-epoch-checkpoint"
+	CleanerCheckpointFile        = "cleaner-offset-checkpoint"
 	PartitionMetadataFile        = "partition.metadata"
 	CleanShutdownFile            = ".kafka_cleanshutdown"
 )

@@ -50,6 +50,15 @@ type Log struct {
 	logStart      atomic.Int64
 	hw            atomic.Int64
 	recoveryPoint atomic.Int64
+
+	// The cleaner's state (cleaner.go): firstDirty is the cleaner
+	// checkpoint (below it the log is compacted); tombstoneHorizon the
+	// earliest delete horizon of the tombstones the last clean kept (0
+	// until a clean ran: unknown, so due); truncations counts Truncate and
+	// ResetTo calls, so a clean running beside one gives up.
+	firstDirty       atomic.Int64
+	tombstoneHorizon atomic.Int64
+	truncations      atomic.Int64
 }
 
 // Dir is the partition directory.

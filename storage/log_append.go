@@ -108,9 +108,14 @@ func checkTimestamps(cfg *Config, info BatchInfo, now int64) error {
 }
 
 // AppendAsFollower appends batches fetched from the leader, which already
-// carry their offsets and epochs. The first batch must start at the log end
-// offset and each next batch right after the previous one: gaps and
-// overlaps are refused (ErrUnexpectedOffset) and nothing is written.
+// carry their offsets and epochs. Each batch must start at or after the log
+// end offset and after the previous one: overlaps are refused
+// (ErrUnexpectedOffset) and nothing is written. Gaps are accepted, as
+// Kafka's followers accept them: a leader's compacted segments have them
+// where the cleaner removed whole batches. A gap moves the cleaner
+// checkpoint past the batch, so recovery accepts it (the leader has already
+// compacted that range; this log's cleaner still dedupes it against later
+// keys).
 func (l *Log) AppendAsFollower(records []byte) (AppendResult, error) {
 	cfg := l.cfg.Load()
 	res := AppendResult{LogAppendTime: NoTimestamp}
@@ -139,7 +144,7 @@ func (l *Log) AppendAsFollower(records []byte) (AppendResult, error) {
 			l.mu.Unlock()
 			return res, fmt.Errorf("batch at byte %d: %w", pos, err)
 		}
-		if b.BaseOffset() != next {
+		if b.BaseOffset() < next {
 			l.mu.Unlock()
 			return res, fmt.Errorf("%w: batch at offset %d, expected %d", ErrUnexpectedOffset, b.BaseOffset(), next)
 		}
@@ -149,8 +154,14 @@ func (l *Log) AppendAsFollower(records []byte) (AppendResult, error) {
 	}
 	var err error
 	for _, it := range items {
+		gap := it.b.BaseOffset() > l.nextOffset
 		if err = l.appendLocked(it.b, it.info, cfg); err != nil {
 			break
+		}
+		if gap && l.firstDirty.Load() < it.b.NextOffset() {
+			// The leader compacted this range: recovery must accept its
+			// gaps, which it does below the cleaner checkpoint.
+			l.firstDirty.Store(it.b.NextOffset())
 		}
 		res.LastOffset = it.b.LastOffset()
 		res.RecordCount += int64(it.b.RecordCount())

@@ -32,6 +32,9 @@ type LogOptions struct {
 	// ProducerIDExpirationMs is producer.id.expiration.ms;
 	// DefaultProducerIDExpirationMs if zero.
 	ProducerIDExpirationMs int64
+	// CleanerCheckpoint from cleaner-offset-checkpoint: the log below it
+	// was compacted, so recovery accepts gaps between batches there.
+	CleanerCheckpoint int64
 	// FollowerDropBehind, when positive, makes AppendAsFollower hand the
 	// pages it wrote back to the kernel in steps of this many bytes (see
 	// Log.dropBehindLocked); leader appends keep theirs cached for
@@ -158,10 +161,11 @@ func OpenLog(dir string, cfg Config, opts LogOptions) (*Log, *RecoveryReport, er
 
 // load builds the segment list and offsets from the directory.
 func (l *Log) load(cfg *Config, opts LogOptions, rep *RecoveryReport) error {
-	bases, err := l.cleanDir(rep)
+	bases, swapped, err := l.cleanDir(rep)
 	if err != nil {
 		return err
 	}
+	l.firstDirty.Store(max(opts.CleanerCheckpoint, 0))
 	// Segments from the one holding the recovery point are rescanned after
 	// an unclean stop; the rest are trusted if their indexes pass checks.
 	recoverFrom := len(bases)
@@ -203,7 +207,11 @@ func (l *Log) load(cfg *Config, opts LogOptions, rep *RecoveryReport) error {
 		}
 		if needs {
 			rep.Recovered = append(rep.Recovered, s.logPath())
-			cut, reason, err := s.recover(cfg.IndexIntervalBytes, &l.scratch)
+			sparseBelow := l.firstDirty.Load()
+			if swapped[s.baseOffset] {
+				sparseBelow = math.MaxInt64 // written by the cleaner
+			}
+			cut, reason, err := s.recover(cfg.IndexIntervalBytes, &l.scratch, sparseBelow)
 			if err != nil {
 				return fmt.Errorf("recover %s: %w", s.logPath(), err)
 			}
@@ -321,12 +329,73 @@ func (l *Log) trustSegment(s *segment) error {
 // cleanDir handles stray files as Kafka does and returns the segment base
 // offsets present, sorted: *.tmp and *.cleaned are unfinished writes and
 // go; *.deleted were already deleted and go; *.swap are finished
-// replacements and are renamed into place (their indexes rebuilt); index
-// files without a .log go.
-func (l *Log) cleanDir(rep *RecoveryReport) ([]int64, error) {
+// replacements and are renamed into place (their indexes rebuilt), and
+// the segments they replace, those whose base offset lies within the swap
+// segment's offsets, go (the cleaner's crash safety: a .swap exists only
+// once the cleaned segment is whole and durable). swapped holds the base
+// offsets of segments that came from a .swap. Index files without a .log
+// go.
+func (l *Log) cleanDir(rep *RecoveryReport) (bases []int64, swapped map[int64]bool, err error) {
+	bases, swapped, err = l.cleanDirFiles(rep)
+	if err != nil || len(swapped) == 0 {
+		return bases, swapped, err
+	}
+	kept := bases[:0]
+	var next int64 = -1
+	for _, base := range bases {
+		if swapped[base] {
+			if next, err = segmentFileEnd(filepath.Join(l.dir, segmentName(base)+logSuffix), base); err != nil {
+				return nil, nil, err
+			}
+			kept = append(kept, base)
+			continue
+		}
+		if base < next {
+			for _, suf := range []string{logSuffix, indexSuffix, timeIndexSuffix} {
+				p := filepath.Join(l.dir, segmentName(base)+suf)
+				if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
+					return nil, nil, err
+				}
+			}
+			rep.DeletedSegments = append(rep.DeletedSegments, filepath.Join(l.dir, segmentName(base)+logSuffix))
+			continue
+		}
+		kept = append(kept, base)
+	}
+	return kept, swapped, nil
+}
+
+// segmentFileEnd returns the offset after the last whole batch of the
+// segment file at path (base if it has none), reading headers only.
+func segmentFileEnd(path string, base int64) (int64, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return 0, err
+	}
+	s := &segment{f: f}
+	next := base
+	var hdr [BatchHeaderSize]byte
+	for pos := int64(0); pos < st.Size(); {
+		n, err := s.batchHeader(&hdr, pos, st.Size())
+		if err != nil {
+			break // a torn tail: recovery cuts it
+		}
+		next = max(next, Batch(hdr[:]).NextOffset())
+		pos += n
+	}
+	return next, nil
+}
+
+func (l *Log) cleanDirFiles(rep *RecoveryReport) ([]int64, map[int64]bool, error) {
+	swapped := map[int64]bool{}
 	ents, err := os.ReadDir(l.dir)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	names := map[string]bool{}
 	for _, e := range ents {
@@ -339,19 +408,22 @@ func (l *Log) cleanDir(rep *RecoveryReport) ([]int64, error) {
 		switch {
 		case strings.HasSuffix(name, tmpSuffix), strings.HasSuffix(name, cleanedSuffix), strings.HasSuffix(name, deletedSuffix):
 			if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
-				return nil, err
+				return nil, nil, err
 			}
 			rep.StrayFiles = append(rep.StrayFiles, p)
 			delete(names, name)
 		case strings.HasSuffix(name, swapSuffix):
 			target := strings.TrimSuffix(name, swapSuffix)
 			if err := os.Rename(p, filepath.Join(l.dir, target)); err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 			rep.StrayFiles = append(rep.StrayFiles, p)
 			delete(names, name)
 			names[target] = true
 			if base, ok := strings.CutSuffix(target, logSuffix); ok {
+				if off, err := strconv.ParseInt(base, 10, 64); err == nil {
+					swapped[off] = true
+				}
 				for _, suf := range []string{indexSuffix, timeIndexSuffix} {
 					_ = os.Remove(filepath.Join(l.dir, base+suf))
 					delete(names, base+suf)
@@ -376,12 +448,12 @@ func (l *Log) cleanDir(rep *RecoveryReport) ([]int64, error) {
 			if !names[stem+logSuffix] {
 				p := filepath.Join(l.dir, name)
 				if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
-					return nil, err
+					return nil, nil, err
 				}
 				rep.DeletedSegments = append(rep.DeletedSegments, p)
 			}
 		}
 	}
 	sort.Slice(bases, func(i, j int) bool { return bases[i] < bases[j] })
-	return bases, nil
+	return bases, swapped, nil
 }

@@ -28,6 +28,8 @@ func (l *Log) Truncate(offset int64) error {
 		// divergence on every fetch. Kafka's truncateTo drops it too.
 		return l.epochs.TruncateFromEnd(l.nextOffset)
 	}
+	// From here segments change: a clean running beside must give up.
+	l.truncations.Add(1)
 	if offset < l.logStart.Load() {
 		return l.resetLocked(offset)
 	}
@@ -73,6 +75,9 @@ func (l *Log) Truncate(offset int64) error {
 }
 
 func (l *Log) afterTruncateLocked() {
+	if l.firstDirty.Load() > l.nextOffset {
+		l.firstDirty.Store(l.nextOffset)
+	}
 	if l.hw.Load() > l.nextOffset {
 		l.hw.Store(l.nextOffset)
 	}
@@ -119,6 +124,8 @@ func (l *Log) resetLocked(newStart int64) error {
 	l.recoveryPoint.Store(newStart)
 	l.flushMu.Unlock()
 	l.unflushed.Store(0)
+	l.truncations.Add(1)
+	l.firstDirty.Store(newStart)
 	clear(l.producers)
 	if err := l.deleteSnapshotsLocked(math.MaxInt64, -1); err != nil {
 		return err

@@ -53,6 +53,9 @@ type ManagerOptions struct {
 	// DisableScheduler turns off the background goroutine; callers then
 	// call Tick themselves (tests).
 	DisableScheduler bool
+	// Cleaner configures the log cleaner (compaction); off unless
+	// Cleaner.Enable.
+	Cleaner CleanerOptions
 }
 
 // Manager owns every partition log in a set of log directories: it opens
@@ -71,6 +74,13 @@ type Manager struct {
 	closed bool
 
 	ckptMu sync.Mutex // serialises checkpoint file writes
+
+	// cleaning marks the logs a cleaner thread is working on; guarded by
+	// mu. cleanStop and cleanWG stop the cleaner threads.
+	cleaning  map[*Log]bool
+	cleanStop chan struct{}
+	cleanWG   sync.WaitGroup
+	throttle  *Throttle
 
 	lastExpiry time.Time // last producer-id expiry pass; guarded by mu
 	// unflushed holds the logs opened after an unclean stop with data
@@ -110,7 +120,10 @@ func OpenManager(opts ManagerOptions) (*Manager, []*RecoveryReport, error) {
 	setDefault(&opts.ProducerIDExpiration, DefaultProducerIDExpirationMs*time.Millisecond)
 	setDefault(&opts.ProducerIDExpirationCheckInterval, 10*time.Minute)
 
-	m := &Manager{opts: opts, logs: map[TopicPartition]*Log{}, dirOf: map[TopicPartition]string{}, lastExpiry: opts.Now()}
+	if err := opts.Cleaner.validate(); err != nil {
+		return nil, nil, err
+	}
+	m := &Manager{opts: opts, logs: map[TopicPartition]*Log{}, dirOf: map[TopicPartition]string{}, lastExpiry: opts.Now(), cleaning: map[*Log]bool{}}
 	type job struct {
 		dir  string
 		path string
@@ -134,6 +147,10 @@ func OpenManager(opts ManagerOptions) (*Manager, []*RecoveryReport, error) {
 			return nil, nil, err
 		}
 		hws, err := ReadOffsetCheckpoint(filepath.Join(dir, ReplicationCheckpointFile))
+		if err != nil {
+			return nil, nil, err
+		}
+		cleaned, err := ReadOffsetCheckpoint(filepath.Join(dir, CleanerCheckpointFile))
 		if err != nil {
 			return nil, nil, err
 		}
@@ -167,6 +184,8 @@ func OpenManager(opts ManagerOptions) (*Manager, []*RecoveryReport, error) {
 				LogStartOffset: starts[tp],
 				HighWatermark:  hws[tp],
 				Now:            opts.Now,
+
+				CleanerCheckpoint: cleaned[tp],
 
 				ProducerIDExpirationMs: opts.ProducerIDExpiration.Milliseconds(),
 				FollowerDropBehind:     opts.FollowerDropBehind,
@@ -218,6 +237,7 @@ func OpenManager(opts ManagerOptions) (*Manager, []*RecoveryReport, error) {
 		m.stop, m.done = make(chan struct{}), make(chan struct{})
 		go m.schedule()
 	}
+	m.startCleaners()
 	return m, reports, nil
 }
 
@@ -327,9 +347,9 @@ func (m *Manager) Delete(topic string, partition int32) error {
 	return errors.Join(closeErr, os.RemoveAll(gone), m.Checkpoint())
 }
 
-// Checkpoint writes the three per-dir checkpoint files for every log dir.
+// Checkpoint writes the per-dir checkpoint files for every log dir.
 func (m *Manager) Checkpoint() error {
-	return errors.Join(m.checkpoint(RecoveryPointCheckpointFile), m.checkpoint(LogStartOffsetCheckpointFile), m.checkpoint(ReplicationCheckpointFile))
+	return errors.Join(m.checkpoint(RecoveryPointCheckpointFile), m.checkpoint(LogStartOffsetCheckpointFile), m.checkpoint(ReplicationCheckpointFile), m.checkpoint(CleanerCheckpointFile))
 }
 
 func (m *Manager) checkpoint(file string) error {
@@ -349,6 +369,12 @@ func (m *Manager) checkpoint(file string) error {
 			v = l.LogStartOffset()
 		case ReplicationCheckpointFile:
 			v = l.HighWatermark()
+		case CleanerCheckpointFile:
+			// Only logs the cleaner (or a compacted leader's gaps)
+			// touched, as Kafka lists only compacted logs.
+			if v = l.FirstDirtyOffset(); v <= 0 {
+				continue
+			}
 		}
 		per[m.dirOf[tp]][tp] = v
 	}
@@ -398,7 +424,7 @@ func (m *Manager) Tick(now time.Time, retention, recoveryPoints, logStarts, repl
 		}
 	}
 	if recoveryPoints {
-		errs = append(errs, m.checkpoint(RecoveryPointCheckpointFile))
+		errs = append(errs, m.checkpoint(RecoveryPointCheckpointFile), m.checkpoint(CleanerCheckpointFile))
 	}
 	if logStarts {
 		errs = append(errs, m.checkpoint(LogStartOffsetCheckpointFile))
@@ -482,6 +508,7 @@ func (m *Manager) Close() error {
 		close(m.stop)
 		<-m.done
 	}
+	m.stopCleaners()
 	m.mu.Lock()
 	err := m.closeLogs()
 	m.mu.Unlock()

@@ -136,8 +136,10 @@ func TestLogModel(t *testing.T) {
 				}
 				m.batches = append(m.batches, b)
 				m.leo = res.LastOffset + 1
-			case 3: // follower append, sometimes with a gap or overlap
-				skew := int64(rapid.IntRange(-1, 1).Draw(rt, "skew"))
+			case 3: // follower append, sometimes with an overlap
+				// Gaps are accepted (TestFollowerAcceptsGaps); the model
+				// keeps its log dense.
+				skew := int64(rapid.IntRange(-1, 0).Draw(rt, "skew"))
 				if m.leo == 0 && skew < 0 {
 					skew = 0
 				}

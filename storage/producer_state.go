@@ -341,6 +341,18 @@ func (ps producerStates) apply(b Batch) {
 	}
 }
 
+// lastOffsets maps each producer to the last offset of its last data
+// batch, which the cleaner keeps.
+func (ps producerStates) lastOffsets() map[int64]int64 {
+	out := make(map[int64]int64, len(ps))
+	for pid, e := range ps {
+		if e.n > 0 {
+			out[pid] = e.batches[e.n-1].LastOffset
+		}
+	}
+	return out
+}
+
 // expire removes producers idle for at least ttlMs (by their last batch's
 // timestamp) with no open transaction, as Kafka's
 // producer.id.expiration.ms does, and returns how many went.

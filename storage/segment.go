@@ -53,22 +53,30 @@ type segment struct {
 	// the last advice, dropFrom the size at the one before (where the
 	// bytes still cached begin).
 	advised, dropFrom int64
+	// suffix follows the file names of a segment the cleaner is building
+	// (.cleaned, then .swap); empty for a segment of the log.
+	suffix string
 }
 
 func (s *segment) logPath() string {
-	return filepath.Join(s.dir, segmentName(s.baseOffset)+logSuffix)
+	return filepath.Join(s.dir, segmentName(s.baseOffset)+logSuffix+s.suffix)
 }
 func (s *segment) indexPath() string {
-	return filepath.Join(s.dir, segmentName(s.baseOffset)+indexSuffix)
+	return filepath.Join(s.dir, segmentName(s.baseOffset)+indexSuffix+s.suffix)
 }
 func (s *segment) timeIndexPath() string {
-	return filepath.Join(s.dir, segmentName(s.baseOffset)+timeIndexSuffix)
+	return filepath.Join(s.dir, segmentName(s.baseOffset)+timeIndexSuffix+s.suffix)
 }
 
 // createSegment makes a new empty active segment at base, replacing any
 // stale files of that name, with preallocated indexes.
 func createSegment(dir string, base int64, cfg *Config, now time.Time) (*segment, error) {
-	s := &segment{dir: dir, baseOffset: base, nextOffset: base, maxTs: NoTimestamp, maxTsOffset: base, firstTs: NoTimestamp, created: now.UnixMilli()}
+	return createSegmentAs(dir, base, "", cfg, now)
+}
+
+// createSegmentAs is createSegment with suffix after each file name.
+func createSegmentAs(dir string, base int64, suffix string, cfg *Config, now time.Time) (*segment, error) {
+	s := &segment{dir: dir, baseOffset: base, nextOffset: base, maxTs: NoTimestamp, maxTsOffset: base, firstTs: NoTimestamp, created: now.UnixMilli(), suffix: suffix}
 	for _, p := range []string{s.indexPath(), s.timeIndexPath()} {
 		if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
 			return nil, err
@@ -247,7 +255,13 @@ func batchMaxTimestamp(b Batch, info BatchInfo) int64 {
 // recover validates every batch from the start of the segment, rebuilds
 // both indexes and truncates the file at the first torn or invalid batch.
 // It returns the bytes removed and why. scratch is reused between calls.
-func (s *segment) recover(indexInterval int64, scratch *[]byte) (truncated int64, reason error, err error) {
+//
+// Offsets only increase, so a batch starting before the last one ended has
+// a damaged base offset, which the CRC does not cover. A gap is damage too
+// unless the batch lies below sparseBelow: the cleaner removes whole
+// batches below its checkpoint, and a follower copies a compacted leader's
+// gaps (see Log.AppendAsFollower).
+func (s *segment) recover(indexInterval int64, scratch *[]byte, sparseBelow int64) (truncated int64, reason error, err error) {
 	if err := s.offIdx.reset(); err != nil {
 		return 0, nil, err
 	}
@@ -267,10 +281,7 @@ func (s *segment) recover(indexInterval int64, scratch *[]byte) (truncated int64
 		if err == nil {
 			info, err = b.ValidateStored()
 		}
-		// Our logs are dense (followers refuse gaps, segments start at the
-		// log end offset), so a batch that does not start where the last
-		// ended has a damaged base offset, which the CRC does not cover.
-		if err == nil && (b.BaseOffset() != s.nextOffset || b.LastOffset()-s.baseOffset > math.MaxUint32) {
+		if err == nil && (b.BaseOffset() < s.nextOffset || b.BaseOffset() > s.nextOffset && b.NextOffset() > sparseBelow || b.LastOffset()-s.baseOffset > math.MaxUint32) {
 			err = fmt.Errorf("%w: offsets %d..%d do not follow %d in segment %d", ErrCorruptBatch, b.BaseOffset(), b.LastOffset(), s.nextOffset, s.baseOffset)
 		}
 		if err != nil {
@@ -494,6 +505,29 @@ func (s *segment) close() error {
 	}
 	if s.timeIdx != nil {
 		errs = append(errs, s.timeIdx.close())
+	}
+	return errors.Join(errs...)
+}
+
+// renameSuffix moves the segment's three files from their current suffix
+// to suffix.
+func (s *segment) renameSuffix(suffix string) error {
+	old := s.logPath()
+	s.suffix = suffix
+	if err := os.Rename(old, s.logPath()); err != nil {
+		return err
+	}
+	return errors.Join(s.offIdx.rename(s.indexPath()), s.timeIdx.rename(s.timeIndexPath()))
+}
+
+// removeAs closes the segment and removes its files (a cleaned segment
+// that is not swapped in).
+func (s *segment) removeAs() error {
+	errs := []error{s.close()}
+	for _, p := range []string{s.logPath(), s.indexPath(), s.timeIndexPath()} {
+		if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
+			errs = append(errs, err)
+		}
 	}
 	return errors.Join(errs...)
 }

@@ -1,0 +1,381 @@
+package storage
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"slices"
+	"time"
+)
+
+// CleanStats says what one clean of a log did.
+type CleanStats struct {
+	FirstDirty, End int64 // the dirty range the key map covered
+	SegmentsRead    int   // segments of the cleaned range
+	SegmentsWritten int   // new segments swapped in
+	BytesRead       int64 // dirty bytes read to build the map, and cleaned bytes read
+	DirtyBytes      int64 // bytes of the dirty range
+	BytesWritten    int64
+	BatchesRead     int64
+	RecordsRead     int64
+	RecordsKept     int64
+}
+
+// ErrCleanerBufferTooSmall is returned when the key map cannot hold the
+// keys of even one dirty segment (log.cleaner.dedupe.buffer.size).
+var ErrCleanerBufferTooSmall = errors.New("log.cleaner.dedupe.buffer.size too small for one segment")
+
+// errCleanAborted: the log changed under the clean (truncated, segments
+// deleted, closed); nothing was swapped in and the next round starts over.
+var errCleanAborted = errors.New("clean aborted: the log changed")
+
+// cleanerHook, when set (by the crash test), is called at each step of a
+// segment swap, so a test can kill the process exactly there.
+var cleanerHook func(step string)
+
+func hook(step string) {
+	if cleanerHook != nil {
+		cleanerHook(step)
+	}
+}
+
+// cleanerInput reads the log's state for planning. Called with mu held.
+func (l *Log) cleanerInputLocked() (cleanInput, []*segment) {
+	l.segMu.RLock()
+	segs := slices.Clone(l.segments)
+	l.segMu.RUnlock()
+	stats := make([]segmentStat, len(segs))
+	for i, s := range segs {
+		stats[i] = segmentStat{Base: s.baseOffset, Next: s.nextOffset, Bytes: s.size.Load(), FirstTs: s.firstTs, MaxTs: s.largestTimestamp()}
+	}
+	return cleanInput{
+		Segments:         stats,
+		LogStart:         l.logStart.Load(),
+		FirstDirty:       l.firstDirty.Load(),
+		StableEnd:        min(l.hw.Load(), l.recoveryPoint.Load()),
+		TombstoneHorizon: l.tombstoneHorizon.Load(),
+		Config:           *l.cfg.Load(),
+	}, segs
+}
+
+// cleanPlan reports whether the log is due for a clean at now, and its
+// dirty ratio (the cleaner picks the dirtiest log first).
+func (l *Log) cleanPlan(now time.Time) (cleanPlan, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		return cleanPlan{}, ErrClosed
+	}
+	in, _ := l.cleanerInputLocked()
+	// Clean makes the range durable before it plans again.
+	in.StableEnd = l.hw.Load()
+	return planClean(in, now.UnixMilli()), nil
+}
+
+// FirstDirtyOffset is the cleaner checkpoint: the log below it has been
+// compacted.
+func (l *Log) FirstDirtyOffset() int64 { return l.firstDirty.Load() }
+
+// CleanOptions are a clean's resources.
+type CleanOptions struct {
+	// DedupeBufferBytes bounds the key map (one thread's share of
+	// log.cleaner.dedupe.buffer.size); 128 MiB if zero.
+	DedupeBufferBytes int64
+	// Throttle limits the bytes read and written per second
+	// (log.cleaner.io.max.bytes.per.second); nil: no limit.
+	Throttle *Throttle
+	// offsetMap is reused between cleans by a cleaner thread.
+	offsetMap *offsetMap
+}
+
+// Clean compacts the log if it is due at now (see planClean): it builds
+// the map from each key to its last offset over the dirty segments, then
+// rewrites every segment below the end of that range keeping, per key, the
+// record the map names (and later ones), with offsets unchanged. Segments
+// are grouped into new ones of at most segment.bytes. Each new segment is
+// written as .cleaned, renamed .swap, the old ones renamed .deleted, and
+// the .swap renamed into place; OpenLog finishes or discards a swap a
+// crash interrupted (see cleanDir). ok is false if the log was not due.
+//
+// Clean runs beside appends and readers: it holds the writer lock only to
+// read the log's state and to swap each group, and gives up
+// (errCleanAborted, nothing changed) if the log was truncated or lost
+// segments meanwhile.
+func (l *Log) Clean(now time.Time, opts CleanOptions) (CleanStats, bool, error) {
+	var st CleanStats
+	cfg := l.cfg.Load()
+	if !cfg.CleanupPolicy.Compacts() {
+		return st, false, nil
+	}
+	// What a clean derives from must be durable first: a record dropped
+	// for a newer one must not outlive that newer one in a crash.
+	if err := l.syncBelowActive(); err != nil {
+		return st, false, err
+	}
+	l.mu.Lock()
+	if l.closed {
+		l.mu.Unlock()
+		return st, false, ErrClosed
+	}
+	in, segs := l.cleanerInputLocked()
+	gen := l.truncations.Load()
+	lastOf := l.producers.lastOffsets()
+	l.mu.Unlock()
+	plan := planClean(in, now.UnixMilli())
+	if !plan.Eligible {
+		return st, false, nil
+	}
+	m := opts.offsetMap
+	if m == nil {
+		size := opts.DedupeBufferBytes
+		if size <= 0 {
+			size = 128 << 20
+		}
+		m = newOffsetMap(size)
+	} else {
+		m.clear()
+	}
+	end, err := l.buildOffsetMap(m, segs, plan, opts.Throttle, &st)
+	if err != nil {
+		return st, false, l.abortedIf(gen, err)
+	}
+	st.FirstDirty, st.End = plan.FirstDirty, segs[end].baseOffset
+	f := &batchFilter{m: m, nowMs: now.UnixMilli(), deleteRetentionMs: in.Config.DeleteRetentionMs, lastOfProducer: lastOf, horizon: math.MaxInt64}
+	for _, g := range groupSegments(segs[:end], &in.Config) {
+		if err := l.cleanGroup(g, f, gen, now, opts.Throttle, &st); err != nil {
+			return st, true, l.abortedIf(gen, err)
+		}
+	}
+	st.BatchesRead, st.RecordsRead, st.RecordsKept = f.stats.BatchesRead, f.stats.RecordsRead, f.stats.RecordsKept
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed || l.truncations.Load() != gen {
+		return st, true, errCleanAborted
+	}
+	if st.End > l.firstDirty.Load() {
+		l.firstDirty.Store(st.End)
+	}
+	l.tombstoneHorizon.Store(f.horizon)
+	return st, true, nil
+}
+
+// abortedIf turns an error met while the log changed under the clean
+// (files cut or removed) into errCleanAborted.
+func (l *Log) abortedIf(gen int64, err error) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed || l.truncations.Load() != gen {
+		return errCleanAborted
+	}
+	return err
+}
+
+// syncBelowActive fsyncs the log if its recovery point is below the
+// active segment.
+func (l *Log) syncBelowActive() error {
+	l.segMu.RLock()
+	base := l.segments[len(l.segments)-1].baseOffset
+	l.segMu.RUnlock()
+	if l.recoveryPoint.Load() >= base {
+		return nil
+	}
+	return l.Sync()
+}
+
+// buildOffsetMap puts every key of the dirty segments into m and returns
+// the index of the first segment the clean does not rewrite: the plan's
+// end, or the first segment whose keys did not all fit. Keys of that
+// segment already put stay: they name records that exist, above the
+// cleaned range, so dropping older records for them loses nothing.
+func (l *Log) buildOffsetMap(m *offsetMap, segs []*segment, plan cleanPlan, th *Throttle, st *CleanStats) (int, error) {
+	var scratch []byte
+	for i := plan.dirtySeg; i < plan.endSeg; i++ {
+		s := segs[i]
+		full := false
+		err := scanSegment(s, &scratch, th, st, func(b Batch) error {
+			// Markers carry no keys; once transactions exist, aborted
+			// records must not enter the map either.
+			if b.Control() {
+				return nil
+			}
+			data, err := decompressRecords(b.Compression(), b[BatchHeaderSize:])
+			if err != nil {
+				return err
+			}
+			return b.walkRecordData(data, func(r Record) bool {
+				if r.Key != nil && !m.put(r.Key, r.Offset) {
+					full = true
+				}
+				return !full
+			})
+		}, func() bool { return full })
+		if err != nil {
+			return 0, err
+		}
+		st.DirtyBytes += s.size.Load()
+		if full {
+			if i == plan.dirtySeg {
+				return 0, fmt.Errorf("%w: %s", ErrCleanerBufferTooSmall, s.logPath())
+			}
+			return i, nil
+		}
+	}
+	return plan.endSeg, nil
+}
+
+// scanSegment calls fn with each batch of s in order, until stop says so.
+func scanSegment(s *segment, scratch *[]byte, th *Throttle, st *CleanStats, fn func(Batch) error, stop func() bool) error {
+	end := s.size.Load()
+	r := bufio.NewReaderSize(io.NewSectionReader(s.f, 0, end), 1<<16)
+	for pos := int64(0); pos < end && !stop(); {
+		b, err := readBatch(r, end-pos, scratch)
+		if err != nil {
+			return fmt.Errorf("%s at position %d: %w", s.logPath(), pos, err)
+		}
+		th.wait(int64(len(b)))
+		st.BytesRead += int64(len(b))
+		if err := fn(b); err != nil {
+			return fmt.Errorf("%s at position %d: %w", s.logPath(), pos, err)
+		}
+		pos += int64(len(b))
+	}
+	return nil
+}
+
+// groupSegments splits the cleaned range into runs that each fit one new
+// segment: at most segment.bytes (the old sizes bound the new), offsets
+// within a segment's 32-bit relative range, and index entries within
+// segment.index.bytes.
+func groupSegments(segs []*segment, cfg *Config) [][]*segment {
+	var groups [][]*segment
+	maxEntries := cfg.SegmentIndexBytes / timeEntrySize
+	for i := 0; i < len(segs); {
+		j, size := i+1, segs[i].size.Load()
+		for j < len(segs) {
+			next := size + segs[j].size.Load()
+			entries := next/max(cfg.IndexIntervalBytes, 1) + 1
+			if next > cfg.SegmentBytes || segs[j].nextOffset-1-segs[i].baseOffset > math.MaxUint32 || entries > maxEntries {
+				break
+			}
+			size = next
+			j++
+		}
+		groups = append(groups, segs[i:j])
+		i = j
+	}
+	return groups
+}
+
+// cleanGroup writes the cleaned form of a group of segments and swaps it
+// in, unless nothing in it changes.
+func (l *Log) cleanGroup(g []*segment, f *batchFilter, gen int64, now time.Time, th *Throttle, st *CleanStats) error {
+	cfg := l.cfg.Load()
+	st.SegmentsRead += len(g)
+	ns, err := createSegmentAs(l.dir, g[0].baseOffset, cleanedSuffix, cfg, now)
+	if err != nil {
+		return err
+	}
+	ns.created = g[0].created
+	changed := false
+	var scratch []byte
+	for _, s := range g {
+		err := scanSegment(s, &scratch, th, st, func(b Batch) error {
+			nb, err := f.filter(b)
+			if err != nil {
+				return err
+			}
+			if nb == nil || &nb[0] != &b[0] {
+				changed = true
+			}
+			if nb == nil {
+				return nil
+			}
+			info, err := nb.ValidateStored()
+			if err != nil {
+				return fmt.Errorf("cleaned batch at %d: %w", nb.BaseOffset(), err)
+			}
+			if ns.offIdx.full() || ns.timeIdx.full() {
+				return fmt.Errorf("%w: cleaned segment %s outgrew its indexes", ErrCorruptFile, ns.logPath())
+			}
+			if err := ns.append(nb, info, cfg.IndexIntervalBytes); err != nil {
+				return err
+			}
+			ns.noteBatch(nb, info)
+			ns.size.Add(int64(len(nb)))
+			th.wait(int64(len(nb)))
+			return nil
+		}, func() bool { return false })
+		if err != nil {
+			return errors.Join(err, ns.removeAs())
+		}
+	}
+	if !changed {
+		return ns.removeAs()
+	}
+	if err := ns.onInactive(); err != nil {
+		return errors.Join(err, ns.removeAs())
+	}
+	if err := ns.sync(); err != nil {
+		return errors.Join(err, ns.removeAs())
+	}
+	hook("cleaned")
+	if err := l.swapIn(g, ns, gen); err != nil {
+		return err
+	}
+	st.SegmentsWritten++
+	st.BytesWritten += ns.size.Load()
+	return nil
+}
+
+// swapIn replaces the group g by ns, as Kafka's replaceSegments does:
+// ns's files are renamed .cleaned -> .swap (from then a crash completes
+// the swap), the old files .deleted, and the .swap files into place.
+func (l *Log) swapIn(g []*segment, ns *segment, gen int64) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	at := -1
+	if !l.closed && l.truncations.Load() == gen {
+		l.segMu.RLock()
+		at = slices.Index(l.segments, g[0])
+		if at < 0 || at+len(g) >= len(l.segments) || !slices.Equal(l.segments[at:at+len(g)], g) {
+			at = -1
+		}
+		l.segMu.RUnlock()
+	}
+	if at < 0 {
+		return errors.Join(errCleanAborted, ns.removeAs())
+	}
+	if err := ns.renameSuffix(swapSuffix); err != nil {
+		return errors.Join(err, ns.removeAs())
+	}
+	if err := fsyncDir(l.dir); err != nil {
+		// The .swap files may or may not be durable: leave them for
+		// recovery rather than guess (either way the log reads the
+		// same), but do not use them.
+		return errors.Join(err, ns.close())
+	}
+	hook("swap")
+	delAt := l.now().Add(time.Duration(l.cfg.Load().FileDeleteDelayMs) * time.Millisecond)
+	for _, s := range g {
+		_ = s.markDeleted() // a failed rename leaves a file recovery cleans up
+		s.deleteAt = delAt
+		l.pending = append(l.pending, s)
+	}
+	hook("deleted")
+	if err := ns.renameSuffix(""); err != nil {
+		return err
+	}
+	l.segMu.Lock()
+	// A new slice: a reader may still hold the old one.
+	l.segments = slices.Concat(l.segments[:at], []*segment{ns}, l.segments[at+len(g):])
+	l.segMu.Unlock()
+	l.dirSynced.Store(false)
+	if err := fsyncDir(l.dir); err != nil {
+		return err
+	}
+	l.dirSynced.Store(true)
+	hook("swapped")
+	return nil
+}

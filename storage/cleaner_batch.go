@@ -1,0 +1,198 @@
+package storage
+
+import (
+	"bytes"
+	"encoding/binary"
+	"fmt"
+	"math"
+)
+
+// batchFilter decides, record by record, what a clean keeps of a batch of
+// the cleaned range, and rewrites the batch when that is less than all of
+// it. Its buffers are reused from batch to batch.
+type batchFilter struct {
+	m                 *offsetMap
+	nowMs             int64
+	deleteRetentionMs int64
+	// lastOfProducer maps each producer id to the last offset of its
+	// last batch in the log: that batch is kept, empty if need be, so the
+	// producer's sequence state survives a reopen (Kafka does the same).
+	lastOfProducer map[int64]int64
+	// aborted says whether a transactional batch belongs to an aborted
+	// transaction, whose records the clean removes. Transactions do not
+	// exist yet, so it is nil (nothing is aborted); the transactions work
+	// fills it from the aborted-transaction index, and markers (control
+	// batches, kept unchanged today) then go once no record of their
+	// transaction remains and delete.retention.ms has passed.
+	aborted func(b Batch) bool
+
+	keep    []bool
+	records []byte
+	out     []byte
+
+	// horizon is the earliest delete horizon of the tombstones kept by
+	// the batches filtered so far (math.MaxInt64: none).
+	horizon int64
+	stats   CleanStats
+}
+
+// filter returns what the clean writes in b's place: b itself when every
+// record stays, a rewritten batch (same base and last offset, the kept
+// records, the same codec) when some go, an empty batch when none stay but
+// b is its producer's last, or nil. The returned slice is valid until the
+// next call.
+func (f *batchFilter) filter(b Batch) (Batch, error) {
+	f.stats.BatchesRead++
+	f.stats.RecordsRead += int64(b.RecordCount())
+	if b.Control() {
+		return b, nil
+	}
+	abortedTxn := f.aborted != nil && b.Transactional() && f.aborted(b)
+	data, err := decompressRecords(b.Compression(), b[BatchHeaderSize:])
+	if err != nil {
+		return nil, err
+	}
+	hasHorizon := b.Attributes()&attrDeleteHorizon != 0
+	horizon := b.BaseTimestamp()
+	f.keep = f.keep[:0]
+	kept, tombstones := 0, 0
+	minTs, maxTs := int64(math.MaxInt64), int64(NoTimestamp)
+	needHorizon := false
+	err = b.walkRecordData(data, func(r Record) bool {
+		keep := !abortedTxn && r.Key != nil
+		if keep {
+			if latest, ok := f.m.get(r.Key); ok && latest > r.Offset {
+				keep = false
+			}
+		}
+		if keep && r.Value == nil {
+			if hasHorizon && f.nowMs >= horizon {
+				keep = false
+			} else {
+				tombstones++
+				needHorizon = needHorizon || !hasHorizon
+			}
+		}
+		if keep {
+			kept++
+			minTs, maxTs = min(minTs, r.Timestamp), max(maxTs, r.Timestamp)
+		}
+		f.keep = append(f.keep, keep)
+		return true
+	})
+	if err != nil {
+		return nil, err
+	}
+	if kept == len(f.keep) && !needHorizon {
+		if tombstones > 0 {
+			f.horizon = min(f.horizon, horizon)
+		}
+		f.stats.RecordsKept += int64(kept)
+		return b, nil
+	}
+	f.stats.RecordsKept += int64(kept)
+	if kept == 0 {
+		if pid := b.ProducerID(); pid >= 0 && f.lastOfProducer[pid] == b.LastOffset() {
+			return f.emptyBatch(b), nil
+		}
+		return nil, nil
+	}
+	// The rewritten batch keeps its tombstones' delete horizon in
+	// baseTimestamp (KIP-534): set at the first clean that sees them, so
+	// they are removed delete.retention.ms after it whatever their own
+	// timestamps say.
+	baseTs := minTs
+	if tombstones > 0 {
+		if !hasHorizon {
+			horizon = f.nowMs + f.deleteRetentionMs
+		}
+		baseTs = horizon
+		f.horizon = min(f.horizon, horizon)
+	}
+	if b.LogAppendTime() {
+		maxTs = b.MaxTimestamp()
+	}
+	f.records = f.records[:0]
+	i := 0
+	_ = b.walkRecordData(data, func(r Record) bool {
+		if f.keep[i] {
+			f.records = appendRecord(f.records, r, baseTs, b.BaseOffset())
+		}
+		i++
+		return true
+	})
+	f.out = append(f.out[:0], b[:BatchHeaderSize]...)
+	xerial := b.Compression() == CompressionSnappy && bytes.HasPrefix(b[BatchHeaderSize:], xerialMagic)
+	if f.out, err = compressRecords(f.out, b.Compression(), f.records, xerial); err != nil {
+		return nil, fmt.Errorf("recompress %s batch at %d: %w", b.Compression(), b.BaseOffset(), err)
+	}
+	nb := Batch(f.out)
+	attrs := uint16(b.Attributes()) &^ attrDeleteHorizon
+	if tombstones > 0 {
+		attrs |= attrDeleteHorizon
+	}
+	binary.BigEndian.PutUint32(nb[offBatchLength:], uint32(len(nb)-batchOverhead))
+	binary.BigEndian.PutUint16(nb[offAttributes:], attrs)
+	binary.BigEndian.PutUint64(nb[offBaseTimestamp:], uint64(baseTs))
+	binary.BigEndian.PutUint64(nb[offMaxTimestamp:], uint64(maxTs))
+	binary.BigEndian.PutUint32(nb[offRecordCount:], uint32(kept))
+	nb.updateCRC()
+	return nb, nil
+}
+
+// emptyBatch is b's header with no records: its offsets, producer and
+// sequences stay, so replaying the log restores the producer's state.
+func (f *batchFilter) emptyBatch(b Batch) Batch {
+	f.out = append(f.out[:0], b[:BatchHeaderSize]...)
+	nb := Batch(f.out)
+	attrs := uint16(b.Attributes()) &^ (attrDeleteHorizon | attrCompressionMask)
+	binary.BigEndian.PutUint32(nb[offBatchLength:], uint32(BatchHeaderSize-batchOverhead))
+	binary.BigEndian.PutUint16(nb[offAttributes:], attrs)
+	binary.BigEndian.PutUint32(nb[offRecordCount:], 0)
+	nb.updateCRC()
+	return nb
+}
+
+// appendRecord encodes r as a v2 record of a batch with the given base
+// timestamp and offset.
+func appendRecord(dst []byte, r Record, baseTs, baseOffset int64) []byte {
+	var body [3 * binary.MaxVarintLen64]byte
+	n := 1 // attributes: unused, 0
+	n += binary.PutVarint(body[n:], r.Timestamp-baseTs)
+	n += binary.PutVarint(body[n:], r.Offset-baseOffset)
+	size := n + varintBytesLen(r.Key) + varintBytesLen(r.Value) + varintLen(int64(len(r.Headers)))
+	for _, h := range r.Headers {
+		size += varintLen(int64(len(h.Key))) + len(h.Key) + varintBytesLen(h.Value)
+	}
+	dst = binary.AppendVarint(dst, int64(size))
+	dst = append(dst, body[:n]...)
+	dst = appendVarintBytes(dst, r.Key)
+	dst = appendVarintBytes(dst, r.Value)
+	dst = binary.AppendVarint(dst, int64(len(r.Headers)))
+	for _, h := range r.Headers {
+		dst = binary.AppendVarint(dst, int64(len(h.Key)))
+		dst = append(dst, h.Key...)
+		dst = appendVarintBytes(dst, h.Value)
+	}
+	return dst
+}
+
+func varintLen(v int64) int {
+	var b [binary.MaxVarintLen64]byte
+	return binary.PutVarint(b[:], v)
+}
+
+// varintBytesLen is the encoded size of a nullable byte field.
+func varintBytesLen(b []byte) int {
+	if b == nil {
+		return varintLen(-1)
+	}
+	return varintLen(int64(len(b))) + len(b)
+}
+
+func appendVarintBytes(dst, b []byte) []byte {
+	if b == nil {
+		return binary.AppendVarint(dst, -1)
+	}
+	return append(binary.AppendVarint(dst, int64(len(b))), b...)
+}

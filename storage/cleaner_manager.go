@@ -1,0 +1,164 @@
+package storage
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"time"
+)
+
+// CleanerOptions are the broker's log.cleaner.* settings.
+type CleanerOptions struct {
+	Enable bool // log.cleaner.enable
+	// Threads is log.cleaner.threads (1 if zero).
+	Threads int
+	// DedupeBufferSize is log.cleaner.dedupe.buffer.size, shared by the
+	// threads (128 MiB if zero).
+	DedupeBufferSize int64
+	// IOMaxBytesPerSecond is log.cleaner.io.max.bytes.per.second, for
+	// all threads together (0 or +Inf: no limit).
+	IOMaxBytesPerSecond float64
+	// Backoff is log.cleaner.backoff.ms: how long a thread sleeps when
+	// no log is due (15s if zero).
+	Backoff time.Duration
+	// OnClean, if set, is told of every clean and error (the broker logs
+	// them; storage does not log).
+	OnClean func(tp TopicPartition, st CleanStats, err error)
+	// sleep replaces time.Sleep in the throttle (tests).
+	sleep func(time.Duration)
+}
+
+func (o *CleanerOptions) validate() error {
+	if o.Threads == 0 {
+		o.Threads = 1
+	}
+	if o.DedupeBufferSize == 0 {
+		o.DedupeBufferSize = 128 << 20
+	}
+	if o.Backoff == 0 {
+		o.Backoff = 15 * time.Second
+	}
+	switch {
+	case o.Threads < 0:
+		return fmt.Errorf("%w: log.cleaner.threads=%d", ErrInvalidConfig, o.Threads)
+	case o.DedupeBufferSize < 0:
+		return fmt.Errorf("%w: log.cleaner.dedupe.buffer.size=%d", ErrInvalidConfig, o.DedupeBufferSize)
+	case o.IOMaxBytesPerSecond < 0 || math.IsNaN(o.IOMaxBytesPerSecond):
+		return fmt.Errorf("%w: log.cleaner.io.max.bytes.per.second=%g", ErrInvalidConfig, o.IOMaxBytesPerSecond)
+	case o.Backoff < 0:
+		return fmt.Errorf("%w: log.cleaner.backoff.ms=%d", ErrInvalidConfig, o.Backoff.Milliseconds())
+	}
+	return nil
+}
+
+// startCleaners starts log.cleaner.threads goroutines if the cleaner is
+// enabled and the scheduler runs.
+func (m *Manager) startCleaners() {
+	c := m.opts.Cleaner
+	m.throttle = NewThrottle(c.IOMaxBytesPerSecond, nil, c.sleep)
+	if !c.Enable || m.opts.DisableScheduler {
+		return
+	}
+	m.cleanStop = make(chan struct{})
+	for range c.Threads {
+		m.cleanWG.Add(1)
+		go m.cleanerThread()
+	}
+}
+
+func (m *Manager) stopCleaners() {
+	if m.cleanStop != nil {
+		close(m.cleanStop)
+		m.cleanWG.Wait()
+	}
+}
+
+// cleanerThread cleans the dirtiest log, again and again, and sleeps
+// log.cleaner.backoff.ms when no log is due.
+func (m *Manager) cleanerThread() {
+	defer m.cleanWG.Done()
+	om := newOffsetMap(m.opts.Cleaner.DedupeBufferSize / int64(m.opts.Cleaner.Threads))
+	t := time.NewTimer(0)
+	defer t.Stop()
+	for {
+		select {
+		case <-m.cleanStop:
+			return
+		case <-t.C:
+		}
+		_, did, _ := m.cleanOnce(m.opts.Now(), om)
+		wait := m.opts.Cleaner.Backoff
+		if did {
+			wait = 0
+		}
+		t.Reset(wait)
+	}
+}
+
+// CleanOnce cleans the dirtiest log that is due at now, if any (what a
+// cleaner thread does each round; tests call it directly). did is false
+// if no log was due.
+func (m *Manager) CleanOnce(now time.Time) (tp TopicPartition, did bool, err error) {
+	return m.cleanOnce(now, nil)
+}
+
+func (m *Manager) cleanOnce(now time.Time, om *offsetMap) (TopicPartition, bool, error) {
+	l := m.pickDirtiest(now)
+	if l == nil {
+		return TopicPartition{}, false, nil
+	}
+	defer func() {
+		m.mu.Lock()
+		delete(m.cleaning, l)
+		m.mu.Unlock()
+	}()
+	budget := m.opts.Cleaner.DedupeBufferSize / int64(max(m.opts.Cleaner.Threads, 1))
+	st, did, err := l.Clean(now, CleanOptions{DedupeBufferBytes: budget, Throttle: m.throttle, offsetMap: om})
+	if errors.Is(err, errCleanAborted) || errors.Is(err, ErrClosed) {
+		err = nil
+	}
+	if did && err == nil {
+		err = m.checkpoint(CleanerCheckpointFile)
+	}
+	if cb := m.opts.Cleaner.OnClean; cb != nil && (did || err != nil) {
+		cb(l.tp, st, err)
+	}
+	return l.tp, did, err
+}
+
+// pickDirtiest marks and returns the due log with the highest dirty
+// ratio that no other thread is cleaning.
+func (m *Manager) pickDirtiest(now time.Time) *Log {
+	var logs []*Log
+	var plans []cleanPlan
+	for _, l := range m.Logs() {
+		if !l.Config().CleanupPolicy.Compacts() {
+			continue
+		}
+		m.mu.Lock()
+		busy := m.cleaning[l]
+		m.mu.Unlock()
+		if busy {
+			continue
+		}
+		p, err := l.cleanPlan(now)
+		if err != nil {
+			continue
+		}
+		logs, plans = append(logs, l), append(plans, p)
+	}
+	for {
+		i := dirtiest(plans)
+		if i < 0 {
+			return nil
+		}
+		m.mu.Lock()
+		if !m.cleaning[logs[i]] && !m.closed {
+			m.cleaning[logs[i]] = true
+			m.mu.Unlock()
+			return logs[i]
+		}
+		m.mu.Unlock()
+		plans[i].Eligible = false
+	}
+}

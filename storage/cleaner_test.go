@@ -1,0 +1,343 @@
+package storage
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
+	"testing"
+	"time"
+
+	"github.com/raftka/raftka/storage/recordbatch"
+)
+
+// kv is one keyed write; a nil value is a tombstone.
+type kv struct {
+	key, value string
+	tombstone  bool
+}
+
+// keyedBatch builds an uncompressed batch of keyed records, with producer
+// pid (and sequence seq) if pid >= 0, then compresses it with codec.
+func keyedBatch(t testing.TB, ts int64, codec Compression, pid int64, seq int32, recs ...kv) []byte {
+	t.Helper()
+	rs := make([]recordbatch.Record, len(recs))
+	for i, r := range recs {
+		rs[i] = recordbatch.Record{OffsetDelta: int32(i), Timestamp: ts, Key: []byte(r.key)}
+		if !r.tombstone {
+			rs[i].Value = []byte(r.value)
+		}
+		if r.key == "" {
+			rs[i].Key = nil
+		}
+	}
+	b := recordbatch.Batch{BaseTimestamp: ts, ProducerID: -1, ProducerEpoch: -1, BaseSequence: -1, Records: rs}
+	if pid >= 0 {
+		b.ProducerID, b.ProducerEpoch, b.BaseSequence = pid, 0, seq
+	}
+	return recompressBatch(t, b.Encode(), codec)
+}
+
+// recompressBatch rewrites an uncompressed batch's records with codec.
+func recompressBatch(t testing.TB, raw []byte, codec Compression) []byte {
+	t.Helper()
+	if codec == CompressionNone {
+		return raw
+	}
+	out, err := compressRecords(append([]byte(nil), raw[:BatchHeaderSize]...), codec, raw[BatchHeaderSize:], false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := Batch(out)
+	binary.BigEndian.PutUint32(b[offBatchLength:], uint32(len(b)-batchOverhead))
+	binary.BigEndian.PutUint16(b[offAttributes:], uint16(b.Attributes())|uint16(codec))
+	b.updateCRC()
+	return b
+}
+
+// rec is a record as read back.
+type rec struct {
+	offset    int64
+	key       string
+	value     string
+	tombstone bool
+}
+
+// readRecords reads every record of l from offset from, checking offsets
+// strictly increase.
+func readRecords(t testing.TB, l *Log, from int64) []rec {
+	t.Helper()
+	var out []rec
+	last := int64(-1)
+	for _, b := range readAll(t, l, from) {
+		if b.BaseOffset() <= last {
+			t.Fatalf("batch at %d after offset %d", b.BaseOffset(), last)
+		}
+		err := b.Records(func(r Record) bool {
+			if r.Offset <= last {
+				t.Fatalf("record at %d after offset %d", r.Offset, last)
+			}
+			last = r.Offset
+			if r.Offset >= from {
+				out = append(out, rec{offset: r.Offset, key: string(r.Key), value: string(r.Value), tombstone: r.Value == nil})
+			}
+			return true
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		last = max(last, b.LastOffset())
+	}
+	return out
+}
+
+func compactConfig() Config {
+	c := smallConfig()
+	c.SegmentBytes = 1024
+	c.CleanupPolicy = PolicyCompact
+	c.MinCleanableDirtyRatio = 0
+	c.DeleteRetentionMs = 60_000
+	return c
+}
+
+func mustClean(t testing.TB, l *Log, now time.Time) CleanStats {
+	t.Helper()
+	st, _, err := l.Clean(now, CleanOptions{DedupeBufferBytes: 1 << 20})
+	if err != nil {
+		t.Fatalf("Clean: %v", err)
+	}
+	return st
+}
+
+func TestCleanKeepsLatestPerKey(t *testing.T) {
+	for _, codec := range []Compression{CompressionNone, CompressionGzip, CompressionSnappy, CompressionLZ4, CompressionZstd} {
+		t.Run(codec.String(), func(t *testing.T) {
+			clk := newClock()
+			dir := partDir(t)
+			cfg := compactConfig()
+			l, _ := openTestLog(t, dir, cfg, LogOptions{Now: clk.now})
+			latest := map[string]int64{}
+			for i := range 300 {
+				k := fmt.Sprintf("k%d", i%10)
+				res, err := l.Append(keyedBatch(t, clk.now().UnixMilli(), codec, -1, 0, kv{key: k, value: fmt.Sprint(i)}, kv{key: "other", value: fmt.Sprint(i)}), AppendOptions{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				latest[k], latest["other"] = res.BaseOffset, res.LastOffset
+			}
+			l.SetHighWatermark(l.LogEndOffset())
+			sizeBefore := l.Size()
+			st := mustClean(t, l, clk.now())
+			if st.SegmentsWritten == 0 || l.Size() >= sizeBefore/4 {
+				t.Fatalf("clean wrote %d segments, size %d of %d", st.SegmentsWritten, l.Size(), sizeBefore)
+			}
+			check := func(l *Log) {
+				seen := map[string]int64{}
+				for _, r := range readRecords(t, l, 0) {
+					if r.value != fmt.Sprint(r.offset/2) {
+						t.Fatalf("offset %d holds %q", r.offset, r.value)
+					}
+					seen[r.key] = r.offset
+				}
+				for k, off := range latest {
+					if seen[k] != off {
+						t.Fatalf("key %s ends at %d, want %d", k, seen[k], off)
+					}
+				}
+			}
+			check(l)
+			end := l.FirstDirtyOffset()
+			if end == 0 {
+				t.Fatal("no cleaner checkpoint")
+			}
+			l.Close()
+			// Unclean reopen with the checkpoint: every segment is rescanned
+			// and the gaps the clean left are accepted.
+			l2, rep := openTestLog(t, dir, cfg, LogOptions{Now: clk.now, CleanerCheckpoint: end})
+			if rep.LostData() {
+				t.Fatalf("reopen lost data: %+v", rep.Truncations)
+			}
+			check(l2)
+			l2.Close()
+		})
+	}
+}
+
+func TestCleanTombstonesAndProducers(t *testing.T) {
+	clk := newClock()
+	cfg := compactConfig()
+	cfg.DeleteRetentionMs = 10_000
+	l, _ := openTestLog(t, partDir(t), cfg, LogOptions{Now: clk.now})
+	defer l.Close()
+	app := func(b []byte) AppendResult {
+		t.Helper()
+		res, err := l.Append(b, AppendOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	// Producer 7 writes a then deletes it; its last batch is superseded
+	// by another writer's later record, so it stays only as an empty batch.
+	app(keyedBatch(t, clk.now().UnixMilli(), CompressionNone, 7, 0, kv{key: "a", value: "1"}))
+	app(keyedBatch(t, clk.now().UnixMilli(), CompressionNone, 7, 1, kv{key: "b", value: "1"}))
+	app(keyedBatch(t, clk.now().UnixMilli(), CompressionNone, -1, 0, kv{key: "a", tombstone: true}))
+	app(keyedBatch(t, clk.now().UnixMilli(), CompressionNone, -1, 0, kv{key: "b", value: "2"}, kv{key: "", value: "keyless"}))
+	for range 40 {
+		app(keyedBatch(t, clk.now().UnixMilli(), CompressionNone, -1, 0, kv{key: "filler", value: "x"}))
+	}
+	l.SetHighWatermark(l.LogEndOffset())
+	mustClean(t, l, clk.now())
+	got := map[string]rec{}
+	for _, r := range readRecords(t, l, 0) {
+		got[r.key] = r
+	}
+	if r, ok := got["a"]; !ok || !r.tombstone {
+		t.Fatalf("the tombstone went before delete.retention.ms: %+v", got)
+	}
+	if r := got["b"]; r.value != "2" {
+		t.Fatalf("b = %+v", r)
+	}
+	if _, ok := got[""]; ok {
+		t.Fatal("a keyless record survived compaction")
+	}
+	bs := readAll(t, l, 0)
+	if b := bs[0]; b.ProducerID() != 7 || b.BaseOffset() != 1 || b.RecordCount() != 0 || b.BaseSequence() != 1 {
+		t.Fatalf("producer 7's last batch: pid %d at %d, %d records, seq %d", b.ProducerID(), b.BaseOffset(), b.RecordCount(), b.BaseSequence())
+	}
+	if p := l.Producers(); len(p) != 1 || p[0].LastSequence != 1 {
+		t.Fatalf("producers %+v", p)
+	}
+	// Within delete.retention.ms of the clean that saw it, the tombstone
+	// stays; after it, the next clean removes it.
+	clk.advance(9 * time.Second)
+	l.Clean(clk.now(), CleanOptions{})
+	if _, ok := recordsByKey(t, l)["a"]; !ok {
+		t.Fatal("tombstone removed early")
+	}
+	clk.advance(2 * time.Second)
+	if _, did, err := l.Clean(clk.now(), CleanOptions{}); err != nil || !did {
+		t.Fatalf("a due tombstone did not make the log due: %v %v", did, err)
+	}
+	if _, ok := recordsByKey(t, l)["a"]; ok {
+		t.Fatal("tombstone kept past its horizon")
+	}
+}
+
+func recordsByKey(t testing.TB, l *Log) map[string]rec {
+	got := map[string]rec{}
+	for _, r := range readRecords(t, l, l.LogStartOffset()) {
+		got[r.key] = r
+	}
+	return got
+}
+
+func TestCleanerPlan(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.CleanupPolicy = PolicyCompact
+	seg := func(base, next, bytes, ts int64) segmentStat {
+		return segmentStat{Base: base, Next: next, Bytes: bytes, FirstTs: ts, MaxTs: ts}
+	}
+	segs := []segmentStat{seg(0, 100, 1000, 1000), seg(100, 200, 1000, 2000), seg(200, 300, 1000, 3000), seg(300, 350, 500, 4000)}
+	base := cleanInput{Segments: segs, StableEnd: 350, TombstoneHorizon: math.MaxInt64, Config: cfg}
+	with := func(f func(*cleanInput)) cleanInput {
+		in := base
+		f(&in)
+		return in
+	}
+	for _, tc := range []struct {
+		name     string
+		in       cleanInput
+		now      int64
+		eligible bool
+		first    int64
+		end      int64
+		ratio    float64
+	}{
+		{"all dirty", base, 5000, true, 0, 300, 1},
+		{"delete policy", with(func(in *cleanInput) { in.Config.CleanupPolicy = PolicyDelete }), 5000, false, 0, 0, 0},
+		{"one third dirty, ratio 0.5", with(func(in *cleanInput) { in.FirstDirty = 200 }), 5000, false, 200, 300, 1.0 / 3},
+		{"one third dirty, ratio 0.3", with(func(in *cleanInput) { in.FirstDirty = 200; in.Config.MinCleanableDirtyRatio = 0.3 }), 5000, true, 200, 300, 1.0 / 3},
+		{"checkpoint inside a segment", with(func(in *cleanInput) { in.FirstDirty = 150 }), 5000, true, 100, 300, 2.0 / 3},
+		{"high watermark bounds", with(func(in *cleanInput) { in.StableEnd = 250 }), 5000, true, 0, 200, 1},
+		{"min lag keeps young segments", with(func(in *cleanInput) { in.Config.MinCompactionLagMs = 3500 }), 5000, true, 0, 100, 1},
+		{"min lag keeps all", with(func(in *cleanInput) { in.Config.MinCompactionLagMs = 10_000 }), 5000, false, 0, 0, 0},
+		{"max lag forces", with(func(in *cleanInput) { in.FirstDirty = 200; in.Config.MaxCompactionLagMs = 1000 }), 5000, true, 200, 300, 1.0 / 3},
+		{"tombstones due", with(func(in *cleanInput) { in.FirstDirty = 300; in.TombstoneHorizon = 4000 }), 5000, true, 300, 300, 0},
+		{"nothing dirty", with(func(in *cleanInput) { in.FirstDirty = 300 }), 5000, false, 300, 300, 0},
+		{"active only", with(func(in *cleanInput) { in.Segments = segs[3:] }), 5000, false, 0, 0, 0},
+	} {
+		p := planClean(tc.in, tc.now)
+		if p.Eligible != tc.eligible || p.FirstDirty != tc.first || p.End != tc.end || math.Abs(p.Ratio-tc.ratio) > 1e-9 {
+			t.Errorf("%s: %+v", tc.name, p)
+		}
+	}
+	if i := dirtiest([]cleanPlan{{Eligible: true, Ratio: 0.6}, {Eligible: false, Ratio: 0.9}, {Eligible: true, Ratio: 0.7}}); i != 2 {
+		t.Errorf("dirtiest picked %d", i)
+	}
+	if i := dirtiest([]cleanPlan{{Ratio: 1}}); i != -1 {
+		t.Errorf("dirtiest picked %d of none due", i)
+	}
+}
+
+func TestOffsetMapBound(t *testing.T) {
+	m := newOffsetMap(100 * offsetMapEntryBytes)
+	n := 0
+	for i := 0; ; i++ {
+		if !m.put(fmt.Appendf(nil, "key-%d", i), int64(i)) {
+			break
+		}
+		n++
+	}
+	if n != 90 {
+		t.Fatalf("map of 100 slots took %d keys, want 90", n)
+	}
+	if !m.put([]byte("key-3"), 1000) {
+		t.Fatal("a full map refused a known key")
+	}
+	if off, ok := m.get([]byte("key-3")); !ok || off != 1000 {
+		t.Fatalf("key-3 = %d %v", off, ok)
+	}
+	if _, ok := m.get([]byte("absent")); ok {
+		t.Fatal("absent key found")
+	}
+}
+
+func TestCleanBufferTooSmall(t *testing.T) {
+	clk := newClock()
+	cfg := compactConfig()
+	cfg.SegmentBytes = 4096 // about 50 keys, more than the smallest map's 14
+	l, _ := openTestLog(t, partDir(t), cfg, LogOptions{Now: clk.now})
+	defer l.Close()
+	for i := range 200 {
+		l.Append(keyedBatch(t, clk.now().UnixMilli(), CompressionNone, -1, 0, kv{key: fmt.Sprint(i), value: "v"}), AppendOptions{})
+	}
+	l.SetHighWatermark(l.LogEndOffset())
+	if _, _, err := l.Clean(clk.now(), CleanOptions{DedupeBufferBytes: 1}); !errors.Is(err, ErrCleanerBufferTooSmall) {
+		t.Fatalf("tiny buffer: %v", err)
+	}
+}
+
+// A follower copies a compacted leader's batches, gaps included.
+func TestFollowerAcceptsGaps(t *testing.T) {
+	dir := partDir(t)
+	l, _ := openTestLog(t, dir, smallConfig(), LogOptions{})
+	b := keyedBatch(t, 1, CompressionNone, -1, 0, kv{key: "k", value: "v"})
+	Batch(b).SetBaseOffset(5)
+	if _, err := l.AppendAsFollower(b); err != nil {
+		t.Fatal(err)
+	}
+	Batch(b).SetBaseOffset(5)
+	if _, err := l.AppendAsFollower(b); !errors.Is(err, ErrUnexpectedOffset) {
+		t.Fatalf("overlap: %v", err)
+	}
+	if l.LogEndOffset() != 6 || l.FirstDirtyOffset() != 6 {
+		t.Fatalf("LEO %d, checkpoint %d", l.LogEndOffset(), l.FirstDirtyOffset())
+	}
+	l.Close()
+	l2, rep := openTestLog(t, dir, smallConfig(), LogOptions{CleanerCheckpoint: 6})
+	defer l2.Close()
+	if rep.LostData() || l2.LogEndOffset() != 6 {
+		t.Fatalf("reopen: %+v, LEO %d", rep, l2.LogEndOffset())
+	}
+}
