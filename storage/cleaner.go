@@ -86,6 +86,10 @@ type CleanOptions struct {
 	// Throttle limits the bytes read and written per second
 	// (log.cleaner.io.max.bytes.per.second); nil: no limit.
 	Throttle *Throttle
+	// Checkpoint, if set, makes the log's cleaner checkpoint durable
+	// (the Manager writes cleaner-offset-checkpoint); Clean calls it
+	// before it swaps in the first cleaned segment.
+	Checkpoint func() error
 	// offsetMap is reused between cleans by a cleaner thread.
 	offsetMap *offsetMap
 }
@@ -142,6 +146,25 @@ func (l *Log) Clean(now time.Time, opts CleanOptions) (CleanStats, bool, error) 
 		return st, false, l.abortedIf(gen, err)
 	}
 	st.FirstDirty, st.End = plan.FirstDirty, segs[end].baseOffset
+	// The checkpoint moves before any segment is swapped in: recovery
+	// accepts gaps only below it, and a cleaned segment has them. Should
+	// the clean not finish, the range counts as clean all the same, which
+	// costs deduplication within it, never a record (a record only goes
+	// for a newer one of its key).
+	l.mu.Lock()
+	if l.closed || l.truncations.Load() != gen {
+		l.mu.Unlock()
+		return st, false, errCleanAborted
+	}
+	if st.End > l.firstDirty.Load() {
+		l.firstDirty.Store(st.End)
+	}
+	l.mu.Unlock()
+	if opts.Checkpoint != nil {
+		if err := opts.Checkpoint(); err != nil {
+			return st, false, err
+		}
+	}
 	f := &batchFilter{m: m, nowMs: now.UnixMilli(), deleteRetentionMs: in.Config.DeleteRetentionMs, lastOfProducer: lastOf, horizon: math.MaxInt64}
 	for _, g := range groupSegments(segs[:end], &in.Config) {
 		if err := l.cleanGroup(g, f, gen, now, opts.Throttle, &st); err != nil {
@@ -153,9 +176,6 @@ func (l *Log) Clean(now time.Time, opts CleanOptions) (CleanStats, bool, error) 
 	defer l.mu.Unlock()
 	if l.closed || l.truncations.Load() != gen {
 		return st, true, errCleanAborted
-	}
-	if st.End > l.firstDirty.Load() {
-		l.firstDirty.Store(st.End)
 	}
 	l.tombstoneHorizon.Store(f.horizon)
 	return st, true, nil
@@ -305,6 +325,7 @@ func (l *Log) cleanGroup(g []*segment, f *batchFilter, gen int64, now time.Time,
 			ns.noteBatch(nb, info)
 			ns.size.Add(int64(len(nb)))
 			th.wait(int64(len(nb)))
+			hook("writing")
 			return nil
 		}, func() bool { return false })
 		if err != nil {

@@ -113,12 +113,10 @@ func (m *Manager) cleanOnce(now time.Time, om *offsetMap) (TopicPartition, bool,
 		m.mu.Unlock()
 	}()
 	budget := m.opts.Cleaner.DedupeBufferSize / int64(max(m.opts.Cleaner.Threads, 1))
-	st, did, err := l.Clean(now, CleanOptions{DedupeBufferBytes: budget, Throttle: m.throttle, offsetMap: om})
+	st, did, err := l.Clean(now, CleanOptions{DedupeBufferBytes: budget, Throttle: m.throttle, offsetMap: om,
+		Checkpoint: func() error { return m.checkpoint(CleanerCheckpointFile) }})
 	if errors.Is(err, errCleanAborted) || errors.Is(err, ErrClosed) {
 		err = nil
-	}
-	if did && err == nil {
-		err = m.checkpoint(CleanerCheckpointFile)
 	}
 	if cb := m.opts.Cleaner.OnClean; cb != nil && (did || err != nil) {
 		cb(l.tp, st, err)
