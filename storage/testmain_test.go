@@ -13,6 +13,11 @@ func TestMain(m *testing.M) {
 		crashChild(os.Getenv(crashChildEnv))
 		return
 	}
+	if arg := os.Getenv(cleanerCrashEnv); arg != "" {
+		// Re-executed as the cleaner crash test's child: clean until killed.
+		cleanerCrashChild(arg)
+		return
+	}
 	goleak.VerifyTestMain(m)
 }
 
