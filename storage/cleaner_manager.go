@@ -86,10 +86,10 @@ func (m *Manager) cleanerThread() {
 			return
 		case <-t.C:
 		}
-		_, did, _ := m.cleanOnce(m.opts.Now(), om)
+		_, did, err := m.cleanOnce(m.opts.Now(), om)
 		wait := m.opts.Cleaner.Backoff
-		if did {
-			wait = 0
+		if did && err == nil {
+			wait = 0 // another log may be due at once
 		}
 		t.Reset(wait)
 	}

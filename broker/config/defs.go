@@ -242,6 +242,24 @@ var defs = []Def{
 	{Name: "log.retention.check.interval.ms", Type: TypeDurationMs, Default: "300000", Validate: atLeast(1),
 		set: toDuration(func(c *Config) *time.Duration { return &c.LogRetentionCheckInterval }),
 		Doc: "How often segments are checked against the retention limits."},
+	{Name: "log.cleaner.enable", Type: TypeBool, Default: "true",
+		set: to(func(c *Config) *bool { return &c.LogCleanerEnable }),
+		Doc: "Run the log cleaner, which compacts topics whose cleanup.policy includes compact."},
+	{Name: "log.cleaner.threads", Type: TypeInt, Default: "1", Validate: atLeast(1),
+		set: to(func(c *Config) *int32 { return &c.LogCleanerThreads }),
+		Doc: "Cleaner threads; each cleans one log at a time, the dirtiest first."},
+	{Name: "log.cleaner.dedupe.buffer.size", Type: TypeLong, Default: "134217728", Validate: atLeast(1),
+		set: to(func(c *Config) *int64 { return &c.LogCleanerDedupeBufferSize }),
+		Doc: "Memory for the cleaners' key maps, shared by the threads (24 bytes a key): a clean covers as many dirty segments as their keys fit."},
+	{Name: "log.cleaner.io.max.bytes.per.second", Type: TypeString, Default: "1.7976931348623157E308", Validate: nonNegativeFloat,
+		set: func(c *Config, v any) (err error) {
+			c.LogCleanerIOMaxBytesPerSecond, err = strconv.ParseFloat(v.(string), 64)
+			return err
+		},
+		Doc: "Bytes per second the cleaners may read and write together; the default is no limit."},
+	{Name: "log.cleaner.backoff.ms", Type: TypeDurationMs, Default: "15000", Validate: atLeast(0),
+		set: toDuration(func(c *Config) *time.Duration { return &c.LogCleanerBackoff }),
+		Doc: "How long a cleaner thread sleeps when no log needs cleaning."},
 	{Name: "log.message.timestamp.type", Type: TypeString, Default: "CreateTime", Validate: oneOf("CreateTime", "LogAppendTime"),
 		set: to(func(c *Config) *string { return &c.LogMessageTimestampType }),
 		Doc: "Topic default (message.timestamp.type): CreateTime keeps the producer's timestamps, LogAppendTime stamps the broker's clock."},
@@ -374,6 +392,16 @@ func oneOf(allowed ...string) func(any) error {
 		}
 		return nil
 	}
+}
+
+// nonNegativeFloat checks a Kafka double written as text.
+func nonNegativeFloat(v any) error {
+	s, _ := v.(string)
+	f, err := strconv.ParseFloat(s, 64)
+	if err != nil || !(f >= 0) {
+		return fmt.Errorf("must be a number at least 0")
+	}
+	return nil
 }
 
 func mustBeEmpty(why string) func(any) error {

@@ -28,9 +28,7 @@ var kafkaIgnored = toSet(
 	"log.message.timestamp.after.max.ms", "log.message.downconversion.enable",
 	"log.local.retention.ms", "log.local.retention.bytes", "log.initial.task.delay.ms",
 	"compression.type", "compression.gzip.level", "compression.lz4.level", "compression.zstd.level",
-	"log.cleaner.enable", "log.cleaner.threads", "log.cleaner.dedupe.buffer.size",
 	"log.cleaner.io.buffer.size", "log.cleaner.io.buffer.load.factor",
-	"log.cleaner.io.max.bytes.per.second", "log.cleaner.backoff.ms",
 	"log.cleaner.min.cleanable.ratio", "log.cleaner.delete.retention.ms",
 	"log.cleaner.min.compaction.lag.ms", "log.cleaner.max.compaction.lag.ms",
 	"log.dir.failure.timeout.ms", "auto.include.jmx.reporter",
@@ -105,9 +103,9 @@ var kafkaIgnored = toSet(
 )
 
 // kafkaIgnoredPrefixes covers Kafka's families of keys with variable parts
-// (per-listener settings, cleaner and quota knobs, tiered storage).
+// (per-listener settings, quota knobs, tiered storage).
 var kafkaIgnoredPrefixes = []string{
-	"listener.name.", "ssl.", "sasl.", "log.cleaner.", "remote.log.", "remote.storage.",
+	"listener.name.", "ssl.", "sasl.", "remote.log.", "remote.storage.",
 	"zookeeper.", "quota.", "client.quota.", "group.consumer.", "group.share.", "share.",
 	"confluent.", "kafka.metrics.", "metric.", "metrics.", "sasl.oauthbearer.", "ssl.engine.",
 }

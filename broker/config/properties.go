@@ -91,6 +91,14 @@ type Config struct {
 	HighWatermarkCheckpoint     time.Duration
 	FollowerDropBehind          int64 // raftka.follower.drop.behind.bytes
 
+	// log.cleaner.enable, .threads, .dedupe.buffer.size,
+	// .io.max.bytes.per.second, .backoff.ms.
+	LogCleanerEnable              bool
+	LogCleanerThreads             int32
+	LogCleanerDedupeBufferSize    int64
+	LogCleanerIOMaxBytesPerSecond float64
+	LogCleanerBackoff             time.Duration
+
 	BrokerSessionTimeout               time.Duration
 	BrokerHeartbeatInterval            time.Duration
 	ControlledShutdownEnable           bool

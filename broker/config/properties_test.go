@@ -540,3 +540,25 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
+
+func TestLogCleanerSettings(t *testing.T) {
+	cfg, _ := mustParse(t, base)
+	if !cfg.LogCleanerEnable || cfg.LogCleanerThreads != 1 || cfg.LogCleanerDedupeBufferSize != 128<<20 ||
+		cfg.LogCleanerIOMaxBytesPerSecond != math.MaxFloat64 || cfg.LogCleanerBackoff != 15*time.Second {
+		t.Fatalf("defaults: %+v", cfg)
+	}
+	cfg, warnings := mustParse(t, base, "log.cleaner.enable=false", "log.cleaner.threads=3", "log.cleaner.dedupe.buffer.size=1048576",
+		"log.cleaner.io.max.bytes.per.second=5e6", "log.cleaner.backoff.ms=100")
+	if cfg.LogCleanerEnable || cfg.LogCleanerThreads != 3 || cfg.LogCleanerDedupeBufferSize != 1<<20 ||
+		cfg.LogCleanerIOMaxBytesPerSecond != 5e6 || cfg.LogCleanerBackoff != 100*time.Millisecond {
+		t.Fatalf("set: %+v", cfg)
+	}
+	if len(warnings) != 0 {
+		t.Fatalf("applied cleaner keys warned: %v", warnings)
+	}
+	for _, bad := range []string{"log.cleaner.threads=0", "log.cleaner.io.max.bytes.per.second=-1", "log.cleaner.io.max.bytes.per.second=fast"} {
+		if _, _, err := Parse([]byte(base+bad+"\n"), nil); err == nil {
+			t.Errorf("%s accepted", bad)
+		}
+	}
+}

@@ -76,6 +76,14 @@ func runServer(ctx context.Context, cfg *config.Config, log zerolog.Logger, shut
 		Threads:                int(cfg.RecoveryThreadsPerDataDir) * len(cfg.LogDirs),
 		ReplicationInterval:    cfg.HighWatermarkCheckpoint,
 		FollowerDropBehind:     cfg.FollowerDropBehind,
+		Cleaner: storage.CleanerOptions{
+			Enable:              cfg.LogCleanerEnable,
+			Threads:             int(cfg.LogCleanerThreads),
+			DedupeBufferSize:    cfg.LogCleanerDedupeBufferSize,
+			IOMaxBytesPerSecond: cfg.LogCleanerIOMaxBytesPerSecond,
+			Backoff:             cfg.LogCleanerBackoff,
+			OnClean:             logClean(log),
+		},
 	})
 	if err != nil {
 		return err
@@ -326,6 +334,20 @@ func advertisedEndpoints(cfg *config.Config) ([]metadata.Endpoint, error) {
 
 // topicStorageConfig resolves a topic's log config from its overrides in the
 // metadata image and this node's server.properties, by Kafka's precedence.
+// logClean logs what each clean of the log cleaner did.
+func logClean(log zerolog.Logger) func(storage.TopicPartition, storage.CleanStats, error) {
+	return func(tp storage.TopicPartition, st storage.CleanStats, err error) {
+		if err != nil {
+			log.Warn().Err(err).Stringer("partition", tp).Msg("log cleaner")
+			return
+		}
+		log.Info().Stringer("partition", tp).Int64("first_dirty", st.FirstDirty).Int64("end", st.End).
+			Int("segments_read", st.SegmentsRead).Int("segments_written", st.SegmentsWritten).
+			Int64("bytes_read", st.BytesRead).Int64("bytes_written", st.BytesWritten).
+			Int64("records_read", st.RecordsRead).Int64("records_kept", st.RecordsKept).Msg("log cleaned")
+	}
+}
+
 func topicStorageConfig(node *raftfsm.Node, cfg *config.Config, topic string) storage.Config {
 	img, _ := node.Current()
 	return broker.StorageConfig(img, cfg, topic)
