@@ -17,8 +17,10 @@
 // Batch), .index (see offsetIndex), .timeindex (see timeIndex),
 // NNNNNNNNNNNNNNNNNNNN.snapshot producer state (see ProducerSnapshot; our
 // own format, not Kafka's), leader-epoch-checkpoint (see LeaderEpochCache)
-// and partition.metadata (see ParsePartitionMetadata). Per log dir: recovery-point-offset-checkpoint,
-// replication-offset-checkpoint, log-start-offset-checkpoint (see
+// and partition.metadata (see ParsePartitionMetadata); while the cleaner
+// swaps segments, .cleaned and .swap files (see Log.Clean). Per log dir:
+// recovery-point-offset-checkpoint, replication-offset-checkpoint,
+// log-start-offset-checkpoint, cleaner-offset-checkpoint (see
 // ParseOffsetCheckpoint) and the .kafka_cleanshutdown marker, present only
 // between a clean Manager.Close and the next OpenManager.
 //
@@ -29,8 +31,12 @@
 // appends and segment rolls; log_read.go reads and the lookups by time;
 // log_truncate.go Truncate, ResetTo and DeleteRecords; log_flush.go
 // flush.messages, flush.ms and Sync; retention.go time and size retention
-// by cleanup.policy; log_loader.go opening and recovery. manager.go owns
-// the set of logs and the schedule; segment.go, offset_index.go,
+// by cleanup.policy; log_loader.go opening and recovery. The cleaner:
+// cleaner_plan.go what is cleanable and which log is dirtiest,
+// cleaner_map.go the key map, cleaner_batch.go and cleaner_compress.go the
+// filtering and recompression of one batch, cleaner.go a log's clean and
+// segment swap, cleaner_manager.go and cleaner_throttle.go the threads.
+// manager.go owns the set of logs and the schedule; segment.go, offset_index.go,
 // time_index.go and index.go one segment's files; batch.go and
 // compression.go the v2 batch format and its codecs; producer_state.go,
 // leader_epoch.go, checkpoint.go, meta_properties.go and
@@ -41,7 +47,9 @@
 // A Log has one writer at a time and any number of readers. Writers
 // (Append, AppendAsFollower, Truncate, ResetTo, DeleteRecords,
 // ApplyRetention, Roll, UpdateConfig, ExpireProducers, Close) serialise on
-// Log.mu; Producers takes it too, to copy the producer table. A write
+// Log.mu; Producers takes it too, to copy the producer table. Clean runs
+// beside them: it takes Log.mu only to read the log's state and to swap
+// each group of segments, and gives up if a truncation intervened. A write
 // is published only after its bytes are in the file: the active segment's
 // size and the log end offset change together under Log.segMu, which
 // readers (Read, lookups) hold shared while they resolve offsets to file
@@ -105,12 +113,43 @@
 // for ListOffsets by time, which must find the exact record as Kafka does,
 // and for tools; it refuses more than MaxDecompressedBytes per batch.
 //
+// # Retention and compaction
+//
+// cleanup.policy decides (CleanupPolicy): delete lets retention.ms and
+// retention.bytes remove old segments; compact never does (Kafka Connect,
+// Schema Registry and Streams keep state in such topics) and lets the
+// cleaner compact; compact,delete does both; an empty policy does neither.
+// DeleteRecords moves the log start whatever the policy.
+//
+// The cleaner (Log.Clean, run by the Manager's log.cleaner.threads) works
+// as Kafka's: it cleans the log with the highest dirty ratio above
+// min.cleanable.dirty.ratio (or past max.compaction.lag.ms), maps each key
+// of the dirty segments to its last offset, then rewrites every segment
+// below the end of that range keeping per key the last record, with
+// offsets unchanged, so a compacted log has gaps. Keyless records go;
+// tombstones stay delete.retention.ms past the clean that first sees them
+// (the delete horizon in baseTimestamp, KIP-534); a producer's last batch
+// stays, empty if need be, so its sequence state survives; a batch that
+// loses records is recompressed with its codec, one that loses none is
+// copied as it is. Only durable data (below the recovery point, which
+// Clean advances first) and replicated data (below the high watermark) is
+// cleaned. The swap is crash-safe: the new segment is written .cleaned,
+// renamed .swap, the old ones .deleted, the .swap into place; OpenLog
+// finishes a swap whose .swap files exist and discards .cleaned ones.
+// Recovery accepts gaps between batches only below the cleaner checkpoint
+// (moved and written before the first swap) and in swapped segments;
+// elsewhere a gap still marks a damaged base offset. A follower accepts a
+// compacted leader's gaps and moves its checkpoint past them.
+//
 // # Not here yet
 //
 // Transactions (markers' coordinator epochs, the last stable offset, the
-// aborted-transaction index .txnindex) and compaction are separate pieces
-// of work. Producer state records an open transaction's first offset and
-// clears it at a control batch, nothing more.
+// aborted-transaction index .txnindex) are a separate piece of work.
+// Producer state records an open transaction's first offset and clears it
+// at a control batch, nothing more. The cleaner keeps control batches and
+// transactional records as they are; batchFilter.aborted is the seam where
+// aborted records will go and markers be removed once their transaction
+// holds no record and delete.retention.ms has passed.
 //
 //arch:imports std github.com/klauspost/compress/... github.com/pierrec/lz4/v4 golang.org/x/sys/unix
 //arch:imports github.com/magiconair/properties
