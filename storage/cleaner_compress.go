@@ -22,7 +22,9 @@ func compressRecords(dst []byte, c Compression, src []byte, xerial bool) ([]byte
 		return append(dst, src...), nil
 	case CompressionGzip:
 		w := bytes.NewBuffer(dst)
-		zw := gzip.NewWriter(w)
+		zw := gzipWriters.Get().(*gzip.Writer)
+		defer gzipWriters.Put(zw)
+		zw.Reset(w)
 		if _, err := zw.Write(src); err != nil {
 			return nil, err
 		}
@@ -37,7 +39,9 @@ func compressRecords(dst []byte, c Compression, src []byte, xerial bool) ([]byte
 		return appendXerial(dst, src), nil
 	case CompressionLZ4:
 		w := bytes.NewBuffer(dst)
-		zw := lz4.NewWriter(w)
+		zw := lz4Writers.Get().(*lz4.Writer)
+		defer lz4Writers.Put(zw)
+		zw.Reset(w)
 		if _, err := zw.Write(src); err != nil {
 			return nil, err
 		}
@@ -54,6 +58,13 @@ func compressRecords(dst []byte, c Compression, src []byte, xerial bool) ([]byte
 	}
 	return nil, fmt.Errorf("%w: unknown compression codec %d", ErrCorruptBatch, c)
 }
+
+// The gzip and lz4 writers hold hundreds of KiB of state each: one per
+// batch would dominate the cleaning of small batches.
+var (
+	gzipWriters = sync.Pool{New: func() any { return gzip.NewWriter(nil) }}
+	lz4Writers  = sync.Pool{New: func() any { return newLZ4Writer() }}
+)
 
 // xerialChunk is the chunk size snappy-java writes.
 const xerialChunk = 32 << 10
@@ -82,3 +93,11 @@ var zstdEncoder = sync.OnceValues(func() (*zstd.Encoder, error) {
 	}
 	return e, nil
 })
+
+// newLZ4Writer writes 64 KiB blocks, as Kafka's producers do, rather than
+// the library's 4 MiB (a batch's records are far smaller).
+func newLZ4Writer() *lz4.Writer {
+	w := lz4.NewWriter(nil)
+	_ = w.Apply(lz4.BlockSizeOption(lz4.Block64Kb))
+	return w
+}
