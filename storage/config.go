@@ -28,7 +28,7 @@ func (t TimestampType) String() string {
 type Config struct {
 	SegmentBytes       int64 // segment.bytes: roll when the active segment would exceed it
 	SegmentMs          int64 // segment.ms: roll when the active segment is older
-	SegmentJitterMs    int64 // segment.jitter.ms: subtracted from SegmentMs
+	SegmentJitterMs    int64 // segment.jitter.ms: each segment rolls up to this much (at random) before SegmentMs
 	SegmentIndexBytes  int64 // segment.index.bytes: max size of each index; roll when full
 	IndexIntervalBytes int64 // index.interval.bytes: log bytes between index entries
 	RetentionMs        int64 // retention.ms: delete segments older; -1 keeps forever

@@ -241,7 +241,7 @@ func (l *Log) maybeRollLocked(b Batch, info BatchInfo, cfg *Config, now time.Tim
 	case b.LastOffset()-s.baseOffset > math.MaxUint32:
 	case s.offIdx.full() || s.timeIdx.full():
 	case size > 0 && size+int64(len(b)) > cfg.SegmentBytes:
-	case size > 0 && timeWaited(s, b, info, now) > cfg.SegmentMs-cfg.SegmentJitterMs:
+	case size > 0 && timeWaited(s, b, info, now) > cfg.SegmentMs-s.rollJitter:
 	default:
 		return nil
 	}

@@ -181,3 +181,35 @@ func TestManagerRetentionByPolicy(t *testing.T) {
 		t.Fatalf("delete topic kept %d bytes", events.Size())
 	}
 }
+
+// segment.jitter.ms is drawn per segment, so segments roll at different
+// ages between segment.ms - segment.jitter.ms and segment.ms.
+func TestSegmentJitterPerSegment(t *testing.T) {
+	clk := newClock()
+	cfg := smallConfig()
+	cfg.SegmentBytes = 1 << 20
+	cfg.SegmentMs = 1000
+	cfg.SegmentJitterMs = 900
+	l, _ := openTestLog(t, partDir(t), cfg, LogOptions{Now: clk.now})
+	defer l.Close()
+	for range 600 {
+		if _, err := l.Append(batchOf(clk.now().UnixMilli(), "j", 1), AppendOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		clk.advance(10 * time.Millisecond)
+	}
+	l.segMu.RLock()
+	segs := l.segments[:len(l.segments)-1]
+	spans := map[int64]bool{}
+	for _, s := range segs {
+		span := s.maxTs - s.firstTs
+		if span > cfg.SegmentMs || span < cfg.SegmentMs-cfg.SegmentJitterMs-10 {
+			t.Errorf("segment at %d spans %d ms", s.baseOffset, span)
+		}
+		spans[span] = true
+	}
+	l.segMu.RUnlock()
+	if len(segs) < 6 || len(spans) < 3 {
+		t.Fatalf("%d segments rolled at %d distinct ages: the jitter is not drawn per segment", len(segs), len(spans))
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"sync/atomic"
@@ -22,6 +23,15 @@ const (
 	swapSuffix      = ".swap"
 	tmpSuffix       = ".tmp"
 )
+
+// randomJitter draws a segment's roll jitter: uniform in
+// [0, min(segment.jitter.ms, segment.ms)), 0 without jitter.
+func randomJitter(cfg *Config) int64 {
+	if n := min(cfg.SegmentJitterMs, cfg.SegmentMs); n > 0 {
+		return rand.Int64N(n)
+	}
+	return 0
+}
 
 // segmentName is a base offset as Kafka names segment files: 20 digits.
 func segmentName(base int64) string { return fmt.Sprintf("%020d", base) }
@@ -53,6 +63,11 @@ type segment struct {
 	// the last advice, dropFrom the size at the one before (where the
 	// bytes still cached begin).
 	advised, dropFrom int64
+	// rollJitter is this segment's share of segment.jitter.ms, drawn at
+	// random when the segment is created or opened, as Kafka draws it, so
+	// segments of many partitions created together do not all roll at
+	// once.
+	rollJitter int64
 	// suffix follows the file names of a segment the cleaner is building
 	// (.cleaned, then .swap); empty for a segment of the log.
 	suffix string
@@ -76,7 +91,7 @@ func createSegment(dir string, base int64, cfg *Config, now time.Time) (*segment
 
 // createSegmentAs is createSegment with suffix after each file name.
 func createSegmentAs(dir string, base int64, suffix string, cfg *Config, now time.Time) (*segment, error) {
-	s := &segment{dir: dir, baseOffset: base, nextOffset: base, maxTs: NoTimestamp, maxTsOffset: base, firstTs: NoTimestamp, created: now.UnixMilli(), suffix: suffix}
+	s := &segment{dir: dir, baseOffset: base, nextOffset: base, maxTs: NoTimestamp, maxTsOffset: base, firstTs: NoTimestamp, created: now.UnixMilli(), suffix: suffix, rollJitter: randomJitter(cfg)}
 	for _, p := range []string{s.indexPath(), s.timeIndexPath()} {
 		if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
 			return nil, err
@@ -107,7 +122,7 @@ func createSegmentAs(dir string, base int64, suffix string, cfg *Config, now tim
 // With rescan the caller is about to rebuild the indexes by recover, so
 // they are emptied rather than read.
 func openSegmentFiles(dir string, base int64, cfg *Config, rescan bool) (s *segment, idxErr error, err error) {
-	s = &segment{dir: dir, baseOffset: base, nextOffset: base, maxTs: NoTimestamp, maxTsOffset: base, firstTs: NoTimestamp}
+	s = &segment{dir: dir, baseOffset: base, nextOffset: base, maxTs: NoTimestamp, maxTsOffset: base, firstTs: NoTimestamp, rollJitter: randomJitter(cfg)}
 	f, err := os.OpenFile(s.logPath(), os.O_RDWR, 0o644)
 	if err != nil {
 		return nil, nil, err
