@@ -72,6 +72,13 @@
 // Log.mu is never held across another Log's locks. Hot paths (Append, Read)
 // allocate nothing per record.
 //
+// # Flushing
+//
+// As in Kafka, appends are not fsynced unless flush.messages or flush.ms
+// ask for it; a segment is fsynced once it rolls (Log.FlushRolled, on the
+// Manager's next tick), which moves the recovery point to the new active
+// segment, so recovery after a crash rescans only that segment.
+//
 // # Page cache
 //
 // Like Kafka, the log writes through the page cache and leaves writeback to

@@ -67,3 +67,43 @@ func (l *Log) Sync() error {
 	l.lastFlush.Store(l.now().UnixMilli())
 	return nil
 }
+
+// FlushRolled fsyncs the segments below the active one that are not yet
+// known durable and moves the recovery point to the active segment's base,
+// as Kafka flushes a segment in the background once it rolls: the
+// recovery point keeps up with the log without flush.ms, so recovery after
+// a crash rescans only the active segment. The Manager calls it on each
+// tick; it costs nothing when no segment rolled since the last call.
+func (l *Log) FlushRolled() error {
+	l.flushMu.Lock()
+	defer l.flushMu.Unlock()
+	if l.shut {
+		return ErrClosed
+	}
+	rp := l.recoveryPoint.Load()
+	l.segMu.RLock()
+	target := l.segments[len(l.segments)-1].baseOffset
+	var segs []*segment
+	if target > rp {
+		for i := l.segmentFor(rp); i < len(l.segments)-1; i++ {
+			segs = append(segs, l.segments[i])
+		}
+	}
+	l.segMu.RUnlock()
+	if target <= rp {
+		return nil
+	}
+	for _, s := range segs {
+		if err := s.sync(); err != nil {
+			return fmt.Errorf("fsync %s: %w", s.logPath(), err)
+		}
+	}
+	if !l.dirSynced.Swap(true) {
+		if err := fsyncDir(l.dir); err != nil {
+			l.dirSynced.Store(false)
+			return err
+		}
+	}
+	l.recoveryPoint.Store(target)
+	return nil
+}

@@ -387,7 +387,7 @@ func (m *Manager) checkpoint(file string) error {
 }
 
 // Tick runs one round of the scheduled work that is due at now: flush.ms
-// flushes, retention and checkpoints as asked, and producer-id expiry when
+// flushes, the flush of rolled segments (Log.FlushRolled), retention and checkpoints as asked, and producer-id expiry when
 // ProducerIDExpirationCheckInterval has passed since the last. The
 // scheduler goroutine calls it; with DisableScheduler, tests call it. It
 // returns the errors met (the caller logs them); one log's failure does
@@ -416,6 +416,9 @@ func (m *Manager) Tick(now time.Time, retention, recoveryPoints, logStarts, repl
 		}
 		if err := l.FlushIfDue(now); err != nil && !errors.Is(err, ErrClosed) {
 			errs = append(errs, fmt.Errorf("flush %s: %w", l.tp, err))
+		}
+		if err := l.FlushRolled(); err != nil && !errors.Is(err, ErrClosed) {
+			errs = append(errs, fmt.Errorf("flush rolled segments %s: %w", l.tp, err))
 		}
 		if retention {
 			if _, err := l.ApplyRetention(now); err != nil && !errors.Is(err, ErrClosed) {

@@ -213,3 +213,53 @@ func TestSegmentJitterPerSegment(t *testing.T) {
 		t.Fatalf("%d segments rolled at %d distinct ages: the jitter is not drawn per segment", len(segs), len(spans))
 	}
 }
+
+// A rolled segment is flushed by the next tick, so the recovery point
+// follows the log and an unclean restart rescans only the active segment.
+func TestRolledSegmentsFlushed(t *testing.T) {
+	clk := newClock()
+	cfg := smallConfig()
+	cfg.SegmentBytes = 300
+	dirs := []string{filepath.Join(t.TempDir(), "d")}
+	m, _, err := OpenManager(ManagerOptions{Dirs: dirs, Now: clk.now, ConfigFor: func(string) Config { return cfg }, DisableScheduler: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := m.GetOrCreate("t", 0, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 20 {
+		if _, err := l.Append(batchOf(clk.now().UnixMilli(), "f", 2), AppendOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if l.RecoveryPoint() != 0 {
+		t.Fatalf("recovery point %d before any flush", l.RecoveryPoint())
+	}
+	l.segMu.RLock()
+	active := l.segments[len(l.segments)-1].baseOffset
+	segs := len(l.segments)
+	l.segMu.RUnlock()
+	if err := m.Tick(clk.now(), false, true, false, false); err != nil {
+		t.Fatal(err)
+	}
+	if l.RecoveryPoint() != active {
+		t.Fatalf("recovery point %d after a tick, want the active segment's base %d", l.RecoveryPoint(), active)
+	}
+	rps, err := ReadOffsetCheckpoint(filepath.Join(dirs[0], RecoveryPointCheckpointFile))
+	if err != nil || rps[TopicPartition{"t", 0}] != active {
+		t.Fatalf("checkpointed recovery point %v %v", rps, err)
+	}
+	if err := l.FlushRolled(); err != nil || l.RecoveryPoint() != active {
+		t.Fatalf("second FlushRolled: %v, recovery point %d", err, l.RecoveryPoint())
+	}
+	// An unclean restart from that checkpoint rescans the active segment
+	// only.
+	m.Close()
+	l3, rep := openTestLog(t, filepath.Join(dirs[0], "t-0"), cfg, LogOptions{Now: clk.now, RecoveryPoint: active})
+	defer l3.Close()
+	if len(rep.Recovered) != 1 || segs < 3 {
+		t.Fatalf("rescanned %v of %d segments", rep.Recovered, segs)
+	}
+}
