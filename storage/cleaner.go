@@ -90,6 +90,10 @@ type CleanOptions struct {
 	// (the Manager writes cleaner-offset-checkpoint); Clean calls it
 	// before it swaps in the first cleaned segment.
 	Checkpoint func() error
+	// Abort, when closed, makes a clean in progress give up
+	// (errCleanAborted, nothing swapped in from then on), so a shutdown
+	// does not wait for a long clean.
+	Abort <-chan struct{}
 	// offsetMap is reused between cleans by a cleaner thread.
 	offsetMap *offsetMap
 }
@@ -141,7 +145,8 @@ func (l *Log) Clean(now time.Time, opts CleanOptions) (CleanStats, bool, error) 
 	} else {
 		m.clear()
 	}
-	end, err := l.buildOffsetMap(m, segs, plan, opts.Throttle, &st)
+	cio := &cleanIO{th: opts.Throttle, abort: opts.Abort, st: &st}
+	end, err := l.buildOffsetMap(m, segs, plan, cio)
 	if err != nil {
 		return st, false, l.abortedIf(gen, err)
 	}
@@ -167,7 +172,7 @@ func (l *Log) Clean(now time.Time, opts CleanOptions) (CleanStats, bool, error) 
 	}
 	f := &batchFilter{m: m, nowMs: now.UnixMilli(), deleteRetentionMs: in.Config.DeleteRetentionMs, lastOfProducer: lastOf, horizon: math.MaxInt64}
 	for _, g := range groupSegments(segs[:end], &in.Config) {
-		if err := l.cleanGroup(g, f, gen, now, opts.Throttle, &st); err != nil {
+		if err := l.cleanGroup(g, f, gen, now, cio); err != nil {
 			return st, true, l.abortedIf(gen, err)
 		}
 	}
@@ -209,12 +214,12 @@ func (l *Log) syncBelowActive() error {
 // end, or the first segment whose keys did not all fit. Keys of that
 // segment already put stay: they name records that exist, above the
 // cleaned range, so dropping older records for them loses nothing.
-func (l *Log) buildOffsetMap(m *offsetMap, segs []*segment, plan cleanPlan, th *Throttle, st *CleanStats) (int, error) {
+func (l *Log) buildOffsetMap(m *offsetMap, segs []*segment, plan cleanPlan, cio *cleanIO) (int, error) {
 	var scratch []byte
 	for i := plan.dirtySeg; i < plan.endSeg; i++ {
 		s := segs[i]
 		full := false
-		err := scanSegment(s, &scratch, th, st, func(b Batch) error {
+		err := cio.scan(s, &scratch, func(b Batch) error {
 			// Markers carry no keys; once transactions exist, aborted
 			// records must not enter the map either.
 			if b.Control() {
@@ -234,7 +239,7 @@ func (l *Log) buildOffsetMap(m *offsetMap, segs []*segment, plan cleanPlan, th *
 		if err != nil {
 			return 0, err
 		}
-		st.DirtyBytes += s.size.Load()
+		cio.st.DirtyBytes += s.size.Load()
 		if full {
 			if i == plan.dirtySeg {
 				return 0, fmt.Errorf("%w: %s", ErrCleanerBufferTooSmall, s.logPath())
@@ -245,17 +250,37 @@ func (l *Log) buildOffsetMap(m *offsetMap, segs []*segment, plan cleanPlan, th *
 	return plan.endSeg, nil
 }
 
-// scanSegment calls fn with each batch of s in order, until stop says so.
-func scanSegment(s *segment, scratch *[]byte, th *Throttle, st *CleanStats, fn func(Batch) error, stop func() bool) error {
+// cleanIO is a clean's reading and writing: throttled, counted, and
+// stopped when abort closes.
+type cleanIO struct {
+	th    *Throttle
+	abort <-chan struct{}
+	st    *CleanStats
+}
+
+func (cio *cleanIO) aborted() bool {
+	select {
+	case <-cio.abort:
+		return true
+	default:
+		return false
+	}
+}
+
+// scan calls fn with each batch of s in order, until stop says so.
+func (cio *cleanIO) scan(s *segment, scratch *[]byte, fn func(Batch) error, stop func() bool) error {
 	end := s.size.Load()
 	r := bufio.NewReaderSize(io.NewSectionReader(s.f, 0, end), 1<<16)
 	for pos := int64(0); pos < end && !stop(); {
+		if cio.aborted() {
+			return errCleanAborted
+		}
 		b, err := readBatch(r, end-pos, scratch)
 		if err != nil {
 			return fmt.Errorf("%s at position %d: %w", s.logPath(), pos, err)
 		}
-		th.wait(int64(len(b)))
-		st.BytesRead += int64(len(b))
+		cio.th.wait(int64(len(b)))
+		cio.st.BytesRead += int64(len(b))
 		if err := fn(b); err != nil {
 			return fmt.Errorf("%s at position %d: %w", s.logPath(), pos, err)
 		}
@@ -290,8 +315,9 @@ func groupSegments(segs []*segment, cfg *Config) [][]*segment {
 
 // cleanGroup writes the cleaned form of a group of segments and swaps it
 // in, unless nothing in it changes.
-func (l *Log) cleanGroup(g []*segment, f *batchFilter, gen int64, now time.Time, th *Throttle, st *CleanStats) error {
+func (l *Log) cleanGroup(g []*segment, f *batchFilter, gen int64, now time.Time, cio *cleanIO) error {
 	cfg := l.cfg.Load()
+	st := cio.st
 	st.SegmentsRead += len(g)
 	ns, err := createSegmentAs(l.dir, g[0].baseOffset, cleanedSuffix, cfg, now)
 	if err != nil {
@@ -301,7 +327,7 @@ func (l *Log) cleanGroup(g []*segment, f *batchFilter, gen int64, now time.Time,
 	changed := false
 	var scratch []byte
 	for _, s := range g {
-		err := scanSegment(s, &scratch, th, st, func(b Batch) error {
+		err := cio.scan(s, &scratch, func(b Batch) error {
 			nb, err := f.filter(b)
 			if err != nil {
 				return err
@@ -324,7 +350,7 @@ func (l *Log) cleanGroup(g []*segment, f *batchFilter, gen int64, now time.Time,
 			}
 			ns.noteBatch(nb, info)
 			ns.size.Add(int64(len(nb)))
-			th.wait(int64(len(nb)))
+			cio.th.wait(int64(len(nb)))
 			hook("writing")
 			return nil
 		}, func() bool { return false })

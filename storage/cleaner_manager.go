@@ -77,7 +77,9 @@ func (m *Manager) stopCleaners() {
 // log.cleaner.backoff.ms when no log is due.
 func (m *Manager) cleanerThread() {
 	defer m.cleanWG.Done()
-	om := newOffsetMap(m.opts.Cleaner.DedupeBufferSize / int64(m.opts.Cleaner.Threads))
+	// The key map is allocated at the first clean, not before: a node
+	// without compacted topics never pays for it.
+	var om *offsetMap
 	t := time.NewTimer(0)
 	defer t.Stop()
 	for {
@@ -86,7 +88,7 @@ func (m *Manager) cleanerThread() {
 			return
 		case <-t.C:
 		}
-		_, did, err := m.cleanOnce(m.opts.Now(), om)
+		_, did, err := m.cleanOnce(m.opts.Now(), &om)
 		wait := m.opts.Cleaner.Backoff
 		if did && err == nil {
 			wait = 0 // another log may be due at once
@@ -102,19 +104,26 @@ func (m *Manager) CleanOnce(now time.Time) (tp TopicPartition, did bool, err err
 	return m.cleanOnce(now, nil)
 }
 
-func (m *Manager) cleanOnce(now time.Time, om *offsetMap) (TopicPartition, bool, error) {
+func (m *Manager) cleanOnce(now time.Time, om **offsetMap) (TopicPartition, bool, error) {
 	l := m.pickDirtiest(now)
 	if l == nil {
 		return TopicPartition{}, false, nil
+	}
+	budget := m.opts.Cleaner.DedupeBufferSize / int64(max(m.opts.Cleaner.Threads, 1))
+	opts := CleanOptions{DedupeBufferBytes: budget, Throttle: m.throttle, Abort: m.cleanStop,
+		Checkpoint: func() error { return m.checkpoint(CleanerCheckpointFile) }}
+	if om != nil {
+		if *om == nil {
+			*om = newOffsetMap(budget)
+		}
+		opts.offsetMap = *om
 	}
 	defer func() {
 		m.mu.Lock()
 		delete(m.cleaning, l)
 		m.mu.Unlock()
 	}()
-	budget := m.opts.Cleaner.DedupeBufferSize / int64(max(m.opts.Cleaner.Threads, 1))
-	st, did, err := l.Clean(now, CleanOptions{DedupeBufferBytes: budget, Throttle: m.throttle, offsetMap: om,
-		Checkpoint: func() error { return m.checkpoint(CleanerCheckpointFile) }})
+	st, did, err := l.Clean(now, opts)
 	if errors.Is(err, errCleanAborted) || errors.Is(err, ErrClosed) {
 		err = nil
 	}

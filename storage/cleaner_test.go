@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -339,5 +340,32 @@ func TestFollowerAcceptsGaps(t *testing.T) {
 	defer l2.Close()
 	if rep.LostData() || l2.LogEndOffset() != 6 {
 		t.Fatalf("reopen: %+v, LEO %d", rep, l2.LogEndOffset())
+	}
+}
+
+// A clean told to abort (the Manager closing) stops, swaps nothing in and
+// leaves no files behind.
+func TestCleanAbort(t *testing.T) {
+	clk := newClock()
+	dir := partDir(t)
+	l, _ := openTestLog(t, dir, compactConfig(), LogOptions{Now: clk.now})
+	defer l.Close()
+	for i := range 100 {
+		l.Append(keyedBatch(t, clk.now().UnixMilli(), CompressionNone, -1, 0, kv{key: fmt.Sprint(i % 3), value: "v"}), AppendOptions{})
+	}
+	l.SetHighWatermark(l.LogEndOffset())
+	before := readRecords(t, l, 0)
+	abort := make(chan struct{})
+	close(abort)
+	if _, _, err := l.Clean(clk.now(), CleanOptions{Abort: abort}); !errors.Is(err, errCleanAborted) {
+		t.Fatalf("aborted clean: %v", err)
+	}
+	if got := readRecords(t, l, 0); len(got) != len(before) {
+		t.Fatalf("an aborted clean changed the log: %d records of %d", len(got), len(before))
+	}
+	for _, pat := range []string{"*.cleaned", "*.swap"} {
+		if m, _ := filepath.Glob(filepath.Join(dir, pat)); len(m) > 0 {
+			t.Fatalf("left %v", m)
+		}
 	}
 }
