@@ -1,6 +1,7 @@
 package storage
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -368,4 +369,63 @@ func TestCleanAbort(t *testing.T) {
 			t.Fatalf("left %v", m)
 		}
 	}
+}
+
+// FuzzCleanBatch feeds the cleaner's batch filter arbitrary records
+// sections under every codec: it never panics, fails only with
+// ErrCorruptBatch, and what it writes is a valid stored batch with the
+// same offset range whose records are records of the input at their
+// offsets.
+func FuzzCleanBatch(f *testing.F) {
+	raw := keyedBatch(f, 1_700_000_000_000, CompressionNone, 5, 0, kv{key: "a", value: "1"}, kv{key: "b", tombstone: true}, kv{key: "a", value: "2"}, kv{value: "keyless"})
+	for _, c := range []Compression{CompressionNone, CompressionGzip, CompressionSnappy, CompressionLZ4, CompressionZstd} {
+		b := recompressBatch(f, raw, c)
+		f.Add(uint8(c), int32(4), int32(3), b[BatchHeaderSize:], int64(0), false)
+		f.Add(uint8(c), int32(4), int32(3), b[BatchHeaderSize:], int64(1_700_000_100_000), true)
+	}
+	f.Fuzz(func(t *testing.T, codec uint8, count, lastDelta int32, data []byte, now int64, horizon bool) {
+		b := Batch(withCompressedRecords(raw, Compression(codec&attrCompressionMask), data))
+		binary.BigEndian.PutUint32(b[offRecordCount:], uint32(count))
+		binary.BigEndian.PutUint32(b[offLastDelta:], uint32(lastDelta))
+		if horizon {
+			binary.BigEndian.PutUint16(b[offAttributes:], uint16(b.Attributes())|attrDeleteHorizon)
+		}
+		b.updateCRC()
+		m := newOffsetMap(1 << 10)
+		m.put([]byte("a"), 2)
+		m.put([]byte("b"), 1)
+		bf := &batchFilter{m: m, nowMs: now, deleteRetentionMs: 1000, lastOfProducer: map[int64]int64{5: b.LastOffset()}, horizon: math.MaxInt64}
+		in := map[int64]Record{}
+		_ = b.Records(func(r Record) bool {
+			r.Key, r.Value = bytes.Clone(r.Key), bytes.Clone(r.Value)
+			in[r.Offset] = r
+			return true
+		})
+		nb, err := bf.filter(b)
+		if err != nil {
+			if !errors.Is(err, ErrCorruptBatch) {
+				t.Fatalf("%v is not ErrCorruptBatch", err)
+			}
+			return
+		}
+		if nb == nil {
+			return
+		}
+		if _, err := nb.ValidateStored(); err != nil {
+			t.Fatalf("filtered batch does not validate: %v", err)
+		}
+		if nb.BaseOffset() != b.BaseOffset() || nb.LastOffset() != b.LastOffset() || nb.RecordCount() > b.RecordCount() || nb.Compression() != b.Compression() && nb.RecordCount() > 0 {
+			t.Fatalf("filtered batch %d..%d (%d records, %s) from %d..%d (%d, %s)", nb.BaseOffset(), nb.LastOffset(), nb.RecordCount(), nb.Compression(), b.BaseOffset(), b.LastOffset(), b.RecordCount(), b.Compression())
+		}
+		err = nb.Records(func(r Record) bool {
+			w, ok := in[r.Offset]
+			if !ok || !bytes.Equal(w.Key, r.Key) || !bytes.Equal(w.Value, r.Value) || (w.Value == nil) != (r.Value == nil) || !nb.LogAppendTime() && w.Timestamp != r.Timestamp {
+				t.Fatalf("record at %d is %+v, the input's is %+v", r.Offset, r, w)
+			}
+			return true
+		})
+		if err != nil {
+			t.Fatalf("filtered batch does not decode: %v", err)
+		}
+	})
 }
