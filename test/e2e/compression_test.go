@@ -339,38 +339,49 @@ func badBatches(t testing.TB) []badBatch {
 // returns the partition's answer.
 func produceOn(t *testing.T, conn net.Conn, corr int32, topic string, acks int16, batch []byte) kmsg.ProduceResponseTopicPartition {
 	t.Helper()
+	got, err := produceExchange(conn, corr, topic, 0, acks, batch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return got
+}
+
+// produceExchange is produceOn for any partition, for goroutines: it
+// returns errors rather than failing the test.
+func produceExchange(conn net.Conn, corr int32, topic string, partition int32, acks int16, batch []byte) (kmsg.ProduceResponseTopicPartition, error) {
+	var none kmsg.ProduceResponseTopicPartition
 	req := kmsg.NewPtrProduceRequest()
 	req.Version, req.Acks, req.TimeoutMillis = 11, acks, 10000
 	rt := kmsg.NewProduceRequestTopic()
 	rt.Topic = topic
 	rp := kmsg.NewProduceRequestTopicPartition()
-	rp.Records = bytes.Clone(batch)
+	rp.Partition, rp.Records = partition, bytes.Clone(batch)
 	rt.Partitions = append(rt.Partitions, rp)
 	req.Topics = append(req.Topics, rt)
 	f := kmsg.NewRequestFormatter(kmsg.FormatterClientID("raftka-e2e-corrupt"))
 	_ = conn.SetDeadline(time.Now().Add(30 * time.Second))
 	if _, err := conn.Write(f.AppendRequest(nil, req, corr)); err != nil {
-		t.Fatalf("write produce: %v", err)
+		return none, fmt.Errorf("write produce: %v", err)
 	}
 	var size [4]byte
 	if _, err := io.ReadFull(conn, size[:]); err != nil {
-		t.Fatalf("read produce answer (the connection must stay usable): %v", err)
+		return none, fmt.Errorf("read produce answer (the connection must stay usable): %v", err)
 	}
 	body := make([]byte, binary.BigEndian.Uint32(size[:]))
 	if _, err := io.ReadFull(conn, body); err != nil {
-		t.Fatalf("read produce answer: %v", err)
+		return none, fmt.Errorf("read produce answer: %v", err)
 	}
 	if got := int32(binary.BigEndian.Uint32(body)); got != corr {
-		t.Fatalf("correlation %d, want %d", got, corr)
+		return none, fmt.Errorf("correlation %d, want %d", got, corr)
 	}
 	resp := req.ResponseKind().(*kmsg.ProduceResponse)
 	if err := resp.ReadFrom(body[5:]); err != nil { // correlation id, empty header tags
-		t.Fatalf("decode produce answer: %v", err)
+		return none, fmt.Errorf("decode produce answer: %v", err)
 	}
 	if len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 1 {
-		t.Fatalf("produce answer %+v", resp)
+		return none, fmt.Errorf("produce answer %+v", resp)
 	}
-	return resp.Topics[0].Partitions[0]
+	return resp.Topics[0].Partitions[0], nil
 }
 
 func testCompressedRefused(t *testing.T, c *cluster.Cluster, adm *kadm.Client) {
