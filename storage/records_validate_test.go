@@ -312,3 +312,38 @@ func BenchmarkValidateProduce(b *testing.B) {
 		})
 	}
 }
+
+// TestAppendRefusesCorruptCompressed: the leader's append runs the walk
+// with the log's config, and a refused batch leaves the log as it was.
+func TestAppendRefusesCorruptCompressed(t *testing.T) {
+	noFsync(t)
+	cfg := smallConfig()
+	cfg.CleanupPolicy = PolicyCompact
+	l, _ := openTestLog(t, partDir(t), cfg, LogOptions{})
+	raw := recordbatch.Build(1_700_000_000_000, recordbatch.Record{Key: []byte("a"), Value: []byte("1"), Timestamp: 1_700_000_000_000},
+		recordbatch.Record{Key: []byte("b"), Value: []byte("2"), Timestamp: 1_700_000_000_005})
+	good := compressBatch(t, raw, codecFor(CompressionZstd))
+	garbage := batchWith(CompressionZstd, 2, []byte("\x28\xb5\x2f\xfd this is not a zstd frame"))
+	keyless := batchWith(CompressionZstd, 2, zstdBytes(t, append(rawRecord(0, []byte("k"), nil), rawRecord(1, nil, []byte("v"))...)))
+	for _, bad := range []struct {
+		b    []byte
+		want error
+	}{{garbage, ErrCorruptBatch}, {keyless, ErrInvalidRecord}} {
+		if _, err := l.Append(bad.b, AppendOptions{}); !errors.Is(err, bad.want) {
+			t.Fatalf("append: %v, want %v", err, bad.want)
+		}
+		if l.LogEndOffset() != 0 || l.Size() != 0 {
+			t.Fatalf("a refused batch moved the log: end %d, %d bytes", l.LogEndOffset(), l.Size())
+		}
+	}
+	sent := slices.Clone(good)
+	res, err := l.Append(good, AppendOptions{})
+	if err != nil || res.BaseOffset != 0 || l.LogEndOffset() != 2 {
+		t.Fatalf("valid batch: %+v, %v", res, err)
+	}
+	// Stored as sent: only base offset and leader epoch (outside the CRC)
+	// were stamped.
+	Batch(sent).SetBaseOffset(0)
+	Batch(sent).SetPartitionLeaderEpoch(0)
+	requireBatches(t, l, [][]byte{sent})
+}
