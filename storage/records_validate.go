@@ -292,7 +292,7 @@ func (w *recordWalk) open(codec Compression, data []byte, limit int64) error {
 			// window may not exceed what the whole batch may decompress to.
 			d, err := zstd.NewReader(nil,
 				zstd.WithDecoderConcurrency(1),
-				zstd.WithDecoderLowmem(true),
+				zstd.WithDecoderLowmem(false),
 				zstd.WithDecoderMaxWindow(maxDecompressLimit),
 				zstd.WithDecoderMaxMemory(maxDecompressLimit))
 			if err != nil {
