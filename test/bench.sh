@@ -472,6 +472,7 @@ verdict() { # label measured-or-empty awk-condition-on-v
 }
 echo
 for size in 100 1024; do
+	[[ " $ROWS " == *" $size "* ]] || continue
 	v=
 	if [ -n "${R[three|$size|mbps]:-}" ] && [ -n "${R[kfake|$size|mbps]:-}" ]; then
 		v=$(awk -v a="${R[three|$size|mbps]}" -v b="${R[kfake|$size|mbps]}" 'BEGIN {if (b > 0) print a / b}')
