@@ -10,9 +10,18 @@ package broker
 //     NOT_LEADER_OR_FOLLOWER (with CurrentLeader and the leader's endpoint in
 //     NodeEndpoints at v10+, so the client need not refresh metadata),
 //     NOT_ENOUGH_REPLICAS (acks=all with too small an ISR; nothing appended),
-//     NOT_ENOUGH_REPLICAS_AFTER_APPEND, MESSAGE_TOO_LARGE (max.message.bytes),
-//     CORRUPT_MESSAGE, INVALID_RECORD, INVALID_TIMESTAMP, and REQUEST_TIMED_OUT
-//     when acks=all is not satisfied within TimeoutMillis.
+//     NOT_ENOUGH_REPLICAS_AFTER_APPEND, MESSAGE_TOO_LARGE (max.message.bytes,
+//     or records decompressing past storage.DecompressLimit), CORRUPT_MESSAGE,
+//     INVALID_RECORD, INVALID_TIMESTAMP, and REQUEST_TIMED_OUT when acks=all
+//     is not satisfied within TimeoutMillis.
+//   - Every batch's records are walked before append, compressed ones
+//     decompressed (storage.Batch.ValidateProduce): records that do not
+//     decompress or decode are CORRUPT_MESSAGE, a wrong record count or
+//     offset deltas INVALID_RECORD, keyless records on a compacted topic
+//     INVALID_RECORD with RecordErrors and Kafka's ErrorMessage (v8+).
+//     Nothing of a refused batch is appended; the connection stays open
+//     (acks 0 aside); each refusal is counted by reason and client id and
+//     logged, rate-limited, naming the client (produce_refusals.go).
 //   - acks 0: nothing is answered; if any partition failed the connection is
 //     closed, as Kafka does, so the client notices. acks 1: answered after the
 //     leader's append. acks -1 (all): appended, then the connection is released
@@ -138,6 +147,7 @@ func handleProduce(ctx context.Context, rc *request, kreq kmsg.Request) (kmsg.Re
 			if err != nil {
 				failed = true
 				setProduceError(rp, req.Version, err)
+				srv.batchRefused(rc, name, p.Partition, rp.ErrorCode, err)
 				if req.Version >= 10 && wantsLeaderHint(rp.ErrorCode) {
 					if h, ok := leaderOf(img, name, p.Partition, rc.conn.listener); ok {
 						rp.CurrentLeader.LeaderID, rp.CurrentLeader.LeaderEpoch = h.leader, h.epoch
@@ -225,10 +235,23 @@ func firstErr(errs ...error) error {
 	return nil
 }
 
+// setProduceError answers a partition's error. At v8+ a batch refused for
+// some of its records lists them in RecordErrors with Kafka's message, as
+// LogValidator's RecordValidationException does.
 func setProduceError(rp *kmsg.ProduceResponseTopicPartition, version int16, err error) {
 	rp.ErrorCode = errorCode(err)
-	if version >= 8 {
-		msg := err.Error()
-		rp.ErrorMessage = &msg
+	if version < 8 {
+		return
 	}
+	msg := err.Error()
+	var re *storage.RecordErrors
+	if errors.As(err, &re) {
+		msg = re.Error()
+		rp.ErrorRecords = make([]kmsg.ProduceResponseTopicPartitionErrorRecord, len(re.Errors))
+		for i, e := range re.Errors {
+			rp.ErrorRecords[i] = kmsg.NewProduceResponseTopicPartitionErrorRecord()
+			rp.ErrorRecords[i].RelativeOffset, rp.ErrorRecords[i].ErrorMessage = e.BatchIndex, kmsg.StringPtr(e.Message)
+		}
+	}
+	rp.ErrorMessage = &msg
 }

@@ -18,6 +18,8 @@
 //     error kinds to Kafka error codes, which lives in broker/kafkacode so
 //     broker/replica and raftfsm's controller answer with the same codes.
 //   - metrics.go: the Metrics interface and in-memory Counters.
+//   - produce_refusals.go: counting (by reason and bounded client id) and
+//     rate-limited logging of produced batches refused for their content.
 //   - api_<name>.go: one per Kafka API, each registering itself in init and
 //     opening with its supported versions and behaviour. The table they fill
 //     is the list of what is served: ApiVersions answers with exactly it.
@@ -71,8 +73,9 @@
 // logged with its stack and closes only its connection.
 //
 // The API table is built in init and read-only afterwards. Server.mu guards
-// only the closed/serving flags and adding to the server's WaitGroup; no
-// other lock is held across calls, so there is no lock order to keep.
+// only the closed/serving flags and adding to the server's WaitGroup;
+// refusals.mu only the refused-producer table, released before metrics or
+// logging. No lock is held across calls, so there is no lock order to keep.
 //
 // # Imports
 //

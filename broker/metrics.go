@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"sync"
 	"sync/atomic"
 )
 
@@ -45,6 +46,12 @@ type Metrics interface {
 	ResponseSent(key, version int16, bytes int64)
 	// Rejected counts a frame or request that got an error or a close.
 	Rejected(r Reason)
+	// BatchRefused counts a produced batch the leader refused for its
+	// content (reason: corrupt_message, invalid_record, message_too_large,
+	// invalid_timestamp) by the client id that sent it, so an operator
+	// can find a bad producer. clientID is already bounded in length and
+	// in how many distinct values reach here (see refusalClientLabel).
+	BatchRefused(reason, clientID string)
 }
 
 // Counters is a Metrics kept in memory with atomics. It is the default when
@@ -58,7 +65,12 @@ type Counters struct {
 	responses   atomic.Uint64
 	rejected    [numReasons]atomic.Uint64
 	requestsAll atomic.Uint64
+
+	refusedMu sync.Mutex
+	refused   map[refusalKey]uint64
 }
+
+type refusalKey struct{ reason, clientID string }
 
 // Request keys and versions beyond these are counted only in the totals;
 // Kafka's keys end below 100 and no API has reached version 32.
@@ -95,6 +107,24 @@ func (c *Counters) Rejected(r Reason) {
 	if r >= 0 && r < numReasons {
 		c.rejected[r].Add(1)
 	}
+}
+
+// BatchRefused is rare (a bad producer), so a locked map is enough.
+func (c *Counters) BatchRefused(reason, clientID string) {
+	c.refusedMu.Lock()
+	defer c.refusedMu.Unlock()
+	if c.refused == nil {
+		c.refused = make(map[refusalKey]uint64)
+	}
+	c.refused[refusalKey{reason, clientID}]++
+}
+
+// RefusedFor returns how many produced batches from clientID were refused
+// for reason.
+func (c *Counters) RefusedFor(reason, clientID string) uint64 {
+	c.refusedMu.Lock()
+	defer c.refusedMu.Unlock()
+	return c.refused[refusalKey{reason, clientID}]
 }
 
 // RequestsFor returns how many requests of key at version were received.

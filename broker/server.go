@@ -131,6 +131,7 @@ type Server struct {
 	deps            Deps
 	metrics         Metrics
 	counters        *Counters // set when Options.Metrics was nil
+	refusals        refusals  // produced batches refused for their content, by client
 	maxRequestBytes int32
 	maxInFlight     int
 	nodeID          int32

@@ -220,19 +220,22 @@ const (
 )
 
 // Validate checks the batch as a leader checks a produce request: the whole
-// slice must be exactly one batch. See validate for what is checked.
-func (b Batch) Validate() (BatchInfo, error) { return b.validate(fromClient) }
+// slice must be exactly one batch. It is ValidateProduce with the default
+// topic settings (not compacted, the default decompression limit).
+func (b Batch) Validate() (BatchInfo, error) { return b.validate(fromClient, &ProduceRules{}) }
 
 // ValidateStored checks a batch read back from a log or sent by a leader: the
 // same structural checks, but compacted batches (fewer records than the
 // offset range, control batches) are allowed.
-func (b Batch) ValidateStored() (BatchInfo, error) { return b.validate(fromLog) }
+func (b Batch) ValidateStored() (BatchInfo, error) { return b.validate(fromLog, nil) }
 
 // validate checks magic, lengths, CRC-32C, attributes, offsets, timestamps
-// and producer fields. Uncompressed batches have their records walked
-// (varint lengths and offset deltas); compressed ones are checked at the
-// header only, so the hot path never decompresses.
-func (b Batch) validate(mode validation) (BatchInfo, error) {
+// and producer fields, then walks the records (see walkRecords).
+// Uncompressed batches are always walked. Compressed ones are walked, after
+// decompressing, only with rules (a leader's produce): a follower or
+// recovery trusts the leader that walked them, and the CRC covers them
+// since, so it does not decompress.
+func (b Batch) validate(mode validation, rules *ProduceRules) (BatchInfo, error) {
 	var info BatchInfo
 	if len(b) < BatchHeaderSize {
 		return info, fmt.Errorf("%w: %d bytes, shorter than the %d-byte header", ErrCorruptBatch, len(b), BatchHeaderSize)
@@ -286,9 +289,11 @@ func (b Batch) validate(mode validation) (BatchInfo, error) {
 		if count > 0 && len(b) == BatchHeaderSize {
 			return info, fmt.Errorf("%w: compressed batch with %d records has no payload", ErrCorruptBatch, count)
 		}
-		return info, nil
+		if rules == nil {
+			return info, nil
+		}
 	}
-	return b.walkRecords(mode, info)
+	return b.walkRecords(mode, rules, info)
 }
 
 func (b Batch) validateProducer() error {
@@ -307,111 +312,6 @@ func (b Batch) validateProducer() error {
 	}
 	if seq < 0 && !b.Control() {
 		return fmt.Errorf("%w: producerId %d with baseSequence %d", ErrInvalidRecord, pid, seq)
-	}
-	return nil
-}
-
-// walkRecords checks the record framing of an uncompressed batch without
-// allocating: each record's varint length must fit, offset deltas must be
-// in range and increasing, and the records must fill the batch exactly.
-func (b Batch) walkRecords(mode validation, info BatchInfo) (BatchInfo, error) {
-	count, lastDelta := b.RecordCount(), b.LastOffsetDelta()
-	baseTs := b.BaseTimestamp()
-	data := b[BatchHeaderSize:]
-	pos := 0
-	prevDelta := int64(-1)
-	maxTs, minTs := int64(math.MinInt64), int64(math.MaxInt64)
-	var maxDelta int32
-	for i := int32(0); i < count; i++ {
-		length, n := readVarint(data[pos:])
-		if n <= 0 || length <= 0 || length > int64(len(data)-pos-n) {
-			return info, fmt.Errorf("%w: record %d: bad length at byte %d", ErrCorruptBatch, i, BatchHeaderSize+pos)
-		}
-		pos += n
-		rec := data[pos : pos+int(length)]
-		pos += int(length)
-		// attributes int8, then timestampDelta and offsetDelta.
-		p := 1
-		if len(rec) < 1 {
-			return info, fmt.Errorf("%w: record %d: empty", ErrCorruptBatch, i)
-		}
-		tsDelta, n := readVarint(rec[p:])
-		if n <= 0 {
-			return info, fmt.Errorf("%w: record %d: bad timestamp delta", ErrCorruptBatch, i)
-		}
-		p += n
-		offDelta, n := readVarint(rec[p:])
-		if n <= 0 {
-			return info, fmt.Errorf("%w: record %d: bad offset delta", ErrCorruptBatch, i)
-		}
-		p += n
-		switch mode {
-		case fromClient:
-			if offDelta != int64(i) {
-				return info, fmt.Errorf("%w: record %d has offset delta %d", ErrInvalidRecord, i, offDelta)
-			}
-		case fromLog:
-			if offDelta <= prevDelta || offDelta > int64(lastDelta) {
-				return info, fmt.Errorf("%w: record %d has offset delta %d after %d (last %d)", ErrCorruptBatch, i, offDelta, prevDelta, lastDelta)
-			}
-		}
-		prevDelta = offDelta
-		if err := checkRecordBody(rec[p:]); err != nil {
-			return info, fmt.Errorf("%w: record %d: %v", ErrCorruptBatch, i, err)
-		}
-		ts := baseTs + tsDelta
-		if ts > maxTs {
-			maxTs, maxDelta = ts, int32(offDelta)
-		}
-		if ts < minTs {
-			minTs = ts
-		}
-	}
-	if pos != len(data) {
-		return info, fmt.Errorf("%w: %d bytes after the last of %d records", ErrCorruptBatch, len(data)-pos, count)
-	}
-	if count > 0 {
-		info.MaxTimestamp, info.MaxTimestampDelta, info.MinTimestamp = maxTs, maxDelta, minTs
-	}
-	return info, nil
-}
-
-// checkRecordBody checks key, value and headers of one record (everything
-// after offsetDelta) fill it exactly.
-func checkRecordBody(r []byte) error {
-	p := 0
-	for field := 0; field < 2; field++ { // key, value
-		l, n := readVarint(r[p:])
-		if n <= 0 || l < -1 || l > int64(len(r)-p-n) {
-			return fmt.Errorf("bad key or value length")
-		}
-		p += n
-		if l > 0 {
-			p += int(l)
-		}
-	}
-	hc, n := readVarint(r[p:])
-	if n <= 0 || hc < 0 || hc > int64(len(r)) {
-		return fmt.Errorf("bad header count")
-	}
-	p += n
-	for h := int64(0); h < hc; h++ {
-		kl, n := readVarint(r[p:])
-		if n <= 0 || kl < 0 || kl > int64(len(r)-p-n) {
-			return fmt.Errorf("header %d: bad key length", h)
-		}
-		p += n + int(kl)
-		vl, n := readVarint(r[p:])
-		if n <= 0 || vl < -1 || vl > int64(len(r)-p-n) {
-			return fmt.Errorf("header %d: bad value length", h)
-		}
-		p += n
-		if vl > 0 {
-			p += int(vl)
-		}
-	}
-	if p != len(r) {
-		return fmt.Errorf("%d trailing bytes", len(r)-p)
 	}
 	return nil
 }

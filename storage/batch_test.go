@@ -69,7 +69,7 @@ func TestBatchValidate(t *testing.T) {
 			b = append(b, 0)
 			binary.BigEndian.PutUint32(b[offBatchLength:], uint32(len(b)-batchOverhead))
 			return b
-		}, true), ErrCorruptBatch, ErrCorruptBatch},
+		}, true), ErrInvalidRecord, ErrCorruptBatch},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -113,12 +113,19 @@
 //
 // # Compression
 //
-// Batches are stored as producers compressed them: append, fetch, recovery
-// and producer replay read only batch headers and never decompress. Only
-// Batch.Records decompresses (gzip, snappy raw or xerial-framed, lz4 frames,
-// zstd; with klauspost/compress and pierrec/lz4, the codecs franz-go uses),
-// for ListOffsets by time, which must find the exact record as Kafka does,
-// and for tools; it refuses more than MaxDecompressedBytes per batch.
+// Batches are stored as producers compressed them, byte for byte. The
+// leader's Append walks every produced batch's records before it assigns
+// offsets, decompressing compressed ones as a stream (records_validate.go:
+// pooled decoders, a fixed window, at most DecompressLimit bytes, 64 x
+// max.message.bytes within 64 MiB..1 GiB), so a batch no consumer could
+// decode is refused rather than stored; it never recompresses. Fetch,
+// follower appends, recovery and producer replay trust the leader's walk
+// and the CRC that covers the records since, and read only batch headers.
+// Batch.Records decompresses whole (gzip, snappy raw or xerial-framed, lz4
+// frames, zstd; with klauspost/compress and pierrec/lz4, the codecs
+// franz-go uses) for ListOffsets by time, which must find the exact record
+// as Kafka does, and for tools; it refuses more than MaxDecompressedBytes
+// per batch.
 //
 // # Retention and compaction
 //

@@ -43,7 +43,8 @@ func (l *Log) Append(batch []byte, opts AppendOptions) (AppendResult, error) {
 		return res, fmt.Errorf("%w: %d bytes, max.message.bytes is %d", ErrRecordTooLarge, len(batch), cfg.MaxMessageBytes)
 	}
 	b := Batch(batch)
-	info, err := b.Validate()
+	info, err := b.ValidateProduce(ProduceRules{TopicPartition: l.tp, Compacted: cfg.CleanupPolicy.Compacts(),
+		MaxDecompressedBytes: DecompressLimit(cfg.MaxMessageBytes)})
 	if err != nil {
 		return res, err
 	}
@@ -81,10 +82,8 @@ func (l *Log) Append(batch []byte, opts AppendOptions) (AppendResult, error) {
 		b.SetLogAppendTime(now)
 		info.MaxTimestamp, info.MaxTimestampDelta = now, 0
 		res.LogAppendTime = now
-	} else if b.Compression() == CompressionNone {
-		b.setCreateTime(info.MaxTimestamp)
 	} else {
-		b.setCreateTime(b.MaxTimestamp())
+		b.setCreateTime(info.MaxTimestamp)
 	}
 	err = l.appendLocked(b, info, cfg)
 	res.BaseOffset, res.LastOffset = base, b.LastOffset()

@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/raftka/raftka/storage/recordbatch"
 )
 
 func TestCleanupPolicyRule(t *testing.T) {
@@ -46,11 +48,15 @@ func TestCleanupPolicyRule(t *testing.T) {
 }
 
 // fillOld writes 20 batches one simulated second apart, in segments of
-// about three batches, and marks them all replicated.
+// about three batches, and marks them all replicated. The records have
+// keys: a compacted log refuses records without one.
 func fillOld(t *testing.T, l *Log, clk *testClock) {
 	t.Helper()
 	for i := 0; i < 20; i++ {
-		if _, err := l.Append(batchOf(clk.now().UnixMilli(), "v", 2), AppendOptions{}); err != nil {
+		ts := clk.now().UnixMilli()
+		b := recordbatch.Build(ts, recordbatch.Record{Key: []byte("a"), Value: []byte("v-0"), Timestamp: ts},
+			recordbatch.Record{Key: []byte("b"), Value: []byte("v-1"), Timestamp: ts})
+		if _, err := l.Append(b, AppendOptions{}); err != nil {
 			t.Fatal(err)
 		}
 		clk.advance(time.Second)

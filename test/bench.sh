@@ -10,6 +10,14 @@
 # (acks=all, 6 partitions), `raftka bench consume` of what was produced, and
 # `raftka bench e2e` at 1,000 records/s with linger 0.
 #
+# Compressed produce (three nodes only): rows lz4 and zstd, 1 KiB records
+# whose values are distinct JSON events (`bench produce --payload events`,
+# compressing 3-4x as application data does), so the leader's validation of
+# compressed records (decompressing every batch before append) is measured
+# where it costs. MB/s and CPU-s/GB count uncompressed record bytes. To
+# compare with a build before a change, run the rows once per broker binary
+# (BENCH_BROKER_BIN=old-raftka BENCH_TARGETS=three BENCH_ROWS="lz4 zstd").
+#
 # Failover (three nodes only): `raftka bench produce` of 1 KiB records at a
 # fixed rate (20,000 records/s, 20 MB/s) for a bounded time; a few seconds
 # in, the script SIGKILLs the node leading partition 0 (raftka local
@@ -37,9 +45,12 @@
 # BENCH_REPEAT (3), BENCH_MIN_FREE_GB (30: no produce run starts with less
 # free disk under the work dir; each topic is deleted once read back),
 # BENCH_E2E_RECORDS (10000), BENCH_PORT (19100, first of the ports used),
-# BENCH_TARGETS ("one three kfake"), BENCH_FAILOVER_DURATION (20s),
+# BENCH_TARGETS ("one three kfake"), BENCH_ROWS ("100 1024 lz4 zstd": the
+# produce rows), BENCH_BROKER_BIN (bin/raftka: the binary the brokers run;
+# the bench client is always bin/raftka), BENCH_FAILOVER_DURATION (20s),
 # BENCH_FAILOVER_RATE (20000 records/s of 1 KiB), BENCH_FAILOVER_KILL_AFTER
-# (5, seconds after the produce starts).
+# (5, seconds after the produce starts); BENCH_FAILOVER_DURATION=0 skips the
+# failover row.
 set -u
 
 cd "$(dirname "$0")/.."
@@ -58,6 +69,8 @@ DURATION=${BENCH_DURATION:-10s}
 E2E_RECORDS=${BENCH_E2E_RECORDS:-10000}
 PORT=${BENCH_PORT:-19100}
 TARGETS=${BENCH_TARGETS:-one three kfake}
+ROWS=${BENCH_ROWS:-100 1024 lz4 zstd}
+BROKER_BIN=${BENCH_BROKER_BIN:-$BIN}
 FAILOVER_DURATION=${BENCH_FAILOVER_DURATION:-20s}
 FAILOVER_RATE=${BENCH_FAILOVER_RATE:-20000}
 FAILOVER_KILL_AFTER=${BENCH_FAILOVER_KILL_AFTER:-5}
@@ -137,17 +150,17 @@ start_target() {
 	case $name in
 	one)
 		base=$PORT
-		"$BIN" local --nodes 1 --dir "$WORK/one" --base-port "$base" --controller-base-port $((base + 10)) --metrics-base-port $((base + 20)) >"$WORK/one.log" 2>&1 &
+		"$BROKER_BIN" local --nodes 1 --dir "$WORK/one" --base-port "$base" --controller-base-port $((base + 10)) --metrics-base-port $((base + 20)) >"$WORK/one.log" 2>&1 &
 		BOOTSTRAP=127.0.0.1:$base
 		;;
 	three)
 		base=$((PORT + 100))
-		"$BIN" local --nodes 3 --dir "$WORK/three" --base-port "$base" --controller-base-port $((base + 10)) --metrics-base-port $((base + 20)) >"$WORK/three.log" 2>&1 &
+		"$BROKER_BIN" local --nodes 3 --dir "$WORK/three" --base-port "$base" --controller-base-port $((base + 10)) --metrics-base-port $((base + 20)) >"$WORK/three.log" 2>&1 &
 		BOOTSTRAP=127.0.0.1:$base,127.0.0.1:$((base + 1)),127.0.0.1:$((base + 2))
 		;;
 	kfake)
 		base=$((PORT + 200))
-		"$BIN" bench kfake --listen 127.0.0.1:$base --data-dir "$WORK/kfake" --partitions 6 >"$WORK/kfake.log" 2>&1 &
+		"$BROKER_BIN" bench kfake --listen 127.0.0.1:$base --data-dir "$WORK/kfake" --partitions 6 >"$WORK/kfake.log" 2>&1 &
 		BOOTSTRAP=127.0.0.1:$base
 		;;
 	*)
@@ -214,7 +227,7 @@ run_bench() { # target what args...: one bench run in JSON; progress goes to the
 }
 
 bench_target() {
-	local name=$1 size topic out c0 c1 bytes n pid
+	local name=$1 row size topic out c0 c1 bytes n pid extra
 	SUPERVISOR=
 	echo "== ${LABEL[$name]:-$name}" >&2
 	if ! start_target "$name"; then
@@ -235,7 +248,18 @@ bench_target() {
 		R[$name|e2e|p50]=$(jget "$out" e2e_p50_ms)
 		R[$name|e2e|p99]=$(jget "$out" e2e_p99_ms)
 	fi
-	for size in 100 1024; do
+	for row in $ROWS; do
+		case $row in
+		100 | 1024) size=$row extra=() ;;
+		lz4 | zstd)
+			[ "$name" = three ] || continue
+			size=1024 extra=(--compression "$row" --payload events)
+			;;
+		*)
+			echo "bench.sh: unknown row $row in BENCH_ROWS (want 100, 1024, lz4, zstd)" >&2
+			continue
+			;;
+		esac
 		# REPEAT produce runs, each into a topic of its own after a sync
 		# (no run inherits another's dirty pages to write back); the row
 		# is the run with the median MB/s, and its topic is the one read
@@ -243,12 +267,12 @@ bench_target() {
 		local outs=() cpus=() topics=() k mid
 		for ((k = 1; k <= REPEAT; k++)); do
 			disk_ok "$name" || break
-			topic=bench-$size-$k
+			topic=bench-$row-$k
 			make_topic "$name" "$topic"
 			sync
 			c0=$(cpu_ticks "${BROKERS[@]}")
-			out=$(run_bench "$name" "bench produce ($size B)" produce --topic "$topic" --records "$RECORDS" --duration "$DURATION" \
-				--record-size "$size" --acks all --partitions 6 --replication-factor "${RF[$name]}")
+			out=$(run_bench "$name" "bench produce ($row)" produce --topic "$topic" --records "$RECORDS" --duration "$DURATION" \
+				--record-size "$size" --acks all --partitions 6 --replication-factor "${RF[$name]}" "${extra[@]}")
 			c1=$(cpu_ticks "${BROKERS[@]}")
 			bytes=$(jget "$out" bytes)
 			if [ "${bytes:-0}" = 0 ]; then
@@ -260,28 +284,28 @@ bench_target() {
 		done
 		if [ "${#outs[@]}" -lt "$REPEAT" ]; then
 			# A run got nothing acknowledged: the other runs would only wait out their timeouts too.
-			: "${FAILED[$name]:=bench produce ($size B) got no record acknowledged; see above}"
+			: "${FAILED[$name]:=bench produce ($row) got no record acknowledged; see above}"
 			break
 		fi
 		mid=$(for k in "${!outs[@]}"; do echo "$k $(jget "${outs[$k]}" mb_per_sec)"; done | sort -g -k2 | awk -v n="${#outs[@]}" 'NR == int((n + 1) / 2) {print $1}')
 		out=${outs[$mid]}
 		n=$(jget "$out" records)
-		R[$name|$size|runs]=$(for o in "${outs[@]}"; do echo "$(fmt "$(jget "$o" mb_per_sec)" 1)"; done | paste -sd/)
-		R[$name|$size|rps]=$(jget "$out" records_per_sec)
-		R[$name|$size|mbps]=$(jget "$out" mb_per_sec)
-		R[$name|$size|p50]=$(jget "$out" latency_p50_ms)
-		R[$name|$size|p99]=$(jget "$out" latency_p99_ms)
-		R[$name|$size|gap]=$(jget "$out" max_ack_gap_ms)
-		R[$name|$size|cpu]=${cpus[$mid]}
+		R[$name|$row|runs]=$(for o in "${outs[@]}"; do echo "$(fmt "$(jget "$o" mb_per_sec)" 1)"; done | paste -sd/)
+		R[$name|$row|rps]=$(jget "$out" records_per_sec)
+		R[$name|$row|mbps]=$(jget "$out" mb_per_sec)
+		R[$name|$row|p50]=$(jget "$out" latency_p50_ms)
+		R[$name|$row|p99]=$(jget "$out" latency_p99_ms)
+		R[$name|$row|gap]=$(jget "$out" max_ack_gap_ms)
+		R[$name|$row|cpu]=${cpus[$mid]}
 		for k in "${!topics[@]}"; do
 			[ "$k" = "$mid" ] || drop_topic "$name" "${topics[$k]}"
 		done
-		out=$(run_bench "$name" "bench consume ($size B)" consume --topic "${topics[$mid]}" --records "$n" --duration "$DURATION")
-		R[$name|$size|cons]=$(jget "$out" mb_per_sec)
+		out=$(run_bench "$name" "bench consume ($row B)" consume --topic "${topics[$mid]}" --records "$n" --duration "$DURATION")
+		R[$name|$row|cons]=$(jget "$out" mb_per_sec)
 		drop_topic "$name" "${topics[$mid]}"
 	done
 	R[$name|rss]=$(peak_rss_mb "${BROKERS[@]}")
-	if [ "$name" = three ] && [ -z "${FAILED[$name]:-}" ]; then
+	if [ "$name" = three ] && [ -z "${FAILED[$name]:-}" ] && [ "$FAILOVER_DURATION" != 0 ]; then
 		bench_failover "$name"
 	fi
 	stop_pid "$SUPERVISOR"
@@ -384,10 +408,18 @@ line() { printf '%-15s %-6s %11s %9s %9s %9s %9s %10s %9s %7s %8s %10s\n' "$@"; 
 echo
 echo "raftka bench: $RECORDS records or $DURATION per produce run, acks=all, 6 partitions; e2e at 1000 records/s, linger 0, 100 B, after 1 s of warm-up"
 echo "RF: raftka 1 node RF=1; raftka 3 nodes RF=3, min.insync.replicas=2; kfake RF=1 (no replication)"
+echo "lz4, zstd: 1 KiB JSON-event records compressed by the producer (3-4x), RF=3; MB/s and CPU-s/GB of uncompressed record bytes"
 line target row 'records/s' 'MB/s' 'p50 ms' 'p99 ms' 'gap ms' 'cons MB/s' 'CPU-s/GB' 'RSS MB' 'x kfake' 'cons x kf'
 for t in $TARGETS; do
 	label=${LABEL[$t]:-$t}
-	rows="100 1024 e2e"
+	rows=
+	for row in $ROWS; do
+		case $row in
+		lz4 | zstd) [ "$t" = three ] && rows="$rows $row" ;;
+		*) rows="$rows $row" ;;
+		esac
+	done
+	rows="$rows e2e"
 	[ "$t" = three ] && rows="$rows fail"
 	for row in $rows; do
 		case $row in
@@ -395,6 +427,7 @@ for t in $TARGETS; do
 		fail) rowname=fail ;;
 		100) rowname=100B ;;
 		1024) rowname=1KiB ;;
+		*) rowname=$row ;;
 		esac
 		if [ -z "${R[$t|$row|rps]:-}" ]; then
 			printf '%-15s %-6s %s\n' "$label" "$rowname" "not measured"
@@ -416,9 +449,9 @@ echo "x kfake: produce MB/s over kfake's (e2e rows: kfake's p99 over this target
 echo "gap ms: longest time between two consecutive produce acknowledgements. CPU-s/GB: broker CPU seconds, all nodes, per GB produced."
 echo "RSS MB: peak resident memory of the largest broker process."
 for t in $TARGETS; do
-	for size in 100 1024; do
-		if [ -n "${R[$t|$size|runs]:-}" ]; then
-			echo "${LABEL[$t]:-$t} ${size} B produce runs, MB/s: ${R[$t|$size|runs]} (the row is the median)"
+	for row in $ROWS; do
+		if [ -n "${R[$t|$row|runs]:-}" ]; then
+			echo "${LABEL[$t]:-$t} ${row} produce runs, MB/s: ${R[$t|$row|runs]} (the row is the median)"
 		fi
 	done
 done
@@ -439,6 +472,7 @@ verdict() { # label measured-or-empty awk-condition-on-v
 }
 echo
 for size in 100 1024; do
+	[[ " $ROWS " == *" $size "* ]] || continue
 	v=
 	if [ -n "${R[three|$size|mbps]:-}" ] && [ -n "${R[kfake|$size|mbps]:-}" ]; then
 		v=$(awk -v a="${R[three|$size|mbps]}" -v b="${R[kfake|$size|mbps]}" 'BEGIN {if (b > 0) print a / b}')

@@ -58,9 +58,12 @@ func init() {
 		Usage: "measure produce and consume throughput and latency (like kafka-producer-perf-test.sh)",
 		Subcommands: []*cli.Command{
 			{
-				Name:   "produce",
-				Usage:  "produce records as fast as allowed and report records/s, MB/s and latency percentiles",
-				Flags:  benchFlags(append(producerBenchFlags(), &cli.Float64Flag{Name: "throughput", Value: -1, Usage: "records per second cap (-1: none)"})...),
+				Name:  "produce",
+				Usage: "produce records as fast as allowed and report records/s, MB/s and latency percentiles",
+				Flags: benchFlags(append(producerBenchFlags(),
+					&cli.Float64Flag{Name: "throughput", Value: -1, Usage: "records per second cap (-1: none)"},
+					&cli.StringFlag{Name: "payload", Value: "text", Usage: "text: every record carries one random-text value; " +
+						"events: records cycle through 4096 distinct JSON event values that compress about as application data does (for compressed runs)"})...),
 				Action: benchProduce,
 			},
 			{
@@ -391,6 +394,30 @@ func payload(n int) []byte {
 	return b
 }
 
+// eventPayloads are n distinct values of size bytes each: JSON events
+// whose field names and vocabulary repeat and whose ids, times and numbers
+// vary, as application events and logs do. A batch of them compresses a
+// few times with lz4 or zstd, where copies of one random value (payload)
+// compress across records to almost nothing, which would make a
+// compressed produce bench measure a workload no one has.
+func eventPayloads(size, n int) [][]byte {
+	rng := rand.New(rand.NewPCG(uint64(size), uint64(n)))
+	events := []string{"page_view", "add_to_cart", "checkout", "login", "search", "logout", "refund", "profile_update"}
+	pages := []string{"/", "/cart", "/search?q=shoes", "/product/8842", "/account", "/checkout/payment", "/help"}
+	statuses := []int{200, 200, 200, 201, 304, 404, 500}
+	out := make([][]byte, n)
+	for i := range out {
+		var v []byte
+		for len(v) < size {
+			v = fmt.Appendf(v, `{"ts":%d,"user_id":%d,"session":"%016x","event":"%s","page":"%s","latency_ms":%d,"status":%d},`,
+				1_700_000_000_000+rng.Int64N(1e9), rng.IntN(1_000_000), rng.Uint64(), events[rng.IntN(len(events))],
+				pages[rng.IntN(len(pages))], rng.IntN(3000), statuses[rng.IntN(len(statuses))])
+		}
+		out[i] = v[:size]
+	}
+	return out
+}
+
 // pacer spaces sends to a records-per-second target; a zero or negative
 // rate does not wait.
 type pacer struct {
@@ -437,6 +464,15 @@ func benchProduce(c *cli.Context) error {
 		}
 		opts = append(opts, kgo.ProducerBatchMaxBytes(int32(n)))
 	}
+	var values [][]byte
+	switch c.String("payload") {
+	case "text":
+		values = [][]byte{payload(plan.recordSize)}
+	case "events":
+		values = eventPayloads(plan.recordSize, 4096)
+	default:
+		return fmt.Errorf("bench produce: --payload %q: want text or events", c.String("payload"))
+	}
 	opts = append(opts, kgo.DefaultProduceTopic(plan.topic))
 	cl, err := newClient(c, opts...)
 	if err != nil {
@@ -448,7 +484,7 @@ func benchProduce(c *cli.Context) error {
 	if err := ensureTopic(ctx, cl, plan.topic, c.Int("partitions"), c.Int("replication-factor"), c.App.ErrWriter); err != nil {
 		return err
 	}
-	res, err := runProduce(ctx, cl, plan, payload(plan.recordSize), c.Float64("throughput"))
+	res, err := runProduce(ctx, cl, plan, values, c.Float64("throughput"))
 	if rerr := plan.report(res, fmt.Sprintf("%d records sent, %.1f records/sec (%.2f MB/sec), %.2f ms avg latency, %.2f ms max latency, %.2f ms 50th, %.2f ms 99th, %.2f ms 99.9th, %.2f ms max ack gap (%.2f ms in one partition).",
 		res.Records, res.RecordsPerSec, res.MBPerSec, res.LatAvgMs, res.LatMaxMs, res.LatP50Ms, res.LatP99Ms, res.LatP999Ms, res.MaxAckGapMs, res.MaxPartitionAckGapMs)); err == nil {
 		err = rerr
@@ -456,9 +492,10 @@ func benchProduce(c *cli.Context) error {
 	return err
 }
 
-// runProduce sends up to plan.records copies of value before plan.deadline
-// and waits for every acknowledgement, at most a minute past the sends.
-func runProduce(ctx context.Context, cl *kgo.Client, plan benchPlan, value []byte, rate float64) (benchResult, error) {
+// runProduce sends up to plan.records records before plan.deadline, their
+// values cycling through values, and waits for every acknowledgement, at
+// most a minute past the sends.
+func runProduce(ctx context.Context, cl *kgo.Client, plan benchPlan, values [][]byte, rate float64) (benchResult, error) {
 	stats := newLatencyStats()
 	start := plan.start()
 	stopProgress := everySecond(func(window time.Duration) {
@@ -474,7 +511,7 @@ func runProduce(ctx context.Context, cl *kgo.Client, plan benchPlan, value []byt
 			break
 		}
 		at := time.Now()
-		cl.Produce(ctx, &kgo.Record{Value: value}, func(r *kgo.Record, err error) {
+		cl.Produce(ctx, &kgo.Record{Value: values[sent%int64(len(values))]}, func(r *kgo.Record, err error) {
 			stats.recordAck(time.Since(at), len(r.Value)+len(r.Key), r.Partition, err)
 		})
 		sent++

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pierrec/lz4/v4"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -148,6 +149,7 @@ func TestBenchFlagErrors(t *testing.T) {
 		{[]string{"bench", "produce", "--topic", "t"}, "give --records or --duration"},
 		{[]string{"bench", "produce", "--topic", "t", "--records", "10", "--acks", "some"}, `--acks "some"`},
 		{[]string{"bench", "produce", "--topic", "t", "--records", "10", "--batch-max-bytes", "10"}, "--batch-max-bytes 10"},
+		{[]string{"bench", "produce", "--topic", "t", "--records", "10", "--payload", "xml"}, `--payload "xml"`},
 		{[]string{"bench", "consume", "--topic", "t", "--records", "-1"}, "must not be negative"},
 		{[]string{"bench", "e2e", "--topic", "t", "--records", "10", "--throughput", "-1"}, "want a positive records/s rate"},
 		{[]string{"bench", "kfake", "--listen", "0.0.0.0:9092"}, "127.0.0.1 only"},
@@ -156,6 +158,35 @@ func TestBenchFlagErrors(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%v: error %v, want %q", tc.args, err, tc.want)
 		}
+	}
+}
+
+// TestEventPayloads: the events payload is distinct values of the asked
+// size that compress like application data, neither to nothing (copies of
+// one value would) nor not at all (random bytes).
+func TestEventPayloads(t *testing.T) {
+	vs := eventPayloads(1024, 4096)
+	seen := map[string]bool{}
+	for _, v := range vs {
+		if len(v) != 1024 {
+			t.Fatalf("value of %d bytes", len(v))
+		}
+		seen[string(v)] = true
+	}
+	if len(seen) != 4096 {
+		t.Fatalf("%d distinct values of 4096", len(seen))
+	}
+	raw := bytes.Join(vs[:512], nil)
+	var buf bytes.Buffer
+	w := lz4.NewWriter(&buf)
+	if _, err := w.Write(raw); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if ratio := float64(len(raw)) / float64(buf.Len()); ratio < 2 || ratio > 8 {
+		t.Errorf("lz4 compresses the events %.1fx, want 2-8x", ratio)
 	}
 }
 

@@ -30,6 +30,7 @@ type promMetrics struct {
 	responses *prometheus.CounterVec
 	bytesOut  prometheus.Counter
 	rejected  *prometheus.CounterVec
+	refused   *prometheus.CounterVec
 }
 
 func newPromMetrics() *promMetrics {
@@ -56,8 +57,12 @@ func newPromMetrics() *promMetrics {
 		rejected: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "raftka_rejected_requests_total", Help: "Frames or requests answered with an error or a close, by reason.",
 		}, []string{"reason"}),
+		refused: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "raftka_produce_refused_batches_total",
+			Help: "Produced batches the leader refused for their content (corrupt or undecodable compressed records, invalid records, too large), by reason and client id.",
+		}, []string{"reason", "client_id"}),
 	}
-	m.reg.MustRegister(m.connsOpen, m.conns, m.requests, m.bytesIn, m.responses, m.bytesOut, m.rejected,
+	m.reg.MustRegister(m.connsOpen, m.conns, m.requests, m.bytesIn, m.responses, m.bytesOut, m.rejected, m.refused,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
@@ -78,6 +83,9 @@ func (m *promMetrics) ResponseSent(key, version int16, bytes int64) {
 	m.bytesOut.Add(float64(bytes))
 }
 func (m *promMetrics) Rejected(r broker.Reason) { m.rejected.WithLabelValues(r.String()).Inc() }
+func (m *promMetrics) BatchRefused(reason, clientID string) {
+	m.refused.WithLabelValues(reason, clientID).Inc()
+}
 
 // addNode exports the Raft node's and the broker registration's state,
 // read at scrape time.

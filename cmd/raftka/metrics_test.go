@@ -16,7 +16,10 @@ type fixedReady struct {
 func (f fixedReady) ready() (bool, string) { return f.ok, f.why }
 
 func TestMetricsMuxServesProbesMetricsAndPprof(t *testing.T) {
-	srv := httptest.NewServer(metricsMux(newPromMetrics(), fixedReady{false, "not registered"}))
+	m := newPromMetrics()
+	m.BatchRefused("corrupt_message", "bad-producer")
+	m.BatchRefused("corrupt_message", "bad-producer")
+	srv := httptest.NewServer(metricsMux(m, fixedReady{false, "not registered"}))
 	defer srv.Close()
 
 	get := func(path string) (int, string) {
@@ -40,6 +43,7 @@ func TestMetricsMuxServesProbesMetricsAndPprof(t *testing.T) {
 		{"/healthz", http.StatusOK, "ok"},
 		{"/readyz", http.StatusServiceUnavailable, "not registered"},
 		{"/metrics", http.StatusOK, "go_goroutines"},
+		{"/metrics", http.StatusOK, `raftka_produce_refused_batches_total{client_id="bad-producer",reason="corrupt_message"} 2`},
 		{"/debug/pprof/", http.StatusOK, "goroutine"},
 		{"/debug/pprof/goroutine?debug=1", http.StatusOK, "goroutine profile"},
 		{"/debug/pprof/allocs?debug=1", http.StatusOK, "heap profile"},

@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -16,8 +17,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/klauspost/compress/gzip"
+	"github.com/klauspost/compress/snappy/xerial"
+	"github.com/klauspost/compress/zstd"
+	"github.com/pierrec/lz4/v4"
 	"github.com/raftka/raftka/test/cluster"
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -155,6 +161,218 @@ func TestWireFuzz(t *testing.T) {
 	}
 	got := consumeKgo(t, ctx, c, topic, endOffsets(recs))
 	checkRoundTrip(t, recs, got, 2)
+
+	t.Run("corrupt-compressed", func(t *testing.T) { fuzzCompressedBatches(t, c, seed) })
+}
+
+// fuzzCompressedBatches produces compressed batches whose header and CRC
+// are valid but whose compressed records were mutated after compression
+// (flipped bits, overwritten runs, truncation, garbage appended or
+// prepended, a record count off by one, one codec's bytes labelled as
+// another's, compressed bytes that are not records), some left intact, at
+// acks=1 and acks=all on long-lived connections. No batch a consumer could
+// not decode may be acknowledged (each acknowledged one is decoded
+// independently), every refusal carries a produce error code, the
+// connections stay usable, and every partition touched reads to its end
+// with franz-go.
+func fuzzCompressedBatches(t *testing.T, c *cluster.Cluster, seed uint64) {
+	const (
+		maxBatches = 3000
+		budget     = 15 * time.Second
+		workers    = 2
+		topic      = "fuzz-compressed"
+		partitions = 3
+	)
+	ctx := ctxFor(t, 120*time.Second)
+	adm := kadm.NewClient(client(t, c))
+	if err := createTopic(ctx, adm, topic, partitions, 1); err != nil {
+		t.Fatalf("create %s: %v", topic, err)
+	}
+	refusals := map[int16]bool{kerr.CorruptMessage.Code: true, kerr.InvalidRecord.Code: true, kerr.MessageTooLarge.Code: true}
+	var (
+		next           atomic.Int64
+		acked, refused atomic.Int64
+		ackedRecs      atomic.Int64
+		errMu          sync.Mutex
+		errs           []string
+		wg             sync.WaitGroup
+	)
+	fail := func(format string, args ...any) {
+		errMu.Lock()
+		errs = append(errs, fmt.Sprintf(format, args...))
+		errMu.Unlock()
+	}
+	stop := time.Now().Add(budget)
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			rng := rand.New(rand.NewPCG(seed, uint64(1000+w)))
+			conn, err := net.DialTimeout("tcp", c.Node(1).ClientAddr(), 5*time.Second)
+			if err != nil {
+				fail("dial: %v", err)
+				return
+			}
+			defer conn.Close()
+			for corr := int32(1); time.Now().Before(stop) && next.Add(1) <= maxBatches; corr++ {
+				codec := int16(1 + rng.IntN(4))
+				n := int32(1 + rng.IntN(20))
+				payload, count, kind := mutateCompressed(rng, t, codec, n)
+				batch := compressedBatch(codec, count, payload)
+				acks := []int16{1, -1}[rng.IntN(2)]
+				part := int32(rng.IntN(partitions))
+				got, err := produceExchange(conn, corr, topic, part, acks, batch)
+				if err != nil {
+					fail("%s batch (codec %d): %v", kind, codec, err)
+					return
+				}
+				switch {
+				case got.ErrorCode == 0:
+					acked.Add(1)
+					// A consumer's decoder must make exactly count
+					// records of it.
+					seen, err := decodeIndependently(batch)
+					if err != nil || seen != count {
+						fail("%s batch (codec %d) acknowledged at %d/%d but it does not decode: %d of %d records, %v", kind, codec, part, got.BaseOffset, seen, count, err)
+					}
+					ackedRecs.Add(int64(count))
+				case refusals[got.ErrorCode]:
+					refused.Add(1)
+					if kind == "intact" {
+						fail("intact batch (codec %d) refused: %d %v", codec, got.ErrorCode, got.ErrorMessage)
+					}
+				default:
+					fail("%s batch (codec %d) answered %d %v", kind, codec, got.ErrorCode, got.ErrorMessage)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	t.Logf("%d compressed batches acknowledged (%d records), %d refused", acked.Load(), ackedRecs.Load(), refused.Load())
+	for i, e := range errs {
+		if i == 10 {
+			t.Errorf("... and %d more", len(errs)-10)
+			break
+		}
+		t.Error(e)
+	}
+	if acked.Load() == 0 || refused.Load() == 0 {
+		t.Errorf("the mix was not mixed: %d acknowledged, %d refused", acked.Load(), refused.Load())
+	}
+	ends := listEnds(t, ctx, adm, topic)
+	var total int64
+	for _, e := range ends {
+		total += e
+	}
+	if total != ackedRecs.Load() {
+		t.Errorf("partitions hold %d records, %d were acknowledged", total, ackedRecs.Load())
+	}
+	if got := consumeKgo(t, ctx, c, topic, ends); int64(len(got)) != total {
+		t.Errorf("franz-go read %d records of %d", len(got), total)
+	}
+}
+
+// decodeIndependently reads a batch as a consumer would, with the codec
+// libraries and kmsg rather than raftka's code: decompress the records
+// (bounded), then parse them one by one. It returns how many records it
+// read, or why it could not read them all.
+func decodeIndependently(batch []byte) (int32, error) {
+	var rb kmsg.RecordBatch
+	if err := rb.ReadFrom(batch); err != nil {
+		return 0, err
+	}
+	const bound = 64 << 20
+	data := rb.Records
+	var err error
+	switch rb.Attributes & 7 {
+	case attrGzip:
+		var zr *gzip.Reader
+		if zr, err = gzip.NewReader(bytes.NewReader(data)); err == nil {
+			data, err = io.ReadAll(io.LimitReader(zr, bound))
+		}
+	case attrSnappy:
+		data, err = xerial.Decode(data)
+	case attrLZ4:
+		data, err = io.ReadAll(io.LimitReader(lz4.NewReader(bytes.NewReader(data)), bound))
+	case attrZstd:
+		var d *zstd.Decoder
+		if d, err = zstd.NewReader(nil, zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxMemory(bound)); err == nil {
+			data, err = d.DecodeAll(data, nil)
+			d.Close()
+		}
+	}
+	if err != nil {
+		return 0, fmt.Errorf("decompress: %w", err)
+	}
+	var n int32
+	for len(data) > 0 {
+		l, k := binary.Varint(data)
+		if k <= 0 || l <= 0 || l > int64(len(data)-k) {
+			return n, fmt.Errorf("record %d: bad length", n)
+		}
+		var r kmsg.Record
+		if err := r.ReadFrom(data[:k+int(l)]); err != nil {
+			return n, fmt.Errorf("record %d: %w", n, err)
+		}
+		if r.OffsetDelta != n {
+			return n, fmt.Errorf("record %d: offset delta %d", n, r.OffsetDelta)
+		}
+		data = data[k+int(l):]
+		n++
+	}
+	return n, nil
+}
+
+// mutateCompressed returns n records compressed with codec, then damaged
+// in one of several ways, with the record count the batch header will
+// claim and the name of the damage.
+func mutateCompressed(rng *rand.Rand, t *testing.T, codec int16, n int32) (payload []byte, count int32, kind string) {
+	recs := encodeRecords(int(n), false)
+	comp := compressWith(t, codec, recs)
+	count = n
+	switch rng.IntN(10) {
+	case 0:
+		kind = "bit-flipped"
+		for range 1 + rng.IntN(4) {
+			comp[rng.IntN(len(comp))] ^= 1 << rng.IntN(8)
+		}
+	case 1:
+		kind = "overwritten"
+		i := rng.IntN(len(comp))
+		for j := i; j < min(len(comp), i+1+rng.IntN(16)); j++ {
+			comp[j] = byte(rng.Uint32())
+		}
+	case 2:
+		kind = "truncated"
+		comp = comp[:rng.IntN(len(comp))]
+	case 3:
+		kind = "garbage-appended"
+		for range 1 + rng.IntN(32) {
+			comp = append(comp, byte(rng.Uint32()))
+		}
+	case 4:
+		kind = "garbage-prepended"
+		comp = append([]byte{byte(rng.Uint32()), byte(rng.Uint32())}, comp...)
+	case 5:
+		kind = "count-off-by-one"
+		count = n + []int32{-1, 1}[rng.IntN(2)]
+		if count == 0 {
+			count = 2
+		}
+	case 6:
+		kind = "codec-mislabelled"
+		comp = compressWith(t, 1+(codec%4), recs)
+	case 7:
+		kind = "not-records"
+		noise := make([]byte, 1+rng.IntN(200))
+		for i := range noise {
+			noise[i] = byte(rng.Uint32())
+		}
+		comp = compressWith(t, codec, noise)
+	default:
+		kind = "intact"
+	}
+	return comp, count, kind
 }
 
 // frame is one request as sent: the 4-byte size, then the body.
