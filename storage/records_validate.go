@@ -205,13 +205,13 @@ func (w *recordWalk) fill() error {
 	return nil
 }
 
-// varint reads a zig-zag varint of at most maxLen bytes (varintLen for
-// Kafka's varint, varlongLen for its varlong) whose value fits the type. A
+// varint reads a zig-zag varint of at most maxLen bytes (maxVarintBytes for
+// Kafka's varint, maxVarlongBytes for its varlong) whose value fits the type. A
 // stream ending before its first byte is io.EOF, inside it
 // io.ErrUnexpectedEOF.
 func (w *recordWalk) varint(maxLen int) (int64, error) {
 	typeBits := uint(32)
-	if maxLen == varlongLen {
+	if maxLen == maxVarlongBytes {
 		typeBits = 64
 	}
 	var ux uint64
@@ -239,8 +239,8 @@ func (w *recordWalk) varint(maxLen int) (int64, error) {
 }
 
 const (
-	varintLen  = 5  // Kafka varint: 32 bits
-	varlongLen = 10 // Kafka varlong: 64 bits
+	maxVarintBytes  = 5  // Kafka varint: 32 bits
+	maxVarlongBytes = 10 // Kafka varlong: 64 bits
 )
 
 // skip consumes n bytes.
@@ -382,7 +382,7 @@ func (w *recordWalk) walk(b Batch, mode validation, rules *ProduceRules, info Ba
 		return fmt.Errorf("%w: record %d of %d at byte %d of the records: %s", ErrCorruptBatch, i, count, w.consumed(), what)
 	}
 	for i := int32(0); i < count; i++ {
-		length, err := w.varint(varintLen)
+		length, err := w.varint(maxVarintBytes)
 		if err != nil {
 			if err == io.EOF {
 				return info, fail(i, "", err)
@@ -398,11 +398,11 @@ func (w *recordWalk) walk(b Batch, mode validation, rules *ProduceRules, info Ba
 		if _, err := w.readByte(); err != nil {
 			return info, fail(i, "attributes", err)
 		}
-		tsDelta, err := w.varint(varlongLen)
+		tsDelta, err := w.varint(maxVarlongBytes)
 		if err != nil {
 			return info, fail(i, "timestamp delta", err)
 		}
-		offDelta, err := w.varint(varintLen)
+		offDelta, err := w.varint(maxVarintBytes)
 		if err != nil {
 			return info, fail(i, "offset delta", err)
 		}
@@ -416,7 +416,7 @@ func (w *recordWalk) walk(b Batch, mode validation, rules *ProduceRules, info Ba
 		if _, err := w.field(end, false); err != nil {
 			return info, fail(i, "value", err)
 		}
-		headers, err := w.varint(varintLen)
+		headers, err := w.varint(maxVarintBytes)
 		if err != nil || headers < 0 || headers > end-w.consumed() {
 			return info, fail(i, fmt.Sprintf("header count %d", headers), err)
 		}
@@ -482,7 +482,7 @@ const (
 // field reads a length-prefixed key, value or header field ending no later
 // than end and skips its bytes; -1 is null, refused for a header key.
 func (w *recordWalk) field(end int64, headerKey bool) (int64, error) {
-	l, err := w.varint(varintLen)
+	l, err := w.varint(maxVarintBytes)
 	if err != nil {
 		return 0, err
 	}
