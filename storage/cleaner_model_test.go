@@ -3,6 +3,7 @@ package storage
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -114,7 +115,7 @@ func TestCleanerModel(t *testing.T) {
 					pid = 9
 				}
 				b := keyedBatch(t, clk.now().UnixMilli(), codec, pid, seq, recs...)
-				res, err := l.Append(b, AppendOptions{})
+				res, err := appendWritten(l, b, slices.ContainsFunc(recs, func(r kv) bool { return r.key == "" }))
 				if err != nil {
 					rt.Fatal(err)
 				}

@@ -102,6 +102,27 @@ func compactConfig() Config {
 	return c
 }
 
+// appendWritten appends b as a compacted log can come to hold it: a batch
+// with a keyless record, which Append refuses under cleanup.policy=compact,
+// is appended while the log's policy is delete, as when a topic's policy
+// changed from delete to compact after the write.
+func appendWritten(l *Log, b []byte, keyless bool) (AppendResult, error) {
+	if !keyless {
+		return l.Append(b, AppendOptions{})
+	}
+	cfg := l.Config()
+	was := cfg
+	cfg.CleanupPolicy = PolicyDelete
+	if err := l.UpdateConfig(cfg); err != nil {
+		return AppendResult{}, err
+	}
+	res, err := l.Append(b, AppendOptions{})
+	if err2 := l.UpdateConfig(was); err == nil {
+		err = err2
+	}
+	return res, err
+}
+
 func mustClean(t testing.TB, l *Log, now time.Time) CleanStats {
 	t.Helper()
 	st, _, err := l.Clean(now, CleanOptions{DedupeBufferBytes: 1 << 20})
@@ -171,9 +192,9 @@ func TestCleanTombstonesAndProducers(t *testing.T) {
 	cfg.DeleteRetentionMs = 10_000
 	l, _ := openTestLog(t, partDir(t), cfg, LogOptions{Now: clk.now})
 	defer l.Close()
-	app := func(b []byte) AppendResult {
+	app := func(b []byte, keyless ...bool) AppendResult {
 		t.Helper()
-		res, err := l.Append(b, AppendOptions{})
+		res, err := appendWritten(l, b, len(keyless) > 0 && keyless[0])
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -184,7 +205,7 @@ func TestCleanTombstonesAndProducers(t *testing.T) {
 	app(keyedBatch(t, clk.now().UnixMilli(), CompressionNone, 7, 0, kv{key: "a", value: "1"}))
 	app(keyedBatch(t, clk.now().UnixMilli(), CompressionNone, 7, 1, kv{key: "b", value: "1"}))
 	app(keyedBatch(t, clk.now().UnixMilli(), CompressionNone, -1, 0, kv{key: "a", tombstone: true}))
-	app(keyedBatch(t, clk.now().UnixMilli(), CompressionNone, -1, 0, kv{key: "b", value: "2"}, kv{key: "", value: "keyless"}))
+	app(keyedBatch(t, clk.now().UnixMilli(), CompressionNone, -1, 0, kv{key: "b", value: "2"}, kv{key: "", value: "keyless"}), true)
 	for range 40 {
 		app(keyedBatch(t, clk.now().UnixMilli(), CompressionNone, -1, 0, kv{key: "filler", value: "x"}))
 	}
