@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/raftka/raftka/broker/config"
@@ -95,6 +96,37 @@ func TestStorageConfigCleanerKeys(t *testing.T) {
 	for _, tc := range cases {
 		if got := storageConfigFrom(tc.entries); !tc.check(got) {
 			t.Errorf("%v: got %+v", tc.entries, got)
+		}
+	}
+}
+
+// The broker's compaction defaults in server.properties reach topics that
+// do not override them, as Kafka's synonyms do.
+func TestStorageConfigCleanerBrokerDefaults(t *testing.T) {
+	cfg, warnings, err := config.Parse([]byte(baseProps+"log.cleanup.policy=compact,delete\nlog.cleaner.min.cleanable.ratio=0.2\nlog.cleaner.delete.retention.ms=5000\nlog.cleaner.min.compaction.lag.ms=6\nlog.cleaner.max.compaction.lag.ms=7000\n"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range warnings {
+		if strings.Contains(w, "log.clean") {
+			t.Errorf("applied key warned: %s", w)
+		}
+	}
+	img, _ := metadata.NewImage().Apply([]metadata.Record{
+		&metadata.CreateTopic{Name: "t", ID: [16]byte{1}, Partitions: []metadata.PartitionRegistration{{Partition: 0, Replicas: []int32{1}, ISR: []int32{1}, Leader: 1}}},
+		&metadata.CreateTopic{Name: "o", ID: [16]byte{2}, Configs: map[string]string{"cleanup.policy": "delete"}, Partitions: []metadata.PartitionRegistration{{Partition: 0, Replicas: []int32{1}, ISR: []int32{1}, Leader: 1}}},
+	})
+	got := StorageConfig(img, cfg, "t")
+	if got.CleanupPolicy != storage.PolicyCompact|storage.PolicyDelete || got.MinCleanableDirtyRatio != 0.2 ||
+		got.DeleteRetentionMs != 5000 || got.MinCompactionLagMs != 6 || got.MaxCompactionLagMs != 7000 {
+		t.Fatalf("broker defaults not applied: %+v", got)
+	}
+	if got := StorageConfig(img, cfg, "o"); got.CleanupPolicy != storage.PolicyDelete {
+		t.Fatalf("the topic's override lost to the broker default: %v", got.CleanupPolicy)
+	}
+	for _, bad := range []string{"log.cleanup.policy=shred", "log.cleaner.min.cleanable.ratio=1.5", "log.cleaner.max.compaction.lag.ms=0"} {
+		if _, _, err := config.Parse([]byte(baseProps+bad+"\n"), nil); err == nil {
+			t.Errorf("%s accepted", bad)
 		}
 	}
 }

@@ -242,6 +242,24 @@ var defs = []Def{
 	{Name: "log.retention.check.interval.ms", Type: TypeDurationMs, Default: "300000", Validate: atLeast(1),
 		set: toDuration(func(c *Config) *time.Duration { return &c.LogRetentionCheckInterval }),
 		Doc: "How often segments are checked against the retention limits."},
+	{Name: "log.cleanup.policy", Type: TypeList, Default: "delete", Validate: listOf("delete", "compact"),
+		set: to(func(c *Config) *[]string { return &c.LogCleanupPolicy }),
+		Doc: "Topic default (cleanup.policy): delete drops old segments by retention, compact keeps each key's last record, both do both."},
+	{Name: "log.cleaner.min.cleanable.ratio", Type: TypeString, Default: "0.5", Validate: floatBetween(0, 1),
+		set: func(c *Config, v any) (err error) {
+			c.LogCleanerMinCleanableRatio, err = strconv.ParseFloat(v.(string), 64)
+			return err
+		},
+		Doc: "Topic default (min.cleanable.dirty.ratio): the dirty share of a log above which the cleaner compacts it."},
+	{Name: "log.cleaner.delete.retention.ms", Type: TypeLong, Default: "86400000", Validate: atLeast(0),
+		set: to(func(c *Config) *int64 { return &c.LogCleanerDeleteRetentionMs }),
+		Doc: "Topic default (delete.retention.ms): how long compaction keeps tombstones after the clean that first sees them."},
+	{Name: "log.cleaner.min.compaction.lag.ms", Type: TypeLong, Default: "0", Validate: atLeast(0),
+		set: to(func(c *Config) *int64 { return &c.LogCleanerMinCompactionLagMs }),
+		Doc: "Topic default (min.compaction.lag.ms): records younger than this are not compacted."},
+	{Name: "log.cleaner.max.compaction.lag.ms", Type: TypeLong, Default: "9223372036854775807", Validate: atLeast(1),
+		set: to(func(c *Config) *int64 { return &c.LogCleanerMaxCompactionLagMs }),
+		Doc: "Topic default (max.compaction.lag.ms): a log with a dirty record older than this is compacted whatever its dirty ratio."},
 	{Name: "log.cleaner.enable", Type: TypeBool, Default: "true",
 		set: to(func(c *Config) *bool { return &c.LogCleanerEnable }),
 		Doc: "Run the log cleaner, which compacts topics whose cleanup.policy includes compact."},
@@ -389,6 +407,34 @@ func oneOf(allowed ...string) func(any) error {
 	return func(v any) error {
 		if s, ok := v.(string); ok && !slices.Contains(allowed, s) {
 			return fmt.Errorf("must be one of %s", strings.Join(allowed, ", "))
+		}
+		return nil
+	}
+}
+
+// floatBetween checks a Kafka double written as text.
+func floatBetween(lo, hi float64) func(any) error {
+	return func(v any) error {
+		s, _ := v.(string)
+		f, err := strconv.ParseFloat(s, 64)
+		if err != nil || !(f >= lo && f <= hi) {
+			return fmt.Errorf("must be a number between %g and %g", lo, hi)
+		}
+		return nil
+	}
+}
+
+// listOf checks every entry of a list is one of allowed, once.
+func listOf(allowed ...string) func(any) error {
+	return func(v any) error {
+		l, _ := v.([]string)
+		for i, e := range l {
+			if !slices.Contains(allowed, e) {
+				return fmt.Errorf("%q is not one of %s", e, strings.Join(allowed, ", "))
+			}
+			if slices.Contains(l[:i], e) {
+				return fmt.Errorf("%q is listed twice", e)
+			}
 		}
 		return nil
 	}

@@ -22,15 +22,13 @@ var kafkaIgnored = toSet(
 	"request.timeout.ms", "connection.failed.authentication.delay.ms",
 
 	// Log details raftka fixes or does not offer.
-	"log.roll.jitter.ms", "log.roll.jitter.hours", "log.cleanup.policy", "log.preallocate",
+	"log.roll.jitter.ms", "log.roll.jitter.hours", "log.preallocate",
 	"log.segment.delete.delay.ms", "log.message.format.version",
 	"log.message.timestamp.difference.max.ms", "log.message.timestamp.before.max.ms",
 	"log.message.timestamp.after.max.ms", "log.message.downconversion.enable",
 	"log.local.retention.ms", "log.local.retention.bytes", "log.initial.task.delay.ms",
 	"compression.type", "compression.gzip.level", "compression.lz4.level", "compression.zstd.level",
 	"log.cleaner.io.buffer.size", "log.cleaner.io.buffer.load.factor",
-	"log.cleaner.min.cleanable.ratio", "log.cleaner.delete.retention.ms",
-	"log.cleaner.min.compaction.lag.ms", "log.cleaner.max.compaction.lag.ms",
 	"log.dir.failure.timeout.ms", "auto.include.jmx.reporter",
 
 	// Internal topics Kafka keeps as logs; raftka keeps their state in the Raft metadata.

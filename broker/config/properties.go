@@ -91,6 +91,17 @@ type Config struct {
 	HighWatermarkCheckpoint     time.Duration
 	FollowerDropBehind          int64 // raftka.follower.drop.behind.bytes
 
+	// Topic defaults for compaction: log.cleanup.policy,
+	// log.cleaner.min.cleanable.ratio, .delete.retention.ms,
+	// .min.compaction.lag.ms, .max.compaction.lag.ms (the topic configs
+	// read them through StaticConfigs; kept here so they are parsed and
+	// validated like every key).
+	LogCleanupPolicy             []string
+	LogCleanerMinCleanableRatio  float64
+	LogCleanerDeleteRetentionMs  int64
+	LogCleanerMinCompactionLagMs int64
+	LogCleanerMaxCompactionLagMs int64
+
 	// log.cleaner.enable, .threads, .dedupe.buffer.size,
 	// .io.max.bytes.per.second, .backoff.ms.
 	LogCleanerEnable              bool

@@ -26,9 +26,10 @@ func TestEveryKeyHandled(t *testing.T) {
 		"controller.listener.names":      {"controller"},
 		"listener.security.protocol.map": {"CLIENT:PLAINTEXT"},
 		"listeners":                      {"CLIENT://:9092"},
+		"log.cleanup.policy":             {"compact"},
 	}
 	// Strings that hold numbers (Kafka's doubles) need a number.
-	stringSamples := map[string]string{"log.cleaner.io.max.bytes.per.second": "5e6"}
+	stringSamples := map[string]string{"log.cleaner.io.max.bytes.per.second": "5e6", "log.cleaner.min.cleanable.ratio": "0.25"}
 	sample := func(d *Def) (any, bool) {
 		switch d.Type {
 		case TypeInt:
