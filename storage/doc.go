@@ -53,9 +53,9 @@
 // is published only after its bytes are in the file: the active segment's
 // size and the log end offset change together under Log.segMu, which
 // readers (Read, lookups) hold shared while they resolve offsets to file
-// positions, so a reader never sees a partial batch. Sync runs beside the
-// writer under Log.flushMu; concurrent Syncs share one fsync (group
-// commit). Segment files removed by retention or truncation are renamed
+// positions, so a reader never sees a partial batch. Sync and FlushRolled
+// run beside the writer under Log.flushMu; concurrent Syncs share one
+// fsync (group commit). Segment files removed by retention or truncation are renamed
 // .deleted and closed only after file.delete.delay.ms, so regions handed to
 // readers stay readable meanwhile.
 //
