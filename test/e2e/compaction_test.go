@@ -3,10 +3,15 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
+	"github.com/raftka/raftka/storage"
 	"github.com/raftka/raftka/test/cluster"
+	"github.com/raftka/raftka/test/invariants"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
@@ -15,7 +20,9 @@ import (
 // them then deleted. The cleaners (log.cleaner.backoff.ms=100) compact it,
 // and retention.ms=1000, checked every 100 ms, never deletes it: reading
 // from the start gives one record per key, the live keys' latest values
-// and the deleted keys' tombstones (delete.retention.ms is a day).
+// and the deleted keys' tombstones (delete.retention.ms is a day). A
+// follower whose copy is wiped re-replicates the compacted log (with its
+// gaps) and holds the same table.
 func TestCompactedTopicKeepsTable(t *testing.T) {
 	c := cluster.Start(t, cluster.Nodes(3), cluster.LogLevel("info"),
 		cluster.Override("log.cleaner.backoff.ms", "100"),
@@ -121,4 +128,86 @@ func TestCompactedTopicKeepsTable(t *testing.T) {
 		t.Fatalf("after retention.ms: %s (%d records)", why, n)
 	}
 	t.Logf("compacted: %s; after retention.ms, %d records", last, n)
+
+	// A follower that lost its copy fetches the leader's compacted log,
+	// gaps and all, from the start, and rejoins the ISR; its copy holds
+	// the same table.
+	h := harness{Cluster: c}
+	st := partitionState(t, ctx, h, topic, 0)
+	var f *cluster.Node
+	for _, id := range st.Replicas {
+		if id != st.Leader {
+			f = c.Node(id)
+			break
+		}
+	}
+	f.Term()
+	var part string
+	filepath.WalkDir(f.DataDir(), func(p string, d fs.DirEntry, err error) error {
+		if err == nil && d.IsDir() && d.Name() == topic+"-0" {
+			part = p
+		}
+		return nil
+	})
+	if part == "" {
+		t.Fatalf("node %d holds no %s-0 directory", f.ID(), topic)
+	}
+	if err := os.RemoveAll(part); err != nil {
+		t.Fatal(err)
+	}
+	f.Restart()
+	cluster.WaitFor(t, 60*time.Second, func() (bool, string) { return invariants.FullISR(ctx, h, topic, 1) })
+	f.Term()
+	// Opened as the node would open it after its clean stop; the cleaner
+	// checkpoint is what lets recovery accept the copied gaps.
+	ckpt, err := storage.ReadOffsetCheckpoint(filepath.Join(filepath.Dir(part), storage.CleanerCheckpointFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tp := storage.TopicPartition{Topic: topic, Partition: 0}
+	if ckpt[tp] == 0 {
+		t.Fatalf("node %d copied the compacted log but checkpointed no gaps: %v", f.ID(), ckpt)
+	}
+	l, rep, err := storage.OpenLog(part, storage.DefaultConfig(), storage.LogOptions{CleanShutdown: true, CleanerCheckpoint: ckpt[tp]})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.LostData() {
+		t.Fatalf("opening node %d's copy cut it: %+v", f.ID(), rep.Truncations)
+	}
+	defer l.Close()
+	copied := map[string]*string{}
+	for off := l.LogStartOffset(); off < l.LogEndOffset(); {
+		r, err := l.Read(off, 1<<20)
+		if err != nil {
+			t.Fatal(err)
+		}
+		data, err := r.Bytes()
+		if err != nil || len(data) == 0 {
+			t.Fatalf("read at %d: %v", off, err)
+		}
+		for len(data) > 0 {
+			size, err := storage.BatchSize(data)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b := storage.Batch(data[:size])
+			err = b.Records(func(r storage.Record) bool {
+				if r.Value == nil {
+					copied[string(r.Key)] = nil
+				} else {
+					v := string(r.Value)
+					copied[string(r.Key)] = &v
+				}
+				return true
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			off, data = b.NextOffset(), data[size:]
+		}
+	}
+	if why := same(copied); why != "" {
+		t.Fatalf("the re-replicated copy on node %d: %s", f.ID(), why)
+	}
 }
