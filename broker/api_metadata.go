@@ -11,14 +11,19 @@ package broker
 //     are live, else the lowest live broker id, else -1.
 //   - Topics: all (null list, or an empty list at v0), or those asked for by
 //     name or, v12+, by id. Duplicates are answered once. An unknown id is
-//     UNKNOWN_TOPIC_ID. An unknown name is created when the request allows
-//     it (always below v4) and auto.create.topics.enable is on: through the
-//     controller with the cluster's default partitions and replication
-//     factor, waiting for the topic to appear in our image so the answer
-//     already carries its partitions; a creation still under way after
-//     autoCreateWait answers LEADER_NOT_AVAILABLE, which clients retry. An
-//     invalid name then answers INVALID_TOPIC_EXCEPTION; without auto
-//     creation, UNKNOWN_TOPIC_OR_PARTITION.
+//     UNKNOWN_TOPIC_ID. An unknown name that is not a valid topic name is
+//     INVALID_TOPIC_EXCEPTION. A valid unknown name is UNKNOWN_TOPIC_OR_PARTITION
+//     with no partitions, answered at once; when the request allows it
+//     (always below v4) and auto.create.topics.enable is on, the topic is
+//     also created in the background through the controller with the
+//     cluster's default partitions and replication factor, and the client's
+//     retry finds it. This is Kafka's KRaft AutoTopicCreationManager: it
+//     sends CreateTopics to the controller without waiting and answers
+//     UNKNOWN_TOPIC_OR_PARTITION (LEADER_NOT_AVAILABLE was the ZooKeeper-mode
+//     answer; KAFKA-20089 kept the KRaft code), keeps one creation in flight
+//     per name, and only logs the controller's answer. Not waiting matters:
+//     a client that deletes a topic and reads its partitions through an old
+//     Metadata version (which always allows creation) must see none.
 //   - Partitions: leader, leader epoch, replicas, ISR, offline replicas. A
 //     leader that is not a live broker with this listener answers
 //     LEADER_NOT_AVAILABLE with leader -1 (LISTENER_NOT_FOUND from v6 when
@@ -59,9 +64,9 @@ func init() {
 	})
 }
 
-// autoCreateWait bounds how long a Metadata request waits for a topic it
-// auto-creates; clients retry LEADER_NOT_AVAILABLE.
-const autoCreateWait = 5 * time.Second
+// autoCreateTimeout bounds one background creation (Kafka sends it with
+// request.timeout.ms, 30 s by default).
+const autoCreateTimeout = 30 * time.Second
 
 // internalTopics are Kafka's internal topics, flagged IsInternal.
 var internalTopics = map[string]bool{"__consumer_offsets": true, "__transaction_state": true}
@@ -175,26 +180,18 @@ func handleMetadata(ctx context.Context, rc *request, kreq kmsg.Request) (kmsg.R
 				continue
 			}
 			switch {
-			case !allowCreate || internalTopics[name]:
-				resp.Topics = append(resp.Topics, topicError(rt.Topic, [16]byte{}, kerr.UnknownTopicOrPartition.Code))
 			case metadata.ValidateTopicName(name) != nil:
 				resp.Topics = append(resp.Topics, topicError(rt.Topic, [16]byte{}, kerr.InvalidTopicException.Code))
 			default:
-				missing = append(missing, name)
+				resp.Topics = append(resp.Topics, topicError(rt.Topic, [16]byte{}, kerr.UnknownTopicOrPartition.Code))
+				if allowCreate && !internalTopics[name] {
+					missing = append(missing, name)
+				}
 			}
 		}
 	}
 	if len(missing) > 0 {
-		codes := autoCreate(ctx, srv, missing)
-		img, _ = srv.deps.Metadata.Current()
-		pv.img = img
-		for _, name := range missing {
-			if t, ok := img.Topic(name); ok {
-				answer(t)
-				continue
-			}
-			resp.Topics = append(resp.Topics, topicError(kmsg.StringPtr(name), [16]byte{}, codes[name]))
-		}
+		srv.autoCreateTopics(missing)
 	}
 	return resp, nil
 }
@@ -219,43 +216,69 @@ func namesUnknown(img *metadata.Image, topics []kmsg.MetadataRequestTopic) bool 
 	return false
 }
 
-// autoCreate asks the controller for topics with the cluster defaults and
-// returns, per topic not yet created, the code to answer with.
-func autoCreate(ctx context.Context, srv *Server, names []string) map[string]int16 {
-	codes := make(map[string]int16, len(names))
+// autoCreateTopics asks the controller, in the background, for the topics
+// not already being created here, with the cluster defaults. The answer is
+// only logged: clients learn of the topic from their next Metadata request.
+func (s *Server) autoCreateTopics(names []string) {
+	if s.deps.Controller == nil {
+		return
+	}
+	s.autoMu.Lock()
+	if s.autoInflight == nil {
+		s.autoInflight = make(map[string]bool)
+	}
+	todo := names[:0:0]
 	for _, n := range names {
-		codes[n] = kerr.LeaderNotAvailable.Code
+		if !s.autoInflight[n] {
+			s.autoInflight[n] = true
+			todo = append(todo, n)
+		}
 	}
-	if srv.deps.Controller == nil {
-		return codes
+	s.autoMu.Unlock()
+	if len(todo) == 0 {
+		return
 	}
-	ctx, cancel := context.WithTimeout(ctx, autoCreateWait)
+	done := func() {
+		s.autoMu.Lock()
+		for _, n := range todo {
+			delete(s.autoInflight, n)
+		}
+		s.autoMu.Unlock()
+	}
+	if !s.track() {
+		done()
+		return
+	}
+	go func() {
+		defer s.wg.Done()
+		defer done()
+		s.createInBackground(todo)
+	}()
+}
+
+func (s *Server) createInBackground(names []string) {
+	ctx, cancel := context.WithTimeout(s.ctx, autoCreateTimeout)
 	defer cancel()
 	req := kmsg.NewPtrCreateTopicsRequest()
-	req.TimeoutMillis = int32(autoCreateWait / time.Millisecond)
+	req.TimeoutMillis = int32(autoCreateTimeout / time.Millisecond)
 	for _, n := range names {
 		t := kmsg.NewCreateTopicsRequestTopic()
 		t.Topic = n
 		t.NumPartitions, t.ReplicationFactor = -1, -1 // the controller's defaults
 		req.Topics = append(req.Topics, t)
 	}
-	resp, err := srv.deps.Controller.CreateTopics(ctx, req)
+	resp, err := s.deps.Controller.CreateTopics(ctx, req)
 	if err != nil {
-		srv.log.Debug().Err(err).Strs("topics", names).Msg("auto topic creation did not finish")
-		return codes
+		s.log.Debug().Err(err).Strs("topics", names).Msg("auto topic creation did not finish")
+		return
 	}
 	for _, t := range resp.Topics {
 		switch t.ErrorCode {
 		case 0, kerr.TopicAlreadyExists.Code:
-			// Created (or raced another creator): the caller re-reads the
-			// image; if it is not there yet the client retries.
-		case kerr.InvalidTopicException.Code, kerr.InvalidReplicationFactor.Code, kerr.InvalidPartitions.Code, kerr.InvalidConfig.Code:
-			codes[t.Topic] = t.ErrorCode
 		default:
-			srv.log.Warn().Str("topic", t.Topic).Int16("error", t.ErrorCode).Msg("auto topic creation failed")
+			s.log.Warn().Str("topic", t.Topic).Int16("error", t.ErrorCode).Msg("auto topic creation failed")
 		}
 	}
-	return codes
 }
 
 func topicError(name *string, id [16]byte, code int16) kmsg.MetadataResponseTopic {

@@ -210,10 +210,14 @@ func TestMetadataNamedTopics(t *testing.T) {
 	if got := findTopic(t, resp, "orders"); got.ErrorCode != 0 || len(got.Partitions) != 3 {
 		t.Errorf("orders: %+v", got)
 	}
-	for _, n := range []string{"nope", "bad/name", "__transaction_state"} {
+	for _, n := range []string{"nope", "__transaction_state"} {
 		if got := findTopic(t, resp, n); got.ErrorCode != kerr.UnknownTopicOrPartition.Code || len(got.Partitions) != 0 {
 			t.Errorf("%s without auto creation: %+v", n, got)
 		}
+	}
+	// KafkaApis.getTopicMetadata validates the name even without creation.
+	if got := findTopic(t, resp, "bad/name"); got.ErrorCode != kerr.InvalidTopicException.Code || len(got.Partitions) != 0 {
+		t.Errorf("bad/name without auto creation: %+v", got)
 	}
 	if !findTopic(t, resp, "__transaction_state").IsInternal {
 		t.Error("__transaction_state not flagged internal")
@@ -256,75 +260,6 @@ func TestMetadataNamedTopics(t *testing.T) {
 	resp = callMetadata(t, Options{}, metadataReq(12, "orders"))
 	if len(resp.Brokers) != 0 || resp.Topics[0].ErrorCode != kerr.UnknownTopicOrPartition.Code {
 		t.Errorf("without metadata: %+v", resp)
-	}
-}
-
-func TestMetadataAutoCreate(t *testing.T) {
-	// Broker 1 is the only one a new topic can be placed on, as the
-	// topic must be led by the broker that answers.
-	img := imageOf(t,
-		&metadata.ClusterID{ID: "cluster-x"},
-		&metadata.RegisterBroker{BrokerID: 1, BrokerEpoch: 1, Endpoints: []metadata.Endpoint{{Listener: "CLIENT", Host: "127.0.0.1", Port: 9001}}},
-		&metadata.CreateTopic{Name: "orders", ID: ordersID, Partitions: []metadata.PartitionRegistration{
-			{Partition: 0, Replicas: []int32{1}, ISR: []int32{1}, Leader: 1},
-		}},
-	)
-	newMD := func() *raftfsm.Node { return startTwin(t, img, nil) }
-
-	md := newMD()
-	ctl := &autoCreateController{ControllerClient: md.Client()}
-	opts := Options{AutoCreateTopics: true, Deps: Deps{Metadata: md, Controller: ctl}}
-	resp := callMetadata(t, opts, metadataReq(12, "orders", "fresh", "bad/name"))
-	if got := findTopic(t, resp, "fresh"); got.ErrorCode != 0 || len(got.Partitions) != 1 || got.Partitions[0].Leader != 1 {
-		t.Errorf("auto-created topic answered %+v", got)
-	}
-	if got := findTopic(t, resp, "bad/name"); got.ErrorCode != kerr.InvalidTopicException.Code {
-		t.Errorf("invalid name: error %d", got.ErrorCode)
-	}
-	if ctl.calls.Load() != 1 {
-		t.Errorf("%d controller calls, want one for the request", ctl.calls.Load())
-	}
-
-	// The client may forbid it (v4+), but not below v4.
-	no := metadataReq(12, "other")
-	no.AllowAutoTopicCreation = false
-	if got := callMetadata(t, opts, no).Topics[0]; got.ErrorCode != kerr.UnknownTopicOrPartition.Code {
-		t.Errorf("creation forbidden by the client: %+v", got)
-	}
-	old := metadataReq(3, "legacy")
-	old.AllowAutoTopicCreation = false
-	if got := callMetadata(t, opts, old).Topics[0]; got.ErrorCode != 0 {
-		t.Errorf("v3 must auto-create: %+v", got)
-	}
-	// Internal topics are never created through Metadata.
-	if got := callMetadata(t, opts, metadataReq(12, "__consumer_offsets_x", "__transaction_state")); findTopic(t, got, "__transaction_state").ErrorCode != kerr.UnknownTopicOrPartition.Code {
-		t.Errorf("__transaction_state auto-created: %+v", got.Topics)
-	}
-
-	failing := []struct {
-		name string
-		md   *raftfsm.Node
-		ctl  func(*raftfsm.Node) ControllerClient
-		want int16
-	}{
-		// The twin itself refuses: default.replication.factor 3 on one broker.
-		{"invalid replication factor", startTwin(t, img, func(c *raftfsm.Config) { c.DefaultReplicationFactor = 3 }),
-			func(n *raftfsm.Node) ControllerClient { return n.Client() }, kerr.InvalidReplicationFactor.Code},
-		{"controller unavailable", newMD(), func(n *raftfsm.Node) ControllerClient {
-			return &autoCreateController{ControllerClient: n.Client(), code: kerr.NotController.Code}
-		}, kerr.LeaderNotAvailable.Code},
-		{"controller times out", newMD(), func(n *raftfsm.Node) ControllerClient {
-			return &autoCreateController{ControllerClient: n.Client(), err: context.DeadlineExceeded}
-		}, kerr.LeaderNotAvailable.Code},
-	}
-	for _, f := range failing {
-		opts := Options{AutoCreateTopics: true, Deps: Deps{Metadata: f.md, Controller: f.ctl(f.md)}}
-		if got := callMetadata(t, opts, metadataReq(12, "fresh")).Topics[0]; got.ErrorCode != f.want {
-			t.Errorf("%s: error %d, want %d", f.name, got.ErrorCode, f.want)
-		}
-	}
-	if got := callMetadata(t, Options{AutoCreateTopics: true, Deps: Deps{Metadata: staticMetadata{img: img, index: 1}}}, metadataReq(12, "fresh")).Topics[0]; got.ErrorCode != kerr.LeaderNotAvailable.Code {
-		t.Errorf("no controller: error %d", got.ErrorCode)
 	}
 }
 

@@ -147,9 +147,12 @@ type Server struct {
 	mu      sync.Mutex // guards closed, serving and adding to wg
 	closed  bool
 	serving bool
-	wg      sync.WaitGroup // accept loops and connections
+	wg      sync.WaitGroup // accept loops, connections and background auto-creations
 
 	nextConnID atomic.Uint64
+
+	autoMu       sync.Mutex      // guards autoInflight
+	autoInflight map[string]bool // topics this node is auto-creating (api_metadata.go)
 }
 
 type boundListener struct {

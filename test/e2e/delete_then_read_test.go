@@ -1,0 +1,78 @@
+package e2e
+
+import (
+	"testing"
+	"time"
+
+	"github.com/segmentio/kafka-go"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/raftka/raftka/test/cluster"
+)
+
+// kafka-go's own TestConn "DeleteTopics" case: create two topics on a
+// connection, delete them, and read their partitions through Metadata v6
+// (which allows auto-creation). Kafka answers at once without partitions and
+// creates the topics in the background, so the read finds none; a broker
+// that waited for the re-creation would return the new topics' partitions.
+func testDeleteThenReadPartitions(t *testing.T, c *cluster.Cluster, adm *kadm.Client) {
+	ctx := ctxFor(t, 60*time.Second)
+	const anchor = "delete-then-read-anchor"
+	if err := createTopic(ctx, adm, anchor, 1, 3); err != nil {
+		t.Fatalf("create %s: %v", anchor, err)
+	}
+	// As in kafka-go's tests, the connection is dialled for another topic:
+	// errors of topics other than the connection's own are not returned.
+	conn, err := kafka.DialLeader(ctx, "tcp", c.Node(1).ClientAddr(), anchor, 0)
+	if err != nil {
+		t.Fatalf("kafka-go DialLeader: %v", err)
+	}
+	defer conn.Close()
+	topic1, topic2 := "delete-then-read-1", "delete-then-read-2"
+	if err := conn.CreateTopics(
+		kafka.TopicConfig{Topic: topic1, NumPartitions: 1, ReplicationFactor: 1},
+		kafka.TopicConfig{Topic: topic2, NumPartitions: 1, ReplicationFactor: 1},
+	); err != nil {
+		t.Fatalf("CreateTopics: %v", err)
+	}
+	_ = conn.SetDeadline(time.Now().Add(5 * time.Second))
+	if err := conn.DeleteTopics(topic1, topic2); err != nil {
+		t.Fatalf("DeleteTopics: %v", err)
+	}
+	partitions, err := conn.ReadPartitions(topic1, topic2)
+	if err != nil {
+		t.Fatalf("ReadPartitions: %v", err)
+	}
+	if len(partitions) != 0 {
+		t.Fatalf("ReadPartitions after DeleteTopics returned %v, want none", partitions)
+	}
+
+	// The raw answer: UNKNOWN_TOPIC_OR_PARTITION with no partitions; the
+	// topic then appears in the background and a retry finds it.
+	kcl := client(t, c, c.Node(2))
+	const fresh = "delete-then-read-fresh"
+	req := kmsg.NewPtrMetadataRequest()
+	rt := kmsg.NewMetadataRequestTopic()
+	rt.Topic = kmsg.StringPtr(fresh)
+	req.Topics = append(req.Topics, rt)
+	req.AllowAutoTopicCreation = true
+	resp, err := req.RequestWith(ctx, kcl)
+	if err != nil {
+		t.Fatalf("Metadata: %v", err)
+	}
+	if len(resp.Topics) != 1 || resp.Topics[0].ErrorCode != kerr.UnknownTopicOrPartition.Code || len(resp.Topics[0].Partitions) != 0 {
+		t.Fatalf("first Metadata for an auto-created topic: %+v, want UNKNOWN_TOPIC_OR_PARTITION and no partitions", resp.Topics)
+	}
+	cluster.WaitFor(t, 30*time.Second, func() (bool, string) {
+		resp, err := req.RequestWith(ctx, kcl)
+		if err != nil {
+			return false, err.Error()
+		}
+		if len(resp.Topics) != 1 || resp.Topics[0].ErrorCode != 0 || len(resp.Topics[0].Partitions) != 1 {
+			return false, "topic not created yet"
+		}
+		return true, ""
+	})
+}
