@@ -1,6 +1,6 @@
 package broker
 
-// ListOffsets (key 2): v1-v11, as Kafka 4.
+// ListOffsets (key 2): v1-v10, as Kafka 4.1.
 //
 // Behaviour (Kafka's ReplicaManager.fetchOffset, leader side): per
 // partition, timestamp -2 (earliest) is the log start offset, -1 (latest)
@@ -17,7 +17,9 @@ package broker
 //
 // Version notes: v0 (MaxNumOffsets, OldStyleOffsets) is not served, as in
 // Kafka 4. v2: IsolationLevel. v4: CurrentLeaderEpoch, LeaderEpoch. v6:
-// flexible. v10: TimeoutMillis (only for tiered storage; unused).
+// flexible. v10: TimeoutMillis (only for tiered storage; unused). v11
+// (Kafka 4.2, KIP-1023 timestamp -6, earliest pending upload) is not served:
+// raftka answers as Kafka 4.1, whose ListOffsetsRequest.json stops at v10.
 
 import (
 	"context"
@@ -31,7 +33,7 @@ import (
 func init() {
 	register(apiEntry{
 		key:           2,
-		advertisedMin: 1, min: 1, max: 11,
+		advertisedMin: 1, min: 1, max: 10,
 		concurrent: true, // reads only
 		handle:     handleListOffsets,
 	})

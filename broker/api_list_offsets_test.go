@@ -60,7 +60,7 @@ func TestListOffsets(t *testing.T) {
 		{"current epoch ok", 4, 0, -1, 0, 0, 4, -1},
 		{"unknown epoch", 4, 0, -1, 3, kerr.UnknownLeaderEpoch.Code, -1, -1},
 		{"not leader", 4, 1, -1, -1, kerr.NotLeaderForPartition.Code, -1, -1},
-		{"unknown partition", 11, 5, -1, -1, kerr.UnknownTopicOrPartition.Code, -1, -1},
+		{"unknown partition", 10, 5, -1, -1, kerr.UnknownTopicOrPartition.Code, -1, -1},
 	}
 	for _, c := range cases {
 		got := listOffsets(f, c.version, "timed", c.part, c.ts, c.current)

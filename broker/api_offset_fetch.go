@@ -1,6 +1,6 @@
 package broker
 
-// OffsetFetch (key 9): v1-v10, as Kafka 4.2.
+// OffsetFetch (key 9): v1-v9, as Kafka 4.1.
 //
 // Behaviour: committed offsets come from the metadata image (the Raft
 // state), so any broker that coordinates the group answers at once after a
@@ -14,7 +14,9 @@ package broker
 // every requested partition); v2 top-level error; v3 throttle; v5 leader
 // epoch; v6 flexible; v7 RequireStable; v8+ several groups per request,
 // each with its own error; v9 KIP-848 member id/epoch (ignored for classic
-// groups); v10 topics by id (UNKNOWN_TOPIC_ID for an unknown one).
+// groups). v10 (Kafka 4.2: topics by id, UNKNOWN_TOPIC_ID for an unknown
+// one) is handled below but not advertised or accepted: Kafka 4.1's
+// OffsetFetchRequest.json stops at v9 and raftka answers as 4.1.
 
 import (
 	"context"
@@ -26,7 +28,7 @@ import (
 )
 
 func init() {
-	register(apiEntry{key: 9, advertisedMin: 1, min: 1, max: 10, concurrent: true, handle: handleOffsetFetch})
+	register(apiEntry{key: 9, advertisedMin: 1, min: 1, max: 9, concurrent: true, handle: handleOffsetFetch})
 }
 
 // fetchTopic is one requested topic, by name or (v10) id.
