@@ -23,17 +23,22 @@ package broker
 //   - v5 (KIP-1242, cluster and node id checks) is not served: Kafka 4.2 stops
 //     at v4.
 //
-// Features: SupportedFeatures lists what this binary implements behind a
-// feature flag, which is nothing yet; transaction.version and group.version
-// must not appear before transactions v2 and KIP-848 groups exist, because
-// kgo and the Java client switch protocols on them. FinalizedFeatures come
-// from the metadata image (levels above 0 only, min = max = level, as Kafka
-// reports them).
+// Features (KIP-584): SupportedFeatures lists the levels this binary can
+// run: metadata.version at metadata.MetadataVersionLevel only (Kafka 4.1's
+// 4.1-IV1, matching the protocol maxima advertised). FinalizedFeatures come
+// from the metadata image, where the active controller writes
+// metadata.version when the quorum forms (raftfsm); levels above 0 only,
+// min = max = level, and FinalizedFeaturesEpoch the image's Raft index, as
+// Kafka reports them. transaction.version, group.version and share.version
+// are 0 and so absent, as Kafka lists them until they are finalized: kgo and
+// the Java client switch to transactions v2 (transaction.version 2) and read
+// these levels to choose protocols, and raftka serves none of those.
 
 import (
 	"context"
 	"slices"
 
+	"github.com/raftka/raftka/metadata"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -55,8 +60,11 @@ type supportedFeature struct {
 	min, max int16
 }
 
-// supportedFeatures is empty until a feature-gated behaviour is implemented.
-var supportedFeatures []supportedFeature
+// supportedFeatures are the features this binary runs; a feature at level 0
+// only is not listed, as Kafka's BrokerFeatures leaves such features out.
+var supportedFeatures = []supportedFeature{
+	{name: metadata.MetadataVersionFeature, min: metadata.MetadataVersionLevel, max: metadata.MetadataVersionLevel},
+}
 
 func handleAPIVersions(_ context.Context, rc *request, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.ApiVersionsRequest)

@@ -75,8 +75,13 @@ func TestAPIVersionsHandler(t *testing.T) {
 		if v < 3 && sw != nil {
 			t.Errorf("v%d: client software recorded from a version without it", v)
 		}
-		if v >= 3 && (resp.FinalizedFeaturesEpoch != -1 || len(resp.FinalizedFeatures) != 0 || len(resp.SupportedFeatures) != 0) {
-			t.Errorf("v%d: features without a metadata source: %+v", v, resp)
+		if v >= 3 && (resp.FinalizedFeaturesEpoch != -1 || len(resp.FinalizedFeatures) != 0) {
+			t.Errorf("v%d: finalized features without a metadata source: %+v", v, resp)
+		}
+		// What the binary supports does not depend on the image.
+		if sf := resp.SupportedFeatures; v >= 3 && (len(sf) != 1 || sf[0].Name != "metadata.version" ||
+			sf[0].MinVersion != metadata.MetadataVersionLevel || sf[0].MaxVersion != metadata.MetadataVersionLevel) {
+			t.Errorf("v%d: supported features %+v, want metadata.version %d only", v, sf, metadata.MetadataVersionLevel)
 		}
 	}
 }

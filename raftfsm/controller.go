@@ -168,6 +168,17 @@ func (c *controller) run() {
 		}
 		log.Info().Str("cluster_id", c.n.cfg.ClusterID).Msg("wrote the cluster id into the metadata log")
 	}
+	// Finalize the metadata.version this binary serves in the log itself,
+	// not only in snapshots, so every node's image (and ApiVersions) has it
+	// from the first term on. A level above ours, written by a newer binary,
+	// is left alone: downgrades are not ours to decide.
+	if img, _ = c.n.pub.Current(); img.FeatureLevel() < metadata.MetadataVersionLevel {
+		if err := c.commit([]metadata.Record{&metadata.FeatureLevel{Name: metadata.MetadataVersionFeature, Level: metadata.MetadataVersionLevel}}); err != nil {
+			log.Warn().Err(err).Msg("writing metadata.version")
+			return
+		}
+		log.Info().Int16("level", metadata.MetadataVersionLevel).Msg("finalized metadata.version")
+	}
 	tick := time.NewTicker(c.tickEvery())
 	defer tick.Stop()
 	// The preferred-leader check runs only with auto.leader.rebalance.enable;

@@ -76,3 +76,27 @@ func testDeleteThenReadPartitions(t *testing.T, c *cluster.Cluster, adm *kadm.Cl
 		return true, ""
 	})
 }
+
+// Every node's ApiVersions lists metadata.version as finalized at the level
+// the binary serves, with the metadata offset as the epoch, and nothing
+// that would switch a client to a protocol raftka does not serve
+// (transaction.version 2 makes kgo use transactions v2).
+func testFinalizedFeatures(t *testing.T, c *cluster.Cluster) {
+	ctx := ctxFor(t, 30*time.Second)
+	for _, n := range c.Nodes() {
+		kcl := client(t, c, n)
+		req := kmsg.NewPtrApiVersionsRequest()
+		req.ClientSoftwareName, req.ClientSoftwareVersion = "raftka-e2e", "1"
+		resp, err := req.RequestWith(ctx, kcl)
+		if err != nil {
+			t.Fatalf("ApiVersions: %v", err)
+		}
+		if resp.FinalizedFeaturesEpoch <= 0 {
+			t.Errorf("%s: finalized features epoch %d", n.ClientAddr(), resp.FinalizedFeaturesEpoch)
+		}
+		if len(resp.FinalizedFeatures) != 1 || resp.FinalizedFeatures[0].Name != "metadata.version" ||
+			resp.FinalizedFeatures[0].MaxVersionLevel != 27 || resp.FinalizedFeatures[0].MinVersionLevel != 27 {
+			t.Errorf("%s: finalized features %+v, want metadata.version 27 (4.1-IV1) only", n.ClientAddr(), resp.FinalizedFeatures)
+		}
+	}
+}
