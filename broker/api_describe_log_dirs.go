@@ -5,8 +5,14 @@ package broker
 // Behaviour (Kafka's ReplicaManager.describeLogDirs): one entry per log dir
 // (log.dirs, absolute paths), listing the partitions of the topics asked for
 // (all when Topics is null) that it holds, with each partition's size in
-// bytes and offset lag 0 (raftka has no future replicas, so IsFuture is
-// false and the lag of a current replica is 0). A log dir whose total and
+// bytes and its offset lag. raftka has no future replicas (no
+// AlterReplicaLogDirs), so IsFuture is false, and the lag of a current
+// replica is Kafka's getLogEndOffsetLag for one: max(HW - LEO, 0) of the
+// local log. That is not the distance to the leader's end offset: a
+// replica's high watermark never exceeds its own end offset (a follower
+// takes min(leader HW, own LEO)), so Kafka, and raftka with it, answers 0
+// for every current replica; the field exists for future replicas, whose
+// lag is measured against the current one. A log dir whose total and
 // usable space cannot be read (statfs) reports -1 for them.
 //
 // Version notes: v0 is not served, as in Kafka 4. v2: flexible. v3:
@@ -75,6 +81,7 @@ func handleDescribeLogDirs(_ context.Context, rc *request, kreq kmsg.Request) (k
 			addDir(d)
 			dp := kmsg.NewDescribeLogDirsResponseDirTopicPartition()
 			dp.Partition, dp.Size = p.Index(), l.Size()
+			dp.OffsetLag = max(l.HighWatermark()-l.LogEndOffset(), 0)
 			dirs[d][p.Topic()] = append(dirs[d][p.Topic()], dp)
 		}
 	}

@@ -10,11 +10,15 @@ package broker
 //   - The answer is for that partition: LeaderID is the Raft leader,
 //     LeaderEpoch the Raft term, HighWatermark the Raft commit index;
 //     CurrentVoters are the Raft voters and Observers the non-voters
-//     (broker-only nodes), each with its applied metadata offset
-//     (LogEndOffset) and the time of its last broker heartbeat
-//     (LastFetchTimestamp, LastCaughtUpTimestamp; -1 when unknown).
-//     hashicorp/raft does not expose per-follower replication state, so
-//     these come from broker heartbeats, not from Raft fetches.
+//     (broker-only nodes), each with Raft's own replication state as the
+//     leader sees it in the current term: LogEndOffset is the member's last
+//     Raft log index, LastFetchTimestamp its last AppendEntries answer,
+//     LastCaughtUpTimestamp the last time its log reached the leader's (by
+//     Kafka's rule); -1 when unknown. The leader reports its own last index
+//     and now. hashicorp/raft does not export its per-follower match index,
+//     so raftfsm reads these off the AppendEntries answers (heartbeats
+//     included, every HeartbeatTimeout/10), not the pipelined ones: a
+//     follower's log end may be up to one heartbeat interval old.
 //   - A controller that cannot be reached answers the request's error
 //     code (REQUEST_TIMED_OUT for a deadline, NOT_CONTROLLER without one).
 //

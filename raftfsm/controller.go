@@ -55,34 +55,8 @@ const maxBatchOps = 256
 // replicated: a new active controller starts every broker with a full
 // session timeout of grace.
 type lease struct {
-	lastSeen       time.Time
-	metadataOffset int64
-	regIndex       uint64 // Raft index of the registration, 0 if unknown
-
-	// For DescribeQuorum: whether a heartbeat arrived under this
-	// controller, and when the broker was last caught up with the leader.
-	heard      bool
-	caughtUpAt time.Time
-	// The leader's applied index and the time at the previous heartbeat.
-	prevLeaderIndex uint64
-	prevSeen        time.Time
-}
-
-// heartbeat records a heartbeat at now reporting offset, when the leader
-// has applied leaderIndex. The caught-up time follows Kafka's rule for
-// LastCaughtUpTimestamp: now if the broker has reached the leader's
-// current index, else the previous heartbeat's time if it has reached the
-// index the leader had then.
-func (l *lease) heartbeat(now time.Time, offset int64, leaderIndex uint64) {
-	switch {
-	case offset >= 0 && uint64(offset) >= leaderIndex:
-		l.caughtUpAt = now
-	case l.heard && offset >= 0 && l.prevLeaderIndex > 0 && uint64(offset) >= l.prevLeaderIndex && l.prevSeen.After(l.caughtUpAt):
-		l.caughtUpAt = l.prevSeen
-	}
-	l.heard = true
-	l.lastSeen, l.metadataOffset = now, offset
-	l.prevLeaderIndex, l.prevSeen = leaderIndex, now
+	lastSeen time.Time
+	regIndex uint64 // Raft index of the registration, 0 if unknown
 }
 
 // controller is the active controller: one goroutine (run) owns every field

@@ -87,8 +87,7 @@ func decideHeartbeat(req *kmsg.BrokerHeartbeatRequest) decideFunc {
 			return decision{resp: resp}
 		}
 		l := c.leaseOf(b.ID, now)
-		_, leaderIndex := c.n.pub.Current()
-		l.heartbeat(now, req.CurrentMetadataOffset, leaderIndex)
+		l.lastSeen = now
 		need := l.regIndex
 		if need == 0 {
 			need = c.startIndex

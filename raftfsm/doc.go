@@ -28,6 +28,9 @@
 //	rpc_client.go  ControllerClient (retries, read-your-writes)
 //	frame.go       frame and header codec, the index tag
 //	membership.go  QuorumStatus and DescribeQuorum
+//	replication_view.go  the leader's view of each follower (log end, last
+//	               answer, caught-up time), read off AppendEntries answers
+//	               because hashicorp/raft does not export it
 //	hclog.go       hashicorp's hclog onto zerolog
 //	inmem.go       InmemNetwork, StartInMemory, CommitRecords: the in-memory twin
 //

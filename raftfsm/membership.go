@@ -6,26 +6,29 @@ import (
 	"time"
 
 	"github.com/hashicorp/raft"
-	"github.com/raftka/raftka/metadata"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // ReplicaStatus is one member of the Raft configuration as this node sees
-// it. LastContact, LastCaughtUp and MetadataOffset come from the member's
-// broker heartbeats (hashicorp/raft does not expose its per-follower
-// replication state); they are known only on the leader, and only for
-// members that run a broker and have heartbeated to this controller. Zero
-// times and MetadataOffset -1 mean unknown.
+// it. LastContact, LastCaughtUp and MetadataOffset come from Raft's own
+// replication: the leader's AppendEntries answers in the current term
+// (replication_view.go; hashicorp/raft does not export its per-follower
+// match index, so the answers are read off the transport). They are known
+// only on the leader; for the node itself they are its last log index and
+// now, as Kafka reports the leader. Zero times and MetadataOffset -1 mean
+// unknown.
 type ReplicaStatus struct {
 	ID   int32
 	Addr string
-	// LastContact is the last heartbeat.
+	// LastContact is when the member last answered an AppendEntries
+	// (Kafka's LastFetchTimestamp).
 	LastContact time.Time
-	// LastCaughtUp is the last time the member had applied everything the
-	// leader had applied (Kafka's LastCaughtUpTimestamp).
+	// LastCaughtUp is the last time the member's log reached the leader's
+	// last index (Kafka's LastCaughtUpTimestamp).
 	LastCaughtUp time.Time
-	// MetadataOffset is the index the member had applied at LastContact.
+	// MetadataOffset is the member's last Raft log index at LastContact
+	// (Kafka's LogEndOffset).
 	MetadataOffset int64
 }
 
@@ -65,30 +68,21 @@ func (n *Node) QuorumStatus(ctx context.Context) (QuorumStatus, error) {
 	if err := f.Error(); err != nil {
 		return st, err
 	}
-	leases := map[int32]lease{}
-	if c := n.activeController(); c != nil {
-		res := c.submit(ctx, func(c *controller, _ *metadata.Image, _ time.Time) decision {
-			for id, l := range c.leases {
-				leases[id] = *l
-			}
-			return decision{}
-		})
-		if res.err != nil {
-			leases = nil
-		}
-	}
+	leading := n.IsLeader()
 	for _, s := range f.Configuration().Servers {
 		id64, err := strconv.ParseInt(string(s.ID), 10, 32)
 		if err != nil {
 			continue
 		}
 		rs := ReplicaStatus{ID: int32(id64), Addr: string(s.Address), MetadataOffset: -1}
-		if l, ok := leases[rs.ID]; ok && l.heard {
-			rs.LastContact, rs.LastCaughtUp, rs.MetadataOffset = l.lastSeen, l.caughtUpAt, l.metadataOffset
+		if leading && n.obs != nil {
+			if r, ok := n.obs.replication(rs.ID, st.Term); ok {
+				rs.LastContact, rs.LastCaughtUp, rs.MetadataOffset = r.lastFetch, r.lastCaughtUp, r.logEnd
+			}
 		}
 		if rs.ID == n.cfg.NodeID {
 			now := time.Now()
-			rs.LastContact, rs.LastCaughtUp, rs.MetadataOffset = now, now, int64(st.AppliedIndex)
+			rs.LastContact, rs.LastCaughtUp, rs.MetadataOffset = now, now, int64(st.LastIndex)
 		}
 		if s.Suffrage == raft.Voter {
 			st.Voters = append(st.Voters, rs)

@@ -9,42 +9,52 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-func TestLeaseCaughtUp(t *testing.T) {
+// The leader's view of a follower follows Kafka's ReplicaState rule for
+// LastCaughtUpTimestamp, applied to AppendEntries answers.
+func TestReplicationCaughtUp(t *testing.T) {
 	t0 := time.Unix(1000, 0)
 	at := func(s int) time.Time { return t0.Add(time.Duration(s) * time.Second) }
-	type beat struct {
+	type answer struct {
 		at     int
-		offset int64
+		term   uint64
+		logEnd int64
 		leader uint64
 	}
 	cases := []struct {
-		name  string
-		beats []beat
-		want  int // seconds after t0; -1: never caught up
+		name    string
+		answers []answer
+		want    int // seconds after t0; -1: never caught up
 	}{
-		{name: "at the leader's index", beats: []beat{{1, 10, 10}}, want: 1},
-		{name: "behind, never caught up", beats: []beat{{1, 5, 10}, {2, 9, 12}}, want: -1},
-		{name: "reached what the leader had at the previous heartbeat", beats: []beat{{1, 5, 10}, {2, 10, 12}}, want: 1},
-		{name: "caught up now beats the previous time", beats: []beat{{1, 5, 10}, {2, 12, 12}}, want: 2},
-		{name: "falling behind keeps the last caught-up time", beats: []beat{{1, 10, 10}, {2, 10, 20}, {3, 11, 30}}, want: 1},
-		{name: "unknown offset", beats: []beat{{1, -1, 10}, {2, -1, 10}}, want: -1},
+		{name: "at the leader's index", answers: []answer{{1, 1, 10, 10}}, want: 1},
+		{name: "behind, never caught up", answers: []answer{{1, 1, 5, 10}, {2, 1, 9, 12}}, want: -1},
+		{name: "reached what the leader had at the previous answer", answers: []answer{{1, 1, 5, 10}, {2, 1, 10, 12}}, want: 1},
+		{name: "caught up now beats the previous time", answers: []answer{{1, 1, 5, 10}, {2, 1, 12, 12}}, want: 2},
+		{name: "falling behind keeps the last caught-up time", answers: []answer{{1, 1, 10, 10}, {2, 1, 10, 20}, {3, 1, 11, 30}}, want: 1},
+		{name: "a new term forgets the old one", answers: []answer{{1, 1, 10, 10}, {2, 2, 5, 20}}, want: -1},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			l := &lease{lastSeen: t0}
-			for _, b := range tc.beats {
-				l.heartbeat(at(b.at), b.offset, b.leader)
+			o := newObservedTransport(nil)
+			for _, a := range tc.answers {
+				o.observe(7, a.term, a.logEnd, a.leader, at(a.at))
+			}
+			last := tc.answers[len(tc.answers)-1]
+			r, ok := o.replication(7, last.term)
+			if !ok {
+				t.Fatal("nothing recorded")
 			}
 			want := time.Time{}
 			if tc.want >= 0 {
 				want = at(tc.want)
 			}
-			if !l.caughtUpAt.Equal(want) {
-				t.Fatalf("caught up at %v, want %v", l.caughtUpAt, want)
+			if !r.lastCaughtUp.Equal(want) {
+				t.Fatalf("caught up at %v, want %v", r.lastCaughtUp, want)
 			}
-			last := tc.beats[len(tc.beats)-1]
-			if !l.heard || !l.lastSeen.Equal(at(last.at)) || l.metadataOffset != last.offset {
-				t.Fatalf("lease %+v after the last heartbeat %+v", l, last)
+			if !r.lastFetch.Equal(at(last.at)) || r.logEnd != last.logEnd {
+				t.Fatalf("recorded %+v after the last answer %+v", r, last)
+			}
+			if _, ok := o.replication(7, last.term+1); ok {
+				t.Fatal("an answer of one term reported in another")
 			}
 		})
 	}
@@ -55,13 +65,13 @@ func TestLeaseCaughtUp(t *testing.T) {
 func TestDescribeQuorum(t *testing.T) {
 	tc := startCluster(t, 3, func(c *Config) { c.ControllerListenerName = "CTRL" })
 	li := tc.leader(10 * time.Second)
-	startBrokers(t, tc, 3) // broker i heartbeats with node i's applied index
+	// No brokers: what is reported comes from Raft's replication alone.
 	c := NewControllerClient(ClientConfig{Voters: tc.voters})
 	defer c.Close()
 	ctx := ctxT(t, 20*time.Second)
 
 	var resp *kmsg.DescribeQuorumResponse
-	waitFor(t, 10*time.Second, "every voter reported by heartbeat", func() bool {
+	waitFor(t, 10*time.Second, "every voter reported by Raft", func() bool {
 		var err error
 		if resp, err = c.DescribeQuorum(ctx); err != nil {
 			t.Fatal(err)
@@ -92,8 +102,11 @@ func TestDescribeQuorum(t *testing.T) {
 		t.Fatalf("voters %+v observers %+v", p.CurrentVoters, p.Observers)
 	}
 	for _, v := range p.CurrentVoters {
-		if v.LogEndOffset > p.HighWatermark {
-			t.Fatalf("voter %d reports offset %d past the high watermark %d", v.ReplicaID, v.LogEndOffset, p.HighWatermark)
+		if v.LogEndOffset > int64(st.LastIndex) {
+			t.Fatalf("voter %d reports log end %d past the leader's last index %d", v.ReplicaID, v.LogEndOffset, st.LastIndex)
+		}
+		if v.LastCaughtUpTimestamp > v.LastFetchTimestamp {
+			t.Fatalf("voter %d caught up at %d after its last fetch at %d", v.ReplicaID, v.LastCaughtUpTimestamp, v.LastFetchTimestamp)
 		}
 	}
 	if len(resp.Nodes) != 3 {

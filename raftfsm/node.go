@@ -204,6 +204,7 @@ type Node struct {
 	stable raft.StableStore
 	snaps  raft.SnapshotStore
 	trans  raft.Transport
+	obs    *observedTransport // trans as Raft uses it (replication_view.go); nil if trans lacks pre-vote or Close
 	// closeStore closes the boltdb store; nil in memory.
 	closeStore func() error
 	mux        *mux // nil in memory
@@ -295,6 +296,10 @@ func Start(cfg Config) (_ *Node, err error) {
 		return nil, fmt.Errorf("raftfsm: %w", err)
 	}
 
+	if ft, ok := n.trans.(fullTransport); ok {
+		n.obs = newObservedTransport(ft)
+		n.trans = n.obs
+	}
 	existing, err := raft.HasExistingState(n.logs, n.stable, n.snaps)
 	if err != nil {
 		return nil, fmt.Errorf("raftfsm: read raft state: %w", err)
@@ -323,6 +328,9 @@ func Start(cfg Config) (_ *Node, err error) {
 	n.raft, err = raft.NewRaft(rc, n.fsm, n.logs, n.stable, n.snaps, n.trans)
 	if err != nil {
 		return nil, fmt.Errorf("raftfsm: start raft: %w", err)
+	}
+	if n.obs != nil {
+		n.obs.raft.Store(n.raft)
 	}
 	cleanup = append(cleanup, func() { _ = n.raft.Shutdown().Error() })
 	close(n.rpcReady)
