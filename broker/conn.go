@@ -102,6 +102,12 @@ type conn struct {
 
 	handlers sync.WaitGroup
 
+	// For connections.max.idle.ms (conn_idle.go): when bytes last moved
+	// either way (unix nanoseconds), and how many requests are queued or
+	// being answered.
+	lastActive atomic.Int64
+	pending    atomic.Int32
+
 	closeOnce sync.Once
 	closeErr  error
 }
@@ -220,7 +226,7 @@ func (c *conn) readLoop() (eof bool) {
 			c.fail(ReasonHandlerPanic, fmt.Errorf("reader panic: %v", r))
 		}
 	}()
-	br := bufio.NewReaderSize(c.nc, 32<<10)
+	br := bufio.NewReaderSize(c.idleReader(), 32<<10)
 	for c.ctx.Err() == nil {
 		fb, err := readFrame(br, c.srv.maxRequestBytes)
 		if err != nil {
@@ -470,6 +476,7 @@ func (c *conn) newRequest(key, version int16, corr int32, clientID *string) *req
 }
 
 func (c *conn) enqueue(s *slot) bool {
+	c.pending.Add(1)
 	select {
 	case c.queue <- s:
 		return true
@@ -540,9 +547,12 @@ func (c *conn) writeLoop() (held *slot) {
 			return nil
 		}
 		if s.resp == nil {
+			c.pending.Add(-1)
 			continue // no response on the wire (Produce acks=0)
 		}
 		n, err := c.writeResponse(&buf, s)
+		c.pending.Add(-1)
+		c.lastActive.Store(time.Now().UnixNano())
 		if fr, ok := s.resp.(*filesResponse); ok {
 			fr.done()
 		}

@@ -99,6 +99,10 @@ type Options struct {
 	Listeners []Listener
 	// MaxRequestBytes is socket.request.max.bytes; zero means the default.
 	MaxRequestBytes int32
+	// ConnectionsMaxIdle is connections.max.idle.ms: a client connection
+	// with no traffic for this long is closed (conn_idle.go); zero or
+	// negative never closes one.
+	ConnectionsMaxIdle time.Duration
 	// MaxInFlight bounds each connection's queue of unanswered requests;
 	// zero means DefaultMaxInFlight.
 	MaxInFlight int
@@ -134,6 +138,7 @@ type Server struct {
 	refusals        refusals  // produced batches refused for their content, by client
 	maxRequestBytes int32
 	maxInFlight     int
+	connMaxIdle     time.Duration
 	nodeID          int32
 	autoCreate      bool
 	config          *config.Config
@@ -174,6 +179,7 @@ func newServer(opts Options, table *apiTable) (*Server, error) {
 		metrics:         opts.Metrics,
 		maxRequestBytes: opts.MaxRequestBytes,
 		maxInFlight:     opts.MaxInFlight,
+		connMaxIdle:     opts.ConnectionsMaxIdle,
 		nodeID:          opts.NodeID,
 		autoCreate:      opts.AutoCreateTopics,
 		config:          opts.Config,

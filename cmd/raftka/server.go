@@ -128,13 +128,14 @@ func runServer(ctx context.Context, cfg *config.Config, log zerolog.Logger, shut
 		listeners = append(listeners, broker.Listener{Name: l.Name, Addr: l.Addr()})
 	}
 	srv, err := broker.New(broker.Options{
-		Logger:           log.With().Str("component", "broker").Logger(),
-		Listeners:        listeners,
-		MaxRequestBytes:  cfg.SocketRequestMaxBytes,
-		NodeID:           cfg.NodeID,
-		AutoCreateTopics: cfg.AutoCreateTopicsEnable,
-		Metrics:          metrics,
-		Config:           cfg,
+		Logger:             log.With().Str("component", "broker").Logger(),
+		Listeners:          listeners,
+		MaxRequestBytes:    cfg.SocketRequestMaxBytes,
+		ConnectionsMaxIdle: idleLimit(cfg.ConnectionsMaxIdle),
+		NodeID:             cfg.NodeID,
+		AutoCreateTopics:   cfg.AutoCreateTopicsEnable,
+		Metrics:            metrics,
+		Config:             cfg,
 		Deps: broker.Deps{
 			Metadata:   node,
 			Controller: node.Client(),
@@ -402,4 +403,18 @@ func logRecovery(log zerolog.Logger, reports []*storage.RecoveryReport) {
 	} else {
 		log.Info().Int("logs", clean).Msg("logs opened after a clean shutdown")
 	}
+}
+
+// idleLimit maps connections.max.idle.ms to broker.Options: negative never
+// closes (Kafka's Selector then has no idle expiry), and Kafka's 0, which
+// closes a connection at its first idle moment, becomes the shortest
+// deadline that means the same.
+func idleLimit(d time.Duration) time.Duration {
+	switch {
+	case d < 0:
+		return 0
+	case d == 0:
+		return time.Millisecond
+	}
+	return d
 }
