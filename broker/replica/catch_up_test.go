@@ -244,7 +244,7 @@ func (c *cluster) commitTo(recs []metadata.Record, ids ...int32) (*metadata.Imag
 func (c *cluster) refusals(id, source int32, p *Partition) int {
 	m := c.ms[id]
 	m.applyMu.Lock()
-	f := m.fetchers[source]
+	f := m.fetchers[fetcherKey{source: source, id: fetcherID(p.Topic(), p.Index(), m.cfg.NumFetchers)}]
 	m.applyMu.Unlock()
 	if f == nil {
 		return 0

@@ -26,8 +26,10 @@
 //     answer, applies a new ISR).
 //   - truncation.go: the pure KIP-101/279 truncation rule a follower applies
 //     to the leader's OffsetForLeaderEpoch answer or a Fetch DivergingEpoch.
-//   - fetcher.go: one goroutine per source broker batching all partitions
-//     this broker follows from it into one Fetch request.
+//   - fetcher.go: num.replica.fetchers goroutines (Config.NumFetchers) per
+//     source broker, each batching the partitions it follows from it into
+//     one Fetch request; a partition goes to fetcher
+//     abs(31*topic.hashCode()+partition) % N, as in Kafka (manager.go).
 //   - leader_endpoint.go: LeaderEndpoint, what a fetcher needs from a leader,
 //     with a TCP implementation speaking Kafka frames (Fetch v12,
 //     OffsetForLeaderEpoch v4) and InmemNetwork, its in-memory twin.
@@ -84,8 +86,8 @@
 //
 // Manager.Apply is called by one goroutine (the metadata subscriber), in
 // order; every other Manager and Partition method may be called from any
-// goroutine. Goroutines started here: one ISR-expiry loop per Manager, one
-// fetcher per source broker, and one short-lived goroutine per AlterPartition
+// goroutine. Goroutines started here: one ISR-expiry loop per Manager, up to
+// NumFetchers fetchers per source broker, and one short-lived goroutine per AlterPartition
 // in flight; Close stops and waits for all of them.
 //
 // Lock order (never take an earlier lock while holding a later one):

@@ -145,6 +145,8 @@ type clusterOpts struct {
 	fetchWait time.Duration
 	// fetchBackoff is replica.fetch.backoff.ms (default 20ms).
 	fetchBackoff time.Duration
+	// fetchers is num.replica.fetchers (default 1).
+	fetchers int
 }
 
 type cluster struct {
@@ -194,6 +196,7 @@ func newCluster(t testing.TB, o clusterOpts) *cluster {
 			BrokerID: i, Storage: sm, TopicConfig: topicConfigFromImage, Controller: c.ctrl, Dial: dial,
 			InterBrokerListener: listener, Logger: zerolog.Nop(), ReplicaLagTimeMax: o.lag,
 			FetchWaitMax: o.fetchWait, FetchBackoff: o.fetchBackoff, RequestTimeout: 5 * time.Second,
+			NumFetchers: o.fetchers,
 		})
 		if err != nil {
 			t.Fatal(err)

@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"path/filepath"
 	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode/utf16"
 
 	"github.com/raftka/raftka/metadata"
 	"github.com/raftka/raftka/storage"
@@ -53,6 +55,10 @@ type Config struct {
 	// RequestTimeout bounds an AlterPartition or OffsetForLeaderEpoch
 	// exchange, and a Fetch beyond its wait (replica.socket.timeout.ms, 30s).
 	RequestTimeout time.Duration
+	// NumFetchers is num.replica.fetchers: fetchers (each its own
+	// connection and goroutine) per source broker, partitions spread
+	// across them as Kafka does (fetcherID); zero means 1.
+	NumFetchers int
 }
 
 func (c *Config) defaults() error {
@@ -71,6 +77,9 @@ func (c *Config) defaults() error {
 	def(&c.FetchWaitMax, 500*time.Millisecond)
 	def(&c.FetchBackoff, time.Second)
 	def(&c.RequestTimeout, 30*time.Second)
+	if c.NumFetchers <= 0 {
+		c.NumFetchers = 1
+	}
 	if c.FetchMaxBytes <= 0 {
 		c.FetchMaxBytes = 10 << 20
 	}
@@ -100,8 +109,8 @@ type Manager struct {
 	stop   bool
 
 	applyMu  sync.Mutex
-	closed   bool               // under applyMu
-	fetchers map[int32]*fetcher // under applyMu
+	closed   bool                    // under applyMu
+	fetchers map[fetcherKey]*fetcher // under applyMu
 
 	img atomic.Pointer[metadata.Image]
 	seq atomic.Uint64
@@ -126,7 +135,7 @@ func NewManager(cfg Config) (*Manager, error) {
 	}
 	m := &Manager{
 		cfg: cfg, log: cfg.Logger.With().Str("component", "replica").Int32("broker", cfg.BrokerID).Logger(),
-		fetchers: map[int32]*fetcher{}, parts: map[storage.TopicPartition]*Partition{},
+		fetchers: map[fetcherKey]*fetcher{}, parts: map[storage.TopicPartition]*Partition{},
 		appliedCh: make(chan struct{}),
 	}
 	m.ctx, m.cancel = context.WithCancel(context.Background())
@@ -299,8 +308,10 @@ func (m *Manager) Apply(img *metadata.Image, delta *metadata.Delta, reset bool) 
 		}
 		for _, id := range delta.BrokersChanged {
 			// Its endpoint may have moved (a restart re-registers).
-			if f := m.fetchers[id]; f != nil {
-				f.reconnect()
+			for k, f := range m.fetchers {
+				if k.source == id {
+					f.reconnect()
+				}
 			}
 		}
 	}
@@ -460,16 +471,46 @@ func (m *Manager) remove(p *Partition) {
 	m.log.Debug().Stringer("partition", p).Msg("removed")
 }
 
+// fetcherKey names one fetcher: its source broker and its index among
+// that source's num.replica.fetchers.
+type fetcherKey struct {
+	source int32
+	id     int
+}
+
 func (m *Manager) fetcherAdd(leader int32, p *Partition, epoch int32) {
-	f := m.fetchers[leader]
+	k := fetcherKey{source: leader, id: fetcherID(p.Topic(), p.Index(), m.cfg.NumFetchers)}
+	f := m.fetchers[k]
 	if f == nil {
 		f = newFetcher(m, leader)
 		if !m.goStart(f.run) {
 			return
 		}
-		m.fetchers[leader] = f
+		m.fetchers[k] = f
 	}
 	f.add(p, epoch)
+}
+
+// fetcherID is the fetcher a partition is fetched by among n per source,
+// as Kafka's AbstractFetcherManager.getFetcherId computes it:
+// abs(31 * topic.hashCode() + partition) % n, with Java's String.hashCode
+// and int arithmetic, so a partition lands on the same fetcher index as on
+// a Kafka broker.
+func fetcherID(topic string, partition int32, n int) int {
+	if n <= 1 {
+		return 0
+	}
+	var h int32
+	for _, c := range utf16.Encode([]rune(topic)) {
+		h = 31*h + int32(c)
+	}
+	v := 31*h + partition
+	if v == math.MinInt32 {
+		v = 0 // Kafka's Utils.abs maps MinValue to 0
+	} else if v < 0 {
+		v = -v
+	}
+	return int(v) % n
 }
 
 func (m *Manager) fetcherRemove(p *Partition) {

@@ -58,6 +58,9 @@ func runServer(ctx context.Context, cfg *config.Config, log zerolog.Logger, shut
 	}
 	clusterID := metas[0].ClusterID
 	log.Info().Str("cluster_id", clusterID).Strs("log_dirs", cfg.LogDirs).Msg("starting raftka node")
+	for _, w := range notApplied(cfg) {
+		log.Warn().Msg(w)
+	}
 
 	node, err := startRaft(cfg, clusterID, log)
 	if err != nil {
@@ -229,6 +232,7 @@ func startReplicas(node *raftfsm.Node, logs *storage.Manager, cfg *config.Config
 		FetchMinBytes:          int(cfg.ReplicaFetchMinBytes),
 		FetchBackoff:           cfg.ReplicaFetchBackoff,
 		RequestTimeout:         cfg.ReplicaSocketTimeout,
+		NumFetchers:            int(cfg.NumReplicaFetchers),
 	})
 	if err != nil {
 		return nil, nil, err
