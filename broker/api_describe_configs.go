@@ -22,6 +22,10 @@ package broker
 //     broker resource to the broker it names.
 //   - Other resource types (BROKER_LOGGER, CLIENT_METRICS, GROUP) are
 //     INVALID_REQUEST: raftka has none of them.
+//   - Kafka 4.1's keys raftka does not apply (kafka_keys.go) are listed for
+//     TOPIC and BROKER resources too, each with Kafka's default, source
+//     DEFAULT_CONFIG and read-only, so a client asking for one by name gets
+//     its entry as from Kafka.
 //   - ConfigNames, when non-empty, keeps only the named configs (unknown
 //     names are left out, not errors).
 //
@@ -155,7 +159,7 @@ func (s *Server) describeResource(img *metadata.Image, r kmsg.DescribeConfigsReq
 		if _, ok := img.Topic(r.ResourceName); !ok {
 			return nil, kerr.UnknownTopicOrPartition.Code, "Topic " + r.ResourceName + " does not exist."
 		}
-		return topicConfigEntries(metadata.EffectiveTopicConfigs(s.topicConfigSources(img, r.ResourceName))), 0, ""
+		return withUnapplied(r.ResourceType, topicConfigEntries(metadata.EffectiveTopicConfigs(s.topicConfigSources(img, r.ResourceName)))), 0, ""
 	case kmsg.ConfigResourceTypeBroker:
 		if r.ResourceName == "" {
 			return clusterDefaultEntries(img.ClusterConfigs()), 0, ""
@@ -164,7 +168,7 @@ func (s *Server) describeResource(img *metadata.Image, r kmsg.DescribeConfigsReq
 		if err != nil || int32(id) != s.nodeID {
 			return nil, kerr.InvalidRequest.Code, "Unexpected broker id, expected " + strconv.Itoa(int(s.nodeID)) + " or empty string, but received " + r.ResourceName
 		}
-		return s.brokerConfigEntries(img), 0, ""
+		return withUnapplied(r.ResourceType, s.brokerConfigEntries(img)), 0, ""
 	}
 	return nil, kerr.InvalidRequest.Code, "Unsupported resource type: " + r.ResourceType.String()
 }

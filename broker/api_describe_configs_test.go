@@ -54,8 +54,8 @@ func TestDescribeConfigsTopicSources(t *testing.T) {
 					t.Fatalf("resource answer %+v", r)
 				}
 				got := configsByName(r)
-				if len(got) != len(metadata.TopicConfigDefs()) {
-					t.Errorf("%d configs, want every topic config (%d)", len(got), len(metadata.TopicConfigDefs()))
+				if want := len(metadata.TopicConfigDefs()) + len(unappliedKafkaKeys().topic); len(got) != want {
+					t.Errorf("%d configs, want every topic config raftka applies and every other Kafka topic config (%d)", len(got), want)
 				}
 				for _, tc := range []struct {
 					name, value string

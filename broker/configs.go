@@ -17,7 +17,8 @@ type configResource struct {
 
 // precheckConfigResource answers what Kafka's broker answers before
 // forwarding: resource types raftka has no configs for, and names given
-// twice. It returns 0 for a resource to forward.
+// twice; and, unlike Kafka, Kafka keys raftka does not apply (kafka_keys.go).
+// It returns 0 for a resource to forward.
 func precheckConfigResource(r configResource, names []string) (int16, string) {
 	switch r.typ {
 	case kmsg.ConfigResourceTypeTopic, kmsg.ConfigResourceTypeBroker:
@@ -34,7 +35,7 @@ func precheckConfigResource(r configResource, names []string) (int16, string) {
 		}
 		seen[n] = true
 	}
-	return 0, ""
+	return refuseUnapplied(r.typ, names)
 }
 
 // brokerDefTable indexes broker/config's key table for DescribeConfigs.
