@@ -141,7 +141,7 @@ func printStatus(w io.Writer, quorum *kmsg.DescribeQuorumResponse, cluster *kmsg
 	}
 	b.WriteString("\nMetadata quorum:\n")
 	tw := tabwriter.NewWriter(&b, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "NODE\tROLE\tADDRESS\tAPPLIED\tLAG\tLAST CONTACT")
+	fmt.Fprintln(tw, "NODE\tROLE\tADDRESS\tLOG END\tLAG\tLAST CONTACT")
 	row := func(r kmsg.DescribeQuorumResponseTopicPartitionReplicaState, role string) {
 		if r.ReplicaID == p.LeaderID {
 			role = "leader"

@@ -87,7 +87,7 @@ Term:          7
 Commit index:  120 (high watermark)
 
 Metadata quorum:
-NODE  ROLE      ADDRESS          APPLIED  LAG  LAST CONTACT
+NODE  ROLE      ADDRESS          LOG END  LAG  LAST CONTACT
 1     follower  127.0.0.1:19093  118      2    250ms ago
 2     leader    127.0.0.1:29093  120      0    0s ago
 3     follower  [::1]:39093      -        -    -
@@ -110,7 +110,7 @@ Term:          7
 Commit index:  120 (high watermark)
 
 Metadata quorum:
-NODE  ROLE      ADDRESS  APPLIED  LAG  LAST CONTACT
+NODE  ROLE      ADDRESS  LOG END  LAG  LAST CONTACT
 1     follower  -        130      0    0s ago
 
 Brokers:
