@@ -481,6 +481,14 @@ func testKafkaGoRoundTrip(t *testing.T, c *cluster.Cluster, adm *kadm.Client) {
 					t.Logf("kafka-go produce to partition %d: %v (retrying)", p, resp.Error)
 					return false, resp.Error.Error()
 				}
+				// The broker kafka-go asked for metadata may not have
+				// applied the creation yet; Kafka's brokers answer that
+				// UNKNOWN_TOPIC_OR_PARTITION too, and kafka-go's Client
+				// then fails with "topic not found" until it refreshes.
+				if err != nil && strings.Contains(err.Error(), "topic not found") {
+					t.Logf("kafka-go produce to partition %d: %v (retrying)", p, err)
+					return false, err.Error()
+				}
 				return true, ""
 			})
 			if err != nil {
