@@ -135,10 +135,26 @@ func TestDescribeQuorum(t *testing.T) {
 		wrongPartition.Topics[0].Partitions[0].Partition = 1
 		twoTopics := valid(v)
 		twoTopics.Topics = append(twoTopics.Topics, twoTopics.Topics[0])
+		// Kafka's Raft client answers each partition named
+		// UNKNOWN_TOPIC_OR_PARTITION, with no top-level error
+		// (KafkaRaftClient.handleDescribeQuorumRequest).
 		for _, req := range []*kmsg.DescribeQuorumRequest{bad, wrongPartition, twoTopics, kmsg.NewPtrDescribeQuorumRequest()} {
 			req.Version = v
-			if resp := call[*kmsg.DescribeQuorumResponse](t, s, req); resp.ErrorCode != kerr.InvalidRequest.Code {
-				t.Errorf("v%d: %+v answered %d, want INVALID_REQUEST", v, req.Topics, resp.ErrorCode)
+			resp := call[*kmsg.DescribeQuorumResponse](t, s, req)
+			if resp.ErrorCode != 0 || len(resp.Topics) != len(req.Topics) {
+				t.Errorf("v%d: %+v answered %d with %d topics, want no top-level error and one per topic", v, req.Topics, resp.ErrorCode, len(resp.Topics))
+				continue
+			}
+			for i, rt := range resp.Topics {
+				if rt.Topic != req.Topics[i].Topic || len(rt.Partitions) != len(req.Topics[i].Partitions) {
+					t.Errorf("v%d: topic %d answered %+v", v, i, rt)
+					continue
+				}
+				for _, p := range rt.Partitions {
+					if p.ErrorCode != kerr.UnknownTopicOrPartition.Code {
+						t.Errorf("v%d: %s/%d answered %d, want UNKNOWN_TOPIC_OR_PARTITION", v, rt.Topic, p.Partition, p.ErrorCode)
+					}
+				}
 			}
 		}
 	}

@@ -6,7 +6,11 @@ package broker
 // Behaviour (Kafka's KafkaRaftClient.handleDescribeQuorumRequest, reached
 // through a broker as kafka-metadata-quorum.sh --bootstrap-server does):
 //   - The request must name exactly topic __cluster_metadata, partition 0,
-//     the metadata log; anything else is INVALID_REQUEST, as in Kafka.
+//     the metadata log; anything else answers every partition it names
+//     with UNKNOWN_TOPIC_OR_PARTITION and no top-level error, as Kafka's
+//     Raft client does (KafkaRaftClient.handleDescribeQuorumRequest,
+//     DescribeQuorumRequest.getPartitionLevelErrorResponse); Kafka's broker
+//     forwards the request unchecked.
 //   - The answer is for that partition: LeaderID is the Raft leader,
 //     LeaderEpoch the Raft term, HighWatermark the Raft commit index;
 //     CurrentVoters are the Raft voters and Observers the non-voters
@@ -50,8 +54,17 @@ func handleDescribeQuorum(ctx context.Context, rc *request, kreq kmsg.Request) (
 
 	if len(req.Topics) != 1 || req.Topics[0].Topic != metadataTopic ||
 		len(req.Topics[0].Partitions) != 1 || req.Topics[0].Partitions[0].Partition != 0 {
-		resp.ErrorCode = kerr.InvalidRequest.Code
-		resp.ErrorMessage = kmsg.StringPtr("DescribeQuorum is answered for " + metadataTopic + " partition 0 only")
+		for _, rt := range req.Topics {
+			t := kmsg.NewDescribeQuorumResponseTopic()
+			t.Topic = rt.Topic
+			for _, rp := range rt.Partitions {
+				p := kmsg.NewDescribeQuorumResponseTopicPartition()
+				p.Partition, p.ErrorCode = rp.Partition, kerr.UnknownTopicOrPartition.Code
+				p.ErrorMessage = kmsg.StringPtr(kerr.UnknownTopicOrPartition.Description)
+				t.Partitions = append(t.Partitions, p)
+			}
+			resp.Topics = append(resp.Topics, t)
+		}
 		return resp, nil
 	}
 	if srv.deps.Admin == nil {
