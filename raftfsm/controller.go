@@ -151,7 +151,7 @@ func (c *controller) run() {
 			log.Warn().Err(err).Msg("writing metadata.version")
 			return
 		}
-		log.Info().Int16("level", metadata.MetadataVersionLevel).Msg("finalized metadata.version")
+		log.Info().Int16("metadata_version", metadata.MetadataVersionLevel).Msg("finalized metadata.version")
 	}
 	tick := time.NewTicker(c.tickEvery())
 	defer tick.Stop()

@@ -1,0 +1,11 @@
+// Package compat holds the client-compatibility checks: the librdkafka
+// scripts (kcat.sh, confluent.py, run by test/e2e) and, as Go tests, the
+// conformance table (conformance_test.go): every API raftka advertises, at
+// its lowest and highest advertised version, with edge-case inputs, each
+// answer compared field by field with what Kafka 4.1 answers, citing where
+// Kafka defines it. It has no non-test code beyond this file; nothing
+// imports it.
+//
+//arch:imports std
+//arch:importers none
+package compat
