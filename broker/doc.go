@@ -9,7 +9,8 @@
 //     handlers need from the rest of the node, defined here and grown as API
 //     files land.
 //   - conn.go: one connection: framing, the socket.request.max.bytes limit,
-//     request dispatch and the in-order response writer.
+//     request dispatch and the in-order response writer; conn_idle.go:
+//     connections.max.idle.ms.
 //   - header.go: request header v1/v2 parsing.
 //   - dispatch.go: the API table and the handler contract.
 //   - response.go, sendfile_*.go: responses made of encoded bytes and file
@@ -37,6 +38,10 @@
 //   - configs.go: what the config APIs share (resource prechecks, broker/
 //     config's key table indexed for DescribeConfigs and
 //     IncrementalAlterConfigs).
+//   - kafka_keys.go, kafka_keys_table.go: Kafka 4.1's broker and topic
+//     config keys, and how the config APIs answer those raftka does not
+//     apply; CONFIG-KEYS.md, the list of keys for users, generated from the
+//     tables by a test.
 //   - topic_config.go: a topic's effective config by Kafka's precedence.
 //   - authorized_ops.go: KIP-430 authorized-operations sets.
 //   - internal_topics.go: names no client may create or configure.
