@@ -76,6 +76,11 @@ func TestDescribeQuorum(t *testing.T) {
 		if resp, err = c.DescribeQuorum(ctx); err != nil {
 			t.Fatal(err)
 		}
+		// Bootstrap put the configuration at index 1 in every voter's log
+		// before anything is committed: wait for the first commit too.
+		if resp.Topics[0].Partitions[0].HighWatermark <= 0 {
+			return false
+		}
 		for _, v := range resp.Topics[0].Partitions[0].CurrentVoters {
 			if v.LogEndOffset <= 0 || v.LastFetchTimestamp <= 0 || v.LastCaughtUpTimestamp <= 0 {
 				return false
