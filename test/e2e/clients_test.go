@@ -46,6 +46,7 @@ func TestClientLibraries(t *testing.T) {
 	t.Run("AutoCreateTopics", func(t *testing.T) { testAutoCreateTopics(t, c, adm) })
 	t.Run("DeleteThenReadPartitions", func(t *testing.T) { testDeleteThenReadPartitions(t, c, adm) })
 	t.Run("FinalizedFeatures", func(t *testing.T) { testFinalizedFeatures(t, c) })
+	t.Run("SaramaBrokerConfigs", func(t *testing.T) { testSaramaBrokerConfigs(t, c) })
 	t.Run("ConfigsRoundTrip", func(t *testing.T) { testConfigsRoundTrip(t, c, adm) })
 }
 

@@ -1,9 +1,13 @@
 package e2e
 
 import (
+	"errors"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/IBM/sarama"
 	"github.com/segmentio/kafka-go"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -98,5 +102,36 @@ func testFinalizedFeatures(t *testing.T, c *cluster.Cluster) {
 			resp.FinalizedFeatures[0].MaxVersionLevel != 27 || resp.FinalizedFeatures[0].MinVersionLevel != 27 {
 			t.Errorf("%s: finalized features %+v, want metadata.version 27 (4.1-IV1) only", n.ClientAddr(), resp.FinalizedFeatures)
 		}
+	}
+}
+
+// sarama's functional admin test describes log.cleaner.backoff.ms on broker
+// 1 and expects exactly one entry with a number; Kafka answers one entry per
+// key asked for. A Kafka key raftka does not apply is then refused when
+// altered, with INVALID_CONFIG, rather than stored and ignored.
+func testSaramaBrokerConfigs(t *testing.T, c *cluster.Cluster) {
+	sadm, err := sarama.NewClusterAdmin(seedAddrs(c), saramaConfig(sarama.V4_0_0_0))
+	if err != nil {
+		t.Fatalf("sarama admin: %v", err)
+	}
+	defer sadm.Close()
+	for _, name := range []string{"log.cleaner.backoff.ms", "num.io.threads"} {
+		res, err := sadm.DescribeConfig(sarama.ConfigResource{Type: sarama.BrokerResource, Name: "1", ConfigNames: []string{name}})
+		if err != nil {
+			t.Fatalf("DescribeConfig %s: %v", name, err)
+		}
+		if len(res) != 1 || res[0].Name != name {
+			t.Fatalf("DescribeConfig %s: %+v, want one entry", name, res)
+		}
+		if _, err := strconv.Atoi(res[0].Value); err != nil {
+			t.Errorf("%s = %q, want a number", name, res[0].Value)
+		}
+	}
+	v := "4"
+	err = sadm.IncrementalAlterConfig(sarama.BrokerResource, "1", map[string]sarama.IncrementalAlterConfigsEntry{
+		"num.io.threads": {Operation: sarama.IncrementalAlterConfigsOperationSet, Value: &v},
+	}, false)
+	if !errors.Is(err, sarama.ErrInvalidConfig) || !strings.Contains(err.Error(), "num.io.threads") {
+		t.Fatalf("altering num.io.threads: %v, want INVALID_CONFIG naming the key", err)
 	}
 }
