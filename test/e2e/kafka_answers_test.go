@@ -116,12 +116,13 @@ func testSaramaBrokerConfigs(t *testing.T, c *cluster.Cluster) {
 	}
 	defer sadm.Close()
 	for _, name := range []string{"log.cleaner.backoff.ms", "num.io.threads"} {
-		res, err := sadm.DescribeConfig(sarama.ConfigResource{Type: sarama.BrokerResource, Name: "1", ConfigNames: []string{name}})
-		if err != nil {
-			t.Fatalf("DescribeConfig %s: %v", name, err)
+		results, err := sadm.DescribeConfigs([]*sarama.ConfigResource{{Type: sarama.BrokerResource, Name: "1", ConfigNames: []string{name}}}, sarama.DescribeConfigsOptions{})
+		if err != nil || len(results) != 1 || results[0].ErrorCode != 0 {
+			t.Fatalf("DescribeConfigs %s: %v %+v", name, err, results)
 		}
+		res := results[0].Configs
 		if len(res) != 1 || res[0].Name != name {
-			t.Fatalf("DescribeConfig %s: %+v, want one entry", name, res)
+			t.Fatalf("DescribeConfigs %s: %+v, want one entry", name, res)
 		}
 		if _, err := strconv.Atoi(res[0].Value); err != nil {
 			t.Errorf("%s = %q, want a number", name, res[0].Value)
