@@ -312,6 +312,22 @@ func edgeRows() []row {
 				}
 				return want("bad/name", got["bad/name"], kerr.InvalidTopicException.Code)
 			}},
+		{3, lowest, "auto-created topic, first answer", "AutoTopicCreationManager.sendCreateTopicRequest (KRaft): the creation is sent to the controller and the topic answered UNKNOWN_TOPIC_OR_PARTITION with no partitions; below v4 creation is always allowed (MetadataRequest)",
+			func(v int16, e *env) kmsg.Request {
+				r := kmsg.NewPtrMetadataRequest()
+				r.Version = v
+				t := kmsg.NewMetadataRequestTopic()
+				t.Topic = kmsg.StringPtr(topic + "-auto")
+				r.Topics = append(r.Topics, t)
+				return r
+			},
+			func(r kmsg.Response, _ *env) error {
+				t := r.(*kmsg.MetadataResponse).Topics[0]
+				if len(t.Partitions) != 0 {
+					return fmt.Errorf("%d partitions in the first answer", len(t.Partitions))
+				}
+				return want("topic", t.ErrorCode, kerr.UnknownTopicOrPartition.Code)
+			}},
 		{19, highest, "replication factor above the brokers", "ReplicationControlManager.createTopic: a replication factor above the registered brokers is INVALID_REPLICATION_FACTOR",
 			func(v int16, e *env) kmsg.Request { return createTopics(v, false, topicSpec{noTopic, 1, 3}) },
 			func(r kmsg.Response, _ *env) error {
