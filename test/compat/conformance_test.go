@@ -651,13 +651,23 @@ func TestConformance(t *testing.T) {
 // setup creates the topic every row uses and waits for its leader.
 func setup(t *testing.T, w *wire) *env {
 	t.Helper()
-	resp, err := w.do(createTopics(7, false, topicSpec{topic, 1, 1}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if code := resp.(*kmsg.CreateTopicsResponse).Topics[0].ErrorCode; code != 0 {
-		t.Fatalf("create %s: %v", topic, kerr.ErrorForCode(code))
-	}
+	// The node answers before its quorum has elected a controller; a
+	// client retries the retriable answers of that window.
+	cluster.WaitFor(t, 60*time.Second, func() (bool, string) {
+		resp, err := w.do(createTopics(7, false, topicSpec{topic, 1, 1}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		switch code := resp.(*kmsg.CreateTopicsResponse).Topics[0].ErrorCode; {
+		case code == 0 || code == kerr.TopicAlreadyExists.Code:
+			return true, ""
+		case kerr.IsRetriable(kerr.ErrorForCode(code)):
+			return false, kerr.ErrorForCode(code).Error()
+		default:
+			t.Fatalf("create %s: %v", topic, kerr.ErrorForCode(code))
+			return false, ""
+		}
+	})
 	e := &env{}
 	cluster.WaitFor(t, 30*time.Second, func() (bool, string) {
 		req := kmsg.NewPtrMetadataRequest()
@@ -697,14 +707,21 @@ func setup(t *testing.T, w *wire) *env {
 		return true, ""
 	})
 	// One record, so the log has a high watermark of 1.
-	pr := produce(9, topic, [16]byte{})
-	presp, err := w.do(pr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if code := presp.(*kmsg.ProduceResponse).Topics[0].Partitions[0].ErrorCode; code != 0 {
-		t.Fatalf("produce: %v", kerr.ErrorForCode(code))
-	}
+	cluster.WaitFor(t, 30*time.Second, func() (bool, string) {
+		presp, err := w.do(produce(9, topic, [16]byte{}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		switch code := presp.(*kmsg.ProduceResponse).Topics[0].Partitions[0].ErrorCode; {
+		case code == 0:
+			return true, ""
+		case kerr.IsRetriable(kerr.ErrorForCode(code)):
+			return false, kerr.ErrorForCode(code).Error()
+		default:
+			t.Fatalf("produce: %v", kerr.ErrorForCode(code))
+			return false, ""
+		}
+	})
 	return e
 }
 
