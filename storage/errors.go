@@ -43,4 +43,8 @@ var (
 	// than the latest the partition has seen (a fenced zombie).
 	// Kafka: INVALID_PRODUCER_EPOCH.
 	ErrInvalidProducerEpoch = errors.New("storage: invalid producer epoch")
+	// ErrTransactionCoordinatorFenced: a transaction marker from a
+	// coordinator epoch older than the producer's last marker's (a
+	// coordinator that lost its slot). Kafka: TRANSACTION_COORDINATOR_FENCED.
+	ErrTransactionCoordinatorFenced = errors.New("storage: transaction coordinator fenced")
 )

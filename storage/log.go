@@ -37,6 +37,14 @@ type Log struct {
 	producerTTLMs int64 // producer.id.expiration.ms
 	// followerDropBehind is LogOptions.FollowerDropBehind (0: off).
 	followerDropBehind int64
+	// Transactions (lso.go): ended transactions whose marker the HW has
+	// not passed, and the first offset of the oldest open or unreplicated
+	// one (noUnstable if none), published for LastStableOffset.
+	unreplicated  []CompletedTxn
+	firstUnstable atomic.Int64
+	// txnReplayFrom: at open, a segment at this base had a corrupt
+	// .txnindex, so the producer replay must start at or below it.
+	txnReplayFrom int64
 
 	flushMu   sync.Mutex // serialises fsyncs (group commit)
 	shut      bool       // files closed; guarded by flushMu
@@ -102,6 +110,7 @@ func (l *Log) SetHighWatermark(hw int64) int64 {
 func (l *Log) setHWLocked(hw int64) int64 {
 	hw = min(max(hw, l.logStart.Load()), l.nextOffset)
 	l.hw.Store(hw)
+	l.onHWLocked()
 	return hw
 }
 

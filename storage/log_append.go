@@ -203,9 +203,8 @@ func (l *Log) appendLocked(b Batch, info BatchInfo, cfg *Config) error {
 	s.size.Add(int64(len(b)))
 	l.leo.Store(l.nextOffset)
 	l.segMu.Unlock()
-	l.producers.apply(b)
 	l.unflushed.Add(int64(b.RecordCount()))
-	return nil
+	return l.applyBatchLocked(b, s)
 }
 
 // dropBehindLocked keeps a follower's copy out of the page cache: each

@@ -127,7 +127,8 @@ func OpenLog(dir string, cfg Config, opts LogOptions) (*Log, *RecoveryReport, er
 	if opts.FollowerDropBehind < 0 {
 		return nil, nil, fmt.Errorf("%w: follower drop-behind of %d bytes", ErrInvalidConfig, opts.FollowerDropBehind)
 	}
-	l := &Log{dir: dir, tp: tp, now: opts.Now, producers: producerStates{}, producerTTLMs: opts.ProducerIDExpirationMs, followerDropBehind: opts.FollowerDropBehind}
+	l := &Log{dir: dir, tp: tp, now: opts.Now, producers: producerStates{}, producerTTLMs: opts.ProducerIDExpirationMs, followerDropBehind: opts.FollowerDropBehind, txnReplayFrom: math.MaxInt64}
+	l.firstUnstable.Store(noUnstable)
 	l.cfg.Store(&cfg)
 	l.dirSynced.Store(true)
 	rep := &RecoveryReport{Dir: dir, Clean: opts.CleanShutdown}
@@ -146,6 +147,7 @@ func OpenLog(dir string, cfg Config, opts LogOptions) (*Log, *RecoveryReport, er
 		if !opts.CleanShutdown {
 			maxSnap = min(maxSnap, opts.RecoveryPoint)
 		}
+		maxSnap = min(maxSnap, l.txnReplayFrom)
 		err = l.rebuildProducersLocked(maxSnap, rep)
 	}
 	if err != nil {
@@ -183,6 +185,12 @@ func (l *Log) load(cfg *Config, opts LogOptions, rep *RecoveryReport) error {
 			return fmt.Errorf("open segment %s: %w", filepath.Join(l.dir, segmentName(base)+logSuffix), err)
 		}
 		l.segments = append(l.segments, s)
+		if s.txnIdxErr != nil {
+			// Rebuilt by the producer replay, which must then start at
+			// or below this segment.
+			rep.RebuiltIndexes = append(rep.RebuiltIndexes, s.txnIndexPath())
+			l.txnReplayFrom = min(l.txnReplayFrom, base)
+		}
 		if idxErr != nil {
 			// Mark the indexes untrusted by emptying them; the check below
 			// then recovers the segment.
@@ -221,7 +229,7 @@ func (l *Log) load(cfg *Config, opts LogOptions, rep *RecoveryReport) error {
 				for _, later := range l.segments[i+1:] {
 					rep.DeletedSegments = append(rep.DeletedSegments, later.logPath())
 					later.close()
-					for _, p := range []string{later.logPath(), later.indexPath(), later.timeIndexPath()} {
+					for _, p := range []string{later.logPath(), later.indexPath(), later.timeIndexPath(), later.txnIndexPath()} {
 						if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
 							return err
 						}
@@ -268,7 +276,7 @@ func (l *Log) load(cfg *Config, opts LogOptions, rep *RecoveryReport) error {
 		rep.Reset = true
 		for _, s := range l.segments {
 			s.close()
-			for _, p := range []string{s.logPath(), s.indexPath(), s.timeIndexPath()} {
+			for _, p := range []string{s.logPath(), s.indexPath(), s.timeIndexPath(), s.txnIndexPath()} {
 				_ = os.Remove(p)
 			}
 		}
@@ -444,7 +452,7 @@ func (l *Log) cleanDirFiles(rep *RecoveryReport) ([]int64, map[int64]bool, error
 		switch "." + ext {
 		case logSuffix:
 			bases = append(bases, base)
-		case indexSuffix, timeIndexSuffix:
+		case indexSuffix, timeIndexSuffix, txnIndexSuffix:
 			if !names[stem+logSuffix] {
 				p := filepath.Join(l.dir, name)
 				if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {

@@ -127,6 +127,7 @@ func (l *Log) resetLocked(newStart int64) error {
 	l.truncations.Add(1)
 	l.firstDirty.Store(newStart)
 	clear(l.producers)
+	l.resetTxnsLocked()
 	if err := l.deleteSnapshotsLocked(math.MaxInt64, -1); err != nil {
 		return err
 	}
@@ -159,16 +160,20 @@ func (l *Log) DeleteRecords(offset int64) (int64, error) {
 }
 
 // deleteSegmentsLocked removes the oldest non-active segments while pred
-// holds (next is the segment after s), never past the high watermark, and
+// holds (next is the segment after s), never past the last stable offset
+// (the high watermark without open transactions), and
 // moves the log start offset to the first remaining segment if it was
 // below. It returns the segments removed.
 func (l *Log) deleteSegmentsLocked(pred func(s, next *segment) bool) (int, error) {
 	l.segMu.RLock()
 	var gone []*segment
-	hw := l.hw.Load()
+	// Not past the last stable offset either: a segment holding an open
+	// transaction's records stays, so the LSO never points into a deleted
+	// segment.
+	lso := l.LastStableOffset()
 	for i := 0; i+1 < len(l.segments); i++ {
 		s, next := l.segments[i], l.segments[i+1]
-		if next.baseOffset > hw || !pred(s, next) {
+		if next.baseOffset > lso || !pred(s, next) {
 			break
 		}
 		gone = append(gone, s)

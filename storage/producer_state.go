@@ -28,8 +28,9 @@ const DefaultProducerIDExpirationMs = 86400000
 
 const snapshotSuffix = ".snapshot"
 
-// snapshotVersion is the only ProducerSnapshot file version written.
-const snapshotVersion = 1
+// snapshotVersion is the ProducerSnapshot file version written; version
+// 1 (without the unreplicated transactions) is still read.
+const snapshotVersion = 2
 
 // ProducerBatch is one batch a producer appended: its sequence range, its
 // offsets in the log and its max timestamp.
@@ -50,10 +51,9 @@ type ProducerState struct {
 	// LastTimestamp is the max timestamp of the producer's newest batch
 	// (or marker); producer.id.expiration.ms counts from it, as in Kafka.
 	LastTimestamp int64
-	// CoordinatorEpoch and CurrentTxnFirstOffset are kept for transactions
-	// (-1 when unknown or none). Storage records the first offset of an
-	// open transaction and clears it at a control batch; it does not yet
-	// read markers' coordinator epochs, which stay -1.
+	// CoordinatorEpoch is the coordinator epoch of the producer's last
+	// transaction marker, CurrentTxnFirstOffset the first offset of its
+	// open transaction (-1 when none).
 	CoordinatorEpoch      int32
 	CurrentTxnFirstOffset int64
 	// Batches are the newest batches of the current epoch, oldest first,
@@ -71,10 +71,10 @@ type ProducerState struct {
 //
 // The format is ours (Kafka's .snapshot keeps only each producer's last
 // batch; this one keeps all five, so duplicates of any of them are still
-// caught after a restart). Version 1, integers big-endian:
+// caught after a restart). Version 2, integers big-endian:
 //
 //	offset size field
-//	     0    2 version                1
+//	     0    2 version                2 (or 1)
 //	     2    4 crc                    CRC-32C (Castagnoli) of bytes 6..end
 //	     6    8 endOffset              equal to the offset in the file name
 //	    14    4 producerCount
@@ -91,11 +91,25 @@ type ProducerState struct {
 //	                  8 firstOffset        above the previous batch's lastOffset
 //	                  8 lastOffset         in [firstOffset, endOffset)
 //	                  8 maxTimestamp
+//	     .    4 unreplicatedCount      version 2 only
+//	     .    . unreplicated transactions, by increasing lastOffset, each 25 bytes:
+//	              8 producerId             >= 0
+//	              8 firstOffset            >= 0
+//	              8 lastOffset             the marker's, in [firstOffset, endOffset)
+//	              1 aborted                0 or 1
 //
-// The file ends after the last producer; anything else is corruption.
+// The file ends there; anything else is corruption. A version 1 file ends
+// after the producers and is read as having no unreplicated transactions.
 type ProducerSnapshot struct {
+	// Version is the file's version (ParseProducerSnapshot); Marshal
+	// writes version 2 unless it is 1 and there are no unreplicated
+	// transactions.
+	Version   int
 	EndOffset int64
 	Producers []ProducerState
+	// UnreplicatedTxns are the transactions ended by markers the high
+	// watermark had not passed (see lso.go), oldest marker first.
+	UnreplicatedTxns []CompletedTxn
 }
 
 const (
@@ -103,6 +117,7 @@ const (
 	snapshotEntrySize  = 31 // a producer without batches
 	snapshotBatchSize  = 32
 	snapshotCRCStart   = 6
+	snapshotTxnSize    = 25
 )
 
 // Marshal renders the file. Producers are written sorted by id whatever
@@ -114,8 +129,14 @@ func (s ProducerSnapshot) Marshal() []byte {
 	for _, p := range ps {
 		n += snapshotEntrySize + snapshotBatchSize*len(p.Batches)
 	}
+	version := snapshotVersion
+	if s.Version == 1 && len(s.UnreplicatedTxns) == 0 {
+		version = 1
+	} else {
+		n += 4 + snapshotTxnSize*len(s.UnreplicatedTxns)
+	}
 	buf := make([]byte, snapshotHeaderSize, n)
-	binary.BigEndian.PutUint16(buf[0:], snapshotVersion)
+	binary.BigEndian.PutUint16(buf[0:], uint16(version))
 	binary.BigEndian.PutUint64(buf[6:], uint64(s.EndOffset))
 	binary.BigEndian.PutUint32(buf[14:], uint32(len(ps)))
 	for _, p := range ps {
@@ -133,6 +154,19 @@ func (s ProducerSnapshot) Marshal() []byte {
 			buf = binary.BigEndian.AppendUint64(buf, uint64(b.Timestamp))
 		}
 	}
+	if version >= 2 {
+		buf = binary.BigEndian.AppendUint32(buf, uint32(len(s.UnreplicatedTxns)))
+		for _, c := range s.UnreplicatedTxns {
+			buf = binary.BigEndian.AppendUint64(buf, uint64(c.ProducerID))
+			buf = binary.BigEndian.AppendUint64(buf, uint64(c.FirstOffset))
+			buf = binary.BigEndian.AppendUint64(buf, uint64(c.LastOffset))
+			aborted := byte(0)
+			if c.Aborted {
+				aborted = 1
+			}
+			buf = append(buf, aborted)
+		}
+	}
 	binary.BigEndian.PutUint32(buf[2:], crc32.Checksum(buf[snapshotCRCStart:], castagnoli))
 	return buf
 }
@@ -148,9 +182,11 @@ func ParseProducerSnapshot(data []byte) (ProducerSnapshot, error) {
 	if len(data) < snapshotHeaderSize {
 		return bad("%d bytes, shorter than the %d-byte header", len(data), snapshotHeaderSize)
 	}
-	if v := binary.BigEndian.Uint16(data[0:]); v != snapshotVersion {
-		return bad("version %d, only %d is known", v, snapshotVersion)
+	v := binary.BigEndian.Uint16(data[0:])
+	if v != 1 && v != 2 {
+		return bad("version %d, only 1 and 2 are known", v)
 	}
+	s.Version = int(v)
 	if got, want := crc32.Checksum(data[snapshotCRCStart:], castagnoli), binary.BigEndian.Uint32(data[2:]); got != want {
 		return bad("crc %#08x, computed %#08x", want, got)
 	}
@@ -214,8 +250,36 @@ func ParseProducerSnapshot(data []byte) (ProducerSnapshot, error) {
 		}
 		s.Producers = append(s.Producers, p)
 	}
+	if v >= 2 {
+		if len(rest) < 4 {
+			return bad("truncated unreplicated transaction count")
+		}
+		n := binary.BigEndian.Uint32(rest)
+		rest = rest[4:]
+		if uint64(n)*snapshotTxnSize != uint64(len(rest)) {
+			return bad("%d unreplicated transactions in %d bytes", n, len(rest))
+		}
+		if n > 0 {
+			s.UnreplicatedTxns = make([]CompletedTxn, n)
+		}
+		prev := int64(-1)
+		for i := range s.UnreplicatedTxns {
+			c := CompletedTxn{
+				ProducerID:  int64(binary.BigEndian.Uint64(rest[0:])),
+				FirstOffset: int64(binary.BigEndian.Uint64(rest[8:])),
+				LastOffset:  int64(binary.BigEndian.Uint64(rest[16:])),
+				Aborted:     rest[24] == 1,
+			}
+			if c.ProducerID < 0 || c.FirstOffset < 0 || c.LastOffset < c.FirstOffset || c.LastOffset <= prev || c.LastOffset >= s.EndOffset || rest[24] > 1 {
+				return bad("unreplicated transaction %d (producer %d, offsets %d..%d) is impossible", i, c.ProducerID, c.FirstOffset, c.LastOffset)
+			}
+			s.UnreplicatedTxns[i] = c
+			prev = c.LastOffset
+			rest = rest[snapshotTxnSize:]
+		}
+	}
 	if len(rest) != 0 {
-		return bad("%d bytes after the last producer", len(rest))
+		return bad("%d bytes after the last entry", len(rest))
 	}
 	return s, nil
 }
@@ -305,10 +369,15 @@ func (ps producerStates) check(pid int64, epoch int16, firstSeq, lastSeq int32) 
 // It never refuses: the log is the truth (a replica applies what its
 // leader wrote even with an older epoch, as Kafka's followers do). Only the
 // header is read, so replay never decompresses.
-func (ps producerStates) apply(b Batch) {
+//
+// A transaction marker (given whole: a control batch's header alone is
+// not enough, see Log.replayProducersLocked) ends the producer's open
+// transaction, if any, which it returns; other control batches end
+// nothing.
+func (ps producerStates) apply(b Batch) (ended CompletedTxn, ok bool) {
 	pid := b.ProducerID()
 	if pid < 0 {
-		return
+		return ended, false
 	}
 	e := ps[pid]
 	if e == nil {
@@ -320,9 +389,19 @@ func (ps producerStates) apply(b Batch) {
 	}
 	e.lastTimestamp = b.MaxTimestamp()
 	if b.Control() {
-		// A transaction marker ends the producer's open transaction.
+		// The log is the truth: a marker that does not parse (which
+		// Append never writes) is stored, and ends nothing.
+		m, isMarker, _ := b.TxnMarker()
+		if !isMarker {
+			return ended, false
+		}
+		if e.txnFirstOffset >= 0 {
+			ended = CompletedTxn{ProducerID: pid, FirstOffset: e.txnFirstOffset, LastOffset: b.LastOffset(), Aborted: m.Type == ControlAbort}
+			ok = true
+		}
 		e.txnFirstOffset = -1
-		return
+		e.coordinatorEpoch = m.CoordinatorEpoch
+		return ended, ok
 	}
 	if e.n == MaxProducerBatches {
 		copy(e.batches[:], e.batches[1:])
@@ -339,6 +418,7 @@ func (ps producerStates) apply(b Batch) {
 	if b.Transactional() && e.txnFirstOffset < 0 {
 		e.txnFirstOffset = b.BaseOffset()
 	}
+	return ended, false
 }
 
 // lastOffsets maps each producer to the last offset of its last data
@@ -435,7 +515,9 @@ func (l *Log) checkProducerLocked(b Batch) (ProducerBatch, bool, error) {
 
 // writeProducerSnapshotLocked writes the state as of the log end offset.
 func (l *Log) writeProducerSnapshotLocked() error {
-	data := l.producers.snapshot(l.nextOffset).Marshal()
+	s := l.producers.snapshot(l.nextOffset)
+	s.UnreplicatedTxns = l.unreplicated
+	data := s.Marshal()
 	if err := WriteFileAtomic(snapshotPath(l.dir, l.nextOffset), data); err != nil {
 		return fmt.Errorf("write producer snapshot: %w", err)
 	}
@@ -483,6 +565,7 @@ func (l *Log) rebuildProducersLocked(maxSnap int64, rep *RecoveryReport) error {
 		return err
 	}
 	clear(l.producers)
+	l.resetTxnsLocked()
 	from := first
 	for i := len(offs) - 1; i >= 0; i-- {
 		off := offs[i]
@@ -510,6 +593,7 @@ func (l *Log) rebuildProducersLocked(maxSnap int64, rep *RecoveryReport) error {
 		for _, ps := range s.Producers {
 			l.producers[ps.ProducerID] = entryFromState(ps)
 		}
+		l.unreplicated = slices.Clone(s.UnreplicatedTxns)
 		from = off
 		if rep != nil {
 			rep.ProducerSnapshot = p
@@ -519,15 +603,23 @@ func (l *Log) rebuildProducersLocked(maxSnap int64, rep *RecoveryReport) error {
 	if rep != nil {
 		rep.ProducerReplayFrom = from
 	}
+	// The replay writes the aborted-transaction entries of the markers it
+	// meets again; those below from are trusted (durable below the
+	// recovery point, which bounds the snapshot chosen).
+	if err := l.truncateTxnIndexesLocked(from); err != nil {
+		return err
+	}
 	if err := l.replayProducersLocked(from); err != nil {
 		return err
 	}
 	l.producers.expire(l.now().UnixMilli(), l.producerTTLMs)
+	l.refreshFirstUnstableLocked()
 	return nil
 }
 
 // replayProducersLocked applies the headers of every batch from offset
-// from to the log end offset.
+// from to the log end offset, and the whole of every control batch (a
+// marker's type is in its record).
 func (l *Log) replayProducersLocked(from int64) error {
 	if from >= l.nextOffset {
 		return nil
@@ -545,12 +637,29 @@ func (l *Log) replayProducersLocked(from int64) error {
 				return err
 			}
 		}
+		var applyErr error
+		at := pos
 		if err := s.forEachHeader(pos, end, buf, func(b Batch) {
-			if b.BaseOffset() >= from {
-				l.producers.apply(b)
+			n, _ := BatchSize(b) // checked by forEachHeader
+			batchPos := at
+			at += int64(n)
+			if b.BaseOffset() < from || applyErr != nil {
+				return
 			}
+			if b.Control() {
+				whole := make(Batch, n)
+				if _, err := s.f.ReadAt(whole, batchPos); err != nil {
+					applyErr = fmt.Errorf("%s at position %d: %w", s.logPath(), batchPos, err)
+					return
+				}
+				b = whole
+			}
+			applyErr = l.applyBatchLocked(b, s)
 		}); err != nil {
 			return err
+		}
+		if applyErr != nil {
+			return applyErr
 		}
 	}
 	return nil

@@ -2,6 +2,7 @@ package storage
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"hash/crc32"
@@ -170,19 +171,33 @@ func TestProducerSnapshotRoundTrip(t *testing.T) {
 			{FirstSeq: math.MaxInt32 - 1, LastSeq: math.MaxInt32, FirstOffset: 10, LastOffset: 11, Timestamp: 5},
 			{FirstSeq: 0, LastSeq: 1, FirstOffset: 499, LastOffset: 499, Timestamp: 1700000000000},
 		}},
-	}}
+	}, UnreplicatedTxns: []CompletedTxn{{ProducerID: 9, FirstOffset: 300, LastOffset: 310, Aborted: true}, {ProducerID: 2, FirstOffset: 301, LastOffset: 311}}}
 	data := s.Marshal()
 	got, err := ParseProducerSnapshot(data)
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := s
+	want.Version = snapshotVersion
 	want.Producers = []ProducerState{s.Producers[1], s.Producers[0]} // sorted by id
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("round trip:\n got %+v\nwant %+v", got, want)
 	}
 	if !bytes.Equal(got.Marshal(), data) {
 		t.Fatal("re-marshal differs")
+	}
+	// Version 1 (written before transactions were tracked) still reads:
+	// the same producers, no unreplicated transactions.
+	v1 := s
+	v1.Version, v1.UnreplicatedTxns = 1, nil
+	old := v1.Marshal()
+	if binary.BigEndian.Uint16(old) != 1 || len(old) != len(data)-4-2*snapshotTxnSize {
+		t.Fatalf("version 1 file: version %d, %d bytes", binary.BigEndian.Uint16(old), len(old))
+	}
+	got, err = ParseProducerSnapshot(old)
+	want.Version, want.UnreplicatedTxns = 1, nil
+	if err != nil || !reflect.DeepEqual(got, want) {
+		t.Fatalf("version 1:\n got %+v, %v\nwant %+v", got, err, want)
 	}
 	empty := ProducerSnapshot{EndOffset: 0}.Marshal()
 	if s, err := ParseProducerSnapshot(empty); err != nil || len(s.Producers) != 0 {

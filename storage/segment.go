@@ -46,6 +46,10 @@ type segment struct {
 	f          *os.File
 	offIdx     *offsetIndex
 	timeIdx    *timeIndex
+	// txnIdx is the aborted-transaction index (txn_index.go); txnIdxErr
+	// says why an existing one was found corrupt and emptied at open.
+	txnIdx    *txnIndex
+	txnIdxErr error
 
 	size atomic.Int64 // bytes of whole batches, published after the write
 
@@ -82,6 +86,9 @@ func (s *segment) indexPath() string {
 func (s *segment) timeIndexPath() string {
 	return filepath.Join(s.dir, segmentName(s.baseOffset)+timeIndexSuffix+s.suffix)
 }
+func (s *segment) txnIndexPath() string {
+	return filepath.Join(s.dir, segmentName(s.baseOffset)+txnIndexSuffix+s.suffix)
+}
 
 // createSegment makes a new empty active segment at base, replacing any
 // stale files of that name, with preallocated indexes.
@@ -92,11 +99,12 @@ func createSegment(dir string, base int64, cfg *Config, now time.Time) (*segment
 // createSegmentAs is createSegment with suffix after each file name.
 func createSegmentAs(dir string, base int64, suffix string, cfg *Config, now time.Time) (*segment, error) {
 	s := &segment{dir: dir, baseOffset: base, nextOffset: base, maxTs: NoTimestamp, maxTsOffset: base, firstTs: NoTimestamp, created: now.UnixMilli(), suffix: suffix, rollJitter: randomJitter(cfg)}
-	for _, p := range []string{s.indexPath(), s.timeIndexPath()} {
+	for _, p := range []string{s.indexPath(), s.timeIndexPath(), s.txnIndexPath()} {
 		if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
 			return nil, err
 		}
 	}
+	s.txnIdx = &txnIndex{path: s.txnIndexPath(), last: -1}
 	f, err := os.OpenFile(s.logPath(), os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
 	if err != nil {
 		return nil, err
@@ -151,6 +159,10 @@ func openSegmentFiles(dir string, base int64, cfg *Config, rescan bool) (s *segm
 	if s.offIdx == nil || s.timeIdx == nil {
 		s.close()
 		return nil, nil, idxErr
+	}
+	if s.txnIdx, s.txnIdxErr, err = openTxnIndex(s.txnIndexPath(), base); err != nil {
+		s.close()
+		return nil, nil, err
 	}
 	return s, idxErr, nil
 }
@@ -412,6 +424,9 @@ func (s *segment) truncateTo(offset int64) (int64, error) {
 	if err := s.timeIdx.truncateTo(base); err != nil {
 		return 0, err
 	}
+	if err := s.txnIdx.truncateFrom(base); err != nil {
+		return 0, err
+	}
 	if err := s.f.Truncate(pos); err != nil {
 		return 0, err
 	}
@@ -507,6 +522,9 @@ func (s *segment) sync() error {
 	if err := s.offIdx.sync(); err != nil {
 		return err
 	}
+	if err := s.txnIdx.sync(); err != nil {
+		return err
+	}
 	return s.timeIdx.sync()
 }
 
@@ -521,25 +539,28 @@ func (s *segment) close() error {
 	if s.timeIdx != nil {
 		errs = append(errs, s.timeIdx.close())
 	}
+	if s.txnIdx != nil {
+		errs = append(errs, s.txnIdx.close())
+	}
 	return errors.Join(errs...)
 }
 
-// renameSuffix moves the segment's three files from their current suffix
-// to suffix.
+// renameSuffix moves the segment's files (the .txnindex too, if it has
+// one) from their current suffix to suffix.
 func (s *segment) renameSuffix(suffix string) error {
 	old := s.logPath()
 	s.suffix = suffix
 	if err := os.Rename(old, s.logPath()); err != nil {
 		return err
 	}
-	return errors.Join(s.offIdx.rename(s.indexPath()), s.timeIdx.rename(s.timeIndexPath()))
+	return errors.Join(s.offIdx.rename(s.indexPath()), s.timeIdx.rename(s.timeIndexPath()), s.txnIdx.rename(s.txnIndexPath()))
 }
 
 // removeAs closes the segment and removes its files (a cleaned segment
 // that is not swapped in).
 func (s *segment) removeAs() error {
 	errs := []error{s.close()}
-	for _, p := range []string{s.logPath(), s.indexPath(), s.timeIndexPath()} {
+	for _, p := range []string{s.logPath(), s.indexPath(), s.timeIndexPath(), s.txnIndexPath()} {
 		if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
 			errs = append(errs, err)
 		}
@@ -554,14 +575,15 @@ func (s *segment) markDeleted() error {
 	if err := os.Rename(s.logPath(), s.logPath()+deletedSuffix); err != nil && !errors.Is(err, os.ErrNotExist) {
 		errs = append(errs, err)
 	}
-	errs = append(errs, s.offIdx.rename(s.indexPath()+deletedSuffix), s.timeIdx.rename(s.timeIndexPath()+deletedSuffix))
+	errs = append(errs, s.offIdx.rename(s.indexPath()+deletedSuffix), s.timeIdx.rename(s.timeIndexPath()+deletedSuffix),
+		s.txnIdx.rename(s.txnIndexPath()+deletedSuffix))
 	return errors.Join(errs...)
 }
 
 // removeFiles closes and deletes a segment marked deleted.
 func (s *segment) removeFiles() error {
 	errs := []error{s.close()}
-	for _, p := range []string{s.logPath() + deletedSuffix, s.indexPath() + deletedSuffix, s.timeIndexPath() + deletedSuffix} {
+	for _, p := range []string{s.logPath() + deletedSuffix, s.indexPath() + deletedSuffix, s.timeIndexPath() + deletedSuffix, s.txnIndexPath() + deletedSuffix} {
 		if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
 			errs = append(errs, err)
 		}
