@@ -288,6 +288,9 @@ func FuzzProducerSnapshot(f *testing.F) {
 		{ProducerID: 7, CoordinatorEpoch: 3, CurrentTxnFirstOffset: 4},
 	}}.Marshal())
 	f.Add(fixCRC(setU32(ProducerSnapshot{EndOffset: 9}.Marshal(), 14, math.MaxUint32)))
+	f.Add(ProducerSnapshot{Version: 1, EndOffset: 9, Producers: []ProducerState{{ProducerID: 3, CoordinatorEpoch: 2, CurrentTxnFirstOffset: 8}}}.Marshal())
+	f.Add(ProducerSnapshot{EndOffset: 90, Producers: []ProducerState{{ProducerID: 3, CoordinatorEpoch: 2, CurrentTxnFirstOffset: 80}},
+		UnreplicatedTxns: []CompletedTxn{{ProducerID: 4, FirstOffset: 10, LastOffset: 20, Aborted: true}, {ProducerID: 3, FirstOffset: 21, LastOffset: 22}}}.Marshal())
 	f.Fuzz(func(t *testing.T, data []byte) {
 		s, err := ParseProducerSnapshot(data)
 		if err != nil {
