@@ -5,8 +5,9 @@ package broker
 // Behaviour (Kafka's KafkaApis.handleFetchRequest and
 // ReplicaManager.fetchMessages):
 //   - Consumers (replica id -1; ReplicaState.ID from v15) read up to the high
-//     watermark (read_committed: the last stable offset, which equals the HW
-//     until transactions exist). MaxWaitMillis / MinBytes long-poll in the
+//     watermark (read_committed: the last stable offset, with the aborted
+//     transactions in what they read; the LSO is the HW while no
+//     transaction is open). MaxWaitMillis / MinBytes long-poll in the
 //     replica manager's delayed-fetch purgatory, woken by appends and HW
 //     moves; MaxBytes bounds the answer and PartitionMaxBytes each partition,
 //     except that the first batch found is always whole so consumers make
@@ -27,7 +28,7 @@ package broker
 //     for byte against kmsg's own at every version.
 //
 // Version notes: v4: LastStableOffset, AbortedTransactions (null under
-// read_uncommitted, empty under read_committed: no transactions yet). v5:
+// read_uncommitted, a list, maybe empty, under read_committed). v5:
 // LogStartOffset. v7: sessions, top-level ErrorCode. v9: CurrentLeaderEpoch.
 // v11: Rack (ignored), PreferredReadReplica. v12: flexible, LastFetchedEpoch,
 // DivergingEpoch, CurrentLeader. v13: topic ids. v15: ReplicaState. v16:
@@ -157,6 +158,9 @@ func handleFetch(ctx context.Context, rc *request, kreq kmsg.Request) (kmsg.Resp
 	for i, t := range fc.targets {
 		rp := kmsg.NewFetchResponseTopicPartition()
 		rp.Partition = t.partition
+		if req.IsolationLevel == replica.ReadCommitted {
+			rp.AbortedTransactions = []kmsg.FetchResponseTopicPartitionAbortedTransaction{}
+		}
 		if readAt[i] < 0 {
 			rp.ErrorCode = kerr.UnknownTopicID.Code
 			rp.HighWatermark = -1
@@ -169,10 +173,12 @@ func handleFetch(ctx context.Context, rc *request, kreq kmsg.Request) (kmsg.Resp
 			}
 			if r.Err == nil {
 				regions[i] = r.Region
+				for _, a := range r.AbortedTransactions {
+					at := kmsg.NewFetchResponseTopicPartitionAbortedTransaction()
+					at.ProducerID, at.FirstOffset = a.ProducerID, a.FirstOffset
+					rp.AbortedTransactions = append(rp.AbortedTransactions, at)
+				}
 			}
-		}
-		if req.IsolationLevel == replica.ReadCommitted {
-			rp.AbortedTransactions = []kmsg.FetchResponseTopicPartitionAbortedTransaction{}
 		}
 		rp.RecordBatches = []byte{}
 		outcomes[i] = fetchOutcome{

@@ -4,13 +4,13 @@ package broker
 //
 // Behaviour (Kafka's ReplicaManager.fetchOffset, leader side): per
 // partition, timestamp -2 (earliest) is the log start offset, -1 (latest)
-// the high watermark (under read_committed the last stable offset, the same
-// until transactions exist), -3 (max timestamp, v7+) the record with the
+// the high watermark (under read_committed the last stable offset), -3 (max timestamp, v7+) the record with the
 // largest timestamp, -4 (earliest local, v8+) the log start offset (nothing
 // is tiered), -5 (latest tiered, v9+) no offset, and a timestamp >= 0 the
 // first record at or after it, found through the time index. Offsets at or
-// past the HW are never answered (-1 instead). The leader epoch of the batch
-// holding the offset is answered from v4. Errors: NOT_LEADER_OR_FOLLOWER,
+// past the HW (read_committed: the LSO) are never answered (-1 instead).
+// The leader epoch of the batch holding the offset is answered from v4.
+// Errors: NOT_LEADER_OR_FOLLOWER,
 // FENCED_LEADER_EPOCH / UNKNOWN_LEADER_EPOCH (CurrentLeaderEpoch, v4+),
 // UNKNOWN_TOPIC_OR_PARTITION, UNSUPPORTED_VERSION for a special timestamp
 // the version does not know, INVALID_REQUEST for a partition listed twice.

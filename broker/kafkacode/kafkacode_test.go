@@ -61,6 +61,7 @@ func TestMapping(t *testing.T) {
 		{storage.ErrInvalidConfig, kerr.InvalidConfig},
 		{storage.ErrOutOfOrderSequence, kerr.OutOfOrderSequenceNumber},
 		{storage.ErrInvalidProducerEpoch, kerr.InvalidProducerEpoch},
+		{storage.ErrTransactionCoordinatorFenced, kerr.TransactionCoordinatorFenced},
 		// metadata
 		{metadata.ErrTopicExists, kerr.TopicAlreadyExists},
 		{metadata.ErrUnknownTopic, kerr.UnknownTopicOrPartition},

@@ -177,6 +177,28 @@ func (p *Partition) Leader() (id, epoch int32) {
 // once the high watermark passes the batch (see WaitAcks). With 0 or 1 the
 // Ack is nil. The batch slice is modified in place.
 func (p *Partition) AppendAsLeader(batch []byte, requiredAcks int16) (storage.AppendResult, *Ack, error) {
+	return p.appendLeader(requiredAcks, func(epoch int32) (storage.AppendResult, error) {
+		return p.log.Append(batch, storage.AppendOptions{LeaderEpoch: epoch})
+	})
+}
+
+// AppendMarker appends a transaction marker as the leader: what a
+// WriteTxnMarkers request asks of each partition (Kafka sends it with
+// acks=-1, and so should the caller; requiredAcks works as in
+// AppendAsLeader). Storage refuses a stale producer epoch
+// (INVALID_PRODUCER_EPOCH) or coordinator epoch
+// (TRANSACTION_COORDINATOR_FENCED) and writes nothing then; see
+// storage.Log.AppendMarker.
+func (p *Partition) AppendMarker(m storage.TxnMarker, requiredAcks int16) (storage.AppendResult, *Ack, error) {
+	return p.appendLeader(requiredAcks, func(epoch int32) (storage.AppendResult, error) {
+		return p.log.AppendMarker(m, storage.AppendOptions{LeaderEpoch: epoch})
+	})
+}
+
+// appendLeader runs one leader append (given the leader epoch) under the
+// leader checks, then moves the HW and wakes waiters as AppendAsLeader
+// describes.
+func (p *Partition) appendLeader(requiredAcks int16, appendFn func(epoch int32) (storage.AppendResult, error)) (storage.AppendResult, *Ack, error) {
 	p.roleMu.RLock()
 	if err := p.checkLeaderLocked(-1); err != nil {
 		p.roleMu.RUnlock()
@@ -188,7 +210,7 @@ func (p *Partition) AppendAsLeader(batch []byte, requiredAcks int16) (storage.Ap
 		return storage.AppendResult{}, nil, fmt.Errorf("%w: %s has %d in-sync replicas, min.insync.replicas is %d", kerr.NotEnoughReplicas, p, n, want)
 	}
 	epoch := p.leaderEpoch
-	res, err := p.log.Append(batch, storage.AppendOptions{LeaderEpoch: epoch})
+	res, err := appendFn(epoch)
 	p.roleMu.RUnlock()
 	if err != nil {
 		if errors.Is(err, storage.ErrClosed) {
@@ -242,8 +264,9 @@ type EpochEndOffset struct {
 type ReadRequest struct {
 	Offset   int64
 	MaxBytes int
-	// Isolation is ReadUncommitted or ReadCommitted (the same until
-	// transactions exist: the last stable offset is the HW).
+	// Isolation is ReadUncommitted or ReadCommitted: a read_committed
+	// consumer reads up to the last stable offset (the HW without open
+	// transactions) and gets the aborted transactions in what it reads.
 	Isolation int8
 	// ReplicaID is the fetching broker for a follower fetch, -1 for a
 	// consumer. Followers read up to the LEO, consumers up to the HW.
@@ -266,6 +289,10 @@ type ReadResult struct {
 	HighWatermark    int64
 	LastStableOffset int64
 	LogStartOffset   int64
+	// AbortedTransactions, for a read_committed consumer's read with
+	// records, are the aborted transactions that may have records in
+	// Region (Fetch's AbortedTransactions); nil otherwise.
+	AbortedTransactions []storage.AbortedTxn
 	// Diverging is set when the fetcher must truncate first; Region is then
 	// empty.
 	Diverging *EpochEndOffset
@@ -288,8 +315,9 @@ func (p *Partition) Read(r ReadRequest) ReadResult {
 		return res
 	}
 	fill := func() {
-		hw := p.log.HighWatermark()
-		res.HighWatermark, res.LastStableOffset, res.LogStartOffset = hw, hw, p.log.LogStartOffset()
+		// LSO after HW: it is computed from a HW at least as new.
+		res.HighWatermark = p.log.HighWatermark()
+		res.LastStableOffset, res.LogStartOffset = p.log.LastStableOffset(), p.log.LogStartOffset()
 	}
 	if r.LastFetchedEpoch >= 0 {
 		e, end := p.log.EndOffsetForEpoch(r.LastFetchedEpoch)
@@ -306,10 +334,18 @@ func (p *Partition) Read(r ReadRequest) ReadResult {
 		return res
 	}
 	var err error
-	if follower {
+	switch {
+	case follower:
 		res.Region, err = p.log.Read(r.Offset, r.MaxBytes)
 		p.followerFetched(r.ReplicaID, r.Offset, leo)
-	} else {
+	case r.Isolation == ReadCommitted:
+		var cr storage.CommittedRead
+		cr, err = p.log.ReadCommitted(r.Offset, r.MaxBytes)
+		res.Region = cr.Region
+		if cr.Region.Len > 0 {
+			res.AbortedTransactions = cr.Aborted
+		}
+	default:
 		res.Region, err = p.log.ReadUpTo(r.Offset, r.MaxBytes, p.log.HighWatermark())
 	}
 	if err != nil {
@@ -403,12 +439,13 @@ type ListedOffset struct {
 
 // ListOffsets answers on the leader: EarliestTimestamp (and
 // EarliestLocalTimestamp) is the log start offset, LatestTimestamp the HW
-// (the last stable offset under ReadCommitted, the same for now),
-// MaxTimestamp the record with the largest timestamp, and a timestamp >= 0
-// the first record at or after it, answered with that record's own
-// timestamp and its batch's leader epoch, as Kafka does (for a compressed
-// batch, which storage does not decompress, see storage.Log.FindByTimestamp).
-// Records at or past the HW are never answered, as in Kafka.
+// (the last stable offset under ReadCommitted), MaxTimestamp the record
+// with the largest timestamp, and a timestamp >= 0 the first record at or
+// after it, answered with that record's own timestamp and its batch's
+// leader epoch, as Kafka does (for a compressed batch, which storage does
+// not decompress, see storage.Log.FindByTimestamp). Records at or past the
+// HW (the LSO under ReadCommitted) are never answered, as in Kafka's
+// lastFetchableOffset.
 func (p *Partition) ListOffsets(currentLeaderEpoch int32, timestamp int64, isolation int8) (ListedOffset, error) {
 	none := ListedOffset{Timestamp: storage.NoTimestamp, Offset: -1, LeaderEpoch: -1}
 	p.roleMu.RLock()
@@ -417,6 +454,9 @@ func (p *Partition) ListOffsets(currentLeaderEpoch int32, timestamp int64, isola
 		return none, err
 	}
 	hw := p.log.HighWatermark()
+	if isolation == ReadCommitted {
+		hw = p.log.LastStableOffset()
+	}
 	switch {
 	case timestamp == LatestTimestamp:
 		return ListedOffset{Timestamp: storage.NoTimestamp, Offset: hw, LeaderEpoch: p.leaderEpoch}, nil
