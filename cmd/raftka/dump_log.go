@@ -15,21 +15,23 @@ import (
 )
 
 // dump-log prints the contents of segment (.log), offset index (.index),
-// time index (.timeindex) and producer snapshot (.snapshot) files the way
-// kafka-dump-log.sh does. It reads files only; it never repairs them. A
+// time index (.timeindex), aborted-transaction index (.txnindex) and
+// producer snapshot (.snapshot) files the way kafka-dump-log.sh does; a
+// segment's control batches always show their record (the marker type and
+// coordinator epoch of a transaction marker). It reads files only; it never repairs them. A
 // corrupt file prints everything up to the damage, then fails with the file
 // and position.
 func init() {
 	register(&cli.Command{
 		Name:      "dump-log",
-		Usage:     "print the batches of segment, index, timeindex or producer snapshot files",
+		Usage:     "print the batches of segment, index, timeindex, txnindex or producer snapshot files",
 		ArgsUsage: "FILES...",
 		Flags: []cli.Flag{
 			&cli.BoolFlag{Name: "print-data", Usage: "also print each record's key, value and headers (compressed batches are decompressed)"},
 		},
 		Action: func(c *cli.Context) error {
 			if c.NArg() == 0 {
-				return errors.New("dump-log: give one or more .log, .index, .timeindex or .snapshot files")
+				return errors.New("dump-log: give one or more .log, .index, .timeindex, .txnindex or .snapshot files")
 			}
 			var failed []string
 			for _, path := range c.Args().Slice() {
@@ -63,10 +65,39 @@ func dumpFile(w io.Writer, path string, printData bool) error {
 		return dumpIndex(w, path, 12, func(e []byte) string {
 			return fmt.Sprintf("timestamp: %d offset: %d", int64(binary.BigEndian.Uint64(e)), base+int64(binary.BigEndian.Uint32(e[8:])))
 		})
+	case ".txnindex":
+		return dumpTxnIndex(w, path)
 	case ".snapshot":
 		return dumpProducerSnapshot(w, path)
 	}
-	return fmt.Errorf("%s: unknown file type (want .log, .index, .timeindex or .snapshot)", path)
+	return fmt.Errorf("%s: unknown file type (want .log, .index, .timeindex, .txnindex or .snapshot)", path)
+}
+
+// dumpTxnIndex prints an aborted-transaction index, one line per entry as
+// kafka-dump-log.sh does, up to the first entry that does not parse.
+func dumpTxnIndex(w io.Writer, path string) error {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	whole := len(data) - len(data)%storage.AbortedTxnSize
+	entries, err := storage.ParseTxnIndex(data[:whole])
+	if err != nil {
+		// Print the entries before the damage.
+		for n := whole - storage.AbortedTxnSize; n >= 0 && entries == nil; n -= storage.AbortedTxnSize {
+			entries, _ = storage.ParseTxnIndex(data[:n])
+		}
+	}
+	for _, a := range entries {
+		fmt.Fprintf(w, "version: 0 producerId: %d firstOffset: %d lastOffset: %d lastStableOffset: %d\n", a.ProducerID, a.FirstOffset, a.LastOffset, a.LastStableOffset)
+	}
+	if err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	if whole != len(data) {
+		return fmt.Errorf("%s: corrupt at position %d: %d trailing bytes, not a whole %d-byte entry", path, whole, len(data)-whole, storage.AbortedTxnSize)
+	}
+	return nil
 }
 
 // dumpProducerSnapshot prints a producer-state snapshot: one line per
@@ -167,7 +198,10 @@ func dumpSegment(w io.Writer, path string, printData bool) error {
 			b.BaseOffset(), b.LastOffset(), b.RecordCount(), b.BaseSequence(), b.LastSequence(), b.ProducerID(), b.ProducerEpoch(),
 			b.PartitionLeaderEpoch(), b.Transactional(), b.Control(), pos, b.BaseTimestamp(), b.MaxTimestamp(), tsType, n, b.Magic(),
 			b.Compression(), b.CRC(), b.CRCValid())
-		if printData {
+		switch {
+		case b.Control():
+			printControl(w, b, tsType)
+		case printData:
 			printRecords(w, b, tsType)
 		}
 		pos += int64(n)
@@ -185,6 +219,28 @@ func printRecords(w io.Writer, b storage.Batch, tsType string) {
 		}
 		fmt.Fprintf(w, "| offset: %d %s: %d keySize: %d valueSize: %d sequence: %d headerKeys: [%s] key: %s payload: %s\n",
 			r.Offset, tsType, r.Timestamp, size(r.Key), size(r.Value), r.Sequence, strings.Join(keys, ","), r.Key, r.Value)
+		return true
+	})
+	if err != nil {
+		fmt.Fprintf(w, "| records not decoded: %v\n", err)
+	}
+}
+
+// printControl prints a control batch's records as kafka-dump-log.sh
+// does: a transaction marker's type and coordinator epoch, or the control
+// type of another kind.
+func printControl(w io.Writer, b storage.Batch, tsType string) {
+	err := b.Records(func(r storage.Record) bool {
+		fmt.Fprintf(w, "| offset: %d %s: %d keySize: %d valueSize: %d sequence: %d headerKeys: []", r.Offset, tsType, r.Timestamp, size(r.Key), size(r.Value), r.Sequence)
+		typ, epoch, err := storage.ParseControlRecord(r.Key, r.Value)
+		switch {
+		case err != nil:
+			fmt.Fprintf(w, " control record not decoded: %v\n", err)
+		case typ == storage.ControlAbort || typ == storage.ControlCommit:
+			fmt.Fprintf(w, " endTxnMarker: %v coordinatorEpoch: %d\n", typ, epoch)
+		default:
+			fmt.Fprintf(w, " controlType: %v\n", typ)
+		}
 		return true
 	})
 	if err != nil {

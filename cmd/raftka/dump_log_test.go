@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/raftka/raftka/storage"
 	"github.com/raftka/raftka/storage/recordbatch"
@@ -236,5 +237,75 @@ func TestDumpLogUndecodableRecords(t *testing.T) {
 	}
 	if !strings.Contains(out, "| records not decoded: storage: corrupt record batch") || !strings.Contains(out, "| offset: 0 CreateTime: 1700000000000 keySize: -1 valueSize: 1") {
 		t.Errorf("output:\n%s", out)
+	}
+}
+
+// TestDumpLogTransactions: control batches show their marker, and a
+// .txnindex its entries, as kafka-dump-log.sh prints them; a torn
+// .txnindex prints what is whole and fails naming the position.
+func TestDumpLogTransactions(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "tx-0")
+	l, _, err := storage.OpenLog(dir, storage.DefaultConfig(), storage.LogOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Markers carry the broker's time: the batch's must be close to it,
+	// or segment.ms would roll between them.
+	now := time.Now().UnixMilli()
+	txn := recordbatch.Batch{Transactional: true, BaseTimestamp: now, ProducerID: 42, ProducerEpoch: 1, BaseSequence: 0,
+		Records: []recordbatch.Record{{Timestamp: now, Value: []byte("x")}}}.Encode()
+	if _, err := l.Append(txn, storage.AppendOptions{LeaderEpoch: 2}); err != nil {
+		t.Fatal(err)
+	}
+	for _, typ := range []storage.ControlType{storage.ControlAbort, storage.ControlCommit} {
+		if _, err := l.AppendMarker(storage.TxnMarker{ProducerID: 42, ProducerEpoch: 1, CoordinatorEpoch: 9, Type: typ}, storage.AppendOptions{LeaderEpoch: 2}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	out, _, err := runDump(t, filepath.Join(dir, "00000000000000000000.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"baseOffset: 1 lastOffset: 1 count: 1 baseSequence: -1 lastSequence: -1 producerId: 42 producerEpoch: 1 partitionLeaderEpoch: 2 isTransactional: true isControl: true",
+		"| offset: 1 CreateTime: ",
+		"keySize: 4 valueSize: 6 sequence: -1 headerKeys: [] endTxnMarker: ABORT coordinatorEpoch: 9",
+		"| offset: 2 ",
+		"endTxnMarker: COMMIT coordinatorEpoch: 9",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "| offset: 0") {
+		t.Errorf("a data batch's records printed without --print-data:\n%s", out)
+	}
+	idx := filepath.Join(dir, "00000000000000000000.txnindex")
+	out, _, err = runDump(t, idx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "version: 0 producerId: 42 firstOffset: 0 lastOffset: 1 lastStableOffset: 2\n"; !strings.HasSuffix(out, want) {
+		t.Errorf("txnindex output %q, want it to end with %q", out, want)
+	}
+	data, _ := os.ReadFile(idx)
+	torn := filepath.Join(t.TempDir(), "00000000000000000000.txnindex")
+	if err := os.WriteFile(torn, append(data, 0, 0, 7), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, errOut, err := runDump(t, torn)
+	if err == nil || !strings.Contains(errOut, "corrupt at position 34") || !strings.Contains(out, "producerId: 42") {
+		t.Errorf("torn txnindex: err %v, stderr %q, stdout %q", err, errOut, out)
+	}
+	bad := append(bytes.Clone(data), data...) // second entry's marker does not follow the first's
+	if err := os.WriteFile(torn, bad, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, errOut, err = runDump(t, torn)
+	if err == nil || !strings.Contains(errOut, "position 34") || strings.Count(out, "producerId: 42") != 1 {
+		t.Errorf("corrupt txnindex: err %v, stderr %q, stdout %q", err, errOut, out)
 	}
 }
