@@ -4,8 +4,8 @@ package broker
 //
 // Behaviour (Kafka's ReplicaManager.fetchOffset, leader side): per
 // partition, timestamp -2 (earliest) is the log start offset, -1 (latest)
-// the high watermark (under read_committed the last stable offset), -3 (max timestamp, v7+) the record with the
-// largest timestamp, -4 (earliest local, v8+) the log start offset (nothing
+// the high watermark (under read_committed the last stable offset), -3
+// (max timestamp, v7+) the record with the largest timestamp, -4 (earliest local, v8+) the log start offset (nothing
 // is tiered), -5 (latest tiered, v9+) no offset, and a timestamp >= 0 the
 // first record at or after it, found through the time index. Offsets at or
 // past the HW (read_committed: the LSO) are never answered (-1 instead).

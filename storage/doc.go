@@ -14,7 +14,9 @@
 //
 // Per partition directory <log.dir>/<topic>-<partition>/: segments
 // NNNNNNNNNNNNNNNNNNNN.log (v2 record batches exactly as produced, see
-// Batch), .index (see offsetIndex), .timeindex (see timeIndex),
+// Batch), .index (see offsetIndex), .timeindex (see timeIndex), .txnindex
+// (the segment's aborted transactions in Kafka's format, present only once
+// it holds an ABORT marker, see AbortedTxn),
 // NNNNNNNNNNNNNNNNNNNN.snapshot producer state (see ProducerSnapshot; our
 // own format, not Kafka's), leader-epoch-checkpoint (see LeaderEpochCache)
 // and partition.metadata (see ParsePartitionMetadata); while the cleaner
@@ -40,12 +42,15 @@
 // time_index.go and index.go one segment's files; batch.go and
 // compression.go the v2 batch format and its codecs; producer_state.go,
 // leader_epoch.go, checkpoint.go, meta_properties.go and
-// partition_metadata.go the other files listed above.
+// partition_metadata.go the other files listed above. Transactions:
+// control.go the marker format (TxnMarker), txn_index.go the .txnindex
+// file, lso.go the last stable offset, the marker append and the
+// read_committed reads.
 //
 // # Concurrency
 //
 // A Log has one writer at a time and any number of readers. Writers
-// (Append, AppendAsFollower, Truncate, ResetTo, DeleteRecords,
+// (Append, AppendMarker, AppendAsFollower, Truncate, ResetTo, DeleteRecords,
 // ApplyRetention, Roll, UpdateConfig, ExpireProducers, Close) serialise on
 // Log.mu; Producers takes it too, to copy the producer table. Clean runs
 // beside them: it takes Log.mu only to read the log's state and to swap
@@ -155,15 +160,41 @@
 // elsewhere a gap still marks a damaged base offset. A follower accepts a
 // compacted leader's gaps and moves its checkpoint past them.
 //
+// # Transactions
+//
+// The partition side of KIP-98 (see lso.go): a transactional batch opens
+// its producer's transaction (the producer table records its first
+// offset); a COMMIT or ABORT marker, appended on the leader by
+// AppendMarker and copied byte for byte by followers, ends it. A marker
+// with an older producer epoch is ErrInvalidProducerEpoch, one from an
+// older coordinator epoch than the producer's last marker's
+// ErrTransactionCoordinatorFenced; Append still refuses control batches
+// from clients. An ABORT that ends an open transaction writes its entry
+// (producer, first offset, marker offset, LSO after it) to the .txnindex
+// of the segment it lands in. The last stable offset is
+// min(first offset of the oldest open transaction or of an ended one whose
+// marker the HW has not passed, HW), at least the log start offset.
+// ReadCommitted serves read_committed fetches up to it with the aborted
+// transactions that overlap the read (AbortedTransactions, bounded by the
+// segment as in Kafka). The producer snapshot (version 2) carries the
+// open transactions and the unreplicated ended ones; at open and after a
+// truncation the replay from the chosen snapshot also rewrites the
+// .txnindex entries from that offset on (entries below it are durable:
+// Sync fsyncs .txnindex files with their segment). A corrupt .txnindex is
+// emptied and the replay starts at or below its segment. Retention and
+// DeleteRecords never delete past the LSO's segment.
+//
 // # Not here yet
 //
-// Transactions (markers' coordinator epochs, the last stable offset, the
-// aborted-transaction index .txnindex) are a separate piece of work.
-// Producer state records an open transaction's first offset and clears it
-// at a control batch, nothing more. The cleaner keeps control batches and
-// transactional records as they are; batchFilter.aborted is the seam where
-// aborted records will go and markers be removed once their transaction
-// holds no record and delete.retention.ms has passed.
+// The transaction coordinator (which appends markers through AppendMarker)
+// and the cleaner's side of transactions. The cleaner keeps control
+// batches and transactional records as they are, but a cleaned segment
+// does not yet carry its group's .txnindex entries (segment.copyTxnIndex
+// is the call it needs before the swap; the markers it keeps leave every
+// entry valid); batchFilter.aborted is the seam where aborted records will
+// go (AbortedTransactions) and markers be removed once their transaction
+// holds no record and delete.retention.ms has passed. Until then
+// transactional produce stays refused, so no compacted log holds an abort.
 //
 //arch:imports std github.com/klauspost/compress/... github.com/pierrec/lz4/v4 golang.org/x/sys/unix
 //arch:imports github.com/magiconair/properties

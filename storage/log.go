@@ -12,9 +12,9 @@ import (
 // start, log end, high watermark, recovery point), its leader-epoch cache
 // and its idempotent producers' state.
 //
-// Concurrency: one writer at a time (Append, AppendAsFollower, Truncate,
-// ResetTo, DeleteRecords, ApplyRetention, Roll, UpdateConfig,
-// ExpireProducers, Close take mu), any number of concurrent readers (Read,
+// Concurrency: one writer at a time (Append, AppendMarker,
+// AppendAsFollower, Truncate, ResetTo, DeleteRecords, ApplyRetention, Roll,
+// UpdateConfig, ExpireProducers, Close take mu), any number of concurrent readers (Read,
 // the offset getters, the lookups). A write becomes visible to readers
 // only once its bytes are in the file: the segment size and log end offset
 // are published together under segMu after the write. Sync may run beside
