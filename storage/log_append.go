@@ -191,7 +191,13 @@ func (l *Log) appendLocked(b Batch, info BatchInfo, cfg *Config) error {
 		}
 	}
 	s := l.active()
-	if err := s.append(b, info, cfg.IndexIntervalBytes); err != nil {
+	err := s.append(b, info, cfg.IndexIntervalBytes)
+	if err == nil {
+		// Before publishing: a Sync that covers the batch must cover its
+		// .txnindex entry too. It fails only before changing any state.
+		err = l.applyBatchLocked(b, s)
+	}
+	if err != nil {
 		// The bytes may be partly written: cut them so the file ends at
 		// the last published batch.
 		_ = s.f.Truncate(s.size.Load())
@@ -204,7 +210,7 @@ func (l *Log) appendLocked(b Batch, info BatchInfo, cfg *Config) error {
 	l.leo.Store(l.nextOffset)
 	l.segMu.Unlock()
 	l.unflushed.Add(int64(b.RecordCount()))
-	return l.applyBatchLocked(b, s)
+	return nil
 }
 
 // dropBehindLocked keeps a follower's copy out of the page cache: each

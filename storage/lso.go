@@ -51,10 +51,16 @@ func (l *Log) LastStableOffset() int64 {
 	return max(min(hw, l.firstUnstable.Load()), l.logStart.Load())
 }
 
-// applyBatchLocked records a batch written to segment s in the producer
-// table and the transaction state. A control batch must be whole; any
-// other may be its header alone. Called with mu held.
+// applyBatchLocked records a batch written to segment s in the .txnindex,
+// the producer table and the transaction state. A control batch must be
+// whole; any other may be its header alone. An error (writing the
+// .txnindex entry) comes before any state changed. Called with mu held.
 func (l *Log) applyBatchLocked(b Batch, s *segment) error {
+	if a, ok := l.abortEntryLocked(b); ok {
+		if err := s.txnIdx.append(a); err != nil {
+			return err
+		}
+	}
 	ended, ok := l.producers.apply(b)
 	if !b.Control() {
 		if b.Transactional() && l.firstUnstable.Load() == noUnstable {
@@ -70,16 +76,31 @@ func (l *Log) applyBatchLocked(b Batch, s *segment) error {
 	if ended.LastOffset >= l.hw.Load() {
 		l.unreplicated = append(l.unreplicated, ended)
 	}
-	var err error
-	if ended.Aborted {
-		lso := ended.LastOffset + 1
-		if first, open := l.producers.firstOpen(); open {
-			lso = first
-		}
-		err = s.txnIdx.append(AbortedTxn{ProducerID: ended.ProducerID, FirstOffset: ended.FirstOffset, LastOffset: ended.LastOffset, LastStableOffset: lso})
-	}
 	l.refreshFirstUnstableLocked()
-	return err
+	return nil
+}
+
+// abortEntryLocked is the .txnindex entry of b if it is an ABORT marker
+// that ends an open transaction, computed from the producer table before
+// b is applied: the entry's last stable offset is the first offset of the
+// oldest transaction of another producer still open, else the marker's
+// offset + 1.
+func (l *Log) abortEntryLocked(b Batch) (AbortedTxn, bool) {
+	if !b.Control() {
+		return AbortedTxn{}, false
+	}
+	m, ok, _ := b.TxnMarker()
+	e := l.producers[m.ProducerID]
+	if !ok || m.Type != ControlAbort || e == nil || e.txnFirstOffset < 0 {
+		return AbortedTxn{}, false
+	}
+	lso := b.LastOffset() + 1
+	for id, o := range l.producers {
+		if id != m.ProducerID && o.txnFirstOffset >= 0 {
+			lso = min(lso, o.txnFirstOffset)
+		}
+	}
+	return AbortedTxn{ProducerID: m.ProducerID, FirstOffset: e.txnFirstOffset, LastOffset: b.LastOffset(), LastStableOffset: lso}, true
 }
 
 // firstOpen is the first offset of the oldest open transaction.
