@@ -127,9 +127,11 @@ func (l *Log) refreshFirstUnstableLocked() {
 }
 
 // onHWLocked is called after the HW moved (mu held): ended transactions
-// may now be replicated.
+// may now be replicated. unreplicated is in marker order, so only its
+// first entry need be looked at on this path, which every follower fetch
+// takes.
 func (l *Log) onHWLocked() {
-	if len(l.unreplicated) > 0 {
+	if len(l.unreplicated) > 0 && l.unreplicated[0].LastOffset < l.hw.Load() {
 		l.refreshFirstUnstableLocked()
 	}
 }
