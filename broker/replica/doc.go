@@ -15,9 +15,9 @@
 //     It sends the AlterPartition requests its partitions start.
 //   - partition.go: Partition, the per-partition state (role, epochs,
 //     replicas, ISR, HW) and the leader API handlers call: AppendAsLeader,
-//     Read, OffsetForLeaderEpoch, ListOffsets, DeleteRecords; its role
-//     changes, its ISR expiry and its side of an AlterPartition. A Partition
-//     holds no *Manager: what it needs from its host (clock, ISR
+//     AppendMarker, Read, OffsetForLeaderEpoch, ListOffsets, DeleteRecords;
+//     its role changes, its ISR expiry and its side of an AlterPartition. A
+//     Partition holds no *Manager: what it needs from its host (clock, ISR
 //     eligibility, the way to the controller) is the partitionHost
 //     interface, and its settings are values given when it is opened.
 //   - isr.go: the pure leader core (follower LEOs, last caught-up times, HW,
@@ -58,12 +58,16 @@
 //   - Fetch: resolve the session into a FetchRequest and call Manager.Fetch
 //     (it waits for MinBytes/MaxWait); each ReadResult carries the region to
 //     send with sendfile, the HW, LSO, log start offset, DivergingEpoch and
-//     the error. ServeFetch does the same from a kmsg request without
-//     sessions, copying the bytes.
+//     the error, and for a read_committed consumer (Isolation ReadCommitted:
+//     reads stop at the LSO) the aborted transactions in the region.
+//     ServeFetch does the same from a kmsg request without sessions,
+//     copying the bytes.
+//   - WriteTxnMarkers (not served yet): AppendMarker(marker, -1) per
+//     partition, then WaitAcks as for a produce.
 //   - OffsetForLeaderEpoch: Partition.OffsetForLeaderEpoch, or
 //     ServeOffsetForLeaderEpoch for a whole request.
-//   - ListOffsets: Partition.ListOffsets; DeleteRecords:
-//     Partition.DeleteRecords.
+//   - ListOffsets: Partition.ListOffsets (latest is the LSO under
+//     ReadCommitted); DeleteRecords: Partition.DeleteRecords.
 //
 // # Imports
 //
