@@ -473,3 +473,30 @@ func FuzzTxnIndex(f *testing.F) {
 		}
 	})
 }
+
+// FuzzTxnMarker: any marker round-trips through BuildMarkerBatch, and any
+// bytes read as a control record or a stored control batch give a marker
+// or an ErrCorruptBatch, never a panic.
+func FuzzTxnMarker(f *testing.F) {
+	f.Add(int64(7), int16(1), int32(3), true, []byte{0, 0, 0, 1}, []byte{0, 0, 0, 0, 0, 3}, []byte(BuildMarkerBatch(marker(7, 1, 3, true), 5)))
+	f.Add(int64(0), int16(0), int32(0), false, []byte{0, 0}, []byte{}, []byte{})
+	f.Fuzz(func(t *testing.T, pid int64, epoch int16, coord int32, commit bool, key, value, batch []byte) {
+		if pid >= 0 && epoch >= 0 {
+			m := marker(pid, epoch, coord, commit)
+			b := BuildMarkerBatch(m, 1)
+			if got, ok, err := b.TxnMarker(); err != nil || !ok || got != m {
+				t.Fatalf("marker %+v came back as %+v, %v, %v", m, got, ok, err)
+			}
+		}
+		if _, _, err := ParseControlRecord(key, value); err != nil && !errors.Is(err, ErrCorruptBatch) {
+			t.Fatalf("control record error without ErrCorruptBatch: %v", err)
+		}
+		b := Batch(batch)
+		if _, err := b.ValidateStored(); err != nil {
+			return
+		}
+		if _, _, err := b.TxnMarker(); err != nil && !errors.Is(err, ErrCorruptBatch) {
+			t.Fatalf("stored batch's marker error without ErrCorruptBatch: %v", err)
+		}
+	})
+}
