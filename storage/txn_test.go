@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/raftka/raftka/storage/recordbatch"
@@ -499,4 +500,71 @@ func FuzzTxnMarker(f *testing.F) {
 			t.Fatalf("stored batch's marker error without ErrCorruptBatch: %v", err)
 		}
 	})
+}
+
+// TestCopyTxnIndexThroughASwap: a segment replacing others (as the
+// cleaner's does) carries their entries through its .cleaned and .swap
+// names into place; removeAs leaves no .txnindex behind.
+func TestCopyTxnIndexThroughASwap(t *testing.T) {
+	noFsync(t)
+	clk := newClock()
+	cfg := smallConfig()
+	dir := partDir(t)
+	l, _ := openTestLog(t, dir, cfg, LogOptions{Now: clk.now})
+	defer l.Close()
+	ts := clk.now().UnixMilli()
+	var want []AbortedTxn
+	for i := 0; i < 60; i++ {
+		first := appendOK(t, l, txnBatch(1, 0, int32(i), 1, ts)).BaseOffset
+		at := appendMarkerOK(t, l, marker(1, 0, 0, i%3 == 0)).BaseOffset
+		if i%3 != 0 {
+			want = append(want, AbortedTxn{ProducerID: 1, FirstOffset: first, LastOffset: at, LastStableOffset: at + 1})
+		}
+	}
+	segs := l.segments[:len(l.segments)-1]
+	if len(segs) < 2 {
+		t.Fatalf("only %d inactive segments", len(segs))
+	}
+	var inSegs []AbortedTxn
+	for _, a := range want {
+		if a.LastOffset < l.active().baseOffset {
+			inSegs = append(inSegs, a)
+		}
+	}
+	ns, err := createSegmentAs(dir, segs[0].baseOffset, cleanedSuffix, l.cfg.Load(), clk.now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ns.copyTxnIndex(segs); err != nil {
+		t.Fatal(err)
+	}
+	if got := readTxnIndex(t, ns.txnIndexPath()); !reflect.DeepEqual(got, inSegs) || !strings.HasSuffix(ns.txnIndexPath(), txnIndexSuffix+cleanedSuffix) {
+		t.Fatalf("%s: %+v, want %+v", ns.txnIndexPath(), got, inSegs)
+	}
+	other, err := createSegmentAs(t.TempDir(), 0, cleanedSuffix, l.cfg.Load(), clk.now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := other.copyTxnIndex(segs); err != nil {
+		t.Fatal(err)
+	}
+	if err := other.removeAs(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(other.txnIndexPath()); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("removeAs left %s: %v", other.txnIndexPath(), err)
+	}
+	// The swap's renames take ns's files over the (now closed) log's.
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for _, suffix := range []string{swapSuffix, ""} {
+		if err := ns.renameSuffix(suffix); err != nil {
+			t.Fatal(err)
+		}
+		if got := readTxnIndex(t, filepath.Join(dir, segmentName(ns.baseOffset)+txnIndexSuffix+suffix)); !reflect.DeepEqual(got, inSegs) {
+			t.Fatalf("after the rename to %q: %+v", suffix, got)
+		}
+	}
+	ns.close()
 }
