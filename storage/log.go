@@ -14,8 +14,8 @@ import (
 //
 // Concurrency: one writer at a time (Append, AppendMarker,
 // AppendAsFollower, Truncate, ResetTo, DeleteRecords, ApplyRetention, Roll,
-// UpdateConfig, ExpireProducers, Close take mu), any number of concurrent readers (Read,
-// the offset getters, the lookups). A write becomes visible to readers
+// UpdateConfig, ExpireProducers, Close take mu), any number of concurrent
+// readers (Read, the offset getters, the lookups). A write becomes visible to readers
 // only once its bytes are in the file: the segment size and log end offset
 // are published together under segMu after the write. Sync may run beside
 // the writer (group commit). See doc.go for the lock order.

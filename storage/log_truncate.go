@@ -161,9 +161,9 @@ func (l *Log) DeleteRecords(offset int64) (int64, error) {
 
 // deleteSegmentsLocked removes the oldest non-active segments while pred
 // holds (next is the segment after s), never past the last stable offset
-// (the high watermark without open transactions), and
-// moves the log start offset to the first remaining segment if it was
-// below. It returns the segments removed.
+// (the high watermark without open transactions), and moves the log start
+// offset to the first remaining segment if it was below. It returns the
+// segments removed.
 func (l *Log) deleteSegmentsLocked(pred func(s, next *segment) bool) (int, error) {
 	l.segMu.RLock()
 	var gone []*segment
