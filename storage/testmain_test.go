@@ -13,6 +13,11 @@ func TestMain(m *testing.M) {
 		crashChild(os.Getenv(crashChildEnv))
 		return
 	}
+	if dir := os.Getenv(txnCrashChildEnv); dir != "" {
+		// Re-executed as the transaction crash test's child.
+		txnCrashChild(dir)
+		return
+	}
 	if arg := os.Getenv(cleanerCrashEnv); arg != "" {
 		// Re-executed as the cleaner crash test's child: clean until killed.
 		cleanerCrashChild(arg)

@@ -128,7 +128,7 @@ func (m *txnModel) nextSeq(pid int64) (seq int32, known bool) {
 // read_committed consumer does (Kafka's Fetcher): ReadCommitted, then drop
 // a producer's transactional records from an aborted transaction's first
 // offset to its ABORT marker. It returns the record values delivered.
-func consumeCommitted(rt *rapid.T, l *Log, maxBytes int) []string {
+func consumeCommitted(rt fataler, l *Log, maxBytes int) []string {
 	var out []string
 	off := l.LogStartOffset()
 	for i := 0; i < 100000; i++ {
@@ -180,6 +180,12 @@ func consumeCommitted(rt *rapid.T, l *Log, maxBytes int) []string {
 	}
 	rt.Fatal("consumeCommitted did not finish")
 	return nil
+}
+
+// fataler is what consumeCommitted needs of a *testing.T or *rapid.T.
+type fataler interface {
+	Fatal(args ...any)
+	Fatalf(format string, args ...any)
 }
 
 // TestTransactionModel: random interleavings of plain and transactional
@@ -314,7 +320,7 @@ func TestTransactionModel(t *testing.T) {
 	})
 }
 
-func checkTxnModel(rt *rapid.T, op string, l *Log, m *txnModel) {
+func checkTxnModel(rt fataler, op string, l *Log, m *txnModel) {
 	if l.HighWatermark() != m.hw {
 		rt.Fatalf("after %s: HW %d, model %d", op, l.HighWatermark(), m.hw)
 	}
