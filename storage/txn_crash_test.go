@@ -25,7 +25,7 @@ func txnCrashConfig() Config {
 }
 
 // txnCrashChild opens the log uncleanly and appends, until killed (at most
-// 5 seconds), transactional batches from producers 1-3, plain batches and
+// 30 seconds, so an orphan never lingers), transactional batches from producers 1-3, plain batches and
 // COMMIT or ABORT markers, moving the HW now and then. It prints "acked N"
 // after each append and "rp N" after each Sync.
 func txnCrashChild(dir string) {
@@ -39,7 +39,7 @@ func txnCrashChild(dir string) {
 		seq[p.ProducerID] = p.LastSequence + 1
 	}
 	out := bufio.NewWriter(os.Stdout)
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(30 * time.Second)
 	for i := 0; time.Now().Before(deadline); i++ {
 		now := time.Now().UnixMilli()
 		pid := int64(i%3 + 1)
@@ -132,7 +132,10 @@ func TestTxnCrashKill9(t *testing.T) {
 				lines <- sc.Text()
 			}
 		}()
-		timeout := time.After(time.Second)
+		// Kill once the child has appended 3000 offsets more (enough for
+		// several segments and snapshots however slow the machine), or
+		// after 20 seconds.
+		timeout := time.After(20 * time.Second)
 		start := acked
 	wait:
 		for {
@@ -168,6 +171,9 @@ func TestTxnCrashKill9(t *testing.T) {
 		l, rep, err := OpenLog(dir, txnCrashConfig(), LogOptions{RecoveryPoint: rp})
 		if err != nil {
 			t.Fatalf("round %d: reopen: %v", round, err)
+		}
+		if acked-start < 3000 {
+			t.Fatalf("round %d: the child appended only %d offsets", round, acked-start)
 		}
 		if l.LogEndOffset() < acked {
 			t.Fatalf("round %d: log ends at %d, the child saw %d acknowledged; report %+v", round, l.LogEndOffset(), acked, rep)
