@@ -361,6 +361,12 @@ func (l *Log) cleanGroup(g []*segment, f *batchFilter, gen int64, now time.Time,
 	if !changed {
 		return ns.removeAs()
 	}
+	// The cleaner keeps control batches, so every aborted range of the
+	// group stays valid; without its entries read_committed consumers of
+	// the cleaned segment would see aborted records.
+	if err := ns.copyTxnIndex(g); err != nil {
+		return errors.Join(err, ns.removeAs())
+	}
 	if err := ns.onInactive(); err != nil {
 		return errors.Join(err, ns.removeAs())
 	}

@@ -450,3 +450,47 @@ func FuzzCleanBatch(f *testing.F) {
 		}
 	})
 }
+
+// TestCleanKeepsAbortedRanges: a cleaned segment carries the .txnindex
+// entries of the segments it replaces, so a read_committed reader of a
+// compacted log still learns which records were aborted.
+func TestCleanKeepsAbortedRanges(t *testing.T) {
+	clk := newClock()
+	dir := partDir(t)
+	l, _ := openTestLog(t, dir, compactConfig(), LogOptions{Now: clk.now})
+	ts := clk.now().UnixMilli()
+	txn := recordbatch.Batch{Transactional: true, BaseTimestamp: ts, ProducerID: 5, BaseSequence: 0,
+		Records: []recordbatch.Record{{Timestamp: ts, Key: []byte("a"), Value: []byte("aborted")},
+			{OffsetDelta: 1, Timestamp: ts, Key: []byte("b"), Value: []byte("aborted")}}}.Encode()
+	if _, err := l.Append(txn, AppendOptions{LeaderEpoch: 1}); err != nil {
+		t.Fatal(err)
+	}
+	appendMarkerOK(t, l, marker(5, 0, 0, false))
+	for i := range 60 {
+		b := keyedBatch(t, clk.now().UnixMilli(), CompressionNone, -1, 0, kv{key: "filler", value: fmt.Sprint(i)})
+		if _, err := l.Append(b, AppendOptions{LeaderEpoch: 1}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	l.SetHighWatermark(l.LogEndOffset())
+	want := []AbortedTxn{{ProducerID: 5, FirstOffset: 0, LastOffset: 2}}
+	check := func(when string, l *Log) {
+		t.Helper()
+		got, err := l.AbortedTransactions(0, l.LogEndOffset())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got) != 1 || got[0].ProducerID != want[0].ProducerID || got[0].FirstOffset != want[0].FirstOffset || got[0].LastOffset != want[0].LastOffset {
+			t.Fatalf("%s: aborted transactions %+v, want %+v", when, got, want)
+		}
+	}
+	check("before the clean", l)
+	if st := mustClean(t, l, clk.now()); st.SegmentsWritten == 0 {
+		t.Fatalf("nothing cleaned: %+v", st)
+	}
+	check("after the clean", l)
+	l.Close()
+	l2, _ := openTestLog(t, dir, compactConfig(), LogOptions{Now: clk.now})
+	defer l2.Close()
+	check("after reopening", l2)
+}

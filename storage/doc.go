@@ -187,14 +187,13 @@
 // # Not here yet
 //
 // The transaction coordinator (which appends markers through AppendMarker)
-// and the cleaner's side of transactions. The cleaner keeps control
-// batches and transactional records as they are, but a cleaned segment
-// does not yet carry its group's .txnindex entries (segment.copyTxnIndex
-// is the call it needs before the swap; the markers it keeps leave every
-// entry valid); batchFilter.aborted is the seam where aborted records will
-// go (AbortedTransactions) and markers be removed once their transaction
-// holds no record and delete.retention.ms has passed. Until then
-// transactional produce stays refused, so no compacted log holds an abort.
+// and the rest of the cleaner's side of transactions. The cleaner keeps
+// control batches and transactional records as they are, and a cleaned
+// segment carries its group's .txnindex entries (the markers it keeps
+// leave every entry valid); batchFilter.aborted is the seam where aborted
+// records will go (AbortedTransactions) and markers be removed once their
+// transaction holds no record and delete.retention.ms has passed. Until
+// then transactional produce stays refused.
 //
 //arch:imports std github.com/klauspost/compress/... github.com/pierrec/lz4/v4 golang.org/x/sys/unix
 //arch:imports github.com/magiconair/properties
