@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/raftka/raftka/broker/group"
 	"github.com/raftka/raftka/broker/replica"
 	"github.com/raftka/raftka/metadata"
 	"github.com/raftka/raftka/raftfsm"
@@ -27,15 +28,21 @@ type node struct {
 	rm   *replica.Manager
 }
 
-func startNode(t testing.TB) *node {
+// startNode runs one in-process node; opts, if any, adjust its controller's
+// config.
+func startNode(t testing.TB, opts ...func(*raftfsm.Config)) *node {
 	t.Helper()
 	dir := t.TempDir()
-	rn, err := raftfsm.StartInMemory(raftfsm.Config{
+	rc := raftfsm.Config{
 		NodeID: 1, ClusterID: "e2e-cluster-id-0000001",
 		HeartbeatInterval: 100 * time.Millisecond, SessionTimeout: 2 * time.Second,
 		DefaultPartitions: 3, DefaultReplicationFactor: 1,
 		Logger: zerolog.Nop(),
-	})
+	}
+	for _, o := range opts {
+		o(&rc)
+	}
+	rn, err := raftfsm.StartInMemory(rc)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -74,13 +81,24 @@ func startNode(t testing.TB) *node {
 		_ = rm.Close()
 	})
 
+	groups := group.NewCoordinator(group.CoordinatorConfig{
+		NodeID: 1,
+		Group: group.Config{
+			MinSessionTimeout: 100 * time.Millisecond, MaxSessionTimeout: time.Minute,
+			InitialRebalanceDelay: 50 * time.Millisecond,
+		},
+		OffsetsTopicPartitions: 5, OffsetsTopicReplicationFactor: 1,
+		Logger: testLogger(t),
+	}, rn.Publisher(), rn.Client())
+	t.Cleanup(groups.Close)
+
 	cln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	srv, err := New(Options{
 		Logger: testLogger(t), Listeners: []Listener{{Name: "CLIENT", Listener: cln}}, NodeID: 1,
-		Deps:       Deps{Metadata: rn, Controller: rn.Client(), Replicas: rm},
+		Deps:       Deps{Metadata: rn, Controller: rn.Client(), Replicas: rm, Groups: groups},
 		Partitions: PartitionOptions{LogDirs: []string{filepath.Join(dir, "logs")}},
 	})
 	if err != nil {

@@ -204,6 +204,7 @@ func encodeBody(w *writer, rec Record) error {
 			w.str(m.MemberID)
 			w.str(m.InstanceID)
 		}
+		w.i64(r.StateTimestampMs)
 	case *ProducerIds:
 		w.i32(r.BrokerID)
 		w.i64(r.BrokerEpoch)
@@ -215,7 +216,7 @@ func encodeBody(w *writer, rec Record) error {
 }
 
 func decodeBody(r *reader, typ RecordType, ver int16) (Record, error) {
-	if ver != 0 {
+	if ver != 0 && (typ != TypeGroupGeneration || ver != 1) {
 		return nil, fmt.Errorf("unsupported version %d", ver)
 	}
 	var rec Record
@@ -281,6 +282,9 @@ func decodeBody(r *reader, typ RecordType, ver int16) (Record, error) {
 			for i := range x.Members {
 				x.Members[i] = GroupMember{MemberID: r.str(), InstanceID: r.str()}
 			}
+		}
+		if ver >= 1 {
+			x.StateTimestampMs = r.i64()
 		}
 		rec = x
 	case TypeProducerIds:

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"hash/crc32"
 	"reflect"
+	"slices"
 	"testing"
 )
 
@@ -58,6 +59,7 @@ func sampleRecords() []Record {
 		&GroupGeneration{Group: "g1", Generation: 5, ProtocolType: "consumer", Protocol: "range", Leader: "m-1",
 			Members: []GroupMember{{MemberID: "m-1"}, {MemberID: "m-2", InstanceID: "i-2"}}},
 		&GroupGeneration{Group: "g1", Members: []GroupMember{}},
+		&GroupGeneration{Group: "g1", Generation: 6, ProtocolType: "consumer", Members: []GroupMember{}, StateTimestampMs: 1700000000000},
 		&ProducerIds{BrokerID: 1, BrokerEpoch: 7, NextProducerID: 1000},
 	}
 }
@@ -99,6 +101,39 @@ func TestRecordRoundTripEveryType(t *testing.T) {
 	b2, _ := EncodeRecords(got)
 	if !bytes.Equal(b, b2) {
 		t.Fatal("re-encoding a decoded batch gave different bytes")
+	}
+}
+
+// A GroupGeneration written before StateTimestampMs existed (version 0)
+// still decodes, with the timestamp zero: retention then counts from the
+// offsets' commit times.
+func TestDecodeGroupGenerationVersion0(t *testing.T) {
+	b, err := EncodeRecords([]Record{&GroupGeneration{Group: "g", Generation: 3, ProtocolType: "consumer", Members: []GroupMember{}, StateTimestampMs: 99}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Header 9 bytes, type 2, version 2, a one-byte body length; the
+	// timestamp is the body's last 8 bytes.
+	if b[11] != 0 || b[12] != 1 || int(b[13]) != len(b)-14 {
+		t.Fatalf("unexpected layout % x", b)
+	}
+	v0 := slices.Clone(b[:len(b)-8])
+	v0[12] = 0
+	v0[13] -= 8
+	binary.BigEndian.PutUint32(v0[1:], crc32.Checksum(v0[5:], castagnoli))
+	got, err := DecodeRecords(v0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := &GroupGeneration{Group: "g", Generation: 3, ProtocolType: "consumer", Members: []GroupMember{}}
+	if !reflect.DeepEqual(got, []Record{want}) {
+		t.Fatalf("got %+v, want %+v", got[0], want)
+	}
+	// A version 1 body read as version 0 leaves trailing bytes: refused.
+	b[12] = 0
+	binary.BigEndian.PutUint32(b[1:], crc32.Checksum(b[5:], castagnoli))
+	if _, err := DecodeRecords(b); err == nil {
+		t.Fatal("a version 1 body decoded as version 0")
 	}
 }
 

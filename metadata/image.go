@@ -286,5 +286,6 @@ func (g *groupImage) equal(o *groupImage) bool {
 
 func (g *GroupGeneration) equal(o *GroupGeneration) bool {
 	return g.Group == o.Group && g.Generation == o.Generation && g.ProtocolType == o.ProtocolType &&
-		g.Protocol == o.Protocol && g.Leader == o.Leader && slices.Equal(g.Members, o.Members)
+		g.Protocol == o.Protocol && g.Leader == o.Leader && slices.Equal(g.Members, o.Members) &&
+		g.StateTimestampMs == o.StateTimestampMs
 }

@@ -286,6 +286,11 @@ type GroupGeneration struct {
 	Protocol     string
 	Leader       string
 	Members      []GroupMember
+	// StateTimestampMs is when the group entered this generation, stamped
+	// by the controller's clock (Kafka's currentStateTimestamp): for a
+	// generation without members, when the group became empty, from which
+	// its offsets' retention counts (KIP-211). Zero in version 0 records.
+	StateTimestampMs int64
 }
 
 // ProducerIds allocates a block of producer ids to a broker (Kafka's
@@ -331,5 +336,5 @@ func (*Config) Version() int16           { return 0 }
 func (*CommitOffsets) Version() int16    { return 0 }
 func (*DeleteOffsets) Version() int16    { return 0 }
 func (*DeleteGroup) Version() int16      { return 0 }
-func (*GroupGeneration) Version() int16  { return 0 }
+func (*GroupGeneration) Version() int16  { return 1 }
 func (*ProducerIds) Version() int16      { return 0 }

@@ -163,6 +163,8 @@ func (c *controller) run() {
 		defer rt.Stop()
 		rebalance = rt.C
 	}
+	expiry := time.NewTicker(c.n.cfg.OffsetsRetentionCheckInterval)
+	defer expiry.Stop()
 	for {
 		select {
 		case <-c.quit:
@@ -170,6 +172,8 @@ func (c *controller) run() {
 			return
 		case <-tick.C:
 			c.process(nil, time.Now())
+		case <-expiry.C:
+			c.process([]*op{{decide: decideExpireOffsets, done: make(chan opResult, 1)}}, time.Now())
 		case <-rebalance:
 			c.process([]*op{{decide: decideRebalance, done: make(chan opResult, 1)}}, time.Now())
 		case o := <-c.ops:

@@ -162,8 +162,23 @@ func decideGroupGeneration(req *kmsg.SyncGroupRequest) decideFunc {
 			resp.ErrorCode = kerr.IllegalGeneration.Code
 			return decision{resp: resp}
 		}
+		gen.StateTimestampMs = now.UnixMilli()
 		return decision{recs: []metadata.Record{gen}, resp: resp}
 	}
+}
+
+// decideExpireOffsets removes the committed offsets that
+// offsets.retention.minutes has expired (metadata.ExpireOffsets), with the
+// controller's clock; the records carry the decision, so replay reads no
+// clock. A member joining an empty group at the moment its offsets expire
+// is a race Kafka's group lock closes and this check does not: the member
+// starts from auto.offset.reset, as it would had it joined a moment later.
+func decideExpireOffsets(c *controller, img *metadata.Image, now time.Time) decision {
+	recs := metadata.ExpireOffsets(img, now.UnixMilli(), c.n.cfg.OffsetsRetention)
+	if len(recs) > 0 {
+		c.n.log.Info().Int("groups", len(recs)).Dur("retention", c.n.cfg.OffsetsRetention).Msg("expiring committed offsets of empty groups")
+	}
+	return decision{recs: recs}
 }
 
 // decideDeleteGroups records a DeleteGroup for every named group the image

@@ -42,7 +42,7 @@ func TestDecideGroupGeneration(t *testing.T) {
 				}
 				req.GroupAssignment = append(req.GroupAssignment, a)
 			}
-			d := decideGroupGeneration(req)(nil, img, time.Time{})
+			d := decideGroupGeneration(req)(nil, img, time.UnixMilli(1_700_000_000_123))
 			if code := d.resp.(*kmsg.SyncGroupResponse).ErrorCode; code != tc.wantCode {
 				t.Fatalf("code %d, want %d", code, tc.wantCode)
 			}
@@ -58,8 +58,8 @@ func TestDecideGroupGeneration(t *testing.T) {
 			}
 			got, _ := next.GroupGeneration(tc.group)
 			want := metadata.GroupGeneration{Group: tc.group, Generation: tc.gen, ProtocolType: "consumer", Protocol: "range", Leader: "m1",
-				Members: []metadata.GroupMember{{MemberID: "m1", InstanceID: "i1"}, {MemberID: "m2"}}}
-			if got.Group != want.Group || got.Generation != want.Generation || got.ProtocolType != want.ProtocolType ||
+				Members: []metadata.GroupMember{{MemberID: "m1", InstanceID: "i1"}, {MemberID: "m2"}}, StateTimestampMs: 1_700_000_000_123}
+			if got.StateTimestampMs != want.StateTimestampMs || got.Group != want.Group || got.Generation != want.Generation || got.ProtocolType != want.ProtocolType ||
 				got.Protocol != want.Protocol || got.Leader != want.Leader || !slices.Equal(got.Members, want.Members) {
 				t.Fatalf("recorded %+v, want %+v", got, want)
 			}
@@ -261,5 +261,57 @@ func TestGroupCommitsCoalesce(t *testing.T) {
 	img, _ := tc.nodes[li].Current()
 	if got := len(img.Groups()); got != 2*n/3 {
 		t.Fatalf("%d groups in the image, want %d", got, 2*n/3)
+	}
+}
+
+// The controller's check removes the offsets retention has expired, with
+// the time in its decision: an empty group's and a standalone consumer's
+// go, an active group's stay although they were committed first.
+func TestControllerExpiresOffsets(t *testing.T) {
+	cfg := inmemConfig(1)
+	cfg.OffsetsRetention, cfg.OffsetsRetentionCheckInterval = 300*time.Millisecond, 20*time.Millisecond
+	n, err := StartInMemory(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = n.Shutdown() })
+	c := n.Client()
+	ctx := ctxT(t, 20*time.Second)
+	a0 := []metadata.OffsetCommit{{Topic: "a", Partition: 0, Offset: 10, LeaderEpoch: -1}}
+	member := []metadata.GroupMember{{MemberID: "m-1"}}
+	if _, err := c.CommitGroupGeneration(ctx, &metadata.GroupGeneration{Group: "active", Generation: 1, ProtocolType: "consumer", Members: member}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.CommitOffsets(ctx, "active", a0); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.CommitGroupGeneration(ctx, &metadata.GroupGeneration{Group: "empty", Generation: 1, ProtocolType: "consumer", Members: member}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.CommitOffsets(ctx, "empty", a0); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.CommitGroupGeneration(ctx, &metadata.GroupGeneration{Group: "empty", Generation: 2, ProtocolType: "consumer"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.CommitOffsets(ctx, "standalone", a0); err != nil {
+		t.Fatal(err)
+	}
+	img, _ := n.Current()
+	gen, _ := img.GroupGeneration("empty")
+	if o, _ := img.Offset("active", "a", 0); gen.StateTimestampMs < o.CommitTimeMs {
+		t.Fatalf("empty since %d, before the active group's commit at %d", gen.StateTimestampMs, o.CommitTimeMs)
+	}
+	waitFor(t, 10*time.Second, "empty and standalone groups expired", func() bool {
+		img, _ := n.Current()
+		_, hasGen := img.GroupGeneration("empty")
+		return img.Offsets("empty") == nil && !hasGen && img.Offsets("standalone") == nil
+	})
+	img, _ = n.Current()
+	if o, ok := img.Offset("active", "a", 0); !ok || o.Offset != 10 {
+		t.Fatalf("the active group's offset expired: %+v %v", o, ok)
+	}
+	if _, ok := img.GroupGeneration("active"); !ok {
+		t.Fatal("the active group was deleted")
 	}
 }

@@ -23,7 +23,8 @@
 //	controller_partitions.go  elections, AlterPartition, preferred-leader rebalance
 //	controller_topics.go      CreateTopics, DeleteTopics, CreatePartitions
 //	controller_configs.go     AlterConfigs, IncrementalAlterConfigs
-//	controller_groups.go      offsets, generations, group and offset deletes
+//	controller_groups.go      offsets, generations, group and offset deletes,
+//	                          offset expiry (offsets.retention.minutes)
 //	rpc_server.go  Kafka-framed controller RPCs, forwarding to the leader
 //	rpc_client.go  ControllerClient (retries, read-your-writes)
 //	frame.go       frame and header codec, the index tag
@@ -95,7 +96,8 @@
 //	                      ProtocolType, Protocol, MemberID = the leader, one
 //	                      GroupAssignment entry per member (MemberID, empty
 //	                      MemberAssignment, InstanceIDTag (10003) = the
-//	                      group.instance.id of a static member)
+//	                      group.instance.id of a static member); the
+//	                      record's StateTimestampMs is the controller's time
 //	DeleteGroups v2       one DeleteGroup record per named group the image
 //	                      holds (emptiness is the coordinator's check)
 //

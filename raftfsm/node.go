@@ -106,6 +106,13 @@ type Config struct {
 	LeaderImbalanceCheckInterval       time.Duration
 	LeaderImbalancePerBrokerPercentage int32
 
+	// OffsetsRetention is offsets.retention.minutes (default 7 days): every
+	// OffsetsRetentionCheckInterval (offsets.retention.check.interval.ms,
+	// default 10 minutes) the active controller removes the committed
+	// offsets that have expired under metadata.ExpireOffsets (KIP-211).
+	OffsetsRetention              time.Duration
+	OffsetsRetentionCheckInterval time.Duration
+
 	// ControllerListenerName is the first of controller.listener.names
 	// (default "CONTROLLER"): the listener name DescribeQuorum reports for
 	// the voters' endpoints.
@@ -144,6 +151,12 @@ func (c *Config) setDefaults() {
 	}
 	if c.LeaderImbalanceCheckInterval <= 0 {
 		c.LeaderImbalanceCheckInterval = 300 * time.Second
+	}
+	if c.OffsetsRetention <= 0 {
+		c.OffsetsRetention = 7 * 24 * time.Hour
+	}
+	if c.OffsetsRetentionCheckInterval <= 0 {
+		c.OffsetsRetentionCheckInterval = 10 * time.Minute
 	}
 	if c.ControllerListenerName == "" {
 		c.ControllerListenerName = "CONTROLLER"

@@ -33,7 +33,7 @@ var kafkaIgnored = toSet(
 
 	// Internal topics Kafka keeps as logs; raftka keeps their state in the Raft metadata.
 	"offsets.topic.segment.bytes", "offsets.topic.compression.codec", "offsets.load.buffer.size",
-	"offsets.commit.timeout.ms", "offsets.commit.required.acks", "offsets.retention.check.interval.ms",
+	"offsets.commit.timeout.ms", "offsets.commit.required.acks",
 	"transaction.state.log.segment.bytes", "transaction.state.log.load.buffer.size",
 	"transaction.abort.timed.out.transaction.cleanup.interval.ms",
 	"transaction.remove.expired.transaction.cleanup.interval.ms",

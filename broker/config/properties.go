@@ -53,6 +53,7 @@ type Config struct {
 	OffsetsTopicReplicationFactor        int16
 	OffsetsTopicNumPartitions            int32
 	OffsetsRetention                     time.Duration
+	OffsetsRetentionCheckInterval        time.Duration
 	TransactionStateLogReplicationFactor int16
 	TransactionStateLogMinISR            int32
 	TransactionStateLogNumPartitions     int32

@@ -289,9 +289,11 @@ func startRaft(cfg *config.Config, clusterID string, log zerolog.Logger) (*raftf
 		DefaultReplicationFactor: cfg.DefaultReplicationFactor,
 		TopicDeletionDisabled:    !cfg.DeleteTopicEnable,
 
-		DefaultUncleanLeaderElection: cfg.UncleanLeaderElectionEnable,
-		AutoLeaderRebalance:          cfg.AutoLeaderRebalanceEnable,
-		LeaderImbalanceCheckInterval: cfg.LeaderImbalanceCheckInterval,
+		DefaultUncleanLeaderElection:  cfg.UncleanLeaderElectionEnable,
+		AutoLeaderRebalance:           cfg.AutoLeaderRebalanceEnable,
+		LeaderImbalanceCheckInterval:  cfg.LeaderImbalanceCheckInterval,
+		OffsetsRetention:              cfg.OffsetsRetention,
+		OffsetsRetentionCheckInterval: cfg.OffsetsRetentionCheckInterval,
 		// Kafka 4's KRaft controller moves every misplaced leader on each
 		// check and ignores leader.imbalance.per.broker.percentage; so do
 		// we, so a rolling restart ends with every preferred leader back.

@@ -1,0 +1,78 @@
+package metadata
+
+import (
+	"cmp"
+	"slices"
+	"strings"
+	"time"
+)
+
+// ExpireOffsets decides which committed offsets offsets.retention.minutes
+// (KIP-211) has expired at nowMs, and returns the records that remove them:
+// DeleteOffsets for a group that keeps some, DeleteGroup for an empty group
+// that keeps none (Kafka then deletes the group, as its cleanup does). The
+// controller calls it on its check interval with its own clock and commits
+// the records, so replay removes exactly what was decided and reads no
+// clock.
+//
+// The rule is Kafka's for classic groups, with the group's membership as
+// the image records it (its last generation):
+//   - a group with members keeps every offset. Kafka also expires a Stable
+//     consumer group's offsets of topics no member subscribes to; the image
+//     does not record subscriptions, so raftka keeps those;
+//   - an empty group (a generation without members) loses its offsets once
+//     retention has passed since it became empty (the generation's
+//     StateTimestampMs; an offset's commit time when a version 0 record
+//     left that zero), all of them together;
+//   - a standalone consumer's offsets (a group with no generation, whose
+//     consumers assign partitions themselves and only commit) expire one by
+//     one, retention after each was committed.
+//
+// An empty group with no offsets left is deleted whatever the time, as
+// Kafka's cleanup does.
+func ExpireOffsets(img *Image, nowMs int64, retention time.Duration) []Record {
+	retentionMs := retention.Milliseconds()
+	var recs []Record
+	img.groups.each(func(name string, g *groupImage) {
+		if g.generation != nil && len(g.generation.Members) > 0 {
+			return
+		}
+		var since int64 // zero: each offset's own commit time
+		if g.generation != nil && g.generation.ProtocolType != "" {
+			since = g.generation.StateTimestampMs
+		}
+		var expired []TopicPartition
+		for tp, o := range g.offsets {
+			base := since
+			if base == 0 {
+				base = o.CommitTimeMs
+			}
+			if nowMs-base >= retentionMs {
+				expired = append(expired, tp)
+			}
+		}
+		switch {
+		case len(expired) == len(g.offsets):
+			recs = append(recs, &DeleteGroup{Group: name})
+		case len(expired) > 0:
+			slices.SortFunc(expired, func(a, b TopicPartition) int {
+				return cmp.Or(strings.Compare(a.Topic, b.Topic), cmp.Compare(a.Partition, b.Partition))
+			})
+			recs = append(recs, &DeleteOffsets{Group: name, Partitions: expired})
+		}
+	})
+	// The shard map's order is not the name order; sorted records make
+	// the decision the same on every run, and its tests readable.
+	slices.SortFunc(recs, func(a, b Record) int { return strings.Compare(expiryGroup(a), expiryGroup(b)) })
+	return recs
+}
+
+func expiryGroup(r Record) string {
+	switch r := r.(type) {
+	case *DeleteGroup:
+		return r.Group
+	case *DeleteOffsets:
+		return r.Group
+	}
+	return ""
+}
