@@ -3,23 +3,24 @@ package broker
 // DeleteRecords (key 21): v0-v2, as Kafka 4.
 //
 // Behaviour (Kafka's ReplicaManager.deleteRecords): per partition this
-// broker leads, move the log start offset (the low watermark) up to Offset;
-// -1 means the high watermark; an offset past the HW is OFFSET_OUT_OF_RANGE;
-// an offset below the current log start changes nothing and answers the
-// current one. Segments wholly below the new start are deleted.
-//
-// Difference from Kafka, on purpose for now: Kafka answers once every
-// follower's log start offset has reached the new low watermark (a delayed
-// operation bounded by TimeoutMillis). We answer as soon as the leader has
-// moved it; followers follow from the leader's log start offset in their
-// next fetch answer, so the low watermark a consumer of the leader sees is
-// already the new one. Errors: NOT_LEADER_OR_FOLLOWER,
-// UNKNOWN_TOPIC_OR_PARTITION, OFFSET_OUT_OF_RANGE.
+// broker leads, move the log start offset up to Offset; -1 means the high
+// watermark; an offset past the HW is OFFSET_OUT_OF_RANGE; an offset below
+// the current log start moves nothing. Segments wholly below the new start
+// are deleted. Then, as Kafka's DelayedDeleteRecords, the answer waits
+// (bounded by TimeoutMillis) until the low watermark, the smallest log
+// start offset over the replicas on live brokers as the followers report
+// it in their fetches, has reached the offset, and answers that low
+// watermark. Followers move their own log start offset when a fetch answer
+// carries the leader's. Errors: NOT_LEADER_OR_FOLLOWER (also when
+// leadership moves while waiting), UNKNOWN_TOPIC_OR_PARTITION,
+// OFFSET_OUT_OF_RANGE, REQUEST_TIMED_OUT (the low watermark then is the one
+// when the leader deleted).
 //
 // Version notes: v2: flexible.
 
 import (
 	"context"
+	"time"
 
 	"github.com/raftka/raftka/broker/replica"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -37,23 +38,37 @@ func handleDeleteRecords(ctx context.Context, rc *request, kreq kmsg.Request) (k
 	req := kreq.(*kmsg.DeleteRecordsRequest)
 	resp := req.ResponseKind().(*kmsg.DeleteRecordsResponse)
 	srv := rc.conn.srv
+	var dels []*replica.Deletion
+	type slot struct{ t, p int }
+	var slots []slot // where each deletion is answered
 	for _, t := range req.Topics {
 		rt := kmsg.NewDeleteRecordsResponseTopic()
 		rt.Topic = t.Topic
 		for _, p := range t.Partitions {
 			rp := kmsg.NewDeleteRecordsResponseTopicPartition()
 			rp.Partition, rp.LowWatermark = p.Partition, -1
+			var del *replica.Deletion
 			err := srv.onPartition(ctx, rc, t.Topic, p.Partition, func(part *replica.Partition) error {
-				low, err := part.DeleteRecords(p.Offset)
-				if err == nil {
-					rp.LowWatermark = low
-				}
+				var err error
+				del, err = part.DeleteRecords(p.Offset)
 				return err
 			})
 			rp.ErrorCode = errorCode(err)
+			if err == nil {
+				dels = append(dels, del)
+				slots = append(slots, slot{len(resp.Topics), len(rt.Partitions)})
+			}
 			rt.Partitions = append(rt.Partitions, rp)
 		}
 		resp.Topics = append(resp.Topics, rt)
+	}
+	if len(dels) == 0 {
+		return resp, nil
+	}
+	timeout := time.Duration(max(req.TimeoutMillis, 0)) * time.Millisecond
+	for i, err := range replica.WaitDeletions(ctx, timeout, dels) {
+		rp := &resp.Topics[slots[i].t].Partitions[slots[i].p]
+		rp.ErrorCode, rp.LowWatermark = errorCode(err), dels[i].LowWatermark
 	}
 	return resp, nil
 }

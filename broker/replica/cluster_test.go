@@ -115,8 +115,17 @@ func TestConsumerReadsOnlyBelowHW(t *testing.T) {
 	if _, err := p.DeleteRecords(2); !errors.Is(err, kerr.OffsetOutOfRange) {
 		t.Fatalf("DeleteRecords past the HW: %v", err)
 	}
-	if start, err := p.DeleteRecords(-1); err != nil || start != 1 {
-		t.Fatalf("DeleteRecords to the HW: %d %v", start, err)
+	d, err := p.DeleteRecords(-1)
+	if err != nil || d.Required != 1 || p.Log().LogStartOffset() != 1 {
+		t.Fatalf("DeleteRecords to the HW: %+v %v, leader log start %d", d, err, p.Log().LogStartOffset())
+	}
+	// Broker 2 is alive in the image but unreachable: its log still starts
+	// at 0, so the low watermark stays there and the deletion times out.
+	if d.LowWatermark != 0 {
+		t.Fatalf("low watermark %d, want 0 (broker 2's log start)", d.LowWatermark)
+	}
+	if err := WaitDeletions(context.Background(), 50*time.Millisecond, []*Deletion{d})[0]; !errors.Is(err, kerr.RequestTimedOut) || d.LowWatermark != 0 {
+		t.Fatalf("waiting for an unreachable replica: %v, low watermark %d", err, d.LowWatermark)
 	}
 }
 
@@ -278,8 +287,8 @@ func TestFollowerBehindLogStartResets(t *testing.T) {
 		}
 	}
 	waitFor(t, "the ISR to shrink and the HW to reach the LEO", func() bool { return leader.Log().HighWatermark() == 3 })
-	if start, err := leader.DeleteRecords(-1); err != nil || start != 3 {
-		t.Fatalf("DeleteRecords: %d %v", start, err)
+	if d, err := leader.DeleteRecords(-1); err != nil || d.Required != 3 || leader.Log().LogStartOffset() != 3 {
+		t.Fatalf("DeleteRecords: %+v %v", d, err)
 	}
 	if _, _, err := leader.AppendAsLeader(batchOf("after"), 1); err != nil {
 		t.Fatal(err)
@@ -292,4 +301,6 @@ func TestFollowerBehindLogStartResets(t *testing.T) {
 	}
 	waitFor(t, "the follower to rejoin the ISR", func() bool { return len(leader.State().ISR) == 2 })
 	c.sameBelow("lso", 4, 1, 2)
+	// The reset follower reports its new log start in its fetches.
+	waitFor(t, "the low watermark to reach 3", func() bool { low, err := leader.LowWatermark(); return err == nil && low == 3 })
 }

@@ -21,6 +21,9 @@ type FetchPartition struct {
 	// HW is above it, so followers learn the HW without waiting for data.
 	// -1 or math.MaxInt64 turns this off.
 	KnownHighWatermark int64
+	// LogStartOffset is a follower's own log start offset (Fetch v5+;
+	// -1 unknown), which the leader's low watermark counts.
+	LogStartOffset int64
 }
 
 // FetchRequest is a Fetch after the handler resolved its session: every
@@ -68,6 +71,7 @@ func (m *Manager) Fetch(ctx context.Context, req FetchRequest) []ReadResult {
 			r := p.Read(ReadRequest{
 				Offset: fp.Offset, MaxBytes: int(min(int64(fp.MaxBytes), budget)), Isolation: req.Isolation,
 				ReplicaID: req.ReplicaID, CurrentLeaderEpoch: fp.CurrentLeaderEpoch, LastFetchedEpoch: fp.LastFetchedEpoch,
+				LogStartOffset: fp.LogStartOffset,
 			})
 			if budget <= 0 {
 				// The response is full: answer the offsets, not the data.
@@ -77,6 +81,13 @@ func (m *Manager) Fetch(ctx context.Context, req FetchRequest) []ReadResult {
 				urgent = true
 			}
 			if req.ReplicaID >= 0 && fp.KnownHighWatermark >= 0 && fp.KnownHighWatermark != math.MaxInt64 && r.HighWatermark > fp.KnownHighWatermark {
+				urgent = true
+			}
+			// A follower whose log starts before the leader's while a
+			// DeleteRecords waits for it learns the new start now rather
+			// than at the end of its wait. Only then: a follower that
+			// cannot move its start yet must not spin.
+			if req.ReplicaID >= 0 && fp.LogStartOffset >= 0 && r.LogStartOffset > fp.LogStartOffset && p.lowWatch.len() > 0 {
 				urgent = true
 			}
 			bytes += r.Region.Len

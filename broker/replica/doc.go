@@ -21,6 +21,7 @@
 //     eligibility, the way to the controller) is the partitionHost
 //     interface, and its settings are values given when it is opened.
 //   - isr.go: the pure leader core (follower LEOs, last caught-up times, HW,
+//     the followers' reported log start offsets and the low watermark,
 //     shrink and expand decisions) and the AlterPartition exchange with the
 //     controller (at most one in flight per partition; the image, not the
 //     answer, applies a new ISR).
@@ -36,9 +37,14 @@
 //   - serve.go: the server side of those two requests on a leader (ServeFetch,
 //     ServeOffsetForLeaderEpoch), shared by the in-memory twin and usable by
 //     the root broker's handlers.
-//   - purgatory.go, delayed_produce.go, delayed_fetch.go: waiting without
-//     polling. A Partition keeps two watcher lists, woken on high-watermark
-//     or role changes (produce) and on appends (fetch).
+//   - purgatory.go, delayed_produce.go, delayed_fetch.go,
+//     delayed_delete_records.go: waiting without polling. A Partition keeps
+//     three watcher lists, woken on high-watermark or role changes
+//     (produce), on appends (fetch), and on followers' log start offsets,
+//     replica or role changes (DeleteRecords, which waits for the low
+//     watermark: the smallest log start offset over the replicas on live
+//     brokers, as Kafka's DelayedDeleteRecords). While a deletion waits, a
+//     follower fetch that reports an older log start is answered at once.
 //
 // # How the broker uses it
 //
@@ -67,7 +73,10 @@
 //   - OffsetForLeaderEpoch: Partition.OffsetForLeaderEpoch, or
 //     ServeOffsetForLeaderEpoch for a whole request.
 //   - ListOffsets: Partition.ListOffsets (latest is the LSO under
-//     ReadCommitted); DeleteRecords: Partition.DeleteRecords.
+//     ReadCommitted).
+//   - DeleteRecords: Partition.DeleteRecords per partition, then
+//     WaitDeletions(ctx, timeout_ms, deletions) once for the request; each
+//     Deletion's LowWatermark is the answer's.
 //
 // # Imports
 //

@@ -30,6 +30,10 @@ type followerState struct {
 	// was caught up at the latter.
 	lastFetchLeaderLEO int64
 	lastFetchTime      time.Time
+	// logStart is the log start offset the follower reported in its last
+	// fetch, -1 until it has fetched in this leader epoch (Kafka's
+	// Replica.logStartOffset): the low watermark DeleteRecords waits for.
+	logStart int64
 }
 
 // updateFetch records a fetch at fetchOffset when the leader's LEO was
@@ -102,7 +106,7 @@ func (c *leaderCore) setReplicas(replicas, isr []int32, now time.Time) {
 			continue
 		}
 		if _, ok := c.followers[r]; !ok {
-			f := &followerState{leo: -1, lastFetchLeaderLEO: -1}
+			f := &followerState{leo: -1, lastFetchLeaderLEO: -1, logStart: -1}
 			if slices.Contains(isr, r) {
 				f.lastCaughtUp = now
 			}
@@ -160,15 +164,36 @@ func (c *leaderCore) highWatermark(leaderLEO int64) int64 {
 	return hw
 }
 
-// followerFetch records a follower's fetch; it returns false for a broker
-// that is not a replica.
-func (c *leaderCore) followerFetch(id int32, fetchOffset, leaderLEO int64, now time.Time) bool {
+// followerFetch records a follower's fetch at fetchOffset, with the log
+// start offset it reported; it returns false for a broker that is not a
+// replica, and whether the follower's log start offset moved.
+func (c *leaderCore) followerFetch(id int32, fetchOffset, logStart, leaderLEO int64, now time.Time) (ok, startMoved bool) {
 	f, ok := c.followers[id]
 	if !ok {
-		return false
+		return false, false
 	}
 	f.updateFetch(fetchOffset, leaderLEO, now)
-	return true
+	startMoved = logStart != f.logStart
+	f.logStart = logStart
+	return true, startMoved
+}
+
+// lowWatermark is the smallest log start offset over the leader
+// (leaderStart) and every other replica on a live broker, as the followers
+// last reported it (Kafka's Partition.lowWatermarkIfLeader): the offset
+// below which no replica holds records any more. A replica on a live
+// broker that has not fetched in this leader epoch holds it at -1; one on
+// a broker that is gone (fenced) does not count, as in Kafka.
+func (c *leaderCore) lowWatermark(leaderStart int64, alive func(int32) bool) int64 {
+	low := leaderStart
+	for _, r := range c.replicas {
+		f, ok := c.followers[r]
+		if r == c.self || !ok || !alive(r) {
+			continue
+		}
+		low = min(low, f.logStart)
+	}
+	return low
 }
 
 // canChange reports whether a new ISR change may be sent now.

@@ -32,7 +32,7 @@ func TestHighWatermarkFromFollowerLEOs(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			c := newLeaderCore(1, []int32{1, 2, 3}, tt.isr, 0, 0, t0)
 			for id, leo := range tt.leos {
-				if !c.followerFetch(id, leo, tt.leaderLEO, t0) {
+				if ok, _ := c.followerFetch(id, leo, 0, tt.leaderLEO, t0); !ok {
 					t.Fatalf("fetch from %d refused", id)
 				}
 			}
@@ -48,10 +48,10 @@ func TestHighWatermarkFromFollowerLEOs(t *testing.T) {
 
 func TestFollowerFetchFromNonReplica(t *testing.T) {
 	c := newLeaderCore(1, []int32{1, 2}, []int32{1, 2}, 0, 0, t0)
-	if c.followerFetch(9, 0, 0, t0) {
+	if ok, _ := c.followerFetch(9, 0, 0, 0, t0); ok {
 		t.Fatal("a non-replica's fetch was recorded")
 	}
-	if c.followerFetch(1, 0, 0, t0) {
+	if ok, _ := c.followerFetch(1, 0, 0, 0, t0); ok {
 		t.Fatal("the leader's own id was recorded as a follower")
 	}
 }
@@ -88,7 +88,7 @@ func TestISRShrinkDecision(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			c := newLeaderCore(1, []int32{1, 2, 3}, []int32{1, 2, 3}, 0, 0, t0)
 			for _, f := range tt.fetches {
-				c.followerFetch(f.id, f.offset, f.leaderLEO, t0.Add(f.at))
+				c.followerFetch(f.id, f.offset, 0, f.leaderLEO, t0.Add(f.at))
 			}
 			got := c.shrinkISR(tt.leaderLEO, t0.Add(tt.now), lag)
 			if !slices.Equal(got, tt.want) {
@@ -117,7 +117,7 @@ func TestISRExpandDecision(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			c := newLeaderCore(1, []int32{1, 2, 3}, []int32{1, 2}, 0, tt.epochStart, t0)
-			c.followerFetch(3, tt.leo, tt.leo, t0)
+			c.followerFetch(3, tt.leo, 0, tt.leo, t0)
 			if tt.pending {
 				c.begin(7, []int32{1})
 			}
@@ -231,5 +231,44 @@ func TestTruncationTarget(t *testing.T) {
 	emptyLocal := func(int32) (int32, int64) { return storage.UndefinedEpoch, storage.UndefinedOffset }
 	if off, complete, ok := truncationTarget(3, 12, emptyLocal, 30); !ok || !complete || off != 12 {
 		t.Fatalf("follower without epochs: (%d, %v, %v), want (12, true, true)", off, complete, ok)
+	}
+}
+
+// The low watermark is the smallest log start offset over the leader and
+// the replicas on live brokers, in or out of the ISR (Kafka's
+// lowWatermarkIfLeader); a live replica that has not fetched yet holds it
+// at -1.
+func TestLowWatermark(t *testing.T) {
+	tests := []struct {
+		name        string
+		isr         []int32
+		starts      map[int32]int64 // follower log starts reported in fetches
+		dead        []int32
+		leaderStart int64
+		want        int64
+	}{
+		{"all reported, leader lowest", []int32{1, 2, 3}, map[int32]int64{2: 7, 3: 9}, nil, 5, 5},
+		{"a follower behind", []int32{1, 2, 3}, map[int32]int64{2: 3, 3: 9}, nil, 5, 3},
+		{"a follower that has not fetched", []int32{1, 2, 3}, map[int32]int64{2: 5}, nil, 5, -1},
+		{"out of the ISR still counts", []int32{1, 2}, map[int32]int64{2: 5, 3: 1}, nil, 5, 1},
+		{"a dead broker does not count", []int32{1, 2, 3}, map[int32]int64{2: 5, 3: 1}, []int32{3}, 5, 5},
+		{"a dead broker that never fetched", []int32{1, 2, 3}, map[int32]int64{2: 6}, []int32{3}, 5, 5},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := newLeaderCore(1, []int32{1, 2, 3}, tt.isr, 0, 0, t0)
+			for id, start := range tt.starts {
+				if ok, moved := c.followerFetch(id, 10, start, 10, t0); !ok || !moved {
+					t.Fatalf("fetch from %d: recorded %v, start moved %v", id, ok, moved)
+				}
+				if _, moved := c.followerFetch(id, 10, start, 10, t0); moved {
+					t.Fatalf("the same start from %d reported as a move", id)
+				}
+			}
+			alive := func(id int32) bool { return !slices.Contains(tt.dead, id) }
+			if got := c.lowWatermark(tt.leaderStart, alive); got != tt.want {
+				t.Fatalf("low watermark %d, want %d", got, tt.want)
+			}
+		})
 	}
 }

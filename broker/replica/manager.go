@@ -234,6 +234,11 @@ func (m *Manager) eligible(id int32) bool {
 	return ok && b.Usable()
 }
 
+func (m *Manager) alive(id int32) bool {
+	b, ok := m.img.Load().Broker(id)
+	return ok && !b.Fenced
+}
+
 // Apply follows one published metadata event; call it in publish order from
 // one goroutine. reset (or a nil delta) rebuilds from img: partitions not
 // assigned here in img are removed. Otherwise only the delta's

@@ -63,6 +63,9 @@ type partitionHost interface {
 	nextSeq() uint64
 	// eligible reports whether a broker may join an ISR (KIP-841).
 	eligible(broker int32) bool
+	// alive reports whether a broker is registered and not fenced (the
+	// replicas whose log start offsets the low watermark counts).
+	alive(broker int32) bool
 	// sendAlterPartition sends ch to the controller without blocking and
 	// hands the answer to alterAnswered.
 	sendAlterPartition(p *Partition, leaderEpoch int32, ch *isrChange)
@@ -97,6 +100,7 @@ type Partition struct {
 
 	hwWatch   watchers // HW moves and role changes: delayed produce
 	dataWatch watchers // appends, HW moves, role changes: delayed fetch
+	lowWatch  watchers // log start moves, replica and role changes: delayed DeleteRecords
 }
 
 // PartitionState is a snapshot of a partition's replication state.
@@ -278,6 +282,9 @@ type ReadRequest struct {
 	// checked). When that epoch ends on this leader before Offset, the
 	// answer is DivergingEpoch instead of records (KIP-320).
 	LastFetchedEpoch int32
+	// LogStartOffset is a follower's own log start offset, as its fetch
+	// reports it (-1: unknown); the leader's low watermark counts it.
+	LogStartOffset int64
 }
 
 // ReadResult is the answer for one partition.
@@ -337,7 +344,7 @@ func (p *Partition) Read(r ReadRequest) ReadResult {
 	switch {
 	case follower:
 		res.Region, err = p.log.Read(r.Offset, r.MaxBytes)
-		p.followerFetched(r.ReplicaID, r.Offset, leo)
+		p.followerFetched(r.ReplicaID, r.Offset, r.LogStartOffset, leo)
 	case r.Isolation == ReadCommitted:
 		var cr storage.CommittedRead
 		cr, err = p.log.ReadCommitted(r.Offset, r.MaxBytes)
@@ -360,12 +367,21 @@ func (p *Partition) Read(r ReadRequest) ReadResult {
 
 // followerFetched updates the leader core after a follower's fetch. Called
 // with roleMu held shared, as leader.
-func (p *Partition) followerFetched(id int32, offset, leaderLEO int64) {
+func (p *Partition) followerFetched(id int32, offset, logStart, leaderLEO int64) {
 	now := p.host.now()
 	p.mu.Lock()
-	if p.core == nil || !p.core.followerFetch(id, offset, leaderLEO, now) {
+	if p.core == nil {
 		p.mu.Unlock()
 		return
+	}
+	ok, startMoved := p.core.followerFetch(id, offset, logStart, leaderLEO, now)
+	if !ok {
+		p.mu.Unlock()
+		return
+	}
+	if startMoved {
+		// The low watermark may have moved: delayed DeleteRecords look.
+		defer p.lowWatch.wakeAll()
 	}
 	moved := false
 	if hw := p.core.highWatermark(p.log.LogEndOffset()); hw > p.log.HighWatermark() {
@@ -500,28 +516,53 @@ func (p *Partition) epochAt(offset int64) int32 {
 }
 
 // DeleteRecords moves the log start offset to offset on the leader (-1
-// means the HW); offsets past the HW are OFFSET_OUT_OF_RANGE. It returns the
-// new log start offset (the low watermark). Followers follow the leader's
-// log start offset from their fetch answers; this does not wait for them.
-func (p *Partition) DeleteRecords(offset int64) (int64, error) {
+// means the HW); offsets past the HW are OFFSET_OUT_OF_RANGE. Followers
+// move theirs when their fetch answers carry the leader's; the returned
+// Deletion completes once every replica has (WaitDeletions), as Kafka's
+// delayed DeleteRecords does.
+func (p *Partition) DeleteRecords(offset int64) (*Deletion, error) {
 	p.roleMu.RLock()
 	defer p.roleMu.RUnlock()
 	if err := p.checkLeaderLocked(-1); err != nil {
-		return -1, err
+		return nil, err
 	}
 	hw := p.log.HighWatermark()
 	if offset == -1 {
 		offset = hw
 	}
 	if offset < 0 || offset > hw {
-		return -1, fmt.Errorf("%w: %s delete before %d, high watermark %d", kerr.OffsetOutOfRange, p, offset, hw)
+		return nil, fmt.Errorf("%w: %s delete before %d, high watermark %d", kerr.OffsetOutOfRange, p, offset, hw)
 	}
-	start, err := p.log.DeleteRecords(offset)
-	if err != nil {
+	if _, err := p.log.DeleteRecords(offset); err != nil {
+		return nil, err
+	}
+	// Followers parked in a delayed fetch answer now with the new start;
+	// their next fetches report it back (and wake the deletion).
+	p.dataWatch.wakeAll()
+	return &Deletion{p: p, Required: offset, LowWatermark: p.lowWatermarkLocked()}, nil
+}
+
+// LowWatermark is the leader's low watermark: the smallest log start
+// offset over its replicas on live brokers (NOT_LEADER_OR_FOLLOWER on a
+// follower).
+func (p *Partition) LowWatermark() (int64, error) {
+	p.roleMu.RLock()
+	defer p.roleMu.RUnlock()
+	if err := p.checkLeaderLocked(-1); err != nil {
 		return -1, err
 	}
-	p.dataWatch.wakeAll()
-	return start, nil
+	return p.lowWatermarkLocked(), nil
+}
+
+// lowWatermarkLocked is called with roleMu held, as leader.
+func (p *Partition) lowWatermarkLocked() int64 {
+	start := p.log.LogStartOffset()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.core == nil {
+		return start
+	}
+	return p.core.lowWatermark(start, p.host.alive)
 }
 
 // makeLeader makes this broker the leader at reg's epoch, or (same epoch)
@@ -538,9 +579,11 @@ func (p *Partition) makeLeader(reg metadata.PartitionRegistration, minISR int) e
 		p.mu.Unlock()
 		p.roleMu.Unlock()
 		// A shrink can let the HW move (and waiting produces finish or
-		// fail with NOT_ENOUGH_REPLICAS_AFTER_APPEND).
+		// fail with NOT_ENOUGH_REPLICAS_AFTER_APPEND); a replica gone
+		// from the assignment no longer holds the low watermark back.
 		p.maybeAdvanceHW()
 		p.hwWatch.wakeAll()
+		p.lowWatch.wakeAll()
 		return nil
 	}
 	leo := p.log.LogEndOffset()
@@ -609,6 +652,7 @@ func (p *Partition) setMinISR(n int) {
 func (p *Partition) wakeAll() {
 	p.hwWatch.wakeAll()
 	p.dataWatch.wakeAll()
+	p.lowWatch.wakeAll()
 }
 
 // followerEpochLocked checks that this broker still follows at epoch.

@@ -74,7 +74,7 @@ func (m *Manager) ServeFetchRegions(ctx context.Context, req *kmsg.FetchRequest)
 				fr.Parts = append(fr.Parts, FetchPartition{
 					Topic: name, Partition: p.Partition, Offset: p.FetchOffset, MaxBytes: int(p.PartitionMaxBytes),
 					CurrentLeaderEpoch: p.CurrentLeaderEpoch, LastFetchedEpoch: p.LastFetchedEpoch,
-					KnownHighWatermark: p.HighWatermark,
+					KnownHighWatermark: p.HighWatermark, LogStartOffset: p.LogStartOffset,
 				})
 			}
 			rt.Partitions = append(rt.Partitions, rp)
@@ -88,6 +88,9 @@ func (m *Manager) ServeFetchRegions(ctx context.Context, req *kmsg.FetchRequest)
 			}
 			if req.Version < 12 {
 				fr.Parts[i].LastFetchedEpoch = -1
+			}
+			if req.Version < 5 {
+				fr.Parts[i].LogStartOffset = -1
 			}
 		}
 	}
