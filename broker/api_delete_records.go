@@ -13,7 +13,8 @@ package broker
 // watermark. Followers move their own log start offset when a fetch answer
 // carries the leader's. Errors: NOT_LEADER_OR_FOLLOWER (also when
 // leadership moves while waiting), UNKNOWN_TOPIC_OR_PARTITION,
-// OFFSET_OUT_OF_RANGE, REQUEST_TIMED_OUT (the low watermark then is the one
+// OFFSET_OUT_OF_RANGE, POLICY_VIOLATION (cleanup.policy without delete, as
+// Kafka), REQUEST_TIMED_OUT (the low watermark then is the one
 // when the leader deleted).
 //
 // Version notes: v2: flexible.

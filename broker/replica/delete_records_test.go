@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/raftka/raftka/metadata"
+	"github.com/raftka/raftka/storage"
 	"github.com/twmb/franz-go/pkg/kerr"
 )
 
@@ -117,5 +118,29 @@ func TestDeleteRecordsFailsOnLeaderChange(t *testing.T) {
 	}
 	if _, err := c.partition(1, "moving").DeleteRecords(1); !errors.Is(err, kerr.NotLeaderForPartition) {
 		t.Fatalf("DeleteRecords on a follower: %v", err)
+	}
+}
+
+// As Kafka, a compact-only log refuses DeleteRecords: the cleaner, not the
+// client, decides what goes.
+func TestDeleteRecordsRefusedOnCompactOnlyLog(t *testing.T) {
+	c := newCluster(t, clusterOpts{n: 1})
+	c.createTopic("kv", 1, 1)
+	produceN(t, c, "kv", 2)
+	leader := c.partition(1, "kv")
+	cfg := leader.Log().Config()
+	cfg.CleanupPolicy = storage.PolicyCompact
+	if err := leader.Log().UpdateConfig(cfg); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := leader.DeleteRecords(1); !errors.Is(err, kerr.PolicyViolation) || leader.Log().LogStartOffset() != 0 {
+		t.Fatalf("DeleteRecords on a compact-only log: %v, log start %d", err, leader.Log().LogStartOffset())
+	}
+	cfg.CleanupPolicy = storage.PolicyCompact | storage.PolicyDelete
+	if err := leader.Log().UpdateConfig(cfg); err != nil {
+		t.Fatal(err)
+	}
+	if d, err := leader.DeleteRecords(1); err != nil || d.Required != 1 {
+		t.Fatalf("DeleteRecords on a compact,delete log: %+v %v", d, err)
 	}
 }

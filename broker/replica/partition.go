@@ -516,7 +516,8 @@ func (p *Partition) epochAt(offset int64) int32 {
 }
 
 // DeleteRecords moves the log start offset to offset on the leader (-1
-// means the HW); offsets past the HW are OFFSET_OUT_OF_RANGE. Followers
+// means the HW); offsets past the HW are OFFSET_OUT_OF_RANGE, a log whose
+// cleanup.policy does not include delete POLICY_VIOLATION. Followers
 // move theirs when their fetch answers carry the leader's; the returned
 // Deletion completes once every replica has (WaitDeletions), as Kafka's
 // delayed DeleteRecords does.
@@ -525,6 +526,10 @@ func (p *Partition) DeleteRecords(offset int64) (*Deletion, error) {
 	defer p.roleMu.RUnlock()
 	if err := p.checkLeaderLocked(-1); err != nil {
 		return nil, err
+	}
+	if !p.log.Config().CleanupPolicy.Deletes() {
+		// As Kafka: a compact-only log keeps every key's last record.
+		return nil, fmt.Errorf("%w: records of %s cannot be deleted under cleanup.policy=%v", kerr.PolicyViolation, p, p.log.Config().CleanupPolicy)
 	}
 	hw := p.log.HighWatermark()
 	if offset == -1 {
