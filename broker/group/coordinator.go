@@ -59,6 +59,10 @@ type CoordinatorConfig struct {
 	// Now is the groups' clock (sessions, rebalance timeouts); time.Now
 	// if nil. Tests drive expiry with a fake one.
 	Now func() time.Time
+	// LoadScanInterval is how often the groups of this broker's slots that
+	// the image records with members, and no loop holds, are loaded (see
+	// scanLoaded); a minute when zero.
+	LoadScanInterval time.Duration
 }
 
 // Coordinator coordinates the groups whose slots this broker leads. Its
@@ -95,8 +99,14 @@ func NewCoordinator(cfg CoordinatorConfig, md MetadataSource, ctrl Controller) *
 	if cfg.OffsetsTopicReplicationFactor <= 0 {
 		cfg.OffsetsTopicReplicationFactor = 3
 	}
+	if cfg.LoadScanInterval <= 0 {
+		cfg.LoadScanInterval = time.Minute
+	}
 	ctx, cancel := context.WithCancel(context.Background())
-	return &Coordinator{cfg: cfg, md: md, ctrl: ctrl, log: cfg.Logger, ctx: ctx, cancel: cancel, groups: make(map[string]*loop)}
+	c := &Coordinator{cfg: cfg, md: md, ctrl: ctrl, log: cfg.Logger, ctx: ctx, cancel: cancel, groups: make(map[string]*loop)}
+	c.wg.Add(1)
+	go c.scanLoaded()
+	return c
 }
 
 func (c *Coordinator) now() time.Time { return c.cfg.Now() }
@@ -377,9 +387,49 @@ func (c *Coordinator) run(l *loop) {
 
 func (c *Coordinator) load(img *metadata.Image, id string) *Group {
 	if gen, ok := img.GroupGeneration(id); ok {
-		return New(id, c.cfg.Group, &gen)
+		g := New(id, c.cfg.Group, &gen)
+		g.AwaitLoadedMembers(c.now())
+		return g
 	}
 	return New(id, c.cfg.Group, nil)
+}
+
+// scanLoaded loads, every LoadScanInterval, the groups of the slots this
+// broker leads whose recorded generation lists members and which no loop
+// holds: a coordinator that took a slot over learns of such a group only
+// from a request, and a group whose consumers are gone sends none. Loaded,
+// it waits for its members and records itself empty if none comes back
+// (Group.AwaitLoadedMembers), as Kafka's coordinator loads every group of
+// a partition it takes over and expires the members that stay silent.
+func (c *Coordinator) scanLoaded() {
+	defer c.wg.Done()
+	t := time.NewTicker(c.cfg.LoadScanInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-c.ctx.Done():
+			return
+		case <-t.C:
+		}
+		img, _ := c.md.Current()
+		if img == nil {
+			continue
+		}
+		for _, id := range img.Groups() {
+			if gen, ok := img.GroupGeneration(id); !ok || len(gen.Members) == 0 {
+				continue
+			}
+			if code, _ := ownership(img, c.cfg.NodeID, id); code != 0 {
+				continue
+			}
+			c.mu.Lock()
+			_, running := c.groups[id]
+			c.mu.Unlock()
+			if !running {
+				c.submit(id, func(*Group, time.Time, *metadata.Image, int16) {})
+			}
+		}
+	}
 }
 
 // settle runs the group's due timers and persists the generations it asks

@@ -42,7 +42,12 @@
 // requests wait, as they wait on Kafka's group lock), and writes commits
 // the same way (below). A loop ends when its group is idle (Empty and fully
 // persisted: the image holds all there is) or no longer coordinated here;
-// the group is loaded again from the image on its next request.
+// the group is loaded again from the image on its next request. One more
+// goroutine (scanLoaded) loads the groups of this broker's slots that the
+// image records with members and no loop holds: members do not carry over
+// to a new coordinator, and if none rejoins within group.max.session.timeout.ms
+// the group records itself empty (Group.AwaitLoadedMembers), so its offsets
+// can expire (offsets.retention.minutes) as in Kafka.
 //
 // Locks: Coordinator.mu (the loop map) then loop.mu (the loop's queue). No
 // other lock is held while taking one, and neither is held while calling

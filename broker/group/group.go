@@ -45,6 +45,13 @@ type Group struct {
 	pendingAssign map[string][]byte
 	persistGen    int32 // generation being persisted, -1 when none
 	outbox        *metadata.GroupGeneration
+
+	// loadedMembers: the generation this group was loaded from lists
+	// members, which a coordinator does not take over (they rejoin it).
+	// orphansDue, when set, is when those members count as gone if none
+	// has joined by then (see AwaitLoadedMembers).
+	loadedMembers bool
+	orphansDue    time.Time
 }
 
 // New returns a group in Empty. loaded, if not nil, is the generation last
@@ -62,8 +69,24 @@ func New(id string, cfg Config, loaded *metadata.GroupGeneration) *Group {
 	if loaded != nil {
 		g.generation = loaded.Generation
 		g.protoType = loaded.ProtocolType
+		g.loadedMembers = len(loaded.Members) > 0
 	}
 	return g
+}
+
+// AwaitLoadedMembers starts, at the load time now, the wait for the members
+// of the generation the group was loaded from, if it lists any. Live ones
+// rejoin within their session timeout (at most MaxSessionTimeout); if none
+// has by then, the group records a new generation without members, as
+// Kafka's coordinator expires loaded members whose heartbeats stopped. The
+// image then says the group is empty, and from when, so the retention of
+// its offsets (offsets.retention.minutes) starts; without this a group
+// whose consumers died while its coordinator moved would look active, and
+// keep its offsets, forever.
+func (g *Group) AwaitLoadedMembers(now time.Time) {
+	if g.loadedMembers {
+		g.orphansDue = now.Add(g.cfg.MaxSessionTimeout)
+	}
 }
 
 // ID returns the group id.
@@ -82,7 +105,8 @@ func (g *Group) ProtocolType() string { return g.protoType }
 // no members, no member id handed out and awaited, nothing to persist. Its
 // driver may drop it and load it again from the image later.
 func (g *Group) Idle() bool {
-	return (g.state == Empty || g.state == Dead) && len(g.members) == 0 && len(g.pending) == 0 && g.outbox == nil && g.persistGen < 0
+	return (g.state == Empty || g.state == Dead) && len(g.members) == 0 && len(g.pending) == 0 && g.outbox == nil && g.persistGen < 0 &&
+		g.orphansDue.IsZero()
 }
 
 func (g *Group) queuePersist() {
@@ -94,6 +118,8 @@ func (g *Group) queuePersist() {
 	}
 	g.outbox = rec
 	g.persistGen = g.generation
+	// What the image will hold is the coordinator's own view now.
+	g.loadedMembers, g.orphansDue = false, time.Time{}
 }
 
 // TakePersist returns the generation record the caller must commit through
@@ -144,6 +170,9 @@ func (g *Group) NextDeadline() (time.Time, bool) {
 	if g.state == PreparingRebalance {
 		set(g.rebalanceDeadline)
 	}
+	if !g.orphansDue.IsZero() {
+		set(g.orphansDue)
+	}
 	for _, t := range g.pending {
 		set(t)
 	}
@@ -159,6 +188,14 @@ func (g *Group) NextDeadline() (time.Time, bool) {
 // sessions without a heartbeat, and the rebalance deadline (which completes
 // the join with the members that made it).
 func (g *Group) Tick(now time.Time) {
+	if !g.orphansDue.IsZero() && !g.orphansDue.After(now) {
+		g.orphansDue = time.Time{}
+		if g.state == Empty && len(g.members) == 0 && len(g.pending) == 0 && g.persistGen < 0 {
+			g.generation++
+			g.protocol, g.leader = "", ""
+			g.queuePersist()
+		}
+	}
 	for id, t := range g.pending {
 		if !t.After(now) {
 			delete(g.pending, id)
