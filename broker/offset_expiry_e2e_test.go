@@ -2,6 +2,7 @@ package broker
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -12,13 +13,15 @@ import (
 
 // offsets.retention.minutes through real clients (KIP-211): a group that
 // has been empty for longer than the retention loses its committed offsets
-// (OffsetFetch answers -1), while a group whose member stays never does,
-// although its offsets were committed first.
+// (OffsetFetch answers -1), while a group whose member stays keeps those
+// of the topic it subscribes to, although they were committed first; its
+// offsets of a topic it does not subscribe to expire, as in Kafka.
 func TestOffsetsOfEmptyGroupExpire(t *testing.T) {
 	n := startNode(t, func(c *raftfsm.Config) {
-		c.OffsetsRetention, c.OffsetsRetentionCheckInterval = time.Second, 50*time.Millisecond
+		c.OffsetsRetention, c.OffsetsRetentionCheckInterval = 3*time.Second, 50*time.Millisecond
 	})
 	n.createTopic(t, "orders", 2)
+	n.createTopic(t, "other", 2)
 	ctx, cancel := context.WithTimeout(context.Background(), 4*testDeadline)
 	defer cancel()
 
@@ -57,6 +60,24 @@ func TestOffsetsOfEmptyGroupExpire(t *testing.T) {
 	}
 	active := consumeAndCommit("active")
 	defer active.Close()
+	other := map[string]map[int32]kgo.EpochOffset{"other": {0: {Epoch: -1, Offset: 7}, 1: {Epoch: -1, Offset: 8}}}
+	var commitErr error
+	active.CommitOffsetsSync(ctx, other, func(_ *kgo.Client, _ *kmsg.OffsetCommitRequest, resp *kmsg.OffsetCommitResponse, err error) {
+		commitErr = err
+		for _, rt := range resp.Topics {
+			for _, rp := range rt.Partitions {
+				if commitErr == nil && rp.ErrorCode != 0 {
+					commitErr = fmt.Errorf("other-%d: error %d", rp.Partition, rp.ErrorCode)
+				}
+			}
+		}
+	})
+	if commitErr != nil {
+		t.Fatal(commitErr)
+	}
+	if got := fetchCommitted(t, ctx, n, "active", "other"); got != [2]int64{7, 8} {
+		t.Fatalf("the active group's offsets of other: %v", got)
+	}
 	// The active member keeps heartbeating while the test waits.
 	pollCtx, stopPolling := context.WithCancel(ctx)
 	polled := make(chan struct{})
@@ -69,23 +90,27 @@ func TestOffsetsOfEmptyGroupExpire(t *testing.T) {
 	defer func() { stopPolling(); <-polled }()
 
 	idle := consumeAndCommit("idle")
-	if got := fetchCommitted(t, ctx, n, "idle"); got[0]+got[1] != 10 {
+	if got := fetchCommitted(t, ctx, n, "idle", "orders"); got[0]+got[1] != 10 {
 		t.Fatalf("idle group committed %v, want 10 records' worth", got)
 	}
 	idle.Close() // LeaveGroup: the group is empty from now
 
 	waitTB(t, "the idle group's offsets expired", func() bool {
-		got := fetchCommitted(t, ctx, n, "idle")
+		got := fetchCommitted(t, ctx, n, "idle", "orders")
 		return got[0] == -1 && got[1] == -1
 	})
-	if got := fetchCommitted(t, ctx, n, "active"); got[0]+got[1] != 10 {
+	if got := fetchCommitted(t, ctx, n, "active", "orders"); got[0]+got[1] != 10 {
 		t.Fatalf("the active group's offsets are %v after the idle group's expired; want them kept", got)
+	}
+	// Committed before the idle group became empty, so expired by now.
+	if got := fetchCommitted(t, ctx, n, "active", "other"); got != [2]int64{-1, -1} {
+		t.Fatalf("the active group's offsets of a topic it does not subscribe to are %v; want them expired", got)
 	}
 }
 
 // fetchCommitted asks the group's coordinator for its committed offsets of
-// orders-0 and orders-1 (-1 where there is none).
-func fetchCommitted(t testing.TB, ctx context.Context, n *node, group string) [2]int64 {
+// partitions 0 and 1 of topic (-1 where there is none).
+func fetchCommitted(t testing.TB, ctx context.Context, n *node, group, topic string) [2]int64 {
 	t.Helper()
 	cl, err := kgo.NewClient(kgo.SeedBrokers(n.addr))
 	if err != nil {
@@ -95,7 +120,7 @@ func fetchCommitted(t testing.TB, ctx context.Context, n *node, group string) [2
 	req := kmsg.NewPtrOffsetFetchRequest()
 	req.Group = group
 	rt := kmsg.NewOffsetFetchRequestTopic()
-	rt.Topic, rt.Partitions = "orders", []int32{0, 1}
+	rt.Topic, rt.Partitions = topic, []int32{0, 1}
 	req.Topics = append(req.Topics, rt)
 	resp, err := req.RequestWith(ctx, cl)
 	if err != nil {

@@ -126,6 +126,8 @@ func (a *groupApplier) generation(r *GroupGeneration) error {
 	g := a.own(r.Group)
 	gen := *r
 	gen.Members = slices.Clone(r.Members)
+	gen.SubscribedTopics = slices.Clone(r.SubscribedTopics)
+	slices.Sort(gen.SubscribedTopics) // ExpireOffsets searches it
 	g.generation = &gen
 	mark(&a.touched, r.Group)
 	return nil

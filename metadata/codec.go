@@ -205,6 +205,10 @@ func encodeBody(w *writer, rec Record) error {
 			w.str(m.InstanceID)
 		}
 		w.i64(r.StateTimestampMs)
+		w.count(len(r.SubscribedTopics), r.SubscribedTopics == nil)
+		for _, t := range r.SubscribedTopics {
+			w.str(t)
+		}
 	case *ProducerIds:
 		w.i32(r.BrokerID)
 		w.i64(r.BrokerEpoch)
@@ -285,6 +289,12 @@ func decodeBody(r *reader, typ RecordType, ver int16) (Record, error) {
 		}
 		if ver >= 1 {
 			x.StateTimestampMs = r.i64()
+			if n, ok := r.count(1); ok {
+				x.SubscribedTopics = make([]string, n)
+				for i := range x.SubscribedTopics {
+					x.SubscribedTopics[i] = r.str()
+				}
+			}
 		}
 		rec = x
 	case TypeProducerIds:

@@ -60,6 +60,8 @@ func sampleRecords() []Record {
 			Members: []GroupMember{{MemberID: "m-1"}, {MemberID: "m-2", InstanceID: "i-2"}}},
 		&GroupGeneration{Group: "g1", Members: []GroupMember{}},
 		&GroupGeneration{Group: "g1", Generation: 6, ProtocolType: "consumer", Members: []GroupMember{}, StateTimestampMs: 1700000000000},
+		&GroupGeneration{Group: "g1", Generation: 7, ProtocolType: "consumer", Members: []GroupMember{{MemberID: "m"}}, SubscribedTopics: []string{"a", "b"}},
+		&GroupGeneration{Group: "g1", Generation: 8, ProtocolType: "consumer", SubscribedTopics: []string{}},
 		&ProducerIds{BrokerID: 1, BrokerEpoch: 7, NextProducerID: 1000},
 	}
 }
@@ -113,13 +115,14 @@ func TestDecodeGroupGenerationVersion0(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Header 9 bytes, type 2, version 2, a one-byte body length; the
-	// timestamp is the body's last 8 bytes.
+	// version 1 fields end the body: the timestamp (8 bytes) and the nil
+	// topic list (a count of -1, one byte).
 	if b[11] != 0 || b[12] != 1 || int(b[13]) != len(b)-14 {
 		t.Fatalf("unexpected layout % x", b)
 	}
-	v0 := slices.Clone(b[:len(b)-8])
+	v0 := slices.Clone(b[:len(b)-9])
 	v0[12] = 0
-	v0[13] -= 8
+	v0[13] -= 9
 	binary.BigEndian.PutUint32(v0[1:], crc32.Checksum(v0[5:], castagnoli))
 	got, err := DecodeRecords(v0)
 	if err != nil {

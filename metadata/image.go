@@ -287,5 +287,6 @@ func (g *groupImage) equal(o *groupImage) bool {
 func (g *GroupGeneration) equal(o *GroupGeneration) bool {
 	return g.Group == o.Group && g.Generation == o.Generation && g.ProtocolType == o.ProtocolType &&
 		g.Protocol == o.Protocol && g.Leader == o.Leader && slices.Equal(g.Members, o.Members) &&
-		g.StateTimestampMs == o.StateTimestampMs
+		g.StateTimestampMs == o.StateTimestampMs && slices.Equal(g.SubscribedTopics, o.SubscribedTopics) &&
+		(g.SubscribedTopics == nil) == (o.SubscribedTopics == nil)
 }

@@ -63,6 +63,7 @@ func (img *Image) Records() []Record {
 		if g.generation != nil {
 			gen := *g.generation
 			gen.Members = slices.Clone(gen.Members)
+			gen.SubscribedTopics = slices.Clone(gen.SubscribedTopics)
 			recs = append(recs, &gen)
 		}
 	}

@@ -17,9 +17,11 @@ import (
 //
 // The rule is Kafka's for classic groups, with the group's membership as
 // the image records it (its last generation):
-//   - a group with members keeps every offset. Kafka also expires a Stable
-//     consumer group's offsets of topics no member subscribes to; the image
-//     does not record subscriptions, so raftka keeps those;
+//   - a consumer group with members keeps the offsets of the topics they
+//     subscribe to; those of other topics expire one by one, retention
+//     after each was committed. When the subscriptions are unknown
+//     (another protocol type, a subscription that did not decode), or the
+//     group is of another protocol type, it keeps every offset;
 //   - an empty group (a generation without members) loses its offsets once
 //     retention has passed since it became empty (the generation's
 //     StateTimestampMs; an offset's commit time when a version 0 record
@@ -34,15 +36,23 @@ func ExpireOffsets(img *Image, nowMs int64, retention time.Duration) []Record {
 	retentionMs := retention.Milliseconds()
 	var recs []Record
 	img.groups.each(func(name string, g *groupImage) {
-		if g.generation != nil && len(g.generation.Members) > 0 {
-			return
+		active := g.generation != nil && len(g.generation.Members) > 0
+		var subscribed []string
+		if active {
+			if g.generation.ProtocolType != ConsumerProtocolType || g.generation.SubscribedTopics == nil {
+				return
+			}
+			subscribed = g.generation.SubscribedTopics
 		}
 		var since int64 // zero: each offset's own commit time
-		if g.generation != nil && g.generation.ProtocolType != "" {
+		if !active && g.generation != nil && g.generation.ProtocolType != "" {
 			since = g.generation.StateTimestampMs
 		}
 		var expired []TopicPartition
 		for tp, o := range g.offsets {
+			if _, found := slices.BinarySearch(subscribed, tp.Topic); found {
+				continue
+			}
 			base := since
 			if base == 0 {
 				base = o.CommitTimeMs
@@ -52,7 +62,7 @@ func ExpireOffsets(img *Image, nowMs int64, retention time.Duration) []Record {
 			}
 		}
 		switch {
-		case len(expired) == len(g.offsets):
+		case len(expired) == len(g.offsets) && !active:
 			recs = append(recs, &DeleteGroup{Group: name})
 		case len(expired) > 0:
 			slices.SortFunc(expired, func(a, b TopicPartition) int {
@@ -66,6 +76,10 @@ func ExpireOffsets(img *Image, nowMs int64, retention time.Duration) []Record {
 	slices.SortFunc(recs, func(a, b Record) int { return strings.Compare(expiryGroup(a), expiryGroup(b)) })
 	return recs
 }
+
+// ConsumerProtocolType is the protocol type of Kafka consumer groups, whose
+// member metadata is the consumer protocol's Subscription.
+const ConsumerProtocolType = "consumer"
 
 func expiryGroup(r Record) string {
 	switch r := r.(type) {

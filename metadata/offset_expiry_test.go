@@ -26,6 +26,10 @@ func TestExpireOffsets(t *testing.T) {
 		}
 		return r
 	}
+	subscribed := func(r Record, topics ...string) Record {
+		r.(*GroupGeneration).SubscribedTopics = append([]string{}, topics...)
+		return r
+	}
 	a0, a1, b0 := TopicPartition{"a", 0}, TopicPartition{"a", 1}, TopicPartition{"b", 0}
 	cases := []struct {
 		name string
@@ -46,8 +50,23 @@ func TestExpireOffsets(t *testing.T) {
 			[]Record{gen("g", 1, t0, "m1", "m2"), commit("g", t0, a0, b0)},
 			t0 + 1000*ret, nil},
 		{"active member's subscribed partitions: kept",
-			[]Record{commit("g", t0, a0), gen("g", 3, t0+ret, "m1")},
+			[]Record{commit("g", t0, a0, a1), subscribed(gen("g", 3, t0+ret, "m1", "m2"), "b", "a")},
 			t0 + 100*ret, nil},
+		{"active consumer group: an unsubscribed topic's offsets expire from their commit times",
+			[]Record{commit("g", t0, a0, a1, b0), subscribed(gen("g", 1, t0, "m1"), "a")},
+			t0 + ret, []Record{&DeleteOffsets{Group: "g", Partitions: []TopicPartition{b0}}}},
+		{"active consumer group: an unsubscribed topic's recent offsets kept",
+			[]Record{commit("g", t0, a0), commit("g", t0+ret, b0), subscribed(gen("g", 1, t0, "m1"), "a")},
+			t0 + ret, nil},
+		{"active consumer group subscribed to nothing committed: offsets go, the group stays",
+			[]Record{commit("g", t0, a0, b0), subscribed(gen("g", 1, t0, "m1"), "c")},
+			t0 + ret, []Record{&DeleteOffsets{Group: "g", Partitions: []TopicPartition{a0, b0}}}},
+		{"active group of another protocol type: never",
+			[]Record{commit("g", t0, a0), subscribed(&GroupGeneration{Group: "g", Generation: 1, ProtocolType: "connect", Members: []GroupMember{{MemberID: "w"}}}, "x")},
+			t0 + 100*ret, nil},
+		{"empty group: its last subscriptions do not keep offsets",
+			[]Record{commit("g", t0, a0), subscribed(gen("g", 2, t0+1), "a")},
+			t0 + 1 + ret, []Record{&DeleteGroup{Group: "g"}}},
 		{"standalone consumer: each offset from its commit time",
 			[]Record{commit("s", t0, a0), commit("s", t0+ret, a1)},
 			t0 + ret, []Record{&DeleteOffsets{Group: "s", Partitions: []TopicPartition{a0}}}},

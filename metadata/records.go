@@ -291,6 +291,13 @@ type GroupGeneration struct {
 	// generation without members, when the group became empty, from which
 	// its offsets' retention counts (KIP-211). Zero in version 0 records.
 	StateTimestampMs int64
+	// SubscribedTopics is, for a consumer group with members, the union of
+	// the topics they subscribe to, sorted (Kafka's subscribedTopics): the
+	// group's offsets of other topics expire from their commit times. Nil
+	// when unknown (another protocol type, a subscription that does not
+	// decode, no members, version 0): then no offset of a group with
+	// members expires.
+	SubscribedTopics []string
 }
 
 // ProducerIds allocates a block of producer ids to a broker (Kafka's

@@ -1,6 +1,7 @@
 package raftfsm
 
 import (
+	"encoding/binary"
 	"time"
 
 	"github.com/raftka/raftka/metadata"
@@ -27,6 +28,43 @@ const DeleteOffsetsTag uint32 = 10002
 // InstanceIDTag carries a member's group.instance.id on a SyncGroup
 // assignment entry sent to the controller (value: the id's UTF-8 bytes).
 const InstanceIDTag uint32 = 10003
+
+// SubscribedTopicsTag carries a generation's SubscribedTopics on the
+// SyncGroup request sent to the controller: a uvarint count, then each
+// topic as a uvarint length and its bytes. Absent when they are unknown.
+const SubscribedTopicsTag uint32 = 10004
+
+func encodeTopics(topics []string) []byte {
+	b := binary.AppendUvarint(nil, uint64(len(topics)))
+	for _, t := range topics {
+		b = binary.AppendUvarint(b, uint64(len(t)))
+		b = append(b, t...)
+	}
+	return b
+}
+
+// decodeTopics reads encodeTopics' form; ok is false for anything else
+// (the generation then records its subscriptions as unknown).
+func decodeTopics(b []byte) (topics []string, ok bool) {
+	n, k := binary.Uvarint(b)
+	if k <= 0 || n > uint64(len(b)) {
+		return nil, false
+	}
+	b = b[k:]
+	topics = make([]string, 0, n)
+	for range n {
+		l, k := binary.Uvarint(b)
+		if k <= 0 || l > uint64(len(b)-k) {
+			return nil, false
+		}
+		topics = append(topics, string(b[k:k+int(l)]))
+		b = b[k+int(l):]
+	}
+	if len(b) != 0 {
+		return nil, false
+	}
+	return topics, true
+}
 
 func isDeleteOffsets(req *kmsg.OffsetCommitRequest) bool {
 	found := false
@@ -134,6 +172,13 @@ func groupGenerationFrom(req *kmsg.SyncGroupRequest) *metadata.GroupGeneration {
 		Group: req.Group, Generation: req.Generation,
 		ProtocolType: deref(req.ProtocolType), Protocol: deref(req.Protocol), Leader: req.MemberID,
 	}
+	req.UnknownTags.Each(func(k uint32, v []byte) {
+		if k == SubscribedTopicsTag {
+			if topics, ok := decodeTopics(v); ok {
+				gen.SubscribedTopics = topics
+			}
+		}
+	})
 	for _, a := range req.GroupAssignment {
 		m := metadata.GroupMember{MemberID: a.MemberID}
 		a.UnknownTags.Each(func(k uint32, v []byte) {
@@ -170,7 +215,8 @@ func decideGroupGeneration(req *kmsg.SyncGroupRequest) decideFunc {
 // decideExpireOffsets removes the committed offsets that
 // offsets.retention.minutes has expired (metadata.ExpireOffsets), with the
 // controller's clock; the records carry the decision, so replay reads no
-// clock. A member joining an empty group at the moment its offsets expire
+// clock. What a group's members subscribe to and whether it has any are
+// the coordinator's, as its last recorded generation says. A member joining an empty group at the moment its offsets expire
 // is a race Kafka's group lock closes and this check does not: the member
 // starts from auto.offset.reset, as it would had it joined a moment later.
 func decideExpireOffsets(c *controller, img *metadata.Image, now time.Time) decision {

@@ -1,6 +1,7 @@
 package raftfsm
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -137,7 +138,7 @@ func TestGroupRPCs(t *testing.T) {
 		t.Fatal(err)
 	}
 	gen := &metadata.GroupGeneration{Group: "g", Generation: 1, ProtocolType: "consumer", Protocol: "cooperative-sticky", Leader: "m-1",
-		Members: []metadata.GroupMember{{MemberID: "m-1", InstanceID: "static-1"}, {MemberID: "m-2"}}}
+		Members: []metadata.GroupMember{{MemberID: "m-1", InstanceID: "static-1"}, {MemberID: "m-2"}}, SubscribedTopics: []string{"a", "b"}}
 	index, err := c.CommitGroupGeneration(ctx, gen)
 	if err != nil {
 		t.Fatal(err)
@@ -146,7 +147,8 @@ func TestGroupRPCs(t *testing.T) {
 	if applied < index {
 		t.Fatalf("follower at %d after the call returned commit %d", applied, index)
 	}
-	if got, ok := img.GroupGeneration("g"); !ok || got.Generation != 1 || !slices.Equal(got.Members, gen.Members) || got.Protocol != gen.Protocol {
+	if got, ok := img.GroupGeneration("g"); !ok || got.Generation != 1 || !slices.Equal(got.Members, gen.Members) || got.Protocol != gen.Protocol ||
+		!slices.Equal(got.SubscribedTopics, gen.SubscribedTopics) || got.StateTimestampMs <= 0 {
 		t.Fatalf("generation in the image: %+v", got)
 	}
 	if _, err := c.CommitGroupGeneration(ctx, gen); !errors.Is(err, kerr.IllegalGeneration) {
@@ -314,4 +316,34 @@ func TestControllerExpiresOffsets(t *testing.T) {
 	if _, ok := img.GroupGeneration("active"); !ok {
 		t.Fatal("the active group was deleted")
 	}
+}
+
+func TestTopicsTag(t *testing.T) {
+	for _, topics := range [][]string{{}, {"a"}, {"orders", "", "ünï"}} {
+		got, ok := decodeTopics(encodeTopics(topics))
+		if !ok || got == nil || !slices.Equal(got, topics) {
+			t.Errorf("%q: decoded %q %v", topics, got, ok)
+		}
+	}
+	for _, bad := range [][]byte{nil, {}, {1}, {2, 1, 'a'}, {1, 5, 'a'}, {0, 0}, {0x80}, {1, 0x80}} {
+		if got, ok := decodeTopics(bad); ok {
+			t.Errorf("% x decoded as %q", bad, got)
+		}
+	}
+}
+
+func FuzzDecodeTopics(f *testing.F) {
+	f.Add(encodeTopics([]string{"a", "bb"}))
+	f.Add([]byte{0xff, 0xff, 0xff, 0xff, 0x0f})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		topics, ok := decodeTopics(b)
+		if ok && !bytes.Equal(encodeTopics(topics), b) {
+			// A non-minimal uvarint decodes too; its topics must still
+			// encode back to something that decodes the same.
+			again, ok2 := decodeTopics(encodeTopics(topics))
+			if !ok2 || !slices.Equal(again, topics) {
+				t.Fatalf("% x: %q does not round-trip", b, topics)
+			}
+		}
+	})
 }

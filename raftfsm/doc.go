@@ -96,8 +96,10 @@
 //	                      ProtocolType, Protocol, MemberID = the leader, one
 //	                      GroupAssignment entry per member (MemberID, empty
 //	                      MemberAssignment, InstanceIDTag (10003) = the
-//	                      group.instance.id of a static member); the
-//	                      record's StateTimestampMs is the controller's time
+//	                      group.instance.id of a static member),
+//	                      SubscribedTopicsTag (10004) = the members'
+//	                      topics (absent: unknown); the record's
+//	                      StateTimestampMs is the controller's time
 //	DeleteGroups v2       one DeleteGroup record per named group the image
 //	                      holds (emptiness is the coordinator's check)
 //

@@ -396,6 +396,9 @@ func (c *ControllerClient) CommitGroupGeneration(ctx context.Context, gen *metad
 		}
 		req.GroupAssignment = append(req.GroupAssignment, a)
 	}
+	if gen.SubscribedTopics != nil {
+		req.UnknownTags.Set(SubscribedTopicsTag, encodeTopics(gen.SubscribedTopics))
+	}
 	resp, index, err := c.Request(ctx, req)
 	if err != nil {
 		return 0, err

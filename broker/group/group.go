@@ -116,10 +116,35 @@ func (g *Group) queuePersist() {
 	for _, id := range g.order {
 		rec.Members = append(rec.Members, metadata.GroupMember{MemberID: id, InstanceID: g.members[id].instanceID})
 	}
+	rec.SubscribedTopics = g.subscribedTopics()
 	g.outbox = rec
 	g.persistGen = g.generation
 	// What the image will hold is the coordinator's own view now.
 	g.loadedMembers, g.orphansDue = false, time.Time{}
+}
+
+// subscribedTopics is, for a consumer group with members and a protocol,
+// the sorted union of the topics they subscribe to, recorded with the
+// generation so that offsets of other topics can expire as in Kafka; nil
+// when that is unknown.
+func (g *Group) subscribedTopics() []string {
+	if g.protoType != ConsumerProtocolType || len(g.order) == 0 {
+		return nil
+	}
+	md, ok := g.SubscriptionMetadata()
+	if !ok {
+		return nil
+	}
+	set, ok := SubscribedTopics(md)
+	if !ok {
+		return nil
+	}
+	topics := make([]string, 0, len(set))
+	for t := range set {
+		topics = append(topics, t)
+	}
+	slices.Sort(topics)
+	return topics
 }
 
 // TakePersist returns the generation record the caller must commit through

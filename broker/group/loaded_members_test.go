@@ -2,11 +2,13 @@ package group
 
 import (
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
 	"github.com/raftka/raftka/metadata"
 	"github.com/rs/zerolog"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // A group loaded from a generation that lists members (its coordinator
@@ -104,5 +106,47 @@ func TestCoordinatorLoadsSilentGroups(t *testing.T) {
 	})
 	if o, ok := md.image().Offset("silent", "t", 0); !ok || o.Offset != 3 {
 		t.Fatalf("offsets lost: %+v %v", o, ok)
+	}
+}
+
+// A consumer group's generation records the union of its members'
+// subscribed topics, sorted, so the controller can expire its offsets of
+// other topics; nil when a subscription does not decode.
+func TestPersistedGenerationCarriesSubscriptions(t *testing.T) {
+	sub := func(topics ...string) joinOpt {
+		return func(r *JoinRequest) {
+			m := kmsg.NewConsumerMemberMetadata()
+			m.Topics = topics
+			r.Protocols = []Protocol{{Name: "range", Metadata: m.AppendTo(nil)}}
+		}
+	}
+	for _, tc := range []struct {
+		name   string
+		a, b   joinOpt
+		topics []string
+	}{
+		{"union", sub("b", "a"), sub("a", "c"), []string{"a", "b", "c"}},
+		{"undecodable", sub("a"), withProtos("range"), nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t, nil)
+			h.join("a", "", tc.a)
+			h.join("b", "", tc.b)
+			h.advance(3 * time.Second) // the initial delay, extended once: b joined during it
+			h.advance(3 * time.Second)
+			ja, jb := h.lastJoin("a"), h.lastJoin("b")
+			leader := ja
+			if jb.Leader == jb.MemberID {
+				leader = jb
+			}
+			h.sync("leader", leader.MemberID, leader.Generation, map[string][]byte{ja.MemberID: {1}, jb.MemberID: {2}})
+			rec := h.g.TakePersist()
+			if rec == nil || len(rec.Members) != 2 {
+				t.Fatalf("persisted %+v", rec)
+			}
+			if !slices.Equal(rec.SubscribedTopics, tc.topics) || (rec.SubscribedTopics == nil) != (tc.topics == nil) {
+				t.Fatalf("subscribed topics %q, want %q", rec.SubscribedTopics, tc.topics)
+			}
+		})
 	}
 }
