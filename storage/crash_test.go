@@ -60,6 +60,31 @@ func crashChild(dir string) {
 	os.Exit(0)
 }
 
+// startCrashChild re-runs the test binary as a child whose TestMain hook
+// (selected by the env key) works on dir and reports on stdout; lines
+// carries what it prints until its stdout closes.
+func startCrashChild(t *testing.T, envKey, dir string) (*exec.Cmd, <-chan string) {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), envKey+"="+dir)
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	lines := make(chan string)
+	go func() {
+		defer close(lines)
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			lines <- sc.Text()
+		}
+	}()
+	return cmd, lines
+}
+
 // TestCrashKill9 appends from a child process, kills it with SIGKILL
 // mid-stream, and checks the reopened log holds a dense prefix of what was
 // appended that includes everything the child saw acknowledged, and that
@@ -69,23 +94,7 @@ func TestCrashKill9(t *testing.T) {
 	dir := partDir(t)
 	acked := int64(0)
 	for round := 0; round < 3; round++ {
-		cmd := exec.Command(os.Args[0], "-test.run=^$")
-		cmd.Env = append(os.Environ(), crashChildEnv+"="+dir)
-		stdout, err := cmd.StdoutPipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		lines := make(chan string)
-		go func() {
-			defer close(lines)
-			sc := bufio.NewScanner(stdout)
-			for sc.Scan() {
-				lines <- sc.Text()
-			}
-		}()
+		cmd, lines := startCrashChild(t, crashChildEnv, dir)
 		// Kill once the child has acked a few hundred more batches, or
 		// after a second, whichever comes first.
 		timeout := time.After(time.Second)

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"fmt"
 	"os"
-	"os/exec"
 	"strconv"
 	"strings"
 	"syscall"
@@ -115,23 +114,7 @@ func TestTxnCrashKill9(t *testing.T) {
 	dir := partDir(t)
 	acked, rp := int64(0), int64(0)
 	for round := 0; round < 3; round++ {
-		cmd := exec.Command(os.Args[0], "-test.run=^$")
-		cmd.Env = append(os.Environ(), txnCrashChildEnv+"="+dir)
-		stdout, err := cmd.StdoutPipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		lines := make(chan string)
-		go func() {
-			defer close(lines)
-			sc := bufio.NewScanner(stdout)
-			for sc.Scan() {
-				lines <- sc.Text()
-			}
-		}()
+		cmd, lines := startCrashChild(t, txnCrashChildEnv, dir)
 		// Kill once the child has appended 3000 offsets more (enough for
 		// several segments and snapshots however slow the machine), or
 		// after 20 seconds.
