@@ -36,8 +36,8 @@ func TopicConfigSources(img *metadata.Image, cfg *config.Config, topic string) m
 }
 
 // storageFields maps a topic config name onto the storage.Config field it
-// sets. cleanup.policy and min.cleanable.dirty.ratio, which are not
-// integers, are read in storageConfigFrom; names in neither place
+// sets. cleanup.policy, compression.type and min.cleanable.dirty.ratio,
+// which are not integers, are read in storageConfigFrom; names in neither place
 // (min.insync.replicas, ...) are acted on above the log.
 var storageFields = map[string]func(*storage.Config, int64){
 	"segment.bytes":                   func(c *storage.Config, v int64) { c.SegmentBytes = v },
@@ -56,6 +56,9 @@ var storageFields = map[string]func(*storage.Config, int64){
 	"min.compaction.lag.ms":           func(c *storage.Config, v int64) { c.MinCompactionLagMs = v },
 	"max.compaction.lag.ms":           func(c *storage.Config, v int64) { c.MaxCompactionLagMs = v },
 	"delete.retention.ms":             func(c *storage.Config, v int64) { c.DeleteRetentionMs = v },
+	"compression.gzip.level":          func(c *storage.Config, v int64) { c.CompressionGzipLevel = v },
+	"compression.lz4.level":           func(c *storage.Config, v int64) { c.CompressionLZ4Level = v },
+	"compression.zstd.level":          func(c *storage.Config, v int64) { c.CompressionZstdLevel = v },
 }
 
 // StorageConfig is the log config for topic: its overrides, then the
@@ -80,6 +83,11 @@ func storageConfigFrom(entries []metadata.ConfigEntry) storage.Config {
 		case "cleanup.policy":
 			if p, err := storage.ParseCleanupPolicy(e.Value); err == nil {
 				sc.CleanupPolicy = p
+			}
+			continue
+		case "compression.type":
+			if c, err := storage.ParseCompressionType(e.Value); err == nil {
+				sc.CompressionType = c
 			}
 			continue
 		case "min.cleanable.dirty.ratio":

@@ -130,3 +130,45 @@ func TestStorageConfigCleanerBrokerDefaults(t *testing.T) {
 		}
 	}
 }
+
+// compression.type and its levels reach the log, from the topic or from
+// the broker's server.properties, so the leader recompresses as Kafka's.
+func TestStorageConfigCompression(t *testing.T) {
+	cfg, warnings, err := config.Parse([]byte(baseProps+"compression.type=lz4\ncompression.lz4.level=4\ncompression.zstd.level=7\ncompression.gzip.level=2\n"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range warnings {
+		if strings.Contains(w, "compression") {
+			t.Errorf("applied key warned: %s", w)
+		}
+	}
+	img, _ := metadata.NewImage().Apply([]metadata.Record{
+		&metadata.CreateTopic{Name: "t", ID: [16]byte{1}, Partitions: []metadata.PartitionRegistration{{Partition: 0, Replicas: []int32{1}, ISR: []int32{1}, Leader: 1}}},
+		&metadata.CreateTopic{Name: "z", ID: [16]byte{2}, Configs: map[string]string{"compression.type": "zstd", "compression.zstd.level": "19"},
+			Partitions: []metadata.PartitionRegistration{{Partition: 0, Replicas: []int32{1}, ISR: []int32{1}, Leader: 1}}},
+		&metadata.CreateTopic{Name: "p", ID: [16]byte{3}, Configs: map[string]string{"compression.type": "producer"},
+			Partitions: []metadata.PartitionRegistration{{Partition: 0, Replicas: []int32{1}, ISR: []int32{1}, Leader: 1}}},
+	})
+	if got := StorageConfig(img, cfg, "t"); got.CompressionType != storage.CompressionLZ4 || got.CompressionLZ4Level != 4 ||
+		got.CompressionZstdLevel != 7 || got.CompressionGzipLevel != 2 {
+		t.Fatalf("broker defaults not applied: %+v", got)
+	}
+	if got := StorageConfig(img, cfg, "z"); got.CompressionType != storage.CompressionZstd || got.CompressionZstdLevel != 19 {
+		t.Fatalf("topic overrides not applied: %+v", got)
+	}
+	if got := StorageConfig(img, cfg, "p"); got.CompressionType != storage.CompressionProducer {
+		t.Fatalf("compression.type=producer: %v", got.CompressionType)
+	}
+	if got := storageConfigFrom([]metadata.ConfigEntry{{Name: "compression.type", Value: "uncompressed"}}); got.CompressionType != storage.CompressionNone {
+		t.Fatalf("uncompressed: %v", got.CompressionType)
+	}
+	if got := storageConfigFrom(nil); got.CompressionType != storage.CompressionProducer {
+		t.Fatalf("default: %v", got.CompressionType)
+	}
+	for _, bad := range []string{"compression.type=brotli", "compression.gzip.level=0", "compression.lz4.level=18", "compression.zstd.level=23"} {
+		if _, _, err := config.Parse([]byte(baseProps+bad+"\n"), nil); err == nil {
+			t.Errorf("%s accepted", bad)
+		}
+	}
+}

@@ -120,8 +120,19 @@ func splitList(v string) []string {
 var topicConfigDefs = []TopicConfigDef{
 	{Name: "cleanup.policy", Type: ConfigTypeList, Default: "delete", Brokers: []BrokerSynonym{{Key: "log.cleanup.policy"}},
 		Doc: "delete: drop old segments by retention; compact: keep the latest record per key", check: listOf("delete", "compact")},
+	{Name: "compression.gzip.level", Type: ConfigTypeInt, Default: "-1", Brokers: []BrokerSynonym{{Key: "compression.gzip.level"}},
+		Doc: "gzip level when compression.type is gzip: 1..9, or -1 for zlib's default", check: func(v string) error {
+			if n, _ := strconv.ParseInt(v, 10, 64); n != -1 && (n < 1 || n > 9) {
+				return errors.New("must be -1 or between 1 and 9")
+			}
+			return nil
+		}},
+	{Name: "compression.lz4.level", Type: ConfigTypeInt, Default: "9", Brokers: []BrokerSynonym{{Key: "compression.lz4.level"}},
+		Doc: "lz4 level when compression.type is lz4", check: between(1, 17)},
 	{Name: "compression.type", Type: ConfigTypeString, Default: "producer", Brokers: []BrokerSynonym{{Key: "compression.type"}},
 		Doc: "codec stored batches use; producer keeps what the producer sent", check: oneOf("uncompressed", "zstd", "lz4", "snappy", "gzip", "producer")},
+	{Name: "compression.zstd.level", Type: ConfigTypeInt, Default: "3", Brokers: []BrokerSynonym{{Key: "compression.zstd.level"}},
+		Doc: "zstd level when compression.type is zstd", check: between(-131072, 22)},
 	{Name: "delete.retention.ms", Type: ConfigTypeLong, Default: "86400000", Brokers: []BrokerSynonym{{Key: "log.cleaner.delete.retention.ms"}},
 		Doc: "how long compaction keeps tombstones", check: atLeast(0)},
 	{Name: "file.delete.delay.ms", Type: ConfigTypeLong, Default: "60000", Brokers: []BrokerSynonym{{Key: "log.segment.delete.delay.ms"}},

@@ -92,6 +92,8 @@ func (c Compression) String() string {
 		return "lz4"
 	case CompressionZstd:
 		return "zstd"
+	case CompressionProducer:
+		return "producer"
 	}
 	return fmt.Sprintf("unknown(%d)", int8(c))
 }

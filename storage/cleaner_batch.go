@@ -121,17 +121,15 @@ func (f *batchFilter) filter(b Batch) (Batch, error) {
 		i++
 		return true
 	})
-	f.out = append(f.out[:0], b[:BatchHeaderSize]...)
 	xerial := b.Compression() == CompressionSnappy && bytes.HasPrefix(b[BatchHeaderSize:], xerialMagic)
-	if f.out, err = compressRecords(f.out, b.Compression(), f.records, xerial); err != nil {
-		return nil, fmt.Errorf("recompress %s batch at %d: %w", b.Compression(), b.BaseOffset(), err)
+	if f.out, err = encodeBatch(f.out[:0], b, b.Compression(), f.records, xerial, defaultLevel(b.Compression())); err != nil {
+		return nil, fmt.Errorf("recompress: %w", err)
 	}
 	nb := Batch(f.out)
 	attrs := uint16(b.Attributes()) &^ attrDeleteHorizon
 	if tombstones > 0 {
 		attrs |= attrDeleteHorizon
 	}
-	binary.BigEndian.PutUint32(nb[offBatchLength:], uint32(len(nb)-batchOverhead))
 	binary.BigEndian.PutUint16(nb[offAttributes:], attrs)
 	binary.BigEndian.PutUint64(nb[offBaseTimestamp:], uint64(baseTs))
 	binary.BigEndian.PutUint64(nb[offMaxTimestamp:], uint64(maxTs))

@@ -46,7 +46,7 @@ func recompressBatch(t testing.TB, raw []byte, codec Compression) []byte {
 	if codec == CompressionNone {
 		return raw
 	}
-	out, err := compressRecords(append([]byte(nil), raw[:BatchHeaderSize]...), codec, raw[BatchHeaderSize:], false)
+	out, err := compressRecords(append([]byte(nil), raw[:BatchHeaderSize]...), codec, raw[BatchHeaderSize:], false, defaultLevel(codec))
 	if err != nil {
 		t.Fatal(err)
 	}

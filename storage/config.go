@@ -55,6 +55,14 @@ type Config struct {
 	MinCompactionLagMs     int64
 	MaxCompactionLagMs     int64
 	DeleteRetentionMs      int64
+	// compression.type: the codec the leader stores produced batches in,
+	// or CompressionProducer to store them as sent; and the levels of
+	// compression.gzip.level, compression.lz4.level and
+	// compression.zstd.level (Kafka's ranges and defaults).
+	CompressionType      Compression
+	CompressionGzipLevel int64
+	CompressionLZ4Level  int64
+	CompressionZstdLevel int64
 }
 
 // CleanupPolicy is cleanup.policy, a set of PolicyDelete and PolicyCompact.
@@ -125,6 +133,10 @@ func DefaultConfig() Config {
 		MinCleanableDirtyRatio:      0.5,
 		MaxCompactionLagMs:          math.MaxInt64,
 		DeleteRetentionMs:           24 * 3600 * 1000,
+		CompressionType:             CompressionProducer,
+		CompressionGzipLevel:        GzipDefaultLevel,
+		CompressionLZ4Level:         LZ4DefaultLevel,
+		CompressionZstdLevel:        ZstdDefaultLevel,
 	}
 }
 
@@ -172,6 +184,67 @@ func (c *Config) Validate() error {
 		return bad("max.compaction.lag.ms", c.MaxCompactionLagMs)
 	case c.DeleteRetentionMs < 0:
 		return bad("delete.retention.ms", c.DeleteRetentionMs)
+	case c.CompressionType != CompressionProducer && (c.CompressionType < CompressionNone || c.CompressionType > CompressionZstd):
+		return bad("compression.type", int64(c.CompressionType))
+	case c.CompressionGzipLevel != GzipDefaultLevel && (c.CompressionGzipLevel < GzipMinLevel || c.CompressionGzipLevel > GzipMaxLevel):
+		return bad("compression.gzip.level", c.CompressionGzipLevel)
+	case c.CompressionLZ4Level < LZ4MinLevel || c.CompressionLZ4Level > LZ4MaxLevel:
+		return bad("compression.lz4.level", c.CompressionLZ4Level)
+	case c.CompressionZstdLevel < ZstdMinLevel || c.CompressionZstdLevel > ZstdMaxLevel:
+		return bad("compression.zstd.level", c.CompressionZstdLevel)
 	}
 	return nil
+}
+
+// CompressionProducer is compression.type=producer: batches are stored in
+// the codec their producer chose.
+const CompressionProducer Compression = -1
+
+// Kafka's compression levels (KIP-390): ranges and defaults of
+// compression.gzip.level (-1 is zlib's default, 6), compression.lz4.level
+// and compression.zstd.level.
+const (
+	GzipDefaultLevel = -1
+	GzipMinLevel     = 1
+	GzipMaxLevel     = 9
+	LZ4DefaultLevel  = 9
+	LZ4MinLevel      = 1
+	LZ4MaxLevel      = 17
+	ZstdDefaultLevel = 3
+	ZstdMinLevel     = -131072
+	ZstdMaxLevel     = 22
+)
+
+// ParseCompressionType reads compression.type: producer, uncompressed
+// (or none, the producers' name for it), gzip, snappy, lz4 or zstd.
+func ParseCompressionType(v string) (Compression, error) {
+	switch strings.TrimSpace(v) {
+	case "producer":
+		return CompressionProducer, nil
+	case "uncompressed", "none":
+		return CompressionNone, nil
+	case "gzip":
+		return CompressionGzip, nil
+	case "snappy":
+		return CompressionSnappy, nil
+	case "lz4":
+		return CompressionLZ4, nil
+	case "zstd":
+		return CompressionZstd, nil
+	}
+	return 0, fmt.Errorf("%w: compression.type %q", ErrInvalidConfig, v)
+}
+
+// compressionLevel is the configured level for codec c (0 where the codec
+// has none).
+func (c *Config) compressionLevel(codec Compression) int {
+	switch codec {
+	case CompressionGzip:
+		return int(c.CompressionGzipLevel)
+	case CompressionLZ4:
+		return int(c.CompressionLZ4Level)
+	case CompressionZstd:
+		return int(c.CompressionZstdLevel)
+	}
+	return 0
 }

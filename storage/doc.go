@@ -35,12 +35,12 @@
 // flush.messages, flush.ms and Sync; retention.go time and size retention
 // by cleanup.policy; log_loader.go opening and recovery. The cleaner:
 // cleaner_plan.go what is cleanable and which log is dirtiest,
-// cleaner_map.go the key map, cleaner_batch.go and cleaner_compress.go the
-// filtering and recompression of one batch, cleaner.go a log's clean and
+// cleaner_map.go the key map, cleaner_batch.go the filtering of one batch, cleaner.go a log's clean and
 // segment swap, cleaner_manager.go and cleaner_throttle.go the threads.
 // manager.go owns the set of logs and the schedule; segment.go, offset_index.go,
 // time_index.go and index.go one segment's files; batch.go and
-// compression.go the v2 batch format and its codecs; producer_state.go,
+// compression.go the v2 batch format and its decoders, compress.go the
+// encoders (the cleaner's recompression and compression.type's); producer_state.go,
 // leader_epoch.go, checkpoint.go, meta_properties.go and
 // partition_metadata.go the other files listed above. Transactions:
 // control.go the marker format (TxnMarker), txn_index.go the .txnindex
@@ -118,12 +118,21 @@
 //
 // # Compression
 //
-// Batches are stored as producers compressed them, byte for byte. The
-// leader's Append walks every produced batch's records before it assigns
-// offsets, decompressing compressed ones as a stream (records_validate.go:
-// pooled decoders, a fixed window, at most DecompressLimit bytes, 64 x
-// max.message.bytes within 64 MiB..1 GiB), so a batch no consumer could
-// decode is refused rather than stored; it never recompresses. Fetch,
+// Batches are stored as producers compressed them, byte for byte, under
+// compression.type=producer (the default) or when the batch already uses
+// the topic's codec. The leader's Append walks every produced batch's
+// records before it assigns offsets, decompressing compressed ones as a
+// stream (records_validate.go: pooled decoders, a fixed window, at most
+// DecompressLimit bytes, 64 x max.message.bytes within 64 MiB..1 GiB), so
+// a batch no consumer could decode is refused rather than stored. When
+// compression.type names another codec, that walk also gathers the
+// decompressed records and Append stores the batch rebuilt with the
+// topic's codec and level (compression.gzip/lz4/zstd.level), as Kafka's
+// LogValidator: same records, offsets, timestamps and producer fields, a
+// new length, codec and CRC; snappy in snappy-java's framing as Kafka
+// writes it; refused with MESSAGE_TOO_LARGE if it then exceeds
+// max.message.bytes. compress.go holds the encoders, pooled per level and
+// shared with the cleaner (encodeBatch). Fetch,
 // follower appends, recovery and producer replay trust the leader's walk
 // and the CRC that covers the records since, and read only batch headers.
 // Batch.Records decompresses whole (gzip, snappy raw or xerial-framed, lz4

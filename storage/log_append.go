@@ -3,6 +3,7 @@ package storage
 import (
 	"fmt"
 	"math"
+	"sync"
 	"time"
 )
 
@@ -35,7 +36,10 @@ type AppendResult struct {
 // Append validates one v2 record batch as a leader receives it from a
 // producer, assigns its offsets (writing the base offset and partition
 // leader epoch in place) and appends it. The slice is modified in place and
-// must not be reused by the caller until Append returns.
+// must not be reused by the caller until Append returns. When the topic's
+// compression.type names a codec other than the batch's, the batch stored
+// is the same records recompressed with that codec (see
+// recompressProduced), and the caller's slice is left as sent.
 func (l *Log) Append(batch []byte, opts AppendOptions) (AppendResult, error) {
 	cfg := l.cfg.Load()
 	res := AppendResult{LogAppendTime: NoTimestamp}
@@ -43,10 +47,24 @@ func (l *Log) Append(batch []byte, opts AppendOptions) (AppendResult, error) {
 		return res, fmt.Errorf("%w: %d bytes, max.message.bytes is %d", ErrRecordTooLarge, len(batch), cfg.MaxMessageBytes)
 	}
 	b := Batch(batch)
-	info, err := b.ValidateProduce(ProduceRules{TopicPartition: l.tp, Compacted: cfg.CleanupPolicy.Compacts(),
-		MaxDecompressedBytes: DecompressLimit(cfg.MaxMessageBytes)})
+	rules := ProduceRules{TopicPartition: l.tp, Compacted: cfg.CleanupPolicy.Compacts(),
+		MaxDecompressedBytes: DecompressLimit(cfg.MaxMessageBytes)}
+	recode := needsRecompression(b, cfg)
+	if recode {
+		plain := getRecodeBuf()
+		defer putRecodeBuf(plain)
+		rules.plain = plain
+	}
+	info, err := b.ValidateProduce(rules)
 	if err != nil {
 		return res, err
+	}
+	if recode {
+		out := getRecodeBuf()
+		defer putRecodeBuf(out)
+		if b, err = recompressProduced(out, b, *rules.plain, cfg); err != nil {
+			return res, err
+		}
 	}
 	if opts.LeaderEpoch < 0 {
 		return res, fmt.Errorf("%w: leader epoch %d", ErrInvalidRecord, opts.LeaderEpoch)
@@ -299,4 +317,58 @@ func (l *Log) rollLocked(now time.Time, cfg *Config) error {
 	l.segMu.Unlock()
 	l.dirSynced.Store(false)
 	return nil
+}
+
+// needsRecompression says whether the topic's compression.type asks for
+// a codec other than the one b was produced with. A batch already in that
+// codec, or any batch under compression.type=producer, is stored as sent.
+func needsRecompression(b Batch, cfg *Config) bool {
+	return cfg.CompressionType != CompressionProducer && len(b) >= BatchHeaderSize &&
+		b.Compression() != cfg.CompressionType
+}
+
+// recompressProduced rebuilds the validated produced batch b with the
+// topic's codec and level into *out, as Kafka's LogValidator does: the
+// records are the same bytes (their offset and timestamp deltas do not
+// depend on the codec), so only the records section is recompressed and
+// the header's length, codec and CRC rewritten; offsets, timestamps and
+// producer fields stay. plain is the records decompressed by the
+// validator's walk (unused when b is uncompressed). Like Kafka, a batch
+// that recompresses to more than max.message.bytes is refused.
+func recompressProduced(out *[]byte, b Batch, plain []byte, cfg *Config) (Batch, error) {
+	records := plain
+	if b.Compression() == CompressionNone {
+		records = b[BatchHeaderSize:]
+	}
+	target := cfg.CompressionType
+	// Snappy is written in snappy-java's framing, as Kafka's broker writes
+	// it; every client family reads it.
+	dst, err := encodeBatch((*out)[:0], b, target, records, true, cfg.compressionLevel(target))
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrCorruptBatch, err)
+	}
+	*out = dst
+	nb := Batch(dst)
+	if int64(len(nb)) > cfg.MaxMessageBytes {
+		return nil, fmt.Errorf("%w: %d bytes recompressed with %s, max.message.bytes is %d", ErrRecordTooLarge, len(nb), target, cfg.MaxMessageBytes)
+	}
+	nb.updateCRC()
+	return nb, nil
+}
+
+// recodeBufs hold the decompressed records and the rebuilt batch of a
+// recompressing Append; buffers grown past maxPooledRecodeBuf are dropped
+// rather than kept for the next batch.
+var recodeBufs = sync.Pool{New: func() any { return new([]byte) }}
+
+const maxPooledRecodeBuf = 4 << 20
+
+func getRecodeBuf() *[]byte { return recodeBufs.Get().(*[]byte) }
+
+func putRecodeBuf(p *[]byte) {
+	if cap(*p) > maxPooledRecodeBuf {
+		*p = nil
+	}
+	*p = (*p)[:0]
+	recodeBufs.Put(p)
 }

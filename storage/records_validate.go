@@ -62,6 +62,11 @@ type ProduceRules struct {
 	// DecompressLimit); 0 means DecompressLimit of the default
 	// max.message.bytes.
 	MaxDecompressedBytes int64
+
+	// plain, when set, receives a compressed batch's records as the walk
+	// decompresses them (appended to (*plain)[:0]), so Append can
+	// recompress them into the topic's codec without decompressing twice.
+	plain *[]byte
 }
 
 // ValidateProduce checks b as a leader checks a batch a client produced:
@@ -141,6 +146,9 @@ type recordWalk struct {
 	// the walk.
 	read, limit int64
 	srcErr      error // sticky error (io.EOF included) src returned
+	// plain, when collecting, gathers every decompressed byte.
+	plain   []byte
+	collect bool
 
 	window [64 << 10]byte // decompression window buf points into
 	br     bytes.Reader   // the compressed bytes, for the decoders
@@ -194,6 +202,9 @@ func (w *recordWalk) fill() error {
 		if w.read > w.limit {
 			w.buf, w.srcErr = w.buf[:0], errDecompressTooBig
 			return w.srcErr
+		}
+		if w.collect {
+			w.plain = append(w.plain, w.buf...)
 		}
 		if err != nil {
 			w.srcErr = err
@@ -313,7 +324,7 @@ func (w *recordWalk) open(codec Compression, data []byte, limit int64) error {
 // release drops the references to the batch before the walk goes back to
 // the pool.
 func (w *recordWalk) release() {
-	w.buf, w.src = nil, nil
+	w.buf, w.src, w.plain, w.collect = nil, nil, nil, false
 	w.br.Reset(nil)
 	if w.zs != nil {
 		_ = w.zs.Reset(nil)
@@ -342,8 +353,14 @@ func (b Batch) walkRecords(mode validation, rules *ProduceRules, info BatchInfo)
 			out, err = info, fmt.Errorf("%w: %s records: decoder failed: %v", ErrCorruptBatch, codec, p)
 			return
 		}
+		if w.collect {
+			*rules.plain = w.plain
+		}
 		w.release()
 	}()
+	if rules != nil && rules.plain != nil && codec != CompressionNone {
+		w.collect, w.plain = true, (*rules.plain)[:0]
+	}
 	if err := w.open(codec, b[BatchHeaderSize:], limit); err != nil {
 		return info, fmt.Errorf("%w: %s records do not decompress: %v", ErrCorruptBatch, codec, err)
 	}

@@ -263,6 +263,18 @@ var defs = []Def{
 	{Name: "log.cleaner.max.compaction.lag.ms", Type: TypeLong, Default: "9223372036854775807", Validate: atLeast(1),
 		set: to(func(c *Config) *int64 { return &c.LogCleanerMaxCompactionLagMs }),
 		Doc: "Topic default (max.compaction.lag.ms): a log with a dirty record older than this is compacted whatever its dirty ratio."},
+	{Name: "compression.type", Type: TypeString, Default: "producer", Validate: oneOf("uncompressed", "zstd", "lz4", "snappy", "gzip", "producer"),
+		set: to(func(c *Config) *string { return &c.CompressionType }),
+		Doc: "Topic default (compression.type): the codec the leader stores produced batches in; producer stores them as sent."},
+	{Name: "compression.gzip.level", Type: TypeInt, Default: "-1", Validate: gzipLevel,
+		set: to(func(c *Config) *int32 { return &c.CompressionGzipLevel }),
+		Doc: "Topic default (compression.gzip.level): 1..9, or -1 for zlib's default."},
+	{Name: "compression.lz4.level", Type: TypeInt, Default: "9", Validate: between(1, 17),
+		set: to(func(c *Config) *int32 { return &c.CompressionLZ4Level }),
+		Doc: "Topic default (compression.lz4.level): 1..17."},
+	{Name: "compression.zstd.level", Type: TypeInt, Default: "3", Validate: between(-131072, 22),
+		set: to(func(c *Config) *int32 { return &c.CompressionZstdLevel }),
+		Doc: "Topic default (compression.zstd.level): -131072..22."},
 	{Name: "log.cleaner.enable", Type: TypeBool, Default: "true",
 		set: to(func(c *Config) *bool { return &c.LogCleanerEnable }),
 		Doc: "Run the log cleaner, which compacts topics whose cleanup.policy includes compact."},
@@ -413,6 +425,14 @@ func oneOf(allowed ...string) func(any) error {
 		}
 		return nil
 	}
+}
+
+// gzipLevel checks compression.gzip.level: 1..9 or -1, as Kafka's.
+func gzipLevel(v any) error {
+	if n, ok := asInt64(v); ok && n != -1 && (n < 1 || n > 9) {
+		return fmt.Errorf("must be -1 or between 1 and 9")
+	}
+	return nil
 }
 
 // floatBetween checks a Kafka double written as text.

@@ -27,7 +27,6 @@ var kafkaIgnored = toSet(
 	"log.message.timestamp.difference.max.ms", "log.message.timestamp.before.max.ms",
 	"log.message.timestamp.after.max.ms", "log.message.downconversion.enable",
 	"log.local.retention.ms", "log.local.retention.bytes", "log.initial.task.delay.ms",
-	"compression.type", "compression.gzip.level", "compression.lz4.level", "compression.zstd.level",
 	"log.cleaner.io.buffer.size", "log.cleaner.io.buffer.load.factor",
 	"log.dir.failure.timeout.ms", "auto.include.jmx.reporter",
 

@@ -103,6 +103,13 @@ type Config struct {
 	LogCleanerMinCompactionLagMs int64
 	LogCleanerMaxCompactionLagMs int64
 
+	// Topic defaults for compression: compression.type and the
+	// compression.gzip/lz4/zstd.level keys.
+	CompressionType      string
+	CompressionGzipLevel int32
+	CompressionLZ4Level  int32
+	CompressionZstdLevel int32
+
 	// log.cleaner.enable, .threads, .dedupe.buffer.size,
 	// .io.max.bytes.per.second, .backoff.ms.
 	LogCleanerEnable              bool
