@@ -39,6 +39,7 @@ func TestCompressedProduce(t *testing.T) {
 	adm := kadm.NewClient(client(t, c))
 	t.Run("clients", func(t *testing.T) { testCompressedClients(t, c, adm) })
 	t.Run("refused", func(t *testing.T) { testCompressedRefused(t, c, adm) })
+	t.Run("topic-codec", func(t *testing.T) { testTopicCodec(t, c, adm) })
 }
 
 // The codecs by their names in each client.
