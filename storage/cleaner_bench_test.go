@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"path/filepath"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -140,4 +141,163 @@ func BenchmarkAppendWhileCleaning(b *testing.B) {
 			b.ReportMetric(float64(cleans), "cleans")
 		})
 	}
+}
+
+// managerBench is a one-node Manager as the broker runs it (scheduler on,
+// fsync off), holding one compacted partition that takes keyed batches of
+// 100 records of 100-byte text-like values over 100,000 keys (about 12 KiB
+// a batch, 13 MB once compacted) in 8 MiB segments.
+type managerBench struct {
+	m       *Manager
+	l       *Log
+	batches [][]byte
+	buf     []byte
+	cleaned atomic.Int64 // dirty bytes cleaned
+	cleans  atomic.Int64
+}
+
+func newManagerBench(b *testing.B, cleaner bool) *managerBench {
+	noFsync(b)
+	mb := &managerBench{}
+	m, _, err := OpenManager(ManagerOptions{Dirs: []string{b.TempDir()}, Cleaner: CleanerOptions{
+		Enable: cleaner, Backoff: time.Second,
+		OnClean: func(_ TopicPartition, st CleanStats, err error) {
+			if err == nil {
+				mb.cleaned.Add(st.DirtyBytes)
+				mb.cleans.Add(1)
+			}
+		}}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { m.Close() })
+	cfg := DefaultConfig()
+	cfg.CleanupPolicy = PolicyCompact
+	cfg.SegmentBytes = 8 << 20
+	cfg.FileDeleteDelayMs = 0
+	l, err := m.GetOrCreate("kv", 0, cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	mb.m, mb.l = m, l
+	rng := rand.New(rand.NewPCG(5, 6))
+	for i := 0; i < 200; i++ {
+		recs := make([]kv, 100)
+		for k := range recs {
+			v := make([]byte, 100)
+			for j := range v {
+				v[j] = 'a' + byte(rng.IntN(16))
+			}
+			recs[k] = kv{key: fmt.Sprintf("key-%06d", rng.IntN(100_000)), value: string(v)}
+		}
+		mb.batches = append(mb.batches, keyedBatch(b, time.Now().UnixMilli(), CompressionNone, -1, 0, recs...))
+	}
+	mb.buf = make([]byte, 0, 32<<10)
+	return mb
+}
+
+// produce appends the i-th batch as the leader of a one-replica partition
+// does (the high watermark follows the log end).
+func (mb *managerBench) produce(b *testing.B, i int) int {
+	mb.buf = append(mb.buf[:0], mb.batches[i%len(mb.batches)]...)
+	if _, err := mb.l.Append(mb.buf, AppendOptions{}); err != nil {
+		b.Fatal(err)
+	}
+	mb.l.SetHighWatermark(mb.l.LogEndOffset())
+	return len(mb.buf)
+}
+
+// dirtyBytes is what the cleaner has yet to clean: the dirty segments
+// below the active one, and the active one.
+func (mb *managerBench) dirtyBytes(now time.Time) int64 {
+	p, err := mb.l.cleanPlan(now)
+	if err != nil {
+		return -1
+	}
+	return p.DirtyBytes + mb.l.active().size.Load()
+}
+
+// BenchmarkManagerProduceWhileCleaning measures produce MB/s into one
+// compacted partition of a Manager (one producer goroutine appending as
+// fast as it goes) with its cleaner thread running and stopped, in
+// alternating one-second windows of the same run, so load from elsewhere
+// on the machine weighs on both alike. Each iteration is one window of
+// each (run it with -benchtime=8x or more). The cleaner always has work:
+// the producer writes far faster than it cleans, and a clean cut short by
+// the end of a window starts over in the next. The target is a
+// drop under 15%.
+func BenchmarkManagerProduceWhileCleaning(b *testing.B) {
+	mb := newManagerBench(b, true)
+	pause := func() {
+		mb.m.stopCleaners()
+		mb.m.cleanStop = nil // Close stops them again
+	}
+	pause()
+	b.SetBytes(int64(len(mb.batches[0])))
+	var on, off struct {
+		bytes int64
+		d     time.Duration
+	}
+	i := 0
+	window := func() (int64, time.Duration) {
+		var n int64
+		start := time.Now()
+		for time.Since(start) < time.Second {
+			for range 32 {
+				n += int64(mb.produce(b, i))
+				i++
+			}
+		}
+		return n, time.Since(start)
+	}
+	for b.Loop() {
+		n, d := window()
+		off.bytes, off.d = off.bytes+n, off.d+d
+		mb.m.startCleaners()
+		n, d = window()
+		on.bytes, on.d = on.bytes+n, on.d+d
+		pause()
+	}
+	offRate, onRate := float64(off.bytes)/off.d.Seconds()/1e6, float64(on.bytes)/on.d.Seconds()/1e6
+	b.ReportMetric(offRate, "offMB/s")
+	b.ReportMetric(onRate, "onMB/s")
+	b.ReportMetric(100*(1-onRate/offRate), "drop%")
+	b.ReportMetric(float64(mb.cleans.Load()), "cleans")
+}
+
+// BenchmarkCleanerKeepsUp writes keyed batches at 20 MB/s, paced, into one
+// compacted partition of a Manager with its cleaner on (broker defaults
+// but log.cleaner.backoff.ms=1000), one second of writes per
+// iteration (run it with -benchtime=20x or more). It keeps up when the
+// bytes left to clean stay bounded (a few segments) rather than growing
+// with what was written: maxDirtyMiB is the most seen at any second of the
+// last half, logMiB the log's size at the end.
+func BenchmarkCleanerKeepsUp(b *testing.B) {
+	const rate = 20e6
+	mb := newManagerBench(b, true)
+	b.SetBytes(rate)
+	start := time.Now()
+	var written int64
+	var maxDirty int64
+	i := 0
+	for n := 0; b.Loop(); n++ {
+		second := start.Add(time.Duration(n+1) * time.Second)
+		for time.Now().Before(second) {
+			due := int64(time.Since(start).Seconds() * rate)
+			for written < due {
+				written += int64(mb.produce(b, i))
+				i++
+			}
+			time.Sleep(2 * time.Millisecond)
+		}
+		if n >= b.N/2 {
+			maxDirty = max(maxDirty, mb.dirtyBytes(time.Now()))
+		}
+	}
+	elapsed := time.Since(start)
+	b.ReportMetric(float64(written)/elapsed.Seconds()/1e6, "writtenMB/s")
+	b.ReportMetric(float64(mb.cleaned.Load())/elapsed.Seconds()/1e6, "cleanedMB/s")
+	b.ReportMetric(float64(maxDirty)/(1<<20), "maxDirtyMiB")
+	b.ReportMetric(float64(mb.l.Size())/(1<<20), "logMiB")
+	b.ReportMetric(float64(written)/(1<<20), "writtenMiB")
 }

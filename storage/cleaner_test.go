@@ -326,6 +326,47 @@ func TestOffsetMapBound(t *testing.T) {
 	}
 }
 
+// A map grows from its initial size up to the budget as keys come, keeps
+// every key through each doubling, still holds 90% of the budget's slots
+// in keys, and starts small again after clear.
+func TestOffsetMapGrows(t *testing.T) {
+	const slots = 100_000
+	m := newOffsetMap(slots * offsetMapEntryBytes)
+	if len(m.slots) != offsetMapInitialSlots {
+		t.Fatalf("starts at %d slots", len(m.slots))
+	}
+	n := 0
+	for i := 0; ; i++ {
+		if !m.put(fmt.Appendf(nil, "key-%d", i), int64(i)) {
+			break
+		}
+		if i == 20_000 && len(m.slots) >= slots {
+			t.Fatalf("%d slots for 20,001 keys", len(m.slots))
+		}
+		n++
+	}
+	if n != slots*9/10 || len(m.slots) != slots {
+		t.Fatalf("took %d keys in %d slots, want %d in %d", n, len(m.slots), slots*9/10, slots)
+	}
+	for i := 0; i < n; i++ {
+		if !m.put(fmt.Appendf(nil, "key-%d", i), int64(i)+1e9) {
+			t.Fatalf("a full map refused known key %d", i)
+		}
+	}
+	for i := 0; i < n; i++ {
+		if off, ok := m.get(fmt.Appendf(nil, "key-%d", i)); !ok || off != int64(i)+1e9 {
+			t.Fatalf("key-%d = %d %v", i, off, ok)
+		}
+	}
+	m.clear()
+	if len(m.slots) != offsetMapInitialSlots || m.used != 0 {
+		t.Fatalf("after clear: %d slots, %d used", len(m.slots), m.used)
+	}
+	if _, ok := m.get([]byte("key-1")); ok {
+		t.Fatal("a cleared map found a key")
+	}
+}
+
 func TestCleanBufferTooSmall(t *testing.T) {
 	clk := newClock()
 	cfg := compactConfig()
