@@ -126,9 +126,16 @@ var defs = []Def{
 		Default: "SASL_SSL:SASL_SSL,PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT",
 		set:     setProtocolMap,
 		Doc:     "Listener name to security protocol, as NAME:PROTOCOL pairs."},
-	{Name: "metrics.listener", Type: TypeString, Default: ":9100", Validate: hostPortOrEmpty,
+	// Off unless given: a fixed default port collides when several nodes
+	// share a host (three Kafka-style configs on one machine), and a
+	// default bound to every interface exposes an operator port nobody
+	// asked for. Deployments that scrape set it explicitly (deploy/).
+	{Name: "metrics.listener", Type: TypeString, Default: "", Validate: hostPortOrEmpty,
 		set: to(func(c *Config) *string { return &c.MetricsListener }),
-		Doc: "raftka's own: host:port for Prometheus metrics, /healthz and /readyz; empty turns it off."},
+		Doc: "raftka's own: host:port for Prometheus metrics, /healthz and /readyz. Default: off (no listener)."},
+	{Name: "metrics.pprof.enable", Type: TypeBool, Default: "false",
+		set: to(func(c *Config) *bool { return &c.MetricsPprofEnable }),
+		Doc: "raftka's own: also serve the Go profiler under /debug/pprof/ on metrics.listener."},
 
 	// Log directories.
 	{Name: "log.dirs", Type: TypeList, NoDefault: true,

@@ -33,6 +33,7 @@ type Config struct {
 	InterBrokerListenerName     string
 	ListenerSecurityProtocolMap map[string]string
 	MetricsListener             string // host:port, or empty for none
+	MetricsPprofEnable          bool   // metrics.pprof.enable
 
 	LogDirs        []string
 	MetadataLogDir string

@@ -386,9 +386,14 @@ func TestDurations(t *testing.T) {
 }
 
 func TestMetricsListener(t *testing.T) {
+	// Off by default: a fixed port would collide between nodes on one host.
 	cfg, _ := mustParse(t, base)
-	if cfg.MetricsListener != ":9100" {
-		t.Errorf("default %q", cfg.MetricsListener)
+	if cfg.MetricsListener != "" || cfg.MetricsPprofEnable {
+		t.Errorf("default %q, pprof %v; want off", cfg.MetricsListener, cfg.MetricsPprofEnable)
+	}
+	cfg, _ = mustParse(t, base, "metrics.pprof.enable=true")
+	if !cfg.MetricsPprofEnable {
+		t.Error("metrics.pprof.enable=true not applied")
 	}
 	cfg, _ = mustParse(t, base, "metrics.listener=")
 	if cfg.MetricsListener != "" {

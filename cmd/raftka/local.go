@@ -75,6 +75,8 @@ func (p localPlan) properties(id int) string {
 	fmt.Fprintf(&b, "listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT\n")
 	fmt.Fprintf(&b, "log.dirs=%s\n", filepath.ToSlash(filepath.Join(p.nodeDir(id), "logs")))
 	fmt.Fprintf(&b, "metrics.listener=127.0.0.1:%d\n", p.mBase+id-1)
+	// A local development cluster on loopback: profiling it is the point.
+	fmt.Fprintf(&b, "metrics.pprof.enable=true\n")
 	fmt.Fprintf(&b, "num.partitions=3\n")
 	fmt.Fprintf(&b, "default.replication.factor=%d\n", rf)
 	fmt.Fprintf(&b, "offsets.topic.replication.factor=%d\n", rf)

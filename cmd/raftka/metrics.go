@@ -119,24 +119,27 @@ func b2f(b bool) float64 {
 type readyChecker interface{ ready() (bool, string) }
 
 // serveMetrics serves /metrics, /healthz (the process answers), /readyz
-// (the node can take client traffic) and the Go profiler under
-// /debug/pprof/ on metrics.listener. The profiler is there so an operator
-// can profile a running broker (go tool pprof http://host:port/debug/pprof/profile);
-// it costs nothing until asked, and metrics.listener is an operator port,
-// not one exposed to clients.
-func serveMetrics(addr string, m *promMetrics, rc readyChecker, log zerolog.Logger) (stop func(), err error) {
+// (the node can take client traffic) and, with metrics.pprof.enable, the Go
+// profiler under /debug/pprof/ on metrics.listener. The profiler is opt-in:
+// it has no authentication and a CPU profile or trace costs the broker
+// while it runs, so it is there only where an operator asked for it.
+func serveMetrics(addr string, pprofOn bool, m *promMetrics, rc readyChecker, log zerolog.Logger) (stop func(), err error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("metrics.listener %s: %w", addr, err)
 	}
-	mux := metricsMux(m, rc)
+	mux := metricsMux(m, rc, pprofOn)
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 	go func() {
 		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			log.Error().Err(err).Msg("metrics listener stopped")
 		}
 	}()
-	log.Info().Str("addr", ln.Addr().String()).Msg("metrics, /healthz, /readyz and /debug/pprof/ listening")
+	msg := "metrics, /healthz and /readyz listening"
+	if pprofOn {
+		msg = "metrics, /healthz, /readyz and /debug/pprof/ listening"
+	}
+	log.Info().Str("addr", ln.Addr().String()).Msg(msg)
 	return func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		defer cancel()
@@ -145,7 +148,7 @@ func serveMetrics(addr string, m *promMetrics, rc readyChecker, log zerolog.Logg
 }
 
 // metricsMux routes the metrics listener's paths.
-func metricsMux(m *promMetrics, rc readyChecker) *http.ServeMux {
+func metricsMux(m *promMetrics, rc readyChecker, pprofOn bool) *http.ServeMux {
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{}))
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
@@ -156,6 +159,9 @@ func metricsMux(m *promMetrics, rc readyChecker) *http.ServeMux {
 		}
 		fmt.Fprintln(w, why)
 	})
+	if !pprofOn {
+		return mux
+	}
 	// Registered by hand: the net/http/pprof import's init only touches
 	// http.DefaultServeMux, which we do not serve. pprof.Index also serves
 	// the named profiles (heap, allocs, goroutine, block, mutex, ...).

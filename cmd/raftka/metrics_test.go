@@ -19,7 +19,7 @@ func TestMetricsMuxServesProbesMetricsAndPprof(t *testing.T) {
 	m := newPromMetrics()
 	m.BatchRefused("corrupt_message", "bad-producer")
 	m.BatchRefused("corrupt_message", "bad-producer")
-	srv := httptest.NewServer(metricsMux(m, fixedReady{false, "not registered"}))
+	srv := httptest.NewServer(metricsMux(m, fixedReady{false, "not registered"}, true))
 	defer srv.Close()
 
 	get := func(path string) (int, string) {
@@ -52,6 +52,33 @@ func TestMetricsMuxServesProbesMetricsAndPprof(t *testing.T) {
 		code, body := get(tc.path)
 		if code != tc.code || !strings.Contains(body, tc.contains) {
 			t.Errorf("GET %s = %d %.80q, want %d containing %q", tc.path, code, body, tc.code, tc.contains)
+		}
+	}
+}
+
+// Without metrics.pprof.enable the profiler is not served, while the probes
+// and /metrics are.
+func TestMetricsMuxHidesPprofByDefault(t *testing.T) {
+	srv := httptest.NewServer(metricsMux(newPromMetrics(), fixedReady{true, "ready"}, false))
+	defer srv.Close()
+	for _, tc := range []struct {
+		path string
+		code int
+	}{
+		{"/healthz", http.StatusOK},
+		{"/readyz", http.StatusOK},
+		{"/metrics", http.StatusOK},
+		{"/debug/pprof/", http.StatusNotFound},
+		{"/debug/pprof/profile?seconds=1", http.StatusNotFound},
+		{"/debug/pprof/cmdline", http.StatusNotFound},
+	} {
+		resp, err := http.Get(srv.URL + tc.path)
+		if err != nil {
+			t.Fatalf("GET %s: %v", tc.path, err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != tc.code {
+			t.Errorf("GET %s = %d, want %d", tc.path, resp.StatusCode, tc.code)
 		}
 	}
 }

@@ -180,8 +180,10 @@ func runServer(ctx context.Context, cfg *config.Config, log zerolog.Logger, shut
 	defer life.Close()
 	metrics.addNode(node, life)
 
-	if cfg.MetricsListener != "" {
-		stopMetrics, err := serveMetrics(cfg.MetricsListener, metrics, readiness{node: node, life: life}, log)
+	if cfg.MetricsListener == "" {
+		log.Info().Msg("metrics.listener not set: no /metrics, /healthz or /readyz endpoint")
+	} else {
+		stopMetrics, err := serveMetrics(cfg.MetricsListener, cfg.MetricsPprofEnable, metrics, readiness{node: node, life: life}, log)
 		if err != nil {
 			return err
 		}

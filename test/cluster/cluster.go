@@ -30,6 +30,7 @@ type opts struct {
 	brokerOnly    map[int32]bool
 	overrides     []kv
 	nodeOverrides map[int32][]kv
+	omit          map[string]bool
 	ready         func(ctx context.Context, n *Node) error
 	readyTimeout  time.Duration
 	termTimeout   time.Duration
@@ -55,6 +56,15 @@ func BrokerOnly(ids ...int32) Opt {
 // harness's value if it writes one.
 func Override(key, value string) Opt {
 	return opt{func(o *opts) { o.overrides = append(o.overrides, kv{key, value}) }}
+}
+
+// Omit leaves a key the harness writes out of every node's
+// server.properties, so the node runs on raftka's default for it (a test of
+// a plain Kafka-style file). Omitting metrics.listener also makes
+// Node.MetricsAddr empty, and the default readiness check then waits for
+// ApiVersions only.
+func Omit(key string) Opt {
+	return opt{func(o *opts) { o.omit[key] = true }}
 }
 
 // NodeOverride sets a key on one node; it wins over Override.
@@ -111,6 +121,7 @@ func Prepare(t testing.TB, o ...Opt) *Cluster {
 		nodes:         3,
 		brokerOnly:    map[int32]bool{},
 		nodeOverrides: map[int32][]kv{},
+		omit:          map[string]bool{},
 		ready:         ServingReady,
 		readyTimeout:  60 * time.Second,
 		termTimeout:   30 * time.Second,
@@ -143,6 +154,7 @@ func Prepare(t testing.TB, o ...Opt) *Cluster {
 			clientPort:     ports[3*i],
 			controllerPort: ports[3*i+1],
 			metricsPort:    ports[3*i+2],
+			noMetrics:      cfg.omit["metrics.listener"],
 			brokerOnly:     cfg.brokerOnly[id],
 		}
 		if n.brokerOnly {
@@ -304,6 +316,9 @@ func (c *Cluster) serverProperties(n *Node) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "# Written by test/cluster for node %d of %d.\n", n.id, len(c.nodes))
 	for _, p := range props {
+		if c.o.omit[p.key] {
+			continue
+		}
 		b.WriteString(escapeKey(p.key))
 		b.WriteByte('=')
 		b.WriteString(escapeValue(p.value))

@@ -26,6 +26,7 @@ type Node struct {
 	clientPort     int
 	controllerPort int // 0 for a broker-only node
 	metricsPort    int
+	noMetrics      bool // metrics.listener omitted (Omit)
 	brokerOnly     bool
 
 	mu   sync.Mutex
@@ -64,8 +65,14 @@ func (n *Node) ControllerAddr() string {
 	return loopback(n.controllerPort)
 }
 
-// MetricsAddr is the metrics.listener address.
-func (n *Node) MetricsAddr() string { return loopback(n.metricsPort) }
+// MetricsAddr is the metrics.listener address, or "" when the test omitted
+// the key.
+func (n *Node) MetricsAddr() string {
+	if n.noMetrics {
+		return ""
+	}
+	return loopback(n.metricsPort)
+}
 
 // DataDir is the node's log dir (also its metadata dir).
 func (n *Node) DataDir() string { return n.dataDir }
