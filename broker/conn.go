@@ -30,6 +30,13 @@ type connState struct {
 
 	// software is what the client reported in ApiVersions v3+ (KIP-511).
 	software atomic.Pointer[clientSoftware]
+
+	// principal is who the connection authenticated as, in Kafka's form
+	// ("User:alice"); "User:ANONYMOUS" without SASL. tlsPeer is the
+	// subject of a verified client certificate. Both are set before the
+	// first request is dispatched (auth_conn.go).
+	principal string
+	tlsPeer   string
 }
 
 type clientSoftware struct{ name, version string }
@@ -108,6 +115,9 @@ type conn struct {
 	lastActive atomic.Int64
 	pending    atomic.Int32
 
+	// auth is the listener's TLS and SASL (auth_conn.go); nil for PLAINTEXT.
+	auth *listenerAuth
+
 	closeOnce sync.Once
 	closeErr  error
 }
@@ -119,10 +129,11 @@ func (s *Server) newConn(nc net.Conn, listener string) *conn {
 		srv: s,
 		nc:  nc,
 		state: &connState{
-			id:       id,
-			listener: listener,
-			remote:   nc.RemoteAddr(),
-			srv:      s,
+			id:        id,
+			listener:  listener,
+			remote:    nc.RemoteAddr(),
+			srv:       s,
+			principal: anonymousPrincipal,
 		},
 		ctx:    ctx,
 		cancel: cancel,
@@ -152,8 +163,18 @@ func (a addrString) String() string {
 func (c *conn) serve() {
 	c.srv.metrics.ConnOpened(c.state.listener)
 	defer c.srv.metrics.ConnClosed(c.state.listener)
+	// Before the socket is shared: the TLS handshake replaces c.nc.
+	if !c.startTLS() {
+		c.logClose()
+		return
+	}
 	stop := context.AfterFunc(c.ctx, func() { _ = c.nc.Close() })
 	defer stop()
+	if !c.authenticate() {
+		_ = c.nc.Close()
+		c.logClose()
+		return
+	}
 
 	var held *slot
 	writerDone := make(chan struct{})

@@ -77,6 +77,11 @@
 // goroutine, handlers included. Each goroutine recovers panics: a panic is
 // logged with its stack and closes only its connection.
 //
+// On a secured listener (auth_conn.go) the reader goroutine first runs the
+// TLS handshake (auth_tls.go) and SASL authentication (auth_sasl.go) alone,
+// before the writer starts; only an authenticated connection reaches
+// dispatch, so no handler sees a request from an unauthenticated client.
+//
 // The API table is built in init and read-only afterwards. Server.mu guards
 // only the closed/serving flags and adding to the server's WaitGroup;
 // refusals.mu only the refused-producer table, released before metrics or
@@ -90,10 +95,12 @@
 // subpackages (config, group, kafkacode, replica) never import it, and
 // raftfsm imports broker/kafkacode alone. It must not import a metrics
 // library (Metrics is an interface; cmd adapts it to Prometheus) or
-// anything from cmd or test.
+// anything from cmd or test. PKCS12 keystores are decoded by go-pkcs12
+// (a maintained decoder; the format is not parsed by hand).
 //
 //arch:imports std storage metadata broker/config broker/group broker/kafkacode broker/replica
 //arch:imports github.com/twmb/franz-go/pkg/kmsg github.com/twmb/franz-go/pkg/kerr
 //arch:imports github.com/rs/zerolog
+//arch:imports software.sslmate.com/src/go-pkcs12
 //arch:importers cmd/...
 package broker

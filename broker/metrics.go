@@ -17,12 +17,17 @@ const (
 	ReasonUndecodable                      // body does not decode at its version
 	ReasonHandlerError                     // handler returned an error
 	ReasonHandlerPanic                     // handler (or encoder) panicked
+	ReasonNotTLS                           // a client that does not speak TLS on a TLS listener
+	ReasonTLSHandshake                     // TLS handshake failed (untrusted or missing certificate, no common version)
+	ReasonAuthFailed                       // SASL authentication failed (unknown user, wrong password)
+	ReasonSASLState                        // a request not allowed before authentication, or a broken SASL exchange
 	numReasons
 )
 
 var reasonNames = [numReasons]string{
 	"frame_too_large", "frame_negative", "bad_header", "unknown_key",
 	"unsupported_version", "undecodable", "handler_error", "handler_panic",
+	"not_tls", "tls_handshake", "authentication_failed", "illegal_sasl_state",
 }
 
 func (r Reason) String() string {

@@ -33,6 +33,9 @@ type Listener struct {
 	// port 0) and the Server owns it from then on; otherwise New binds Addr.
 	Listener net.Listener
 	Addr     string
+	// Security is the listener's protocol and its TLS and SASL settings;
+	// nil means PLAINTEXT.
+	Security *config.ListenerSecurity
 }
 
 // MetadataSource is the broker's view of the latest applied metadata.
@@ -163,6 +166,7 @@ type Server struct {
 type boundListener struct {
 	name string
 	ln   net.Listener
+	auth *listenerAuth // nil for PLAINTEXT
 }
 
 // New binds the listeners and returns a Server that answers from the API
@@ -207,7 +211,13 @@ func newServer(opts Options, table *apiTable) (*Server, error) {
 				return nil, fmt.Errorf("broker: listener %s: %w", l.Name, err)
 			}
 		}
-		s.listeners = append(s.listeners, boundListener{name: l.Name, ln: ln})
+		auth, err := s.newListenerAuth(l.Security)
+		if err != nil {
+			_ = ln.Close()
+			s.closeListeners()
+			return nil, fmt.Errorf("broker: %w", err)
+		}
+		s.listeners = append(s.listeners, boundListener{name: l.Name, ln: ln, auth: auth})
 	}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	return s, nil
@@ -298,7 +308,9 @@ func (s *Server) acceptLoop(l boundListener) error {
 		}
 		go func() {
 			defer s.wg.Done()
-			s.newConn(nc, l.name).serve()
+			c := s.newConn(nc, l.name)
+			c.auth = l.auth
+			c.serve()
 		}()
 	}
 }

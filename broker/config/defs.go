@@ -120,8 +120,8 @@ var defs = []Def{
 		Doc: "The listener names that carry Raft and controller RPCs; the first is used to reach other controllers."},
 	{Name: "inter.broker.listener.name", Type: TypeString, NoDefault: true,
 		Doc: "The listener brokers use to fetch from each other. Default: the listener named after security.inter.broker.protocol."},
-	{Name: "security.inter.broker.protocol", Type: TypeString, Default: "PLAINTEXT", Validate: oneOf("PLAINTEXT"),
-		Doc: "The security protocol between brokers; raftka supports PLAINTEXT only."},
+	{Name: "security.inter.broker.protocol", Type: TypeString, Default: "PLAINTEXT", Validate: oneOf("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"),
+		Doc: "The security protocol between brokers, naming the listener used when inter.broker.listener.name is not set; that listener must be PLAINTEXT for now."},
 	{Name: "listener.security.protocol.map", Type: TypeList,
 		Default: "SASL_SSL:SASL_SSL,PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT",
 		set:     setProtocolMap,
@@ -303,6 +303,11 @@ var defs = []Def{
 	{Name: "log.message.timestamp.type", Type: TypeString, Default: "CreateTime", Validate: oneOf("CreateTime", "LogAppendTime"),
 		set: to(func(c *Config) *string { return &c.LogMessageTimestampType }),
 		Doc: "Topic default (message.timestamp.type): CreateTime keeps the producer's timestamps, LogAppendTime stamps the broker's clock."},
+
+	// Authentication (the per-listener TLS and SASL keys are in security.go).
+	{Name: "connection.failed.authentication.delay.ms", Type: TypeDurationMs, Default: "100", Validate: atLeast(0),
+		set: toDuration(func(c *Config) *time.Duration { return &c.FailedAuthenticationDelay }),
+		Doc: "How long a connection whose SASL authentication failed is kept open after the error is sent, to slow down password guessing."},
 
 	// Requests and replication.
 	{Name: "socket.request.max.bytes", Type: TypeInt, Default: "104857600", Validate: atLeast(1),

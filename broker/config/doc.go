@@ -19,6 +19,9 @@
 //	               minutes over hours, log.dirs over log.dir, ...) and check
 //	               keys against each other; soft checks that only warn
 //	listeners.go   listener, voter and protocol-map syntax
+//	security.go    per-listener TLS and SASL keys (ssl.*, sasl.*, and their
+//	               listener.name.<name>. forms), resolved for each listener
+//	               and checked against its security protocol
 //	kafka_keys.go  Kafka keys accepted and ignored
 //
 // A key of the table is stored by its setter, read by a rule, or both;

@@ -19,7 +19,7 @@ var kafkaIgnored = toSet(
 	"fetch.purgatory.purge.interval.requests", "producer.purgatory.purge.interval.requests",
 	"delete.records.purgatory.purge.interval.requests", "num.quota.samples",
 	"quota.window.num", "quota.window.size.seconds", "num.replica.alter.log.dirs.threads",
-	"request.timeout.ms", "connection.failed.authentication.delay.ms",
+	"request.timeout.ms",
 
 	// Log details raftka fixes or does not offer.
 	"log.roll.jitter.ms", "log.roll.jitter.hours", "log.preallocate",
@@ -82,12 +82,10 @@ var kafkaIgnored = toSet(
 	"kafka.metrics.reporters", "kafka.metrics.polling.interval.secs", "client.quota.callback.class",
 	"client.telemetry.max.bytes", "telemetry.max.bytes", "auto.include.jmx.reporter",
 
-	// Security and authentication, for listeners raftka refuses anyway.
-	"ssl.keystore.type", "ssl.keystore.location", "ssl.keystore.password", "ssl.key.password",
-	"ssl.truststore.type", "ssl.truststore.location", "ssl.truststore.password",
-	"ssl.client.auth", "ssl.enabled.protocols", "ssl.protocol", "ssl.cipher.suites",
-	"ssl.endpoint.identification.algorithm", "ssl.principal.mapping.rules",
-	"sasl.enabled.mechanisms", "sasl.mechanism.inter.broker.protocol", "sasl.mechanism.controller.protocol",
+	// Security keys raftka does not act on yet (those it applies are in
+	// security.go): outgoing TLS, principal mapping, authorization.
+	"ssl.protocol", "ssl.endpoint.identification.algorithm", "ssl.principal.mapping.rules",
+	"sasl.mechanism.inter.broker.protocol", "sasl.mechanism.controller.protocol",
 	"sasl.jaas.config", "sasl.kerberos.service.name", "sasl.server.callback.handler.class",
 	"principal.builder.class", "super.users", "allow.everyone.if.no.acl.found",
 	"delegation.token.master.key", "delegation.token.secret.key", "delegation.token.max.lifetime.ms",

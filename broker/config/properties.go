@@ -34,6 +34,11 @@ type Config struct {
 	ListenerSecurityProtocolMap map[string]string
 	MetricsListener             string // host:port, or empty for none
 	MetricsPprofEnable          bool   // metrics.pprof.enable
+	// Security is each listener's TLS and SASL settings by upper-case
+	// listener name (security.go); every listener has an entry.
+	Security map[string]*ListenerSecurity
+	// FailedAuthenticationDelay is connection.failed.authentication.delay.ms.
+	FailedAuthenticationDelay time.Duration
 
 	LogDirs        []string
 	MetadataLogDir string
@@ -284,9 +289,12 @@ func build(raw map[string]string, src map[string]Source, order []string) (*Confi
 	var warnings []string
 	var errs []error
 	vals := values{}
+	security := map[string]string{}
 	for _, k := range order {
 		def, ok := defsByName[k]
 		switch {
+		case isSecurityKey(k):
+			security[k] = raw[k]
 		case ok:
 			v, err := parseValue(def, raw[k])
 			if err != nil {
@@ -330,6 +338,11 @@ func build(raw map[string]string, src map[string]Source, order []string) (*Confi
 		return nil, warnings, err
 	}
 	cfg.settings = settings
+	secWarnings, err := buildSecurity(cfg, security)
+	warnings = append(warnings, secWarnings...)
+	if err != nil {
+		return nil, warnings, err
+	}
 	warnings = append(warnings, cfg.softChecks()...)
 	return cfg, warnings, nil
 }

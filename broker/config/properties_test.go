@@ -182,7 +182,7 @@ func TestMalformedValues(t *testing.T) {
 		{"metrics.listener=:99999", "not a number from 0 to 65535"},
 		{"log.segment.bytes=10", "must be at least 14"},
 		{"authorizer.class.name=kafka.security.authorizer.AclAuthorizer", "raftka has no authorizer"},
-		{"security.inter.broker.protocol=SSL", "must be one of PLAINTEXT"},
+		{"security.inter.broker.protocol=TLS", "must be one of PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL"},
 		{"log.retention.ms=forever", `log.retention.ms="forever"`},
 		{"raftka.follower.drop.behind.bytes=-1", "must be at least 0"},
 	}
@@ -209,8 +209,10 @@ func TestCrossFieldRules(t *testing.T) {
 		{"voter negative", []string{"controller.quorum.voters=-1@h:1"}, "not a non-negative"},
 		{"no controller listener names", []string{"controller.listener.names="}, "controller.listener.names must be set"},
 		{"controller listener missing", []string{"controller.listener.names=CTRL", "listener.security.protocol.map=CTRL:PLAINTEXT,PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT"}, "listeners has none of controller.listener.names (CTRL)"},
-		{"ssl listener", []string{"listeners=SSL://127.0.0.1:9092,CONTROLLER://127.0.0.1:9093"}, "listener SSL uses SSL; raftka supports PLAINTEXT listeners only"},
-		{"sasl listener", []string{"listeners=PLAINTEXT://127.0.0.1:9092,SASL_SSL://127.0.0.1:9094,CONTROLLER://127.0.0.1:9093"}, "listener SASL_SSL uses SASL_SSL"},
+		{"ssl listener without keystore", []string{"listeners=PLAINTEXT://127.0.0.1:9092,SSL://127.0.0.1:9094,CONTROLLER://127.0.0.1:9093"}, "listener SSL (SSL): a TLS listener needs a keystore"},
+		{"sasl listener on Kafka's GSSAPI default", []string{"listeners=PLAINTEXT://127.0.0.1:9092,SASL_PLAINTEXT://127.0.0.1:9094,CONTROLLER://127.0.0.1:9093"}, "GSSAPI is not supported"},
+		{"inter-broker over TLS", []string{"listeners=SSL://127.0.0.1:9092,CONTROLLER://127.0.0.1:9093", "inter.broker.listener.name=SSL", "ssl.keystore.location=k.p12"}, "the inter-broker listener is PLAINTEXT only for now"},
+		{"controller over TLS", []string{"listener.security.protocol.map=CONTROLLER:SSL,PLAINTEXT:PLAINTEXT", "ssl.keystore.location=k.p12"}, "controller listeners are PLAINTEXT only"},
 		{"unmapped listener", []string{"listeners=PLAINTEXT://127.0.0.1:9092,INTERNAL://127.0.0.1:9094,CONTROLLER://127.0.0.1:9093"}, "listener INTERNAL has no security protocol"},
 		{"listener without scheme", []string{"listeners=127.0.0.1:9092"}, "want NAME://host:port"},
 		{"listener bad name", []string{"listeners=PLAIN TEXT://127.0.0.1:9092"}, "may hold letters"},
@@ -409,9 +411,9 @@ func TestWarnings(t *testing.T) {
 	_, warnings := mustParse(t, base, "num.io.threads=8", "listener.name.internal.ssl.keystore.location=x", "log.retension.hours=1", "frobnicate=1")
 	want := []string{
 		"num.io.threads: a Kafka setting raftka does not use; ignored",
-		"listener.name.internal.ssl.keystore.location: a Kafka setting raftka does not use; ignored",
 		"log.retension.hours: unknown setting, not a Kafka broker or raftka key; ignored (did you mean log.retention.hours?)",
 		"frobnicate: unknown setting, not a Kafka broker or raftka key; ignored",
+		"listener.name.internal.ssl.keystore.location: no listener named INTERNAL; ignored",
 	}
 	if !slices.Equal(warnings, want) {
 		t.Errorf("warnings\n%q\nwant\n%q", warnings, want)

@@ -127,15 +127,12 @@ func defaultControllerProtocols(c *Config, _ values, src map[string]Source, _ *p
 }
 
 // withProtocol gives each listener of key its security protocol from the
-// map; raftka serves PLAINTEXT only.
+// map (what each protocol needs is checked in security.go).
 func withProtocol(c *Config, key string, ls []Listener, p *problems) {
 	for i := range ls {
 		proto, ok := c.ListenerSecurityProtocolMap[ls[i].Name]
-		switch {
-		case !ok:
+		if !ok {
 			p.fail("%s: listener %s has no security protocol in listener.security.protocol.map", key, ls[i].Name)
-		case proto != "PLAINTEXT":
-			p.fail("%s: listener %s uses %s; raftka supports PLAINTEXT listeners only for now", key, ls[i].Name, proto)
 		}
 		ls[i].SecurityProtocol = proto
 	}
@@ -193,6 +190,12 @@ func interBrokerListener(c *Config, v values, src map[string]Source, p *problems
 		p.fail("inter.broker.listener.name=%s is a controller listener; brokers replicate over a broker listener", ib)
 	case !c.hasListener(ib):
 		p.fail("inter.broker.listener.name=%s is not among listeners", ib)
+	default:
+		if l, _ := c.Listener(ib); l.SecurityProtocol != "PLAINTEXT" {
+			// Follower fetch dials the leader's inter-broker listener and
+			// has no TLS or SASL client yet.
+			p.fail("inter.broker.listener.name=%s uses %s; the inter-broker listener is PLAINTEXT only for now (give brokers a PLAINTEXT listener for replication)", ib, l.SecurityProtocol)
+		}
 	}
 	c.InterBrokerListenerName = ib
 }

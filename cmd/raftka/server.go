@@ -128,7 +128,7 @@ func runServer(ctx context.Context, cfg *config.Config, log zerolog.Logger, shut
 		if cfg.IsControllerListener(l.Name) {
 			continue
 		}
-		listeners = append(listeners, broker.Listener{Name: l.Name, Addr: l.Addr()})
+		listeners = append(listeners, broker.Listener{Name: l.Name, Addr: l.Addr(), Security: cfg.Security[l.Name]})
 	}
 	srv, err := broker.New(broker.Options{
 		Logger:             log.With().Str("component", "broker").Logger(),
@@ -336,7 +336,7 @@ func advertisedEndpoints(cfg *config.Config) ([]metadata.Endpoint, error) {
 		if l.Port <= 0 || l.Port > 65535 {
 			return nil, fmt.Errorf("advertised listener %s: port %d out of range", l.Name, l.Port)
 		}
-		eps = append(eps, metadata.Endpoint{Listener: l.Name, Host: host, Port: uint16(l.Port), SecurityProtocol: 0})
+		eps = append(eps, metadata.Endpoint{Listener: l.Name, Host: host, Port: uint16(l.Port), SecurityProtocol: securityProtocolID(l.SecurityProtocol)})
 	}
 	return eps, nil
 }
@@ -425,4 +425,17 @@ func idleLimit(d time.Duration) time.Duration {
 		return time.Millisecond
 	}
 	return d
+}
+
+// securityProtocolID is Kafka's SecurityProtocol id, as registrations carry it.
+func securityProtocolID(p string) int16 {
+	switch p {
+	case "SSL":
+		return 1
+	case "SASL_PLAINTEXT":
+		return 2
+	case "SASL_SSL":
+		return 3
+	}
+	return 0
 }

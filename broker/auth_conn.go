@@ -1,0 +1,85 @@
+package broker
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/raftka/raftka/broker/config"
+)
+
+// listenerAuth is what a secured listener does to a connection before its
+// first request is dispatched: the TLS handshake (SSL, SASL_SSL) and SASL
+// authentication (SASL_PLAINTEXT, SASL_SSL). Both run on the connection's
+// reader goroutine before the pipeline starts, so the request pipeline in
+// conn.go never sees an unauthenticated request.
+type listenerAuth struct {
+	protocol string
+	tls      *tls.Config // nil without TLS
+	sasl     *saslServer // nil without SASL
+}
+
+// tlsHandshakeTimeout bounds a TLS handshake, so a client that connects and
+// says nothing cannot hold a connection slot.
+const tlsHandshakeTimeout = 10 * time.Second
+
+func (s *Server) newListenerAuth(sec *config.ListenerSecurity) (*listenerAuth, error) {
+	if sec == nil || sec.Protocol == "" || sec.Protocol == "PLAINTEXT" {
+		return nil, nil
+	}
+	a := &listenerAuth{protocol: sec.Protocol}
+	if sec.TLS() {
+		tc, err := ServerTLSConfig(sec)
+		if err != nil {
+			return nil, err
+		}
+		a.tls = tc
+	}
+	if sec.SASL() {
+		ss, err := s.newSASLServer(sec)
+		if err != nil {
+			return nil, fmt.Errorf("listener %s: %w", sec.Listener, err)
+		}
+		a.sasl = ss
+	}
+	return a, nil
+}
+
+// startTLS runs the server side of the TLS handshake on a TLS listener and
+// replaces c.nc with the TLS connection. A client that does not speak TLS
+// (a plaintext Kafka client sends a size-prefixed request, never a TLS
+// record) is told apart from one that fails the handshake, in the log and
+// in the metric, because the fix differs: client configuration versus
+// certificates.
+func (c *conn) startTLS() bool {
+	if c.auth == nil || c.auth.tls == nil {
+		return true
+	}
+	tc := tls.Server(c.nc, c.auth.tls)
+	ctx, cancel := context.WithTimeout(c.ctx, tlsHandshakeTimeout)
+	defer cancel()
+	if err := tc.HandshakeContext(ctx); err != nil {
+		_ = c.nc.Close()
+		var rh tls.RecordHeaderError
+		if errors.As(err, &rh) {
+			c.srv.metrics.Rejected(ReasonNotTLS)
+			c.log.Warn().Err(err).Msg("client does not speak TLS on a TLS listener (a plaintext client? set security.protocol=SSL or SASL_SSL); closed")
+		} else if c.ctx.Err() == nil {
+			c.srv.metrics.Rejected(ReasonTLSHandshake)
+			c.log.Warn().Err(err).Msg("TLS handshake failed; closed")
+		}
+		c.closeOnce.Do(func() { c.closeErr = errTLSClosed })
+		return false
+	}
+	c.nc = tc
+	st := tc.ConnectionState()
+	if len(st.PeerCertificates) > 0 {
+		c.state.tlsPeer = st.PeerCertificates[0].Subject.String()
+	}
+	return true
+}
+
+// errTLSClosed marks a connection startTLS already logged.
+var errTLSClosed = errors.New("closed during the TLS handshake")
