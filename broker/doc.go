@@ -101,6 +101,6 @@
 //arch:imports std storage metadata broker/config broker/group broker/kafkacode broker/replica
 //arch:imports github.com/twmb/franz-go/pkg/kmsg github.com/twmb/franz-go/pkg/kerr
 //arch:imports github.com/rs/zerolog
-//arch:imports software.sslmate.com/src/go-pkcs12
+//arch:imports software.sslmate.com/src/go-pkcs12 github.com/xdg-go/scram
 //arch:importers cmd/...
 package broker

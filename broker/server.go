@@ -94,6 +94,9 @@ type Deps struct {
 	// Groups is the group coordinator (see groups.go); nil answers the
 	// group APIs COORDINATOR_NOT_AVAILABLE.
 	Groups GroupCoordinator
+	// Scram forwards AlterUserScramCredentials; nil answers it
+	// NOT_CONTROLLER.
+	Scram ScramAdmin
 }
 
 // Options configures a Server.

@@ -345,8 +345,8 @@ func genRecord(t *rapid.T, img *Image) Record {
 		}
 		return id, epoch.Draw(t, "e")
 	}
-	kind := rapid.IntRange(0, 19).Draw(t, "kind")
-	if kind > 16 {
+	kind := rapid.IntRange(0, 21).Draw(t, "kind")
+	if kind > 18 {
 		kind = 9 // PartitionChange is the record that matters most
 	}
 	switch kind {
@@ -426,6 +426,22 @@ func genRecord(t *rapid.T, img *Image) Record {
 		return &DeleteOffsets{Group: str.Draw(t, "group"), Partitions: []TopicPartition{{rapid.SampledFrom(topicNames).Draw(t, "dt"), rapid.Int32Range(0, 2).Draw(t, "dp")}}}
 	case 14:
 		return &DeleteGroup{Group: str.Draw(t, "group")}
+	case 17:
+		name := rapid.SampledFrom([]string{"", "alice", "bob"}).Draw(t, "user")
+		mech := ScramMechanism(rapid.Int8Range(0, 3).Draw(t, "mech"))
+		if rapid.Bool().Draw(t, "remove") {
+			return &RemoveUserScramCredential{Name: name, Mechanism: mech}
+		}
+		size := 32
+		if mech == ScramSHA512 {
+			size = 64
+		}
+		if rapid.IntRange(0, 4).Draw(t, "badSize") == 0 {
+			size = 5
+		}
+		return &UserScramCredential{Name: name, Mechanism: mech, Salt: []byte(str.Draw(t, "salt")),
+			StoredKey: make([]byte, size), ServerKey: bytes.Repeat([]byte{byte(rapid.IntRange(0, 2).Draw(t, "key"))}, size),
+			Iterations: rapid.Int32Range(0, 5000).Draw(t, "iter")}
 	case 15:
 		return &GroupGeneration{Group: str.Draw(t, "group"), Generation: rapid.Int32Range(-1, 4).Draw(t, "gen"), Protocol: str.Draw(t, "proto"),
 			Members: []GroupMember{{MemberID: str.Draw(t, "member")}}}

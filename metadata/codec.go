@@ -213,6 +213,16 @@ func encodeBody(w *writer, rec Record) error {
 		w.i32(r.BrokerID)
 		w.i64(r.BrokerEpoch)
 		w.i64(r.NextProducerID)
+	case *UserScramCredential:
+		w.str(r.Name)
+		w.i8(int8(r.Mechanism))
+		w.str(string(r.Salt))
+		w.str(string(r.StoredKey))
+		w.str(string(r.ServerKey))
+		w.i32(r.Iterations)
+	case *RemoveUserScramCredential:
+		w.str(r.Name)
+		w.i8(int8(r.Mechanism))
 	default:
 		return fmt.Errorf("unsupported record implementation %T", rec)
 	}
@@ -299,6 +309,11 @@ func decodeBody(r *reader, typ RecordType, ver int16) (Record, error) {
 		rec = x
 	case TypeProducerIds:
 		rec = &ProducerIds{BrokerID: r.i32(), BrokerEpoch: r.i64(), NextProducerID: r.i64()}
+	case TypeUserScramCredential:
+		rec = &UserScramCredential{Name: r.str(), Mechanism: ScramMechanism(r.i8()),
+			Salt: []byte(r.str()), StoredKey: []byte(r.str()), ServerKey: []byte(r.str()), Iterations: r.i32()}
+	case TypeRemoveUserScramCredential:
+		rec = &RemoveUserScramCredential{Name: r.str(), Mechanism: ScramMechanism(r.i8())}
 	default:
 		return nil, errors.New("unknown record type")
 	}

@@ -63,6 +63,9 @@ func sampleRecords() []Record {
 		&GroupGeneration{Group: "g1", Generation: 7, ProtocolType: "consumer", Members: []GroupMember{{MemberID: "m"}}, SubscribedTopics: []string{"a", "b"}},
 		&GroupGeneration{Group: "g1", Generation: 8, ProtocolType: "consumer", SubscribedTopics: []string{}},
 		&ProducerIds{BrokerID: 1, BrokerEpoch: 7, NextProducerID: 1000},
+		&UserScramCredential{Name: "alice", Mechanism: ScramSHA512, Salt: []byte{0, 1, 2}, StoredKey: []byte("stored"), ServerKey: []byte("server"), Iterations: 8192},
+		&UserScramCredential{Salt: []byte{}, StoredKey: []byte{}, ServerKey: []byte{}},
+		&RemoveUserScramCredential{Name: "alice", Mechanism: ScramSHA256},
 	}
 }
 
@@ -83,7 +86,7 @@ func TestRecordRoundTripEveryType(t *testing.T) {
 			t.Fatalf("round trip of %T:\n got %#v\nwant %#v", r, got, r)
 		}
 	}
-	for typ := TypeClusterID; typ <= TypeDeleteGroup; typ++ {
+	for typ := TypeClusterID; typ <= TypeRemoveUserScramCredential; typ++ {
 		if !seen[typ] {
 			t.Errorf("no sample record of type %v (%d)", typ, typ)
 		}

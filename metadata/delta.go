@@ -35,6 +35,8 @@ type Delta struct {
 	ClusterIDChanged   bool
 	FeaturesChanged    bool
 	ProducerIDsChanged bool
+	// ScramChanged: a SCRAM credential was set or removed.
+	ScramChanged bool
 
 	// Skipped lists the records Apply did not apply, with why.
 	Skipped []SkippedRecord
@@ -83,7 +85,7 @@ func (d *Delta) Empty() bool {
 		len(d.BrokersRegistered) == 0 && len(d.BrokersUnregistered) == 0 && len(d.BrokersFenced) == 0 &&
 		len(d.BrokersUnfenced) == 0 && len(d.BrokersShuttingDown) == 0 && len(d.BrokersChanged) == 0 && len(d.ConfigsChanged) == 0 &&
 		len(d.OffsetsCommitted) == 0 && len(d.GroupsChanged) == 0 && !d.ClusterIDChanged &&
-		!d.FeaturesChanged && !d.ProducerIDsChanged
+		!d.FeaturesChanged && !d.ProducerIDsChanged && !d.ScramChanged
 }
 
 // Apply replays a batch of records onto the image and returns the new image
@@ -119,6 +121,7 @@ type applier struct {
 	topics  topicApplier
 	configs configApplier
 	groups  groupApplier
+	scram   scramApplier
 }
 
 func newApplier(old *Image) *applier {
@@ -130,6 +133,7 @@ func newApplier(old *Image) *applier {
 	// through the topic applier's copy-on-write.
 	b.configs = configApplier{img: &b.img, topics: &b.topics}
 	b.groups = newGroupApplier(&b.img)
+	b.scram = scramApplier{img: &b.img}
 	return b
 }
 
@@ -180,6 +184,10 @@ func (b *applier) replay(rec Record) error {
 		return b.groups.deleteGroup(r)
 	case *GroupGeneration:
 		return b.groups.generation(r)
+	case *UserScramCredential:
+		return b.scram.upsert(r)
+	case *RemoveUserScramCredential:
+		return b.scram.remove(r)
 	case nil:
 		return invalid("nil record")
 	}
@@ -198,5 +206,6 @@ func (b *applier) finish() (*Image, *Delta) {
 	b.brokers.diff(b.old, next, d)
 	b.configs.diff(b.old, next, d)
 	b.groups.diff(b.old, next, d)
+	d.ScramChanged = b.scram.changed
 	return next, d
 }

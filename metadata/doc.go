@@ -19,6 +19,8 @@
 //	apply_topics.go   topics and partitions (create, add, change, remove)
 //	apply_configs.go  cluster, broker and topic configs
 //	apply_groups.go   committed offsets, group generations, deletions
+//	scram.go          SCRAM credentials: records, their applier, the key
+//	                  derivation of RFC 5802 (NewScramCredential)
 //	local_changes.go  Delta.LocalChanges: one broker's view of a delta (the
 //	                  partitions it now leads, follows, or drops)
 //	image_records.go  Image.Records: the image as records (Raft snapshots)

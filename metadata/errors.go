@@ -52,6 +52,10 @@ var (
 	// ErrStaleRecord marks a record that Apply skipped because it is older than
 	// the state it would change (generation, producer-id block, epoch).
 	ErrStaleRecord = errors.New("metadata: stale record")
+	// ErrUnacceptableCredential: UNACCEPTABLE_CREDENTIAL.
+	ErrUnacceptableCredential = errors.New("metadata: unacceptable credential")
+	// ErrUnsupportedSaslMechanism: UNSUPPORTED_SASL_MECHANISM.
+	ErrUnsupportedSaslMechanism = errors.New("metadata: unsupported SASL mechanism")
 	// ErrInvalidRecord marks a record that Apply skipped because its content is
 	// inconsistent (a leader outside the replicas, partitions not dense, ...).
 	ErrInvalidRecord = errors.New("metadata: invalid record")

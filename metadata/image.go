@@ -25,6 +25,7 @@ type Image struct {
 	brokerConfigs  map[int32]map[string]string
 	groups         shardMap[string, *groupImage]
 	producerIDs    ProducerIds // the last block allocated; zero when none
+	scram          map[scramKey]ScramCredential
 }
 
 // BrokerRegistration is a registered broker.
@@ -230,7 +231,8 @@ func (img *Image) Equal(o *Image) bool {
 	if img.clusterID != o.clusterID || img.producerIDs != o.producerIDs ||
 		!maps.Equal(img.features, o.features) || !maps.Equal(img.clusterConfigs, o.clusterConfigs) ||
 		!maps.EqualFunc(img.brokerConfigs, o.brokerConfigs, func(a, b map[string]string) bool { return maps.Equal(a, b) }) ||
-		!maps.EqualFunc(img.brokers, o.brokers, func(a, b *BrokerRegistration) bool { return a.equal(b) }) {
+		!maps.EqualFunc(img.brokers, o.brokers, func(a, b *BrokerRegistration) bool { return a.equal(b) }) ||
+		!maps.EqualFunc(img.scram, o.scram, ScramCredential.equal) {
 		return false
 	}
 	return shardEqual(&img.topics, &o.topics, func(a, b *TopicImage) bool { return a.equal(b) }) &&

@@ -71,5 +71,6 @@ func (img *Image) Records() []Record {
 		p := img.producerIDs
 		recs = append(recs, &p)
 	}
+	recs = append(recs, img.scramRecords()...)
 	return recs
 }

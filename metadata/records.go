@@ -24,6 +24,9 @@ const (
 	TypeAddPartitions    RecordType = 15
 	TypeDeleteOffsets    RecordType = 16
 	TypeDeleteGroup      RecordType = 17
+
+	TypeUserScramCredential       RecordType = 18
+	TypeRemoveUserScramCredential RecordType = 19
 )
 
 func (t RecordType) String() string {
@@ -62,6 +65,10 @@ func (t RecordType) String() string {
 		return "DeleteOffsets"
 	case TypeDeleteGroup:
 		return "DeleteGroup"
+	case TypeUserScramCredential:
+		return "UserScramCredential"
+	case TypeRemoveUserScramCredential:
+		return "RemoveUserScramCredential"
 	}
 	return "RecordType(unknown)"
 }
@@ -326,6 +333,9 @@ func (*DeleteGroup) Type() RecordType      { return TypeDeleteGroup }
 func (*GroupGeneration) Type() RecordType  { return TypeGroupGeneration }
 func (*ProducerIds) Type() RecordType      { return TypeProducerIds }
 
+func (*UserScramCredential) Type() RecordType       { return TypeUserScramCredential }
+func (*RemoveUserScramCredential) Type() RecordType { return TypeRemoveUserScramCredential }
+
 // Every record is at version 0. A record that gains a field gets version 1,
 // and the decoder keeps reading version 0.
 func (*ClusterID) Version() int16        { return 0 }
@@ -345,3 +355,6 @@ func (*DeleteOffsets) Version() int16    { return 0 }
 func (*DeleteGroup) Version() int16      { return 0 }
 func (*GroupGeneration) Version() int16  { return 1 }
 func (*ProducerIds) Version() int16      { return 0 }
+
+func (*UserScramCredential) Version() int16       { return 0 }
+func (*RemoveUserScramCredential) Version() int16 { return 0 }

@@ -136,7 +136,10 @@ func (c *controller) run() {
 		c.leases[b.ID] = &lease{lastSeen: now}
 	}
 	if img.ClusterID() == "" {
-		if err := c.commit([]metadata.Record{&metadata.ClusterID{ID: c.n.cfg.ClusterID}}); err != nil {
+		// The bootstrap records (storage format --add-scram) go in the same
+		// batch: a cluster never exists without them.
+		recs := append([]metadata.Record{&metadata.ClusterID{ID: c.n.cfg.ClusterID}}, c.n.cfg.BootstrapRecords...)
+		if err := c.commit(recs); err != nil {
 			log.Warn().Err(err).Msg("writing the cluster id")
 			return
 		}

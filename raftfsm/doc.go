@@ -23,6 +23,8 @@
 //	controller_partitions.go  elections, AlterPartition, preferred-leader rebalance
 //	controller_topics.go      CreateTopics, DeleteTopics, CreatePartitions
 //	controller_configs.go     AlterConfigs, IncrementalAlterConfigs
+//	controller_scram.go       AlterUserScramCredentials (salted password in,
+//	                          stored and server keys out)
 //	controller_groups.go      offsets, generations, group and offset deletes,
 //	                          offset expiry (offsets.retention.minutes)
 //	rpc_server.go  Kafka-framed controller RPCs, forwarding to the leader
@@ -47,9 +49,9 @@
 // captures decode them as Kafka. Served: BrokerRegistration, BrokerHeartbeat,
 // UnregisterBroker, CreateTopics, DeleteTopics, CreatePartitions,
 // AlterConfigs, IncrementalAlterConfigs, AlterPartition, AllocateProducerIDs,
-// ElectLeaders, DescribeQuorum, AddRaftVoter with NonvoterTag (a broker-only
-// node joining as a Raft non-voter), and the group coordinators' writes
-// below.
+// ElectLeaders, DescribeQuorum, AlterUserScramCredentials, AddRaftVoter with
+// NonvoterTag (a broker-only node joining as a Raft non-voter), and the
+// group coordinators' writes below.
 //
 // # In memory
 //

@@ -59,6 +59,10 @@ type Config struct {
 
 	// ClusterID is the cluster.id from meta.properties. Required.
 	ClusterID string
+	// BootstrapRecords are committed with the cluster id when this node's
+	// controller finds the metadata log empty (Kafka's bootstrap
+	// checkpoint: the first SCRAM users of storage format --add-scram).
+	BootstrapRecords []metadata.Record
 
 	// HeartbeatInterval is broker.heartbeat.interval.ms (default 2s) and
 	// SessionTimeout broker.session.timeout.ms (default 9s). The controller

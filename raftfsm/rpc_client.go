@@ -213,6 +213,12 @@ func hasCode(resp kmsg.Response, code int16) bool {
 		}
 	case *kmsg.SyncGroupResponse:
 		return r.ErrorCode == code
+	case *kmsg.AlterUserSCRAMCredentialsResponse:
+		for _, u := range r.Results {
+			if u.ErrorCode == code {
+				return true
+			}
+		}
 	case *kmsg.DeleteGroupsResponse:
 		for _, g := range r.Groups {
 			if g.ErrorCode == code {
@@ -276,6 +282,11 @@ func (c *ControllerClient) CreatePartitions(ctx context.Context, req *kmsg.Creat
 // AlterConfigs sends AlterConfigs.
 func (c *ControllerClient) AlterConfigs(ctx context.Context, req *kmsg.AlterConfigsRequest) (*kmsg.AlterConfigsResponse, error) {
 	return call[*kmsg.AlterConfigsResponse](ctx, c, req)
+}
+
+// AlterUserScramCredentials sends AlterUserScramCredentials.
+func (c *ControllerClient) AlterUserScramCredentials(ctx context.Context, req *kmsg.AlterUserSCRAMCredentialsRequest) (*kmsg.AlterUserSCRAMCredentialsResponse, error) {
+	return call[*kmsg.AlterUserSCRAMCredentialsResponse](ctx, c, req)
 }
 
 // IncrementalAlterConfigs sends IncrementalAlterConfigs.

@@ -122,6 +122,8 @@ func (n *Node) decideFor(req kmsg.Request) decideFunc {
 		return decideGroupGeneration(r)
 	case *kmsg.DeleteGroupsRequest:
 		return decideDeleteGroups(r)
+	case *kmsg.AlterUserSCRAMCredentialsRequest:
+		return decideAlterUserScramCredentials(r)
 	case *kmsg.AddRaftVoterRequest, *kmsg.DescribeQuorumRequest:
 		// Answered outside the loop (a Raft configuration change, a read of
 		// Raft state); the non-nil func only marks them as served.
@@ -201,6 +203,8 @@ func respTags(resp kmsg.Response) *kmsg.Tags {
 		return &r.UnknownTags
 	case *kmsg.DeleteGroupsResponse:
 		return &r.UnknownTags
+	case *kmsg.AlterUserSCRAMCredentialsResponse:
+		return &r.UnknownTags
 	}
 	return nil
 }
@@ -279,6 +283,23 @@ func errorResponse(req kmsg.Request, code int16) kmsg.Response {
 			rg := kmsg.NewDeleteGroupsResponseGroup()
 			rg.Group, rg.ErrorCode = g, code
 			x.Groups = append(x.Groups, rg)
+		}
+	case *kmsg.AlterUserSCRAMCredentialsRequest:
+		x := resp.(*kmsg.AlterUserSCRAMCredentialsResponse)
+		seen := map[string]bool{}
+		add := func(name string) {
+			if !seen[name] {
+				seen[name] = true
+				rr := kmsg.NewAlterUserSCRAMCredentialsResponseResult()
+				rr.User, rr.ErrorCode = name, code
+				x.Results = append(x.Results, rr)
+			}
+		}
+		for _, d := range r.Deletions {
+			add(d.Name)
+		}
+		for _, u := range r.Upsertions {
+			add(u.Name)
 		}
 	}
 	resp.SetVersion(req.GetVersion())

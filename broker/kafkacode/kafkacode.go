@@ -58,6 +58,8 @@ var kinds = []kind{
 	{metadata.ErrElectionNotNeeded, kerr.ElectionNotNeeded},
 	{metadata.ErrPreferredLeaderNotAvailable, kerr.PreferredLeaderNotAvailable},
 	{metadata.ErrLeaderNotAvailable, kerr.EligibleLeadersNotAvailable},
+	{metadata.ErrUnacceptableCredential, kerr.UnacceptableCredential},
+	{metadata.ErrUnsupportedSaslMechanism, kerr.UnsupportedSaslMechanism},
 }
 
 // lookup is the code of err's kind, if the table or the protocol names it.

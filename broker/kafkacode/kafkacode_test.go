@@ -82,6 +82,8 @@ func TestMapping(t *testing.T) {
 		{metadata.ErrElectionNotNeeded, kerr.ElectionNotNeeded},
 		{metadata.ErrPreferredLeaderNotAvailable, kerr.PreferredLeaderNotAvailable},
 		{metadata.ErrLeaderNotAvailable, kerr.EligibleLeadersNotAvailable},
+		{metadata.ErrUnacceptableCredential, kerr.UnacceptableCredential},
+		{metadata.ErrUnsupportedSaslMechanism, kerr.UnsupportedSaslMechanism},
 	}
 	tested := make(map[error]bool)
 	for _, c := range cases {

@@ -146,6 +146,7 @@ func runServer(ctx context.Context, cfg *config.Config, log zerolog.Logger, shut
 			Quorum:     node,
 			Replicas:   replicas,
 			Groups:     groups,
+			Scram:      node.Client(),
 		},
 		Partitions: broker.PartitionOptions{
 			LogDirs:                 cfg.LogDirs,
