@@ -74,3 +74,30 @@ func TestDecideAlterUserScramCredentials(t *testing.T) {
 		t.Fatalf("users after: %+v", users)
 	}
 }
+
+// Through the controller RPC, with read-your-writes, and from the
+// bootstrap records.
+func TestAlterUserScramCredentialsThroughController(t *testing.T) {
+	salted, _ := metadata.SaltPassword(metadata.ScramSHA256, "boot", []byte("bs"), 4096)
+	boot, err := metadata.NewScramCredential("admin", metadata.ScramSHA256, []byte("bs"), salted, 4096)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tc := startCluster(t, 1, func(c *Config) { c.BootstrapRecords = []metadata.Record{boot} })
+	n := tc.nodes[tc.leader(10*time.Second)]
+	waitFor(t, 10*time.Second, "bootstrap user", func() bool {
+		img, _ := n.Current()
+		_, ok := img.ScramCredential("admin", metadata.ScramSHA256)
+		return ok
+	})
+	req := kmsg.NewPtrAlterUserSCRAMCredentialsRequest()
+	req.Upsertions = append(req.Upsertions, upsertion("alice", 2, 4096))
+	resp, err := n.Client().AlterUserScramCredentials(ctxT(t, 10*time.Second), req)
+	if err != nil || len(resp.Results) != 1 || resp.Results[0].ErrorCode != 0 {
+		t.Fatalf("alter: %v %+v", err, resp)
+	}
+	img, _ := n.Current()
+	if _, ok := img.ScramCredential("alice", metadata.ScramSHA512); !ok {
+		t.Fatal("alice not in the image after the call returned")
+	}
+}

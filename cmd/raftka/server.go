@@ -314,6 +314,11 @@ func startRaft(cfg *config.Config, clusterID string, log zerolog.Logger) (*raftf
 		rc.RaftElectionTimeout = cfg.ElectionTimeout
 		rc.RaftLeaderLeaseTimeout = cfg.ElectionTimeout / 2
 	}
+	boot, err := readBootstrap(cfg.MetadataLogDir)
+	if err != nil {
+		return nil, err
+	}
+	rc.BootstrapRecords = boot
 	if l, ok := cfg.ControllerListener(); ok {
 		rc.ListenAddr = l.Addr()
 		rc.ControllerListenerName = l.Name

@@ -4,15 +4,19 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/raftka/raftka/broker/config"
+	"github.com/raftka/raftka/metadata"
 	"github.com/raftka/raftka/storage"
 	"github.com/urfave/cli/v2"
 )
 
 func init() {
 	overrides := &overrideList{}
+	scrams := &rawList{}
 	register(&cli.Command{
 		Name:  "storage",
 		Usage: "prepare log directories (like kafka-storage.sh)",
@@ -25,6 +29,7 @@ func init() {
 					&cli.StringFlag{Name: "cluster-id", Aliases: []string{"t"}, Required: true, Usage: "the cluster id, the same on every node (make one with raftka storage random-uuid)"},
 					&cli.BoolFlag{Name: "ignore-formatted", Aliases: []string{"g"}, Usage: "skip directories already formatted with the same cluster and node id"},
 					&cli.GenericFlag{Name: "override", Value: overrides, Usage: "set a config key, as key=value (repeatable; commas stay in the value)"},
+					&cli.GenericFlag{Name: "add-scram", Value: scrams, Usage: "a SCRAM user the new cluster starts with, as kafka-storage.sh takes it: 'SCRAM-SHA-256=[name=admin,password=...]' (repeatable)"},
 				},
 				Action: func(c *cli.Context) error {
 					ov := overrides.take()
@@ -35,11 +40,19 @@ func init() {
 					if err != nil {
 						return err
 					}
-					return formatDirs(c.App.Writer, cfg, c.String("cluster-id"), c.Bool("ignore-formatted"))
+					var boot []metadata.Record
+					for _, s := range scrams.take() {
+						rec, err := parseAddScram(s)
+						if err != nil {
+							return err
+						}
+						boot = append(boot, rec)
+					}
+					return formatDirs(c.App.Writer, cfg, c.String("cluster-id"), c.Bool("ignore-formatted"), boot)
 				},
 				// Flag values live as long as the command; clear them even
 				// when the action did not run, for the next Run in this process.
-				After: func(*cli.Context) error { overrides.take(); return nil },
+				After: func(*cli.Context) error { overrides.take(); scrams.take(); return nil },
 			},
 			{
 				Name:  "random-uuid",
@@ -55,7 +68,7 @@ func init() {
 
 // formatDirs checks every directory before writing any, so a refusal leaves
 // nothing half-formatted.
-func formatDirs(w io.Writer, cfg *config.Config, clusterID string, ignoreFormatted bool) error {
+func formatDirs(w io.Writer, cfg *config.Config, clusterID string, ignoreFormatted bool, boot []metadata.Record) error {
 	if _, err := storage.ParseUUID(clusterID); err != nil {
 		return fmt.Errorf("--cluster-id %q: %v (make one with raftka storage random-uuid)", clusterID, err)
 	}
@@ -75,9 +88,19 @@ func formatDirs(w io.Writer, cfg *config.Config, clusterID string, ignoreFormatt
 			fmt.Fprintf(w, "Skipping %s: already formatted for cluster.id %s, node.id %d\n", dir, m.ClusterID, m.NodeID)
 		}
 	}
+	if len(boot) > 0 && !slices.Contains(todo, cfg.MetadataLogDir) {
+		return fmt.Errorf("--add-scram: the metadata log dir %s is already formatted; bootstrap records apply only to a new cluster", cfg.MetadataLogDir)
+	}
 	if len(todo) == 0 {
 		fmt.Fprintln(w, "All of the log directories are already formatted.")
 		return nil
+	}
+	if len(boot) > 0 {
+		// Before meta.properties: a formatted metadata dir always has them.
+		if err := writeBootstrap(cfg.MetadataLogDir, boot); err != nil {
+			return fmt.Errorf("writing the bootstrap records: %w", err)
+		}
+		fmt.Fprintf(w, "Wrote %d SCRAM credential(s) to %s for the first controller to commit\n", len(boot), filepath.Join(cfg.MetadataLogDir, bootstrapFile))
 	}
 	for _, dir := range todo {
 		m := storage.MetaProperties{ClusterID: clusterID, NodeID: cfg.NodeID, DirectoryID: storage.RandomUUID().String()}
@@ -87,6 +110,20 @@ func formatDirs(w io.Writer, cfg *config.Config, clusterID string, ignoreFormatt
 		fmt.Fprintf(w, "Formatted %s with cluster.id %s, node.id %d\n", dir, clusterID, cfg.NodeID)
 	}
 	return nil
+}
+
+// rawList is a repeatable flag whose values are kept whole. (No short
+// alias: cli copies a flag's String() between its names, which would join
+// the values.)
+type rawList struct{ items []string }
+
+func (o *rawList) Set(v string) error { o.items = append(o.items, v); return nil }
+func (o *rawList) String() string     { return strings.Join(o.items, " ") }
+
+func (o *rawList) take() []string {
+	items := o.items
+	o.items = nil
+	return items
 }
 
 // overrideList is a repeatable --override key=value flag. cli's string
