@@ -2,7 +2,9 @@ package broker
 
 import (
 	"context"
+	"crypto/hmac"
 	"crypto/subtle"
+	"encoding/base64"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -97,6 +99,12 @@ type saslMech interface {
 	user() string
 }
 
+// authError is a failed authentication whose cause goes to the broker's
+// log but not to the client.
+type authError struct{ public, cause error }
+
+func (e *authError) Error() string { return e.public.Error() }
+
 // errAuthFailed is the message a failed authentication is answered with;
 // it names no reason a password guesser could use.
 func errAuthFailed(mech string) error {
@@ -139,8 +147,18 @@ func (p *plainMech) step(token []byte) ([]byte, bool, error) {
 }
 
 type scramMech struct {
-	name string
-	conv *scram.ServerConversation
+	name   string
+	mech   metadata.ScramMechanism
+	lookup func(string, metadata.ScramMechanism) (metadata.ScramCredential, bool)
+	conv   *scram.ServerConversation
+
+	// What the librdkafka quirk path (finalQuirk) needs from the first
+	// round: the client-first message, the server-first message and the
+	// nonces in it.
+	clientFirst, serverFirst string
+	clientNonce, nonce       string
+	authzUser                string
+	done                     bool
 }
 
 func newScramMech(name string, m metadata.ScramMechanism, lookup func(string, metadata.ScramMechanism) (metadata.ScramCredential, bool)) *scramMech {
@@ -162,19 +180,35 @@ func newScramMech(name string, m metadata.ScramMechanism, lookup func(string, me
 		// NewServer fails only for a nil lookup; ours is not.
 		panic(err)
 	}
-	return &scramMech{name: name, conv: srv.NewConversation()}
+	return &scramMech{name: name, mech: m, lookup: lookup, conv: srv.NewConversation()}
 }
 
-func (s *scramMech) user() string { return s.conv.Username() }
+func (s *scramMech) user() string {
+	if s.authzUser != "" {
+		return s.authzUser
+	}
+	return s.conv.Username()
+}
 
 func (s *scramMech) step(token []byte) ([]byte, bool, error) {
+	if s.clientFirst != "" && !s.done {
+		if out, ok, err := s.finalQuirk(string(token)); ok {
+			return out, err == nil, err
+		}
+	}
 	out, err := s.conv.Step(string(token))
 	if err != nil {
-		return nil, false, errAuthFailed(s.name)
+		return nil, false, &authError{public: errAuthFailed(s.name), cause: err}
 	}
 	if !s.conv.Done() {
+		s.clientFirst, s.serverFirst = string(token), out
+		s.nonce, _ = scramAttr(out, 'r')
+		if i := strings.Index(s.clientFirst, ",r="); i >= 0 {
+			s.clientNonce, _, _ = strings.Cut(s.clientFirst[i+3:], ",")
+		}
 		return []byte(out), false, nil
 	}
+	s.done = true
 	if !s.conv.Valid() {
 		return nil, false, errAuthFailed(s.name)
 	}
@@ -182,6 +216,80 @@ func (s *scramMech) step(token []byte) ([]byte, bool, error) {
 		return nil, false, errors.New("authentication failed: client requested an authorization id that is different from username")
 	}
 	return []byte(out), true, nil
+}
+
+// finalQuirk verifies a client-final message whose nonce is the client
+// nonce followed by the whole server nonce: librdkafka before 2.6.1 (Debian
+// 12 ships 2.0.2) prepends its nonce a second time (librdkafka#4895). RFC
+// 5802 wants the server nonce alone; Kafka 3.8.1 to 3.9 accepted the
+// librdkafka form (a suffix check), Kafka 4 refuses it. raftka accepts
+// exactly these two forms: the server's random part is still bound, so a
+// replayed final message still fails. ok is false for any other message,
+// which goes to the library's strict path.
+func (s *scramMech) finalQuirk(final string) (out []byte, ok bool, err error) {
+	r, found := scramAttr(final, 'r')
+	if !found || s.clientNonce == "" || r != s.clientNonce+s.nonce {
+		return nil, false, nil
+	}
+	s.done = true
+	fail := func(cause error) ([]byte, bool, error) {
+		return nil, true, &authError{public: errAuthFailed(s.name), cause: cause}
+	}
+	pi := strings.LastIndex(final, ",p=")
+	if pi < 0 {
+		return fail(errors.New("client-final message without a proof"))
+	}
+	proof, err := base64.StdEncoding.DecodeString(final[pi+3:])
+	if err != nil {
+		return fail(fmt.Errorf("client proof: %w", err))
+	}
+	// The gs2 header: "n,," or "y,," or with an authzid "n,a=name,".
+	gs2End := strings.Index(s.clientFirst, ",n=")
+	if gs2End < 0 || !strings.HasPrefix(s.clientFirst, "n,") && !strings.HasPrefix(s.clientFirst, "y,") {
+		return fail(errors.New("client-first message without a gs2 header"))
+	}
+	gs2 := s.clientFirst[:gs2End+1]
+	if cb, _ := scramAttr(final, 'c'); cb != base64.StdEncoding.EncodeToString([]byte(gs2)) {
+		return fail(errors.New("channel binding does not match the gs2 header"))
+	}
+	cred, known := s.lookup(s.conv.Username(), s.mech)
+	if !known {
+		return fail(errors.New("unknown user"))
+	}
+	h := s.mech.Hash()
+	authMsg := s.clientFirst[gs2End+1:] + "," + s.serverFirst + "," + final[:pi]
+	mac := hmac.New(h, cred.StoredKey)
+	mac.Write([]byte(authMsg))
+	sig := mac.Sum(nil)
+	if len(proof) != len(sig) {
+		return fail(errors.New("client proof of the wrong length"))
+	}
+	for i := range sig {
+		sig[i] ^= proof[i] // now the client key
+	}
+	stored := h()
+	stored.Write(sig)
+	if subtle.ConstantTimeCompare(stored.Sum(nil), cred.StoredKey) != 1 {
+		return fail(errors.New("challenge proof invalid"))
+	}
+	if az, _ := scramAttr(gs2, 'a'); az != "" && az != s.conv.Username() {
+		return nil, true, errors.New("authentication failed: client requested an authorization id that is different from username")
+	}
+	s.authzUser = s.conv.Username()
+	smac := hmac.New(h, cred.ServerKey)
+	smac.Write([]byte(authMsg))
+	return []byte("v=" + base64.StdEncoding.EncodeToString(smac.Sum(nil))), true, nil
+}
+
+// scramAttr returns the value of attribute k ("k=value") of a
+// comma-separated SCRAM message.
+func scramAttr(msg string, k byte) (string, bool) {
+	for _, f := range strings.Split(msg, ",") {
+		if len(f) >= 2 && f[0] == k && f[1] == '=' {
+			return f[2:], true
+		}
+	}
+	return "", false
 }
 
 // authenticate runs the SASL exchange on a SASL listener before the request
@@ -307,7 +415,12 @@ func (c *conn) authenticated(mech saslMech, mechName string) bool {
 // does, to slow down password guessing.
 func (c *conn) authFailed(mech string, err error) {
 	c.srv.metrics.Rejected(ReasonAuthFailed)
-	c.log.Warn().Err(err).Str("mechanism", mech).Msg("SASL authentication failed")
+	ev := c.log.Warn().Err(err).Str("mechanism", mech)
+	var ae *authError
+	if errors.As(err, &ae) {
+		ev = ev.AnErr("cause", ae.cause)
+	}
+	ev.Msg("SASL authentication failed")
 	c.closeOnce.Do(func() { c.closeErr = errSASLClosed })
 	if d := c.auth.sasl.delay; d > 0 {
 		t := time.NewTimer(d)

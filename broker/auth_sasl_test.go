@@ -2,7 +2,10 @@ package broker
 
 import (
 	"context"
+	"crypto/hmac"
+	"crypto/sha512"
 	"crypto/tls"
+	"encoding/base64"
 	"encoding/binary"
 	"errors"
 	"io"
@@ -284,6 +287,56 @@ func TestNewSASLServerErrors(t *testing.T) {
 	} {
 		if _, err := s.newSASLServer(c.sec); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%+v: err %v, want %q", c.sec, err, c.want)
+		}
+	}
+}
+
+// librdkafka before 2.6.1 sends the client nonce twice in its final
+// message; the proof over that message must still be checked in full.
+func TestScramLibrdkafkaNonceQuirk(t *testing.T) {
+	img := scramImage(t)
+	lookup := func(u string, m metadata.ScramMechanism) (metadata.ScramCredential, bool) { return img.ScramCredential(u, m) }
+	salted, _ := metadata.SaltPassword(metadata.ScramSHA512, "alice-pw", []byte("salt of alice"), 4096)
+	final := func(first, serverFirst, nonce string, salted []byte) string {
+		wop := "c=biws,r=" + nonce
+		authMsg := strings.TrimPrefix(first, "n,,") + "," + serverFirst + "," + wop
+		ck := hmac.New(sha512.New, salted)
+		ck.Write([]byte("Client Key"))
+		clientKey := ck.Sum(nil)
+		sk := sha512.Sum512(clientKey)
+		sig := hmac.New(sha512.New, sk[:])
+		sig.Write([]byte(authMsg))
+		proof := sig.Sum(nil)
+		for i := range proof {
+			proof[i] ^= clientKey[i]
+		}
+		return wop + ",p=" + base64.StdEncoding.EncodeToString(proof)
+	}
+	for _, c := range []struct {
+		name   string
+		nonce  func(cn, sn string) string
+		salted []byte
+		ok     bool
+	}{
+		{"RFC form", func(cn, sn string) string { return sn }, salted, true},
+		{"librdkafka form", func(cn, sn string) string { return cn + sn }, salted, true},
+		{"librdkafka form, wrong password", func(cn, sn string) string { return cn + sn }, make([]byte, 64), false},
+		{"client nonce only", func(cn, sn string) string { return cn }, salted, false},
+		{"other prefix", func(cn, sn string) string { return "x" + sn }, salted, false},
+	} {
+		m := newScramMech("SCRAM-SHA-512", metadata.ScramSHA512, lookup)
+		first := "n,,n=alice,r=clientnonce"
+		out, done, err := m.step([]byte(first))
+		if err != nil || done {
+			t.Fatalf("%s: first step %v %v", c.name, done, err)
+		}
+		sn, _ := scramAttr(string(out), 'r')
+		_, done, err = m.step([]byte(final(first, string(out), c.nonce("clientnonce", sn), c.salted)))
+		if done != c.ok || (err == nil) != c.ok {
+			t.Errorf("%s: done %v err %v, want ok %v", c.name, done, err, c.ok)
+		}
+		if c.ok && m.user() != "alice" {
+			t.Errorf("%s: user %q", c.name, m.user())
 		}
 	}
 }

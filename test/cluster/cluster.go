@@ -31,6 +31,7 @@ type opts struct {
 	overrides     []kv
 	nodeOverrides map[int32][]kv
 	omit          map[string]bool
+	formatArgs    []string
 	ready         func(ctx context.Context, n *Node) error
 	readyTimeout  time.Duration
 	termTimeout   time.Duration
@@ -65,6 +66,24 @@ func Override(key, value string) Opt {
 // ApiVersions only.
 func Omit(key string) Opt {
 	return opt{func(o *opts) { o.omit[key] = true }}
+}
+
+// FormatArgs adds arguments to every node's `raftka storage format` (for
+// example --add-scram).
+func FormatArgs(args ...string) Opt {
+	return opt{func(o *opts) { o.formatArgs = append(o.formatArgs, args...) }}
+}
+
+// FreePorts returns n loopback ports that were free a moment ago and that
+// no other cluster of this test binary was given, for tests that add
+// listeners of their own.
+func FreePorts(t testing.TB, n int) []int {
+	t.Helper()
+	ports, err := freePorts(n)
+	if err != nil {
+		t.Fatalf("test/cluster: %v", err)
+	}
+	return ports
 }
 
 // NodeOverride sets a key on one node; it wins over Override.
@@ -183,7 +202,8 @@ func Prepare(t testing.TB, o ...Opt) *Cluster {
 		c.clusterID = strings.TrimSpace(out)
 	}
 	for _, n := range c.nodes {
-		if out, err := Run(t, "--log-level", "warn", "storage", "format", "--config", n.configPath, "--cluster-id", c.clusterID); err != nil {
+		args := append([]string{"--log-level", "warn", "storage", "format", "--config", n.configPath, "--cluster-id", c.clusterID}, cfg.formatArgs...)
+		if out, err := Run(t, args...); err != nil {
 			t.Fatalf("test/cluster: formatting node %d: %v\n%s", n.id, err, out)
 		}
 	}
