@@ -12,7 +12,9 @@ import (
 
 // fakeScramAdmin answers every upsertion and deletion with success and
 // records what it was sent.
-type fakeScramAdmin struct{ got *kmsg.AlterUserSCRAMCredentialsRequest }
+type fakeScramAdmin struct {
+	got *kmsg.AlterUserSCRAMCredentialsRequest
+}
 
 func (f *fakeScramAdmin) AlterUserScramCredentials(_ context.Context, req *kmsg.AlterUserSCRAMCredentialsRequest) (*kmsg.AlterUserSCRAMCredentialsResponse, error) {
 	f.got = req

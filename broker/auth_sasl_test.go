@@ -295,7 +295,9 @@ func TestNewSASLServerErrors(t *testing.T) {
 // message; the proof over that message must still be checked in full.
 func TestScramLibrdkafkaNonceQuirk(t *testing.T) {
 	img := scramImage(t)
-	lookup := func(u string, m metadata.ScramMechanism) (metadata.ScramCredential, bool) { return img.ScramCredential(u, m) }
+	lookup := func(u string, m metadata.ScramMechanism) (metadata.ScramCredential, bool) {
+		return img.ScramCredential(u, m)
+	}
 	salted, _ := metadata.SaltPassword(metadata.ScramSHA512, "alice-pw", []byte("salt of alice"), 4096)
 	final := func(first, serverFirst, nonce string, salted []byte) string {
 		wop := "c=biws,r=" + nonce
