@@ -39,6 +39,9 @@ type Config struct {
 	Security map[string]*ListenerSecurity
 	// FailedAuthenticationDelay is connection.failed.authentication.delay.ms.
 	FailedAuthenticationDelay time.Duration
+	// SASLMechanismInterBroker is sasl.mechanism.inter.broker.protocol,
+	// upper-case.
+	SASLMechanismInterBroker string
 
 	LogDirs        []string
 	MetadataLogDir string

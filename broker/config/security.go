@@ -32,8 +32,12 @@ type ListenerSecurity struct {
 	TruststorePassword       string
 	TruststoreCertificates   string // inline PEM
 	ClientAuth               string // none, requested or required
-	EnabledProtocols         []string
-	CipherSuites             []string
+	// EndpointIdentification is ssl.endpoint.identification.algorithm:
+	// "https" checks that a broker's certificate names the host dialled
+	// (outgoing connections); empty turns the check off.
+	EndpointIdentification string
+	EnabledProtocols       []string
+	CipherSuites           []string
 
 	// SASL (SASL_PLAINTEXT and SASL_SSL listeners).
 	EnabledMechanisms []string // upper-case
@@ -82,6 +86,8 @@ var securityKeys = map[string]secKey{
 		store: func(s *ListenerSecurity, v string, _ []string) { s.TruststoreCertificates = v }},
 	"ssl.client.auth": {def: "none", validate: oneOfCI("none", "requested", "required"),
 		store: func(s *ListenerSecurity, v string, _ []string) { s.ClientAuth = strings.ToLower(v) }},
+	"ssl.endpoint.identification.algorithm": {def: "https", validate: oneOfCI("https", ""),
+		store: func(s *ListenerSecurity, v string, _ []string) { s.EndpointIdentification = strings.ToLower(v) }},
 	"ssl.enabled.protocols": {list: true, def: "TLSv1.2,TLSv1.3",
 		validate: func(_ string, l []string) error {
 			if len(l) == 0 {
@@ -260,6 +266,15 @@ func checkListenerSecurity(c *Config, s *ListenerSecurity) []error {
 		}
 		if slices.Contains(s.EnabledMechanisms, "PLAIN") && s.JAAS["PLAIN"] == "" {
 			fail("PLAIN needs its users in listener.name.%s.plain.sasl.jaas.config", strings.ToLower(s.Listener))
+		}
+		if s.Listener == c.InterBrokerListenerName && c.Roles.Broker {
+			m := c.SASLMechanismInterBroker
+			switch {
+			case !slices.Contains(s.EnabledMechanisms, m):
+				fail("sasl.mechanism.inter.broker.protocol=%s is not among this inter-broker listener's sasl.enabled.mechanisms (Kafka's default is GSSAPI)", m)
+			case s.JAAS[m] == "":
+				fail("brokers log in to each other with listener.name.%s.%s.sasl.jaas.config's username and password; it is not set", strings.ToLower(s.Listener), strings.ToLower(m))
+			}
 		}
 	}
 	return errs

@@ -56,6 +56,9 @@ func TestListenerSecurity(t *testing.T) {
 	if sp.TLS() || !sp.SASL() || !slices.Equal(sp.EnabledMechanisms, []string{"PLAIN", "SCRAM-SHA-512"}) || !strings.Contains(sp.JAAS["PLAIN"], `user_alice="a"`) {
 		t.Errorf("SASL_PLAINTEXT listener: %+v", sp)
 	}
+	if ssl.EndpointIdentification != "https" {
+		t.Errorf("endpoint identification %q, want Kafka's default https", ssl.EndpointIdentification)
+	}
 	if p := cfg.Security["PLAINTEXT"]; p.TLS() || p.SASL() {
 		t.Errorf("PLAINTEXT listener: %+v", p)
 	}
@@ -78,6 +81,7 @@ func TestListenerSecurityErrors(t *testing.T) {
 		{"OAUTHBEARER", []string{"listener.name.sasl_ssl.sasl.enabled.mechanisms=OAUTHBEARER"}, "OAUTHBEARER is not supported"},
 		{"PLAIN without users", []string{"listener.name.sasl_plaintext.plain.sasl.jaas.config="}, "PLAIN needs its users in listener.name.sasl_plaintext.plain.sasl.jaas.config"},
 		{"negative delay", []string{"connection.failed.authentication.delay.ms=-1"}, "must be at least 0"},
+		{"bad endpoint identification", []string{"ssl.endpoint.identification.algorithm=dns"}, "must be one of https, "},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -190,12 +190,6 @@ func interBrokerListener(c *Config, v values, src map[string]Source, p *problems
 		p.fail("inter.broker.listener.name=%s is a controller listener; brokers replicate over a broker listener", ib)
 	case !c.hasListener(ib):
 		p.fail("inter.broker.listener.name=%s is not among listeners", ib)
-	default:
-		if l, _ := c.Listener(ib); l.SecurityProtocol != "PLAINTEXT" {
-			// Follower fetch dials the leader's inter-broker listener and
-			// has no TLS or SASL client yet.
-			p.fail("inter.broker.listener.name=%s uses %s; the inter-broker listener is PLAINTEXT only for now (give brokers a PLAINTEXT listener for replication)", ib, l.SecurityProtocol)
-		}
 	}
 	c.InterBrokerListenerName = ib
 }

@@ -33,7 +33,9 @@
 //     abs(31*topic.hashCode()+partition) % N, as in Kafka (manager.go).
 //   - leader_endpoint.go: LeaderEndpoint, what a fetcher needs from a leader,
 //     with a TCP implementation speaking Kafka frames (Fetch v12,
-//     OffsetForLeaderEpoch v4) and InmemNetwork, its in-memory twin.
+//     OffsetForLeaderEpoch v4) and InmemNetwork, its in-memory twin;
+//     conn_dialer.go: the same over a connection the caller made (TLS and
+//     SASL on a secured inter-broker listener, built by the root broker).
 //   - serve.go: the server side of those two requests on a leader (ServeFetch,
 //     ServeOffsetForLeaderEpoch), shared by the in-memory twin and usable by
 //     the root broker's handlers.

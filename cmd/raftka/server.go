@@ -220,12 +220,21 @@ func runServer(ctx context.Context, cfg *config.Config, log zerolog.Logger, shut
 const initialCatchUpWait = 5 * time.Second
 
 func startReplicas(node *raftfsm.Node, logs *storage.Manager, cfg *config.Config, log zerolog.Logger) (*replica.Manager, func(), error) {
+	clientID := fmt.Sprintf("raftka-replica-%d", cfg.NodeID)
+	dial := replica.TCPDialer(clientID, 10*time.Second)
+	secured, err := broker.InterBrokerDialer(cfg, 10*time.Second)
+	if err != nil {
+		return nil, nil, err
+	}
+	if secured != nil {
+		dial = replica.ConnDialer(clientID, secured)
+	}
 	m, err := replica.NewManager(replica.Config{
 		BrokerID:               cfg.NodeID,
 		Storage:                logs,
 		TopicConfig:            broker.ReplicaTopicConfig(cfg),
 		Controller:             node.Client(),
-		Dial:                   replica.TCPDialer(fmt.Sprintf("raftka-replica-%d", cfg.NodeID), 10*time.Second),
+		Dial:                   dial,
 		InterBrokerListener:    cfg.InterBrokerListenerName,
 		Logger:                 log,
 		ReplicaLagTimeMax:      cfg.ReplicaLagTimeMax,

@@ -42,7 +42,7 @@ func (p Pair) TLS() tls.Certificate {
 // Set is a CA with a server and a client certificate it signed.
 type Set struct {
 	CA     Pair
-	Server Pair // for 127.0.0.1, ::1 and localhost
+	Server Pair // for 127.0.0.1, ::1 and localhost; server and client use
 	Client Pair // CN=client, for mTLS
 	Files  Files
 }
@@ -78,7 +78,9 @@ func New(clientCN string) (*Set, error) {
 		DNSNames:    []string{"localhost"},
 		IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1), net.IPv6loopback},
 		KeyUsage:    x509.KeyUsageDigitalSignature,
-		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+		// A broker's keystore is also its client certificate towards
+		// other brokers' mTLS listeners.
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth},
 	})
 	if err != nil {
 		return nil, err

@@ -34,7 +34,8 @@ import (
 //	SASL_PLAINTEXT  PLAIN (users in the JAAS config) and SCRAM-SHA-256
 //
 // The cluster starts with the SCRAM user admin from storage format
-// --add-scram; the TLS material is made for this run.
+// --add-scram, and brokers replicate over SASL_SSL as that user; the TLS
+// material is made for this run.
 type securedCluster struct {
 	c     *cluster.Cluster
 	certs *certs.Set
@@ -88,6 +89,11 @@ func startSecuredCluster(t *testing.T) *securedCluster {
 			`listener.name.sasl_plaintext.plain.sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required ` +
 				`username="admin" password="` + adminPassword + `" user_admin="` + adminPassword + `" user_carol="` + carolPassword + `";`,
 			"connection.failed.authentication.delay.ms=50",
+			// Followers fetch over SASL_SSL as the bootstrap admin, with
+			// their keystore as client certificate.
+			"inter.broker.listener.name=SASL_SSL",
+			"sasl.mechanism.inter.broker.protocol=SCRAM-SHA-512",
+			`listener.name.sasl_ssl.scram-sha-512.sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required username="admin" password="` + adminPassword + `";`,
 		}, "\n") + "\n"
 		f, err := os.OpenFile(n.ConfigPath(), os.O_APPEND|os.O_WRONLY, 0)
 		if err != nil {
@@ -173,6 +179,17 @@ func TestSecurityListenersWithRealClients(t *testing.T) {
 
 	t.Run("franz-go SCRAM-SHA-256 over TLS, users managed through the SCRAM APIs", func(t *testing.T) {
 		roundTripKgo(t, ctx, sc, "SASL_SSL", sc.tls(false), admin.AsSha256Mechanism(), "sec-franz", 100)
+		// acks=all needed the followers, which fetch over SASL_SSL: every
+		// replica is in sync.
+		td, err := adm.ListTopics(ctx, "sec-franz")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range td["sec-franz"].Partitions {
+			if len(p.ISR) != 3 {
+				t.Errorf("partition %d ISR %v, want all 3 replicas", p.Partition, p.ISR)
+			}
+		}
 		res, err := adm.AlterUserSCRAMs(ctx, nil, []kadm.UpsertSCRAM{
 			{User: "alice", Mechanism: kadm.ScramSha512, Iterations: 4096, Password: alicePassword},
 			{User: "alice", Mechanism: kadm.ScramSha256, Iterations: 8192, Password: alicePassword},

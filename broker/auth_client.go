@@ -1,0 +1,239 @@
+package broker
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"time"
+
+	"github.com/raftka/raftka/broker/config"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/xdg-go/scram"
+)
+
+// The client side of a secured inter-broker listener, for follower fetch:
+// TLS with the listener's truststore (and its keystore as the client
+// certificate, which mTLS listeners ask for), then SASL with
+// sasl.mechanism.inter.broker.protocol and the username and password of
+// the listener's JAAS config for that mechanism, as Kafka's brokers log in
+// to each other.
+
+// InterBrokerDialer returns the dial function follower fetch uses to reach
+// other brokers' inter-broker listener, or nil when that listener is
+// PLAINTEXT (a plain TCP dial).
+func InterBrokerDialer(cfg *config.Config, dialTimeout time.Duration) (func(ctx context.Context, addr string) (net.Conn, error), error) {
+	sec := cfg.Security[cfg.InterBrokerListenerName]
+	if sec == nil || !sec.TLS() && !sec.SASL() {
+		return nil, nil
+	}
+	var tc *tls.Config
+	if sec.TLS() {
+		var err error
+		if tc, err = clientTLSConfig(sec); err != nil {
+			return nil, fmt.Errorf("inter-broker listener %s: %w", sec.Listener, err)
+		}
+	}
+	var login *saslLogin
+	if sec.SASL() {
+		mech := cfg.SASLMechanismInterBroker
+		e, err := parseJAAS(sec.JAAS[mech])
+		if err != nil {
+			return nil, fmt.Errorf("inter-broker listener %s: %s JAAS config: %w", sec.Listener, mech, err)
+		}
+		login = &saslLogin{mechanism: mech, user: e.Options["username"], password: e.Options["password"]}
+		if login.user == "" || login.password == "" {
+			return nil, fmt.Errorf("inter-broker listener %s: the %s JAAS config has no username and password for this broker to log in with", sec.Listener, mech)
+		}
+	}
+	return func(ctx context.Context, addr string) (net.Conn, error) {
+		d := net.Dialer{Timeout: dialTimeout}
+		nc, err := d.DialContext(ctx, "tcp", addr)
+		if err != nil {
+			return nil, err
+		}
+		conn := nc
+		if tc != nil {
+			c := tc.Clone()
+			if host, _, err := net.SplitHostPort(addr); err == nil && c.ServerName == "" {
+				c.ServerName = host
+			}
+			t := tls.Client(nc, c)
+			hctx, cancel := context.WithTimeout(ctx, dialTimeout)
+			err := t.HandshakeContext(hctx)
+			cancel()
+			if err != nil {
+				nc.Close()
+				return nil, fmt.Errorf("TLS: %w", err)
+			}
+			conn = t
+		}
+		if login != nil {
+			if err := login.run(ctx, conn, dialTimeout); err != nil {
+				conn.Close()
+				return nil, fmt.Errorf("SASL %s as %s: %w", login.mechanism, login.user, err)
+			}
+		}
+		return conn, nil
+	}, nil
+}
+
+// clientTLSConfig is the TLS client of a listener's settings. With
+// ssl.endpoint.identification.algorithm empty the chain is still verified
+// against the truststore, only the host name check is skipped, as Kafka
+// does.
+func clientTLSConfig(sec *config.ListenerSecurity) (*tls.Config, error) {
+	tc := &tls.Config{}
+	if sec.TruststoreLocation != "" || sec.TruststoreCertificates != "" {
+		pool, err := loadTruststore(sec)
+		if err != nil {
+			return nil, fmt.Errorf("truststore: %w", err)
+		}
+		tc.RootCAs = pool
+	}
+	cert, err := loadKeystore(sec)
+	if err != nil {
+		return nil, fmt.Errorf("keystore: %w", err)
+	}
+	tc.Certificates = []tls.Certificate{cert}
+	if tc.MinVersion, tc.MaxVersion, err = tlsVersions(sec.EnabledProtocols); err != nil {
+		return nil, err
+	}
+	if tc.CipherSuites, err = cipherSuites(sec.CipherSuites, tc.MaxVersion); err != nil {
+		return nil, err
+	}
+	if sec.EndpointIdentification == "" {
+		roots := tc.RootCAs
+		tc.InsecureSkipVerify = true // the chain is verified below, without the host name
+		tc.VerifyConnection = func(cs tls.ConnectionState) error {
+			if len(cs.PeerCertificates) == 0 {
+				return errors.New("the broker sent no certificate")
+			}
+			opts := x509.VerifyOptions{Roots: roots, Intermediates: x509.NewCertPool()}
+			for _, c := range cs.PeerCertificates[1:] {
+				opts.Intermediates.AddCert(c)
+			}
+			_, err := cs.PeerCertificates[0].Verify(opts)
+			return err
+		}
+	}
+	return tc, nil
+}
+
+// saslLogin is a SASL client login: SaslHandshake v1, then the
+// mechanism's tokens in SaslAuthenticate v2.
+type saslLogin struct {
+	mechanism, user, password string
+}
+
+func (l *saslLogin) run(ctx context.Context, c net.Conn, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
+		deadline = d
+	}
+	if err := c.SetDeadline(deadline); err != nil {
+		return err
+	}
+	defer c.SetDeadline(time.Time{})
+	rt := &rawRoundTripper{c: c, fmtr: kmsg.NewRequestFormatter(kmsg.FormatterClientID("raftka-inter-broker"))}
+
+	hs := kmsg.NewPtrSASLHandshakeRequest()
+	hs.Version, hs.Mechanism = 1, l.mechanism
+	hresp := hs.ResponseKind().(*kmsg.SASLHandshakeResponse)
+	if err := rt.roundTrip(hs, hresp); err != nil {
+		return err
+	}
+	if err := kerr.ErrorForCode(hresp.ErrorCode); err != nil {
+		return fmt.Errorf("handshake: %w (the listener enables %v)", err, hresp.SupportedMechanisms)
+	}
+	step := func(in []byte) ([]byte, error) {
+		req := kmsg.NewPtrSASLAuthenticateRequest()
+		req.Version, req.SASLAuthBytes = 2, in
+		resp := req.ResponseKind().(*kmsg.SASLAuthenticateResponse)
+		if err := rt.roundTrip(req, resp); err != nil {
+			return nil, err
+		}
+		if err := kerr.ErrorForCode(resp.ErrorCode); err != nil {
+			if resp.ErrorMessage != nil {
+				return nil, fmt.Errorf("%w: %s", err, *resp.ErrorMessage)
+			}
+			return nil, err
+		}
+		return resp.SASLAuthBytes, nil
+	}
+	switch l.mechanism {
+	case "PLAIN":
+		_, err := step([]byte("\x00" + l.user + "\x00" + l.password))
+		return err
+	case "SCRAM-SHA-256", "SCRAM-SHA-512":
+		gen := scram.SHA256
+		if l.mechanism == "SCRAM-SHA-512" {
+			gen = scram.SHA512
+		}
+		cl, err := gen.NewClient(l.user, l.password, "")
+		if err != nil {
+			return err
+		}
+		conv := cl.NewConversation()
+		msg, err := conv.Step("")
+		if err != nil {
+			return err
+		}
+		for !conv.Done() {
+			in, err := step([]byte(msg))
+			if err != nil {
+				return err
+			}
+			if msg, err = conv.Step(string(in)); err != nil {
+				return fmt.Errorf("the broker's SCRAM answer does not verify: %w", err)
+			}
+		}
+		return nil
+	}
+	return fmt.Errorf("SASL mechanism %s has no client here", l.mechanism)
+}
+
+// rawRoundTripper sends one request at a time on a connection and reads
+// its response.
+type rawRoundTripper struct {
+	c    net.Conn
+	fmtr *kmsg.RequestFormatter
+	corr int32
+	buf  []byte
+}
+
+func (r *rawRoundTripper) roundTrip(req kmsg.Request, resp kmsg.Response) error {
+	r.corr++
+	r.buf = r.fmtr.AppendRequest(r.buf[:0], req, r.corr)
+	if _, err := r.c.Write(r.buf); err != nil {
+		return err
+	}
+	var sz [4]byte
+	if _, err := io.ReadFull(r.c, sz[:]); err != nil {
+		return err
+	}
+	n := binary.BigEndian.Uint32(sz[:])
+	if n < 4 || n > maxSASLFrame {
+		return fmt.Errorf("response frame of %d bytes", n)
+	}
+	body := make([]byte, n)
+	if _, err := io.ReadFull(r.c, body); err != nil {
+		return err
+	}
+	if corr := int32(binary.BigEndian.Uint32(body)); corr != r.corr {
+		return fmt.Errorf("response to correlation id %d, want %d", corr, r.corr)
+	}
+	body = body[4:]
+	if resp.IsFlexible() {
+		var err error
+		if body, err = skipTags(body); err != nil {
+			return err
+		}
+	}
+	return resp.ReadFrom(body)
+}
