@@ -168,7 +168,7 @@ func (s *Server) describeResource(img *metadata.Image, r kmsg.DescribeConfigsReq
 		if err != nil || int32(id) != s.nodeID {
 			return nil, kerr.InvalidRequest.Code, "Unexpected broker id, expected " + strconv.Itoa(int(s.nodeID)) + " or empty string, but received " + r.ResourceName
 		}
-		return withUnapplied(r.ResourceType, s.brokerConfigEntries(img)), 0, ""
+		return withUnapplied(r.ResourceType, s.withSecurityEntries(s.brokerConfigEntries(img))), 0, ""
 	}
 	return nil, kerr.InvalidRequest.Code, "Unsupported resource type: " + r.ResourceType.String()
 }

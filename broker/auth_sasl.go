@@ -293,9 +293,7 @@ func scramAttr(msg string, k byte) (string, bool) {
 }
 
 // authenticate runs the SASL exchange on a SASL listener before the request
-// pipeline starts; it reports whether the connection may go on. It reads
-// the socket unbuffered, so nothing the client sends after authenticating
-// is consumed here.
+// pipeline starts; it reports whether the connection may go on.
 func (c *conn) authenticate() bool {
 	if c.auth == nil || c.auth.sasl == nil {
 		return true
@@ -307,8 +305,11 @@ func (c *conn) authenticate() bool {
 		rawV0    bool // handshake v0: tokens come as bare frames
 		buf      []byte
 	)
+	// Unbuffered (nothing past the exchange is consumed here), and under
+	// connections.max.idle.ms like every read of the connection.
+	r := c.idleReader()
 	for c.ctx.Err() == nil {
-		fb, err := readFrame(c.nc, maxSASLFrame)
+		fb, err := readFrame(r, maxSASLFrame)
 		if err != nil {
 			var ce *connError
 			if errors.As(err, &ce) {

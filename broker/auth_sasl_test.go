@@ -342,3 +342,11 @@ func TestScramLibrdkafkaNonceQuirk(t *testing.T) {
 		}
 	}
 }
+
+// A client that connects to a SASL listener and says nothing is closed
+// after connections.max.idle.ms, as any idle connection.
+func TestSASLIdleBeforeAuthentication(t *testing.T) {
+	_, addr := startSecured(t, saslListener("PLAIN"), Options{ConnectionsMaxIdle: 100 * time.Millisecond})
+	r := dialRaw(t, addr)
+	r.expectClosed()
+}

@@ -123,6 +123,12 @@ func cipherSuites(names []string, maxVersion uint16) ([]uint16, error) {
 
 // loadKeystore returns the listener's certificate chain and key.
 func loadKeystore(s *config.ListenerSecurity) (tls.Certificate, error) {
+	// ssl.key.password: Go reads neither encrypted PEM keys nor PKCS12 key
+	// entries under a password of their own, so a value that would need
+	// either is refused rather than ignored.
+	if s.KeyPassword != "" && (s.KeystoreCertificateChain != "" || s.KeyPassword != s.KeystorePassword) {
+		return tls.Certificate{}, errors.New("ssl.key.password: a key under its own password (encrypted PEM, or a PKCS12 key entry with another password than the store's) is not supported; store the key unencrypted in PEM, or under the keystore's password in PKCS12")
+	}
 	if s.KeystoreCertificateChain != "" {
 		return pemKeyPair([]byte(s.KeystoreCertificateChain), []byte(s.KeystoreKey))
 	}
@@ -131,6 +137,9 @@ func loadKeystore(s *config.ListenerSecurity) (tls.Certificate, error) {
 		return tls.Certificate{}, err
 	}
 	if keystoreIsPEM(s.KeystoreType, data) {
+		if s.KeyPassword != "" {
+			return tls.Certificate{}, errors.New("ssl.key.password: encrypted PEM keys are not supported; store the key unencrypted")
+		}
 		// Kafka's PEM keystore file holds the key and the chain together.
 		return pemKeyPair(data, data)
 	}

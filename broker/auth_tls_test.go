@@ -89,6 +89,7 @@ func TestTLSKeystoreForms(t *testing.T) {
 		{"inline PEM", config.ListenerSecurity{KeystoreType: "PEM", KeystoreCertificateChain: string(set.Server.CertPEM), KeystoreKey: string(set.Server.KeyPEM)}},
 		{"PKCS12", config.ListenerSecurity{KeystoreType: "PKCS12", KeystoreLocation: f.ServerP12, KeystorePassword: certs.Password}},
 		{"PKCS12, type from content", config.ListenerSecurity{KeystoreLocation: f.ServerP12, KeystorePassword: certs.Password}},
+		{"PKCS12, key password the store's", config.ListenerSecurity{KeystoreLocation: f.ServerP12, KeystorePassword: certs.Password, KeyPassword: certs.Password}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -113,6 +114,8 @@ func TestTLSKeystoreErrors(t *testing.T) {
 		{"wrong PKCS12 password", config.ListenerSecurity{KeystoreLocation: f.ServerP12, KeystorePassword: "nope"}, "PKCS12"},
 		{"key of another certificate", config.ListenerSecurity{KeystoreType: "PEM", KeystoreCertificateChain: string(set.Server.CertPEM), KeystoreKey: string(set.Client.KeyPEM)}, "private key does not match"},
 		{"encrypted key", config.ListenerSecurity{KeystoreType: "PEM", KeystoreCertificateChain: string(set.Server.CertPEM), KeystoreKey: "-----BEGIN ENCRYPTED PRIVATE KEY-----\nAAAA\n-----END ENCRYPTED PRIVATE KEY-----\n"}, "encrypted PEM private keys are not supported"},
+		{"PEM key password", config.ListenerSecurity{KeystoreLocation: f.ServerPEM, KeyPassword: "x"}, "ssl.key.password"},
+		{"PKCS12 key password of its own", config.ListenerSecurity{KeystoreLocation: f.ServerP12, KeystorePassword: certs.Password, KeyPassword: "other"}, "ssl.key.password"},
 		{"bad truststore", config.ListenerSecurity{KeystoreLocation: f.ServerPEM, TruststoreCertificates: "not pem", TruststoreType: "PEM"}, "no PEM certificate"},
 		{"protocol hole", config.ListenerSecurity{KeystoreLocation: f.ServerPEM, EnabledProtocols: []string{"TLSv1.1", "TLSv1.3"}}, "contiguous"},
 		{"unknown suite", config.ListenerSecurity{KeystoreLocation: f.ServerPEM, CipherSuites: []string{"TLS_NOPE"}}, "unknown cipher suite"},
@@ -262,3 +265,21 @@ func TestPlaintextClientOnTLSListener(t *testing.T) {
 }
 
 type x509UnknownAuthority = x509.UnknownAuthorityError
+
+// DescribeConfigs shows the broker-wide security keys as the file gave
+// them, read-only, passwords hidden.
+func TestDescribeSecurityConfigs(t *testing.T) {
+	s := adminServer(t, configImage(t), nil, testConfig(t, "ssl.keystore.location=/etc/k.p12\nssl.keystore.password=secret\n"))
+	resp := call[*kmsg.DescribeConfigsResponse](t, s, describeReq(4, true, false,
+		resource(kmsg.ConfigResourceTypeBroker, "1", "ssl.keystore.location", "ssl.keystore.password", "ssl.client.auth")))
+	got := configsByName(resp.Resources[0])
+	if e := got["ssl.keystore.location"]; e.Value == nil || *e.Value != "/etc/k.p12" || e.Source != kmsg.ConfigSourceStaticBrokerConfig || !e.ReadOnly {
+		t.Errorf("ssl.keystore.location: %+v", e)
+	}
+	if e := got["ssl.keystore.password"]; e.Value != nil || !e.IsSensitive || e.Source != kmsg.ConfigSourceStaticBrokerConfig {
+		t.Errorf("ssl.keystore.password: %+v", e)
+	}
+	if e := got["ssl.client.auth"]; e.Value == nil || *e.Value != "none" || e.Source != kmsg.ConfigSourceDefaultConfig {
+		t.Errorf("ssl.client.auth: %+v", e)
+	}
+}

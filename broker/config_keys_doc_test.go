@@ -56,6 +56,16 @@ func renderConfigKeysDoc() string {
 		}
 		fmt.Fprintf(&b, "| `%s` | %s | %s |\n", d.Name, cell(def), cell(d.Doc))
 	}
+	b.WriteString("\n## Listener security keys raftka applies\n\n")
+	b.WriteString("TLS and SASL settings of SSL, SASL_PLAINTEXT and SASL_SSL listeners: a key given bare applies to every listener, `listener.name.<listener>.<key>` to one listener and wins over the bare key. SASL/PLAIN's users are the `user_<name>=\"<password>\"` options of `listener.name.<listener>.plain.sasl.jaas.config`; a broker's own login on a SASL inter-broker listener is the username and password of `listener.name.<listener>.<mechanism>.sasl.jaas.config`.\n\n")
+	b.WriteString("| key | default | what it does |\n| --- | --- | --- |\n")
+	for _, d := range config.SecurityKeyDefs() {
+		def := "(none)"
+		if d.Default != "" {
+			def = code(d.Default)
+		}
+		fmt.Fprintf(&b, "| `%s` | %s | %s |\n", d.Name, cell(def), cell(d.Doc))
+	}
 	b.WriteString("\n## Topic configs raftka accepts\n\n")
 	b.WriteString("Set at creation or by AlterConfigs / IncrementalAlterConfigs; a topic's value falls back to the broker keys listed, then to the default. The description says where raftka only accepts a key for compatibility.\n\n")
 	b.WriteString("| key | default | broker keys | what it does |\n| --- | --- | --- | --- |\n")

@@ -63,8 +63,9 @@ type kafkaKeyTable struct {
 var unappliedKafkaKeys = sync.OnceValue(func() *kafkaKeyTable {
 	t := &kafkaKeyTable{broker: map[string]kafkaKey{}, topic: map[string]kafkaKey{}, synonyms: map[string]kafkaKey{}}
 	applied := brokerDefs().byName
+	security := securityKeyNames()
 	for _, k := range kafkaBrokerKeys {
-		if _, ok := applied[k.name]; ok {
+		if _, ok := applied[k.name]; ok || security[k.name] {
 			continue
 		}
 		if _, _, ok := metadata.LookupBrokerSynonym(k.name); ok {

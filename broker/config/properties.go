@@ -138,7 +138,8 @@ type Config struct {
 	GroupMaxSessionTimeout             time.Duration
 	GroupMaxSize                       int32
 
-	settings []Setting
+	settings     []Setting
+	securityBare map[string]string // security keys given without a listener prefix
 }
 
 // Roles is process.roles.

@@ -56,6 +56,7 @@ func (s *ListenerSecurity) SASL() bool {
 
 // secKey is one security key raftka applies.
 type secKey struct {
+	doc      string
 	list     bool
 	password bool // never echoed in errors or Settings
 	def      string
@@ -70,25 +71,25 @@ var SupportedSASLMechanisms = []string{"PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"
 var tlsProtocols = []string{"TLSv1", "TLSv1.1", "TLSv1.2", "TLSv1.3"}
 
 var securityKeys = map[string]secKey{
-	"ssl.keystore.type": {validate: oneOfCI("PEM", "PKCS12", "JKS"),
+	"ssl.keystore.type": {doc: "PEM or PKCS12 (JKS is refused: convert it); unset, the keystore file's content decides.", validate: oneOfCI("PEM", "PKCS12", "JKS"),
 		store: func(s *ListenerSecurity, v string, _ []string) { s.KeystoreType = strings.ToUpper(v) }},
-	"ssl.keystore.location": {store: func(s *ListenerSecurity, v string, _ []string) { s.KeystoreLocation = v }},
-	"ssl.keystore.password": {password: true, store: func(s *ListenerSecurity, v string, _ []string) { s.KeystorePassword = v }},
-	"ssl.key.password":      {password: true, store: func(s *ListenerSecurity, v string, _ []string) { s.KeyPassword = v }},
-	"ssl.keystore.certificate.chain": {password: true,
+	"ssl.keystore.location": {doc: "The keystore file: PEM (key and certificate chain) or PKCS12.", store: func(s *ListenerSecurity, v string, _ []string) { s.KeystoreLocation = v }},
+	"ssl.keystore.password": {doc: "The PKCS12 keystore's password.", password: true, store: func(s *ListenerSecurity, v string, _ []string) { s.KeystorePassword = v }},
+	"ssl.key.password":      {doc: "The password of the key itself: accepted when it is the PKCS12 keystore's password; encrypted PEM keys and PKCS12 keys under another password are refused.", password: true, store: func(s *ListenerSecurity, v string, _ []string) { s.KeyPassword = v }},
+	"ssl.keystore.certificate.chain": {doc: "The certificate chain inline, as PEM (ssl.keystore.type=PEM).", password: true,
 		store: func(s *ListenerSecurity, v string, _ []string) { s.KeystoreCertificateChain = v }},
-	"ssl.keystore.key": {password: true, store: func(s *ListenerSecurity, v string, _ []string) { s.KeystoreKey = v }},
-	"ssl.truststore.type": {validate: oneOfCI("PEM", "PKCS12", "JKS"),
+	"ssl.keystore.key": {doc: "The private key inline, as unencrypted PEM (ssl.keystore.type=PEM).", password: true, store: func(s *ListenerSecurity, v string, _ []string) { s.KeystoreKey = v }},
+	"ssl.truststore.type": {doc: "PEM or PKCS12; unset, the file's content decides.", validate: oneOfCI("PEM", "PKCS12", "JKS"),
 		store: func(s *ListenerSecurity, v string, _ []string) { s.TruststoreType = strings.ToUpper(v) }},
-	"ssl.truststore.location": {store: func(s *ListenerSecurity, v string, _ []string) { s.TruststoreLocation = v }},
-	"ssl.truststore.password": {password: true, store: func(s *ListenerSecurity, v string, _ []string) { s.TruststorePassword = v }},
-	"ssl.truststore.certificates": {password: true,
+	"ssl.truststore.location": {doc: "The CAs that verify client certificates (and other brokers' certificates on the inter-broker listener).", store: func(s *ListenerSecurity, v string, _ []string) { s.TruststoreLocation = v }},
+	"ssl.truststore.password": {doc: "The PKCS12 truststore's password.", password: true, store: func(s *ListenerSecurity, v string, _ []string) { s.TruststorePassword = v }},
+	"ssl.truststore.certificates": {doc: "The trusted CAs inline, as PEM.", password: true,
 		store: func(s *ListenerSecurity, v string, _ []string) { s.TruststoreCertificates = v }},
-	"ssl.client.auth": {def: "none", validate: oneOfCI("none", "requested", "required"),
+	"ssl.client.auth": {doc: "none, requested (a client certificate is verified if sent) or required (mTLS).", def: "none", validate: oneOfCI("none", "requested", "required"),
 		store: func(s *ListenerSecurity, v string, _ []string) { s.ClientAuth = strings.ToLower(v) }},
-	"ssl.endpoint.identification.algorithm": {def: "https", validate: oneOfCI("https", ""),
+	"ssl.endpoint.identification.algorithm": {doc: "https checks that another broker's certificate names the host dialled (inter-broker connections); empty checks the chain only.", def: "https", validate: oneOfCI("https", ""),
 		store: func(s *ListenerSecurity, v string, _ []string) { s.EndpointIdentification = strings.ToLower(v) }},
-	"ssl.enabled.protocols": {list: true, def: "TLSv1.2,TLSv1.3",
+	"ssl.enabled.protocols": {doc: "The TLS versions served: a contiguous range of TLSv1, TLSv1.1, TLSv1.2, TLSv1.3.", list: true, def: "TLSv1.2,TLSv1.3",
 		validate: func(_ string, l []string) error {
 			if len(l) == 0 {
 				return errors.New("must name at least one protocol")
@@ -102,14 +103,38 @@ var securityKeys = map[string]secKey{
 		},
 		store: func(s *ListenerSecurity, _ string, l []string) { s.EnabledProtocols = l }},
 	// Names are checked against Go's suites by the broker, which knows them.
-	"ssl.cipher.suites": {list: true, store: func(s *ListenerSecurity, _ string, l []string) { s.CipherSuites = l }},
-	"sasl.enabled.mechanisms": {list: true, def: "GSSAPI",
+	"ssl.cipher.suites": {doc: "IANA names of the TLS 1.2 (and older) suites served; TLS 1.3 suites are always on in Go.", list: true, store: func(s *ListenerSecurity, _ string, l []string) { s.CipherSuites = l }},
+	"sasl.enabled.mechanisms": {doc: "PLAIN, SCRAM-SHA-256 and/or SCRAM-SHA-512 (Kafka's default GSSAPI is not served).", list: true, def: "GSSAPI",
 		store: func(s *ListenerSecurity, _ string, l []string) {
 			s.EnabledMechanisms = nil
 			for _, m := range l {
 				s.EnabledMechanisms = append(s.EnabledMechanisms, strings.ToUpper(m))
 			}
 		}},
+}
+
+// SecurityKeyDef describes one TLS or SASL key applied per listener: given
+// bare it applies to every listener, as listener.name.<l>.<key> to one.
+type SecurityKeyDef struct {
+	Name, Default, Doc string
+	Password           bool
+}
+
+// SecurityKeyDefs returns the per-listener security keys, sorted by name.
+func SecurityKeyDefs() []SecurityKeyDef {
+	out := make([]SecurityKeyDef, 0, len(securityKeys))
+	for name, k := range securityKeys {
+		out = append(out, SecurityKeyDef{Name: name, Default: k.def, Doc: k.doc, Password: k.password})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+// SecuritySetting returns the bare value of a security key as the file (or
+// an override) gave it, and whether it was given.
+func (c *Config) SecuritySetting(name string) (string, bool) {
+	v, ok := c.securityBare[name]
+	return v, ok
 }
 
 // jaasKeySuffix ends a per-mechanism JAAS key:
@@ -179,6 +204,7 @@ func buildSecurity(c *Config, raw map[string]string) ([]string, error) {
 	}
 	sort.Strings(names)
 
+	c.securityBare = bare
 	c.Security = map[string]*ListenerSecurity{}
 	for _, l := range c.Listeners {
 		s := &ListenerSecurity{Listener: l.Name, Protocol: l.SecurityProtocol, JAAS: jaas[l.Name]}
