@@ -28,7 +28,10 @@ func TestNewScramCredentialMatchesRFC5802(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		want := cl.GetStoredCredentials(scram.KeyFactors{Salt: string(salt), Iters: 4096})
+		want, err := cl.GetStoredCredentialsWithError(scram.KeyFactors{Salt: string(salt), Iters: 4096})
+		if err != nil {
+			t.Fatal(err)
+		}
 		if !bytes.Equal(cred.StoredKey, want.StoredKey) || !bytes.Equal(cred.ServerKey, want.ServerKey) {
 			t.Errorf("%v: keys differ from RFC 5802's", c.m)
 		}
