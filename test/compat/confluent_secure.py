@@ -69,7 +69,7 @@ def round_trip(args):
         want.add(v)
         p.produce(args.topic, key=str(i).encode(), value=v.encode(), on_delivery=on_delivery)
         p.poll(0)
-    left = p.flush(30)
+    left = p.flush(60)
     if left or errors or acked != args.count:
         fail("produce: %d unflushed, %d acked of %d, errors %s" % (left, acked, args.count, errors[:3]))
 
