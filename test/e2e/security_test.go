@@ -16,6 +16,8 @@ import (
 	"github.com/IBM/sarama"
 	"github.com/raftka/raftka/test/certs"
 	"github.com/raftka/raftka/test/cluster"
+	"github.com/segmentio/kafka-go"
+	kgoscram "github.com/segmentio/kafka-go/sasl/scram"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -171,7 +173,7 @@ func TestSecurityListenersWithRealClients(t *testing.T) {
 
 	// The cluster's first user came from storage format --add-scram.
 	adm := kadm.NewClient(sc.kgoOn(t, "SASL_SSL", sc.tls(false), admin.AsSha256Mechanism()))
-	for _, topic := range []string{"sec-franz", "sec-mtls", "sec-ssl", "sec-sarama", "sec-kcat", "sec-py-ssl", "sec-py-scram", "sec-py-plain"} {
+	for _, topic := range []string{"sec-franz", "sec-mtls", "sec-ssl", "sec-sarama", "sec-kafka-go", "sec-kcat", "sec-py-ssl", "sec-py-scram", "sec-py-plain"} {
 		if err := createTopic(ctx, adm, topic, 3, 3); err != nil {
 			t.Fatalf("create %s over SASL_SSL: %v", topic, err)
 		}
@@ -233,6 +235,8 @@ func TestSecurityListenersWithRealClients(t *testing.T) {
 	})
 
 	t.Run("sarama SASL PLAIN", func(t *testing.T) { saramaPlain(t, sc, "sec-sarama") })
+
+	t.Run("kafka-go SCRAM-SHA-512 over TLS", func(t *testing.T) { kafkaGoScram(t, ctx, sc, "sec-kafka-go") })
 
 	t.Run("kcat", func(t *testing.T) {
 		kcat, missing := findKcat()
@@ -492,5 +496,58 @@ func saramaPlain(t *testing.T, sc *securedCluster, topic string) {
 	if c, err := sarama.NewClient(sc.addrs["SASL_PLAINTEXT"][:1], bad); err == nil {
 		c.Close()
 		t.Fatal("sarama with a wrong password was served")
+	}
+}
+
+// kafkaGoScram produces with kafka-go's Writer and reads back with its
+// Reader, over TLS with SCRAM-SHA-512 as the bootstrap admin.
+func kafkaGoScram(t *testing.T, ctx context.Context, sc *securedCluster, topic string) {
+	mech, err := kgoscram.Mechanism(kgoscram.SHA512, "admin", adminPassword)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := &kafka.Transport{ClientID: "raftka-e2e-kafka-go", TLS: sc.tls(false), SASL: mech}
+	t.Cleanup(tr.CloseIdleConnections)
+	w := &kafka.Writer{Addr: kafka.TCP(sc.addrs["SASL_SSL"]...), Transport: tr, Topic: topic, RequiredAcks: kafka.RequireAll, Balancer: &kafka.LeastBytes{}}
+	const n = 30
+	var msgs []kafka.Message
+	for i := range n {
+		msgs = append(msgs, kafka.Message{Key: []byte(fmt.Sprint(i)), Value: []byte(fmt.Sprintf("kafka-go-%d", i))})
+	}
+	if err := w.WriteMessages(ctx, msgs...); err != nil {
+		t.Fatalf("kafka-go write: %v", err)
+	}
+	w.Close()
+	dialer := &kafka.Dialer{Timeout: 10 * time.Second, TLS: sc.tls(false), SASLMechanism: mech, ClientID: "raftka-e2e-kafka-go"}
+	got := 0
+	for p := range 3 {
+		conn, err := dialer.DialLeader(ctx, "tcp", sc.addrs["SASL_SSL"][0], topic, p)
+		if err != nil {
+			t.Fatalf("kafka-go dial leader of partition %d: %v", p, err)
+		}
+		last, err := conn.ReadLastOffset()
+		conn.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if last == 0 {
+			continue
+		}
+		r := kafka.NewReader(kafka.ReaderConfig{Brokers: sc.addrs["SASL_SSL"], Topic: topic, Partition: p, Dialer: dialer, MinBytes: 1, MaxBytes: 1 << 20, MaxWait: 500 * time.Millisecond})
+		for i := int64(0); i < last; i++ {
+			m, err := r.ReadMessage(ctx)
+			if err != nil {
+				r.Close()
+				t.Fatalf("kafka-go read partition %d: %v", p, err)
+			}
+			if !strings.HasPrefix(string(m.Value), "kafka-go-") {
+				t.Fatalf("unexpected record %q", m.Value)
+			}
+			got++
+		}
+		r.Close()
+	}
+	if got != n {
+		t.Fatalf("kafka-go read %d records, wrote %d", got, n)
 	}
 }
