@@ -11,6 +11,14 @@
 //   - conn.go: one connection: framing, the socket.request.max.bytes limit,
 //     request dispatch and the in-order response writer; conn_idle.go:
 //     connections.max.idle.ms.
+//   - auth_conn.go: what a secured listener does before a connection's
+//     first request: auth_tls.go, the TLS handshake (keystores and
+//     truststores as PEM or PKCS12, ssl.client.auth, protocols, suites);
+//     auth_sasl.go, the SASL exchange (SaslHandshake, SaslAuthenticate or
+//     bare v0 tokens; PLAIN against auth_jaas.go's JAAS parse, SCRAM
+//     against the metadata image); auth_client.go, the same from the
+//     client side for follower fetch on a secured inter-broker listener;
+//     auth_configs.go, the security keys in DescribeConfigs.
 //   - header.go: request header v1/v2 parsing.
 //   - dispatch.go: the API table and the handler contract.
 //   - response.go, sendfile_*.go: responses made of encoded bytes and file
