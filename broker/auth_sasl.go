@@ -196,6 +196,11 @@ func (s *scramMech) step(token []byte) ([]byte, bool, error) {
 			return out, err == nil, err
 		}
 	}
+	if s.clientFirst == "" && strings.Contains(string(token), ",tokenauth=true") {
+		// Kafka's extension for delegation tokens, which raftka does not
+		// issue: the name is a token id, not a user.
+		return nil, false, &authError{public: errAuthFailed(s.name), cause: errors.New("delegation token authentication (tokenauth=true) is not supported")}
+	}
 	out, err := s.conv.Step(string(token))
 	if err != nil {
 		return nil, false, &authError{public: errAuthFailed(s.name), cause: err}

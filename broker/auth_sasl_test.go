@@ -350,3 +350,15 @@ func TestSASLIdleBeforeAuthentication(t *testing.T) {
 	r := dialRaw(t, addr)
 	r.expectClosed()
 }
+
+// Kafka's delegation-token extension is refused: raftka issues no tokens,
+// and the name it carries is a token id, not a user.
+func TestScramTokenAuthRefused(t *testing.T) {
+	img := scramImage(t)
+	m := newScramMech("SCRAM-SHA-256", metadata.ScramSHA256, func(u string, mm metadata.ScramMechanism) (metadata.ScramCredential, bool) {
+		return img.ScramCredential(u, mm)
+	})
+	if _, done, err := m.step([]byte("n,,n=alice,r=abc,tokenauth=true")); done || err == nil {
+		t.Fatalf("tokenauth accepted: %v %v", done, err)
+	}
+}
