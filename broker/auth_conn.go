@@ -76,7 +76,12 @@ func (c *conn) startTLS() bool {
 	c.nc = tc
 	st := tc.ConnectionState()
 	if len(st.PeerCertificates) > 0 {
+		// Kafka's default principal of an SSL connection with a client
+		// certificate is its subject DN in RFC 2253 form
+		// (DefaultKafkaPrincipalBuilder without ssl.principal.mapping.rules);
+		// SASL replaces it with the user name.
 		c.state.tlsPeer = st.PeerCertificates[0].Subject.String()
+		c.state.principal = "User:" + c.state.tlsPeer
 	}
 	return true
 }

@@ -8,6 +8,7 @@ import (
 	"net"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/raftka/raftka/broker/config"
 	"github.com/raftka/raftka/test/certs"
@@ -281,5 +282,62 @@ func TestDescribeSecurityConfigs(t *testing.T) {
 	}
 	if e := got["ssl.client.auth"]; e.Value == nil || *e.Value != "none" || e.Source != kmsg.ConfigSourceDefaultConfig {
 		t.Errorf("ssl.client.auth: %+v", e)
+	}
+}
+
+// An expired client certificate fails mTLS; a valid one makes the
+// connection's principal its subject DN, as Kafka's default principal
+// builder does.
+func TestTLSClientCertificatePrincipalAndExpiry(t *testing.T) {
+	set := testCerts(t)
+	expired, err := set.ExpiredClient()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sec := &config.ListenerSecurity{Protocol: "SSL", KeystoreLocation: set.Files.ServerPEM, TruststoreLocation: set.Files.CAPEM, ClientAuth: "required"}
+	s, addr := startSecured(t, sec, Options{})
+	exp := expired.TLS()
+	tc := &tls.Config{RootCAs: set.Pool(), ServerName: "127.0.0.1", GetClientCertificate: func(*tls.CertificateRequestInfo) (*tls.Certificate, error) { return &exp, nil }}
+	if err := apiVersionsOver(addr, tc); err == nil {
+		t.Fatal("an expired client certificate was accepted")
+	}
+	waitFor(t, "tls_handshake counted", func() bool { return s.Counters().RejectedFor(ReasonTLSHandshake) >= 1 })
+
+	// The principal, seen from a handler.
+	principal := make(chan string, 1)
+	tb := testTable(t, apiEntry{key: apiVersionsKey, min: 0, max: 4, handle: func(_ context.Context, rc *request, kreq kmsg.Request) (kmsg.Response, error) {
+		select {
+		case principal <- rc.conn.principal:
+		default:
+		}
+		return kreq.(*kmsg.ApiVersionsRequest).ResponseKind(), nil
+	}})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sec.Listener = "CLIENT"
+	srv, err := newServer(Options{Logger: testLogger(t), Listeners: []Listener{{Name: "CLIENT", Listener: ln, Security: sec}}}, tb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() { _ = srv.Serve() }()
+	defer srv.Close()
+	tc = &tls.Config{RootCAs: set.Pool(), ServerName: "127.0.0.1", Certificates: []tls.Certificate{set.Client.TLS()}}
+	conn, err := tls.Dial("tcp", ln.Addr().String(), tc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, err := conn.Write(encodeRequest(kmsg.NewPtrApiVersionsRequest(), 1)); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case p := <-principal:
+		if p != "User:CN=client,O=raftka tests" {
+			t.Fatalf("principal %q", p)
+		}
+	case <-time.After(testDeadline):
+		t.Fatal("no request reached the handler")
 	}
 }

@@ -31,10 +31,11 @@ type connState struct {
 	// software is what the client reported in ApiVersions v3+ (KIP-511).
 	software atomic.Pointer[clientSoftware]
 
-	// principal is who the connection authenticated as, in Kafka's form
-	// ("User:alice"); "User:ANONYMOUS" without SASL. tlsPeer is the
-	// subject of a verified client certificate. Both are set before the
-	// first request is dispatched (auth_conn.go).
+	// principal is who the connection authenticated as, in Kafka's form:
+	// "User:alice" after SASL, "User:CN=...,O=..." for a verified client
+	// certificate, "User:ANONYMOUS" otherwise. tlsPeer is the subject of a
+	// verified client certificate. Both are set before the first request
+	// is dispatched (auth_conn.go).
 	principal string
 	tlsPeer   string
 }

@@ -167,8 +167,10 @@ func issue(parent *Pair, tmpl *x509.Certificate) (Pair, error) {
 		return Pair{}, err
 	}
 	tmpl.SerialNumber = big.NewInt(time.Now().UnixNano() + serial.Add(1))
-	tmpl.NotBefore = time.Now().Add(-time.Hour)
-	tmpl.NotAfter = time.Now().Add(24 * time.Hour)
+	if tmpl.NotAfter.IsZero() {
+		tmpl.NotBefore = time.Now().Add(-time.Hour)
+		tmpl.NotAfter = time.Now().Add(24 * time.Hour)
+	}
 	signer, signerCert := key, tmpl
 	if parent != nil {
 		signer, signerCert = parent.Key, parent.Cert
@@ -194,4 +196,16 @@ func issue(parent *Pair, tmpl *x509.Certificate) (Pair, error) {
 
 func pemCert(c *x509.Certificate) []byte {
 	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: c.Raw})
+}
+
+// ExpiredClient is a client certificate the set's CA signed that expired
+// an hour ago.
+func (s *Set) ExpiredClient() (Pair, error) {
+	return issue(&s.CA, &x509.Certificate{
+		Subject:     pkix.Name{CommonName: "expired"},
+		NotBefore:   time.Now().Add(-48 * time.Hour),
+		NotAfter:    time.Now().Add(-time.Hour),
+		KeyUsage:    x509.KeyUsageDigitalSignature,
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
+	})
 }
