@@ -19,6 +19,9 @@ type listenerAuth struct {
 	protocol string
 	tls      *tls.Config // nil without TLS
 	sasl     *saslServer // nil without SASL
+	// principalRules maps a client certificate's DN to a principal name;
+	// nil is Kafka's DEFAULT (the DN itself).
+	principalRules []config.PrincipalRule
 }
 
 // tlsHandshakeTimeout bounds a TLS handshake, so a client that connects and
@@ -29,7 +32,7 @@ func (s *Server) newListenerAuth(sec *config.ListenerSecurity) (*listenerAuth, e
 	if sec == nil || sec.Protocol == "" || sec.Protocol == "PLAINTEXT" {
 		return nil, nil
 	}
-	a := &listenerAuth{protocol: sec.Protocol}
+	a := &listenerAuth{protocol: sec.Protocol, principalRules: sec.PrincipalRules}
 	if sec.TLS() {
 		tc, err := ServerTLSConfig(sec)
 		if err != nil {
@@ -76,12 +79,23 @@ func (c *conn) startTLS() bool {
 	c.nc = tc
 	st := tc.ConnectionState()
 	if len(st.PeerCertificates) > 0 {
-		// Kafka's default principal of an SSL connection with a client
-		// certificate is its subject DN in RFC 2253 form
-		// (DefaultKafkaPrincipalBuilder without ssl.principal.mapping.rules);
-		// SASL replaces it with the user name.
+		// Kafka's principal of an SSL connection with a client certificate
+		// is its subject DN in RFC 2253 form through
+		// ssl.principal.mapping.rules (DefaultKafkaPrincipalBuilder); SASL
+		// replaces it with the user name.
 		c.state.tlsPeer = st.PeerCertificates[0].Subject.String()
-		c.state.principal = "User:" + c.state.tlsPeer
+		name := c.state.tlsPeer
+		if c.auth.principalRules != nil {
+			var ok bool
+			if name, ok = config.MapPrincipal(c.auth.principalRules, c.state.tlsPeer); !ok {
+				c.srv.metrics.Rejected(ReasonTLSHandshake)
+				c.log.Warn().Str("dn", c.state.tlsPeer).Msg("no ssl.principal.mapping.rules rule matches the client certificate's DN; closed")
+				_ = tc.Close()
+				c.closeOnce.Do(func() { c.closeErr = errTLSClosed })
+				return false
+			}
+		}
+		c.state.principal = "User:" + name
 	}
 	return true
 }

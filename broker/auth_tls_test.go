@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
+	"io"
 	"net"
 	"strings"
 	"testing"
@@ -303,7 +304,36 @@ func TestTLSClientCertificatePrincipalAndExpiry(t *testing.T) {
 	}
 	waitFor(t, "tls_handshake counted", func() bool { return s.Counters().RejectedFor(ReasonTLSHandshake) >= 1 })
 
-	// The principal, seen from a handler.
+	for _, c := range []struct {
+		rules string
+		want  string // "" for a refused connection
+	}{
+		{"", "User:CN=client,O=raftka tests"}, // Kafka's DEFAULT
+		{"RULE:^CN=([^,]*),O=.*$/$1/U", "User:CLIENT"},
+		{"RULE:^CN=nobody.*$/x/", ""},
+	} {
+		var rules []config.PrincipalRule
+		if c.rules != "" {
+			if rules, err = config.ParsePrincipalRules(c.rules); err != nil {
+				t.Fatal(err)
+			}
+		}
+		got, served := principalOf(t, set, rules)
+		if c.want == "" && served {
+			t.Errorf("%s: served as %q, want refused", c.rules, got)
+		}
+		if c.want != "" && got != c.want {
+			t.Errorf("%s: principal %q, want %q", c.rules, got, c.want)
+		}
+	}
+}
+
+// principalOf connects with the set's client certificate to an mTLS
+// listener with the given mapping rules and returns the principal a
+// handler sees, or served false when the connection was refused.
+func principalOf(t *testing.T, set *certs.Set, rules []config.PrincipalRule) (string, bool) {
+	t.Helper()
+	sec := &config.ListenerSecurity{Listener: "CLIENT", Protocol: "SSL", KeystoreLocation: set.Files.ServerPEM, TruststoreLocation: set.Files.CAPEM, ClientAuth: "required", PrincipalRules: rules}
 	principal := make(chan string, 1)
 	tb := testTable(t, apiEntry{key: apiVersionsKey, min: 0, max: 4, handle: func(_ context.Context, rc *request, kreq kmsg.Request) (kmsg.Response, error) {
 		select {
@@ -316,28 +346,31 @@ func TestTLSClientCertificatePrincipalAndExpiry(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sec.Listener = "CLIENT"
 	srv, err := newServer(Options{Logger: testLogger(t), Listeners: []Listener{{Name: "CLIENT", Listener: ln, Security: sec}}}, tb)
 	if err != nil {
 		t.Fatal(err)
 	}
 	go func() { _ = srv.Serve() }()
 	defer srv.Close()
-	tc = &tls.Config{RootCAs: set.Pool(), ServerName: "127.0.0.1", Certificates: []tls.Certificate{set.Client.TLS()}}
+	tc := &tls.Config{RootCAs: set.Pool(), ServerName: "127.0.0.1", Certificates: []tls.Certificate{set.Client.TLS()}}
 	conn, err := tls.Dial("tcp", ln.Addr().String(), tc)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer conn.Close()
+	_ = conn.SetDeadline(time.Now().Add(testDeadline))
 	if _, err := conn.Write(encodeRequest(kmsg.NewPtrApiVersionsRequest(), 1)); err != nil {
-		t.Fatal(err)
+		return "", false
+	}
+	var sz [4]byte
+	if _, err := io.ReadFull(conn, sz[:]); err != nil {
+		return "", false // refused: closed without an answer
 	}
 	select {
 	case p := <-principal:
-		if p != "User:CN=client,O=raftka tests" {
-			t.Fatalf("principal %q", p)
-		}
+		return p, true
 	case <-time.After(testDeadline):
-		t.Fatal("no request reached the handler")
+		t.Fatal("answered but the handler saw nothing")
+		return "", false
 	}
 }

@@ -84,7 +84,7 @@ var kafkaIgnored = toSet(
 
 	// Security keys raftka does not act on yet (those it applies are in
 	// security.go): outgoing TLS, principal mapping, authorization.
-	"ssl.protocol", "ssl.principal.mapping.rules", "sasl.mechanism.controller.protocol",
+	"ssl.protocol", "sasl.mechanism.controller.protocol",
 	"sasl.jaas.config", "sasl.kerberos.service.name", "sasl.server.callback.handler.class",
 	"principal.builder.class", "super.users", "allow.everyone.if.no.acl.found",
 	"delegation.token.master.key", "delegation.token.secret.key", "delegation.token.max.lifetime.ms",

@@ -38,6 +38,8 @@ type ListenerSecurity struct {
 	EndpointIdentification string
 	EnabledProtocols       []string
 	CipherSuites           []string
+	// PrincipalRules is ssl.principal.mapping.rules, parsed.
+	PrincipalRules []PrincipalRule
 
 	// SASL (SASL_PLAINTEXT and SASL_SSL listeners).
 	EnabledMechanisms []string // upper-case
@@ -89,6 +91,9 @@ var securityKeys = map[string]secKey{
 		store: func(s *ListenerSecurity, v string, _ []string) { s.ClientAuth = strings.ToLower(v) }},
 	"ssl.endpoint.identification.algorithm": {doc: "https checks that another broker's certificate names the host dialled (inter-broker connections); empty checks the chain only.", def: "https", validate: oneOfCI("https", ""),
 		store: func(s *ListenerSecurity, v string, _ []string) { s.EndpointIdentification = strings.ToLower(v) }},
+	"ssl.principal.mapping.rules": {doc: "How a client certificate's subject DN becomes the principal: DEFAULT (the DN) or RULE:pattern/replacement/[LU], tried in order.", def: "DEFAULT",
+		validate: func(v string, _ []string) error { _, err := ParsePrincipalRules(v); return err },
+		store:    func(s *ListenerSecurity, v string, _ []string) { s.PrincipalRules, _ = ParsePrincipalRules(v) }},
 	"ssl.enabled.protocols": {doc: "The TLS versions served: a contiguous range of TLSv1, TLSv1.1, TLSv1.2, TLSv1.3.", list: true, def: "TLSv1.2,TLSv1.3",
 		validate: func(_ string, l []string) error {
 			if len(l) == 0 {
