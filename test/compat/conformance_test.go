@@ -609,7 +609,7 @@ func TestConformance(t *testing.T) {
 		ranges[k.ApiKey] = [2]int16{k.MinVersion, k.MaxVersion}
 	}
 
-	all := slices.Concat(rows, groupRows(), adminRows(), edgeRows())
+	all := slices.Concat(rows, groupRows(), adminRows(), edgeRows(), securityRows())
 	covered := map[int16][2]bool{}
 	for _, r := range all {
 		rg, ok := ranges[r.key]
@@ -943,4 +943,103 @@ func apiVersionsOK(r *kmsg.ApiVersionsResponse) error {
 		}
 	}
 	return fmt.Errorf("ApiVersions not listed")
+}
+
+// securityRows: the SASL and SCRAM APIs as a PLAINTEXT listener answers
+// them (the conformance cluster has no SASL listener; the secured paths
+// are test/e2e's security tests).
+func securityRows() []row {
+	saslHandshake := func(v int16, _ *env) kmsg.Request {
+		r := kmsg.NewPtrSASLHandshakeRequest()
+		r.Version, r.Mechanism = v, "PLAIN"
+		return r
+	}
+	saslAuthenticate := func(v int16, _ *env) kmsg.Request {
+		r := kmsg.NewPtrSASLAuthenticateRequest()
+		r.Version, r.SASLAuthBytes = v, []byte("\x00user\x00password")
+		return r
+	}
+	handshakeRefused := func(r kmsg.Response, _ *env) error {
+		return want("handshake", r.(*kmsg.SASLHandshakeResponse).ErrorCode, kerr.IllegalSaslState.Code)
+	}
+	authenticateRefused := func(r kmsg.Response, _ *env) error {
+		return want("authenticate", r.(*kmsg.SASLAuthenticateResponse).ErrorCode, kerr.IllegalSaslState.Code)
+	}
+	describeAbsent := func(v int16, _ *env) kmsg.Request {
+		r := kmsg.NewPtrDescribeUserSCRAMCredentialsRequest()
+		r.Version = v
+		u := kmsg.NewDescribeUserSCRAMCredentialsRequestUser()
+		u.Name = "conformance-absent-user"
+		r.Users = append(r.Users, u)
+		return r
+	}
+	alterTooFewIterations := func(v int16, _ *env) kmsg.Request {
+		r := kmsg.NewPtrAlterUserSCRAMCredentialsRequest()
+		r.Version = v
+		u := kmsg.NewAlterUserSCRAMCredentialsRequestUpsertion()
+		u.Name, u.Mechanism, u.Iterations = "conformance-user", 1, 100 // SCRAM-SHA-256
+		u.Salt, u.SaltedPassword = []byte("salt"), make([]byte, 32)
+		r.Upsertions = append(r.Upsertions, u)
+		return r
+	}
+	return []row{
+		{17, lowest, "handshake on a PLAINTEXT listener", "KafkaApis.handleSaslHandshakeRequest: a handshake that reaches the request handlers is ILLEGAL_SASL_STATE",
+			saslHandshake, handshakeRefused},
+		{17, highest, "handshake on a PLAINTEXT listener", "KafkaApis.handleSaslHandshakeRequest, as at the lowest version",
+			saslHandshake, handshakeRefused},
+		{36, lowest, "authenticate on a PLAINTEXT listener", "KafkaApis.handleSaslAuthenticateRequest: ILLEGAL_SASL_STATE (authentication is done by the channel's authenticator, never by the handlers)",
+			saslAuthenticate, authenticateRefused},
+		{36, highest, "authenticate on a PLAINTEXT listener", "KafkaApis.handleSaslAuthenticateRequest, as at the lowest version",
+			saslAuthenticate, authenticateRefused},
+		{50, lowest, "a user without credentials", "ScramImage.describe (KRaft): a named user with no credentials is RESOURCE_NOT_FOUND in its result",
+			describeAbsent,
+			func(r kmsg.Response, _ *env) error {
+				resp := r.(*kmsg.DescribeUserSCRAMCredentialsResponse)
+				if err := want("request", resp.ErrorCode, 0); err != nil {
+					return err
+				}
+				if len(resp.Results) != 1 {
+					return fmt.Errorf("%d results, want 1", len(resp.Results))
+				}
+				return want("user", resp.Results[0].ErrorCode, kerr.ResourceNotFound.Code)
+			}},
+		{50, highest, "a user named twice", "ScramImage.describe (KRaft): a user named more than once is DUPLICATE_RESOURCE in its result",
+			func(v int16, e *env) kmsg.Request {
+				r := describeAbsent(v, e).(*kmsg.DescribeUserSCRAMCredentialsRequest)
+				r.Users = append(r.Users, r.Users[0])
+				return r
+			},
+			func(r kmsg.Response, _ *env) error {
+				resp := r.(*kmsg.DescribeUserSCRAMCredentialsResponse)
+				if err := want("request", resp.ErrorCode, 0); err != nil {
+					return err
+				}
+				if len(resp.Results) != 1 {
+					return fmt.Errorf("%d results, want 1", len(resp.Results))
+				}
+				return want("user", resp.Results[0].ErrorCode, kerr.DuplicateResource.Code)
+			}},
+		{51, lowest, "an empty user name", "ScramControlManager.alterCredentials: an empty user name is UNACCEPTABLE_CREDENTIAL",
+			func(v int16, e *env) kmsg.Request {
+				r := alterTooFewIterations(v, e).(*kmsg.AlterUserSCRAMCredentialsRequest)
+				r.Upsertions[0].Name, r.Upsertions[0].Iterations = "", 4096
+				return r
+			},
+			func(r kmsg.Response, _ *env) error {
+				resp := r.(*kmsg.AlterUserSCRAMCredentialsResponse)
+				if len(resp.Results) != 1 {
+					return fmt.Errorf("%d results, want 1", len(resp.Results))
+				}
+				return want("user", resp.Results[0].ErrorCode, kerr.UnacceptableCredential.Code)
+			}},
+		{51, highest, "too few iterations", "ScramControlManager.alterCredentials: iterations below the mechanism's minimum (4096) are UNACCEPTABLE_CREDENTIAL",
+			alterTooFewIterations,
+			func(r kmsg.Response, _ *env) error {
+				resp := r.(*kmsg.AlterUserSCRAMCredentialsResponse)
+				if len(resp.Results) != 1 {
+					return fmt.Errorf("%d results, want 1", len(resp.Results))
+				}
+				return want("user", resp.Results[0].ErrorCode, kerr.UnacceptableCredential.Code)
+			}},
+	}
 }
