@@ -111,17 +111,7 @@ func testCompressedClients(t *testing.T, c *cluster.Cluster, adm *kadm.Client) {
 			if total != int64(len(want)) {
 				t.Fatalf("end offsets sum to %d, %d records were produced", total, len(want))
 			}
-			check := func(who string, got map[string]string) {
-				t.Helper()
-				if len(got) != len(want) {
-					t.Fatalf("%s read %d distinct keys, want %d", who, len(got), len(want))
-				}
-				for k, v := range want {
-					if got[k] != v {
-						t.Fatalf("%s read %q = %.40q, produced %.40q", who, k, got[k], v)
-					}
-				}
-			}
+			check := func(who string, got map[string]string) { t.Helper(); requireTable(t, who, got, want) }
 			got := map[string]string{}
 			for _, r := range consumeKgo(t, ctx, c, topic, ends) {
 				got[r.Key] = r.Value
@@ -475,5 +465,19 @@ func testCompressedRefused(t *testing.T, c *cluster.Cluster, adm *kadm.Client) {
 	}
 	if !strings.Contains(leader.Logs(), "raftka-e2e-corrupt") {
 		t.Errorf("the leader's log does not name the refused client")
+	}
+}
+
+// requireTable fails the test unless a consumer (who) read exactly the
+// produced key -> value table.
+func requireTable(t *testing.T, who string, got, want map[string]string) {
+	t.Helper()
+	if len(got) != len(want) {
+		t.Fatalf("%s read %d distinct keys, want %d", who, len(got), len(want))
+	}
+	for k, v := range want {
+		if got[k] != v {
+			t.Fatalf("%s read %q = %.40q, produced %.40q", who, k, got[k], v)
+		}
 	}
 }

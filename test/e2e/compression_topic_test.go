@@ -108,17 +108,7 @@ func testTopicCodec(t *testing.T, c *cluster.Cluster, adm *kadm.Client) {
 		return true, ""
 	})
 
-	check := func(who string, got map[string]string) {
-		t.Helper()
-		if len(got) != len(want) {
-			t.Fatalf("%s read %d distinct keys, want %d", who, len(got), len(want))
-		}
-		for k, v := range want {
-			if got[k] != v {
-				t.Fatalf("%s read %q = %.40q, produced %.40q", who, k, got[k], v)
-			}
-		}
-	}
+	check := func(who string, got map[string]string) { t.Helper(); requireTable(t, who, got, want) }
 	got := map[string]string{}
 	for _, r := range consumeKgo(t, ctx, c, topic, ends) {
 		got[r.Key] = r.Value
