@@ -136,6 +136,9 @@ func TestMinISRAndISRShrinkExpand(t *testing.T) {
 		t.Fatal(err)
 	}
 	leader := c.partition(1, "t")
+	if h := c.ms[1].Health(); h.IsrShrinks != 0 || len(h.Partitions) != 1 || h.Partitions[0].UnderReplicated() || !h.Partitions[0].Leader {
+		t.Fatalf("health before any failure: %+v", h)
+	}
 
 	// Both followers stop: an acks=all batch appended while the ISR is
 	// still whole completes only once the ISR shrank to the leader, and
@@ -149,6 +152,16 @@ func TestMinISRAndISRShrinkExpand(t *testing.T) {
 		reg, _ := c.ctrl.image().Topic("t")
 		return len(reg.Partitions[0].ISR) == 1 && len(leader.State().ISR) == 1
 	})
+	// One shrink or two: the two followers may expire in the same pass or not.
+	waitFor(t, "the shrink to be counted", func() bool { return c.ms[1].Health().IsrShrinks >= 1 })
+	h := c.ms[1].Health()
+	shrinks := h.IsrShrinks
+	if ph := h.Partitions[0]; !ph.UnderReplicated() || !ph.UnderMinISR() || ph.AtMinISR() || ph.LogEndOffset != leader.Log().LogEndOffset() {
+		t.Fatalf("leader health with the ISR shrunk to itself: %+v", ph)
+	}
+	if ph := c.ms[2].Health().Partitions[0]; ph.Leader || ph.UnderReplicated() {
+		t.Fatalf("a follower reports leader health: %+v", ph)
+	}
 	leo := leader.Log().LogEndOffset()
 	if _, err := produce(t, c, 1, "t", -1, "refused"); !errors.Is(err, kerr.NotEnoughReplicas) {
 		t.Fatalf("acks=all below min ISR: %v, want NOT_ENOUGH_REPLICAS", err)
@@ -169,8 +182,16 @@ func TestMinISRAndISRShrinkExpand(t *testing.T) {
 	if _, err := produce(t, c, 1, "t", -1, "flowing again"); err != nil {
 		t.Fatal(err)
 	}
+	waitFor(t, "the expansion to be counted", func() bool { return c.ms[1].Health().IsrExpands == 1 })
+	if ph := c.ms[1].Health().Partitions[0]; !ph.UnderReplicated() || ph.UnderMinISR() || !ph.AtMinISR() {
+		t.Fatalf("leader health with ISR {1,2} of 3, min 2: %+v", ph)
+	}
 	c.net.SetDown(3, false)
 	waitFor(t, "broker 3 to rejoin the ISR", func() bool { return len(leader.State().ISR) == 3 })
+	waitFor(t, "the second expansion to be counted", func() bool { return c.ms[1].Health().IsrExpands == 2 })
+	if h := c.ms[1].Health(); h.Partitions[0].UnderReplicated() || h.IsrShrinks != shrinks {
+		t.Fatalf("health with the ISR whole again: %+v", h)
+	}
 	end := leader.Log().LogEndOffset()
 	waitFor(t, "followers to catch up", func() bool {
 		return c.partition(2, "t").Log().LogEndOffset() == end && c.partition(3, "t").Log().LogEndOffset() == end

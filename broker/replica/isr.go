@@ -73,6 +73,8 @@ type isrChange struct {
 	// this broker does not lead); the change is cleared by the first image
 	// with a newer partition epoch.
 	answered bool
+	// shrink: the change drops members (an expiry), else it adds one.
+	shrink bool
 }
 
 // leaderCore is the pure replication state of a partition this broker leads:

@@ -125,6 +125,10 @@ type Manager struct {
 
 	mu    sync.RWMutex
 	parts map[storage.TopicPartition]*Partition
+
+	// ISR changes the controller accepted (Kafka's IsrShrinksPerSec and
+	// IsrExpandsPerSec), read by Health.
+	isrShrinks, isrExpands atomic.Uint64
 }
 
 // NewManager starts a Manager (its ISR expiry loop); feed it metadata with
@@ -581,6 +585,13 @@ func (m *Manager) sendAlterPartition(p *Partition, leaderEpoch int32, ch *isrCha
 		defer cancel()
 		resp, err := m.cfg.Controller.AlterPartition(ctx, req)
 		code, epoch := alterPartitionOutcome(resp, err, p.Topic(), p.TopicID(), p.Index())
+		if code == 0 {
+			if ch.shrink {
+				m.isrShrinks.Add(1)
+			} else {
+				m.isrExpands.Add(1)
+			}
+		}
 		if code != 0 {
 			m.log.Info().Stringer("partition", p).Ints32("new_isr", rp.NewISR).Int16("code", code).AnErr("err", err).Msg("AlterPartition not applied")
 		}

@@ -415,6 +415,7 @@ func (p *Partition) maybeShrinkISR() {
 	var ch *isrChange
 	if newISR := p.core.shrinkISR(p.log.LogEndOffset(), now, p.lagTimeMax); newISR != nil {
 		ch = p.core.begin(p.host.nextSeq(), newISR)
+		ch.shrink = true
 	}
 	p.mu.Unlock()
 	if ch != nil {

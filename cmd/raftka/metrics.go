@@ -98,9 +98,6 @@ func (m *promMetrics) addNode(node *raftfsm.Node, life *broker.Lifecycle) {
 			Name: "raftka_metadata_snapshot_restores_total", Help: "Metadata snapshots this node restored, from disk or installed from the leader.",
 		}, func() float64 { return float64(node.SnapshotRestores()) }),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-			Name: "raftka_metadata_active_controller", Help: "1 while this node leads Raft and runs the active controller.",
-		}, func() float64 { return b2f(node.IsLeader()) }),
-		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "raftka_broker_fenced", Help: "1 while the controller has this broker fenced.",
 		}, func() float64 { return b2f(life.Fenced()) }),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{

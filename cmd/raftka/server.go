@@ -180,6 +180,7 @@ func runServer(ctx context.Context, cfg *config.Config, log zerolog.Logger, shut
 	}
 	defer life.Close()
 	metrics.addNode(node, life)
+	metrics.reg.MustRegister(newPartitionCollector(replicas.Health, node.IsLeader, func() *metadata.Image { img, _ := node.Current(); return img }))
 
 	if cfg.MetricsListener == "" {
 		log.Info().Msg("metrics.listener not set: no /metrics, /healthz or /readyz endpoint")

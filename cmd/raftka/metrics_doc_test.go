@@ -1,0 +1,111 @@
+package main
+
+import (
+	"os"
+	"regexp"
+	"testing"
+
+	"github.com/raftka/raftka/broker/replica"
+	"github.com/raftka/raftka/metadata"
+)
+
+// exercised returns a promMetrics with every metric observed once, so that
+// labelled families appear in a scrape.
+func exercised(t *testing.T) *promMetrics {
+	t.Helper()
+	m := newPromMetrics()
+	m.reg.MustRegister(newPartitionCollector(func() replica.Health {
+		return replica.Health{Partitions: []replica.PartitionHealth{{Topic: "t", Leader: true, Replicas: 3, ISR: 2, MinISR: 2}}}
+	}, func() bool { return true }, metadata.NewImage))
+	return m
+}
+
+// Every metric METRICS.md documents is exported, so the table cannot name
+// a metric that does not exist.
+func TestMetricsDocNamesExportedMetrics(t *testing.T) {
+	doc, err := os.ReadFile("METRICS.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := regexp.MustCompile("(?m)^\\| `(raftka_[a-z_]+)` \\|").FindAllSubmatch(doc, -1)
+	if len(rows) < 10 {
+		t.Fatalf("METRICS.md names %d metrics; the table did not parse", len(rows))
+	}
+	m := exercised(t)
+	fams, err := m.reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	have := map[string]bool{}
+	for _, f := range fams {
+		have[f.GetName()] = true
+	}
+	for _, r := range rows {
+		if name := string(r[1]); !have[name] {
+			t.Errorf("METRICS.md documents %s, which is not exported", name)
+		}
+	}
+}
+
+// value returns the sum of a gathered family's samples (counter, gauge or
+// histogram count), -1 if the family is missing.
+func value(t *testing.T, m *promMetrics, name string) float64 {
+	t.Helper()
+	fams, err := m.reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range fams {
+		if f.GetName() != name {
+			continue
+		}
+		var v float64
+		for _, s := range f.GetMetric() {
+			switch {
+			case s.Gauge != nil:
+				v += s.Gauge.GetValue()
+			case s.Counter != nil:
+				v += s.Counter.GetValue()
+			case s.Histogram != nil:
+				v += float64(s.Histogram.GetSampleCount())
+			}
+		}
+		return v
+	}
+	return -1
+}
+
+func TestPartitionCollectorCounts(t *testing.T) {
+	img, _ := metadata.NewImage().Apply([]metadata.Record{
+		&metadata.CreateTopic{Name: "t", ID: [16]byte{1}, Partitions: []metadata.PartitionRegistration{
+			{Partition: 0, Replicas: []int32{1}, ISR: []int32{1}, Leader: 1},
+			{Partition: 1, Replicas: []int32{2}, ISR: []int32{2}, Leader: metadata.NoLeader},
+		}},
+	})
+	health := replica.Health{IsrShrinks: 3, IsrExpands: 2, Partitions: []replica.PartitionHealth{
+		{Topic: "a", Partition: 0, Leader: true, Replicas: 3, ISR: 3, MinISR: 2, LogSize: 100, LogEndOffset: 7},
+		{Topic: "a", Partition: 1, Leader: true, Replicas: 3, ISR: 2, MinISR: 2, LogSize: 50},
+		{Topic: "a", Partition: 2, Leader: true, Replicas: 3, ISR: 1, MinISR: 2},
+		{Topic: "b", Partition: 0, Leader: false, Replicas: 3, ISR: 1, MinISR: 2},
+	}}
+	for _, tc := range []struct {
+		controller bool
+		want       map[string]float64
+	}{
+		{true, map[string]float64{
+			"raftka_partitions": 4, "raftka_leader_partitions": 3, "raftka_under_replicated_partitions": 2,
+			"raftka_under_min_isr_partitions": 1, "raftka_at_min_isr_partitions": 1, "raftka_offline_partitions": 1,
+			"raftka_metadata_active_controller": 1, "raftka_isr_shrinks_total": 3, "raftka_isr_expands_total": 2,
+			"raftka_log_size_bytes": 150, "raftka_log_end_offset": 7,
+		}},
+		{false, map[string]float64{"raftka_offline_partitions": 0, "raftka_metadata_active_controller": 0, "raftka_under_replicated_partitions": 2}},
+	} {
+		m := newPromMetrics()
+		m.reg.MustRegister(newPartitionCollector(func() replica.Health { return health }, func() bool { return tc.controller }, func() *metadata.Image { return img }))
+		for name, want := range tc.want {
+			if got := value(t, m, name); got != want {
+				t.Errorf("controller=%v: %s = %v, want %v", tc.controller, name, got, want)
+			}
+		}
+	}
+}
