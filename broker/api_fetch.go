@@ -221,6 +221,9 @@ func handleFetch(ctx context.Context, rc *request, kreq kmsg.Request) (kmsg.Resp
 		}
 		resp.Topics[ti].Partitions = append(resp.Topics[ti].Partitions, rp)
 		partRegions[ti] = append(partRegions[ti], regions[i])
+		if n := regions[i].Len; n > 0 {
+			srv.metrics.TopicFetched(t.topic, int64(n))
+		}
 	}
 	if req.Version >= 16 {
 		resp.Brokers = fetchEndpoints(img, hints, rc.conn.listener)

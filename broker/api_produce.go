@@ -157,6 +157,9 @@ func handleProduce(ctx context.Context, rc *request, kreq kmsg.Request) (kmsg.Re
 				continue
 			}
 			rp.BaseOffset, rp.LogAppendTime, rp.LogStartOffset = res.BaseOffset, res.LogAppendTime, res.LogStartOffset
+			if !res.Duplicate {
+				srv.metrics.TopicProduced(name, int64(len(p.Records)), res.RecordCount)
+			}
 			if ack != nil {
 				pending = append(pending, pendingAck{rp: rp, ack: ack})
 			}

@@ -468,6 +468,7 @@ func (c *conn) writeAuthResponse(buf *[]byte, hdr requestHeader, key, version in
 	s := newSlot(c.newRequest(key, version, hdr.correlationID, hdr.clientID))
 	s.resp = resp
 	n, err := c.writeResponse(buf, s)
+	c.completed(s)
 	if err != nil {
 		c.closeWith(err)
 		return false
@@ -490,6 +491,7 @@ func (c *conn) answerAPIVersions(buf *[]byte, frame []byte, key, version int16, 
 		s.keepVersion = true
 		s.resp = unsupportedAPIVersionsResponse(c.srv.table)
 		n, err := c.writeResponse(buf, s)
+		c.completed(s)
 		if err != nil {
 			c.closeWith(err)
 			return false
@@ -507,6 +509,7 @@ func (c *conn) answerAPIVersions(buf *[]byte, frame []byte, key, version int16, 
 	resp, err := entry.handle(ctx, rc, req)
 	rc.release()
 	if err != nil {
+		c.requestDone(key, rc.received, nil)
 		c.fail(ReasonHandlerError, err)
 		return false
 	}

@@ -565,14 +565,17 @@ func (c *conn) writeLoop() (held *slot) {
 			return s
 		}
 		if s.err != nil {
+			c.completed(s)
 			c.fail(s.reason, fmt.Errorf("%s v%d: %w", kmsg.NameForKey(s.rc.key), s.rc.version, s.err))
 			return nil
 		}
 		if s.resp == nil {
+			c.completed(s)
 			c.pending.Add(-1)
 			continue // no response on the wire (Produce acks=0)
 		}
 		n, err := c.writeResponse(&buf, s)
+		c.completed(s)
 		c.pending.Add(-1)
 		c.lastActive.Store(time.Now().UnixNano())
 		if fr, ok := s.resp.(*filesResponse); ok {

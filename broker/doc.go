@@ -26,7 +26,9 @@
 //   - errors.go: handlers' access to the one mapping from our packages'
 //     error kinds to Kafka error codes, which lives in broker/kafkacode so
 //     broker/replica and raftfsm's controller answer with the same codes.
-//   - metrics.go: the Metrics interface and in-memory Counters.
+//   - metrics.go: the Metrics interface and in-memory Counters;
+//     response_errors.go: each request's end (its total time and the error
+//     codes its response carries) reported to Metrics.
 //   - produce_refusals.go: counting (by reason and bounded client id) and
 //     rate-limited logging of produced batches refused for their content.
 //   - api_<name>.go: one per Kafka API, each registering itself in init and

@@ -3,6 +3,7 @@ package broker
 import (
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // Reason names why a frame or request was not answered normally.
@@ -57,6 +58,24 @@ type Metrics interface {
 	// can find a bad producer. clientID is already bounded in length and
 	// in how many distinct values reach here (see refusalClientLabel).
 	BatchRefused(reason, clientID string)
+	// RequestCompleted ends a request counted by RequestReceived: total is
+	// from its receipt to its response written, or to its end without one
+	// (acks=0 Produce, a failed handler), as Kafka's RequestMetrics
+	// TotalTimeMs. Only a request whose connection closes while it is in
+	// flight is not reported.
+	RequestCompleted(key int16, total time.Duration)
+	// ResponseError counts one non-zero error code a response carries, at
+	// the top level or for one partition, topic or group in it (Kafka's
+	// RequestMetrics ErrorsPerSec, without its NONE count).
+	ResponseError(key, code int16)
+	// TopicProduced counts a batch a producer sent that this broker
+	// appended as leader: its bytes as sent and the record count from its
+	// header (Kafka's BrokerTopicMetrics BytesInPerSec, MessagesInPerSec).
+	// Follower appends and retried duplicates are not counted.
+	TopicProduced(topic string, bytes, records int64)
+	// TopicFetched counts record bytes sent to a consumer (not a follower)
+	// from one topic in a Fetch response (BytesOutPerSec).
+	TopicFetched(topic string, bytes int64)
 }
 
 // Counters is a Metrics kept in memory with atomics. It is the default when
@@ -73,6 +92,17 @@ type Counters struct {
 
 	refusedMu sync.Mutex
 	refused   map[refusalKey]uint64
+
+	completed [countedKeys]atomic.Uint64
+	errorsMu  sync.Mutex
+	errors    map[[2]int16]uint64 // by key, code
+	topicsMu  sync.Mutex
+	topics    map[string]*TopicCounts
+}
+
+// TopicCounts is one topic's produce and fetch traffic.
+type TopicCounts struct {
+	BytesIn, RecordsIn, BytesOut int64
 }
 
 type refusalKey struct{ reason, clientID string }
@@ -165,4 +195,70 @@ func (c *Counters) Snapshot() CounterSnapshot {
 		}
 	}
 	return s
+}
+
+func (c *Counters) RequestCompleted(key int16, _ time.Duration) {
+	if key >= 0 && key < countedKeys {
+		c.completed[key].Add(1)
+	}
+}
+
+func (c *Counters) ResponseError(key, code int16) {
+	c.errorsMu.Lock()
+	defer c.errorsMu.Unlock()
+	if c.errors == nil {
+		c.errors = make(map[[2]int16]uint64)
+	}
+	c.errors[[2]int16{key, code}]++
+}
+
+func (c *Counters) topic(name string) *TopicCounts {
+	if c.topics == nil {
+		c.topics = make(map[string]*TopicCounts)
+	}
+	t := c.topics[name]
+	if t == nil {
+		t = &TopicCounts{}
+		c.topics[name] = t
+	}
+	return t
+}
+
+func (c *Counters) TopicProduced(topic string, bytes, records int64) {
+	c.topicsMu.Lock()
+	defer c.topicsMu.Unlock()
+	t := c.topic(topic)
+	t.BytesIn += bytes
+	t.RecordsIn += records
+}
+
+func (c *Counters) TopicFetched(topic string, bytes int64) {
+	c.topicsMu.Lock()
+	defer c.topicsMu.Unlock()
+	c.topic(topic).BytesOut += bytes
+}
+
+// CompletedFor returns how many requests of key were reported completed.
+func (c *Counters) CompletedFor(key int16) uint64 {
+	if key < 0 || key >= countedKeys {
+		return 0
+	}
+	return c.completed[key].Load()
+}
+
+// ErrorsFor returns how many times responses to key carried code.
+func (c *Counters) ErrorsFor(key, code int16) uint64 {
+	c.errorsMu.Lock()
+	defer c.errorsMu.Unlock()
+	return c.errors[[2]int16{key, code}]
+}
+
+// Topic returns a topic's traffic counts.
+func (c *Counters) Topic(name string) TopicCounts {
+	c.topicsMu.Lock()
+	defer c.topicsMu.Unlock()
+	if t := c.topics[name]; t != nil {
+		return *t
+	}
+	return TopicCounts{}
 }

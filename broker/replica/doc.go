@@ -25,6 +25,9 @@
 //     shrink and expand decisions) and the AlterPartition exchange with the
 //     controller (at most one in flight per partition; the image, not the
 //     answer, applies a new ISR).
+//   - health.go: Health, the hosted partitions' replication health, log
+//     sizes and offsets and the ISR change counts, read when metrics are
+//     scraped (nothing on the produce or fetch path maintains it).
 //   - truncation.go: the pure KIP-101/279 truncation rule a follower applies
 //     to the leader's OffsetForLeaderEpoch answer or a Fetch DivergingEpoch.
 //   - fetcher.go: num.replica.fetchers goroutines (Config.NumFetchers) per

@@ -16,6 +16,8 @@ import (
 	"github.com/raftka/raftka/broker"
 	"github.com/raftka/raftka/raftfsm"
 	"github.com/rs/zerolog"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // promMetrics adapts the broker's counters to Prometheus. The broker package
@@ -31,6 +33,12 @@ type promMetrics struct {
 	bytesOut  prometheus.Counter
 	rejected  *prometheus.CounterVec
 	refused   *prometheus.CounterVec
+
+	requestTime    *prometheus.HistogramVec
+	responseErrors *prometheus.CounterVec
+	topicBytesIn   *prometheus.CounterVec
+	topicRecordsIn *prometheus.CounterVec
+	topicBytesOut  *prometheus.CounterVec
 }
 
 func newPromMetrics() *promMetrics {
@@ -62,7 +70,28 @@ func newPromMetrics() *promMetrics {
 			Help: "Produced batches the leader refused for their content (corrupt or undecodable compressed records, invalid records, too large), by reason and client id.",
 		}, []string{"reason", "client_id"}),
 	}
+	m.requestTime = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name: "raftka_request_total_time_seconds",
+		Help: "Time from a request's receipt to its response written (or its end without one), by request name.",
+		// 0.5 ms to about 12 s: a local Metadata answer to a Fetch or
+		// acks=all Produce waiting out its timeout.
+		Buckets: prometheus.ExponentialBuckets(0.0005, 2.5, 12),
+	}, []string{"request"})
+	m.responseErrors = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "raftka_request_errors_total",
+		Help: "Non-zero error codes carried in responses (top level and per partition, topic or group), by request name and error.",
+	}, []string{"request", "error"})
+	m.topicBytesIn = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "raftka_topic_bytes_in_total", Help: "Bytes of record batches producers sent that this broker appended as leader, by topic.",
+	}, []string{"topic"})
+	m.topicRecordsIn = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "raftka_topic_records_in_total", Help: "Records in batches producers sent that this broker appended as leader, by topic.",
+	}, []string{"topic"})
+	m.topicBytesOut = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "raftka_topic_bytes_out_total", Help: "Bytes of record batches sent to consumers (not followers), by topic.",
+	}, []string{"topic"})
 	m.reg.MustRegister(m.connsOpen, m.conns, m.requests, m.bytesIn, m.responses, m.bytesOut, m.rejected, m.refused,
+		m.requestTime, m.responseErrors, m.topicBytesIn, m.topicRecordsIn, m.topicBytesOut,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
@@ -85,6 +114,42 @@ func (m *promMetrics) ResponseSent(key, version int16, bytes int64) {
 func (m *promMetrics) Rejected(r broker.Reason) { m.rejected.WithLabelValues(r.String()).Inc() }
 func (m *promMetrics) BatchRefused(reason, clientID string) {
 	m.refused.WithLabelValues(reason, clientID).Inc()
+}
+
+func (m *promMetrics) RequestCompleted(key int16, total time.Duration) {
+	m.requestTime.WithLabelValues(requestName(key)).Observe(total.Seconds())
+}
+
+func (m *promMetrics) ResponseError(key, code int16) {
+	name := strconv.Itoa(int(code))
+	if e := kerr.ErrorForCode(code); e != nil {
+		var ke *kerr.Error
+		// kerr answers UNKNOWN_SERVER_ERROR for a code it does not know:
+		// keep the number then rather than a wrong name.
+		if errors.As(e, &ke) && ke.Code == code {
+			name = ke.Message
+		}
+	}
+	m.responseErrors.WithLabelValues(requestName(key), name).Inc()
+}
+
+func (m *promMetrics) TopicProduced(topic string, bytes, records int64) {
+	m.topicBytesIn.WithLabelValues(topic).Add(float64(bytes))
+	m.topicRecordsIn.WithLabelValues(topic).Add(float64(records))
+}
+
+func (m *promMetrics) TopicFetched(topic string, bytes int64) {
+	m.topicBytesOut.WithLabelValues(topic).Add(float64(bytes))
+}
+
+// requestName is Kafka's name for an API key, as its RequestMetrics label
+// request=X has it (Produce, Fetch, ...), or the number for a key kmsg
+// does not know.
+func requestName(key int16) string {
+	if n := kmsg.NameForKey(key); n != "Unknown" {
+		return n
+	}
+	return strconv.Itoa(int(key))
 }
 
 // addNode exports the Raft node's and the broker registration's state,

@@ -1,10 +1,16 @@
 package main
 
 import (
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"regexp"
+	"strings"
 	"testing"
+	"time"
 
+	"github.com/raftka/raftka/broker"
 	"github.com/raftka/raftka/broker/replica"
 	"github.com/raftka/raftka/metadata"
 )
@@ -14,6 +20,15 @@ import (
 func exercised(t *testing.T) *promMetrics {
 	t.Helper()
 	m := newPromMetrics()
+	m.ConnOpened("CLIENT")
+	m.RequestReceived(0, 9, 100)
+	m.ResponseSent(0, 9, 50)
+	m.Rejected(broker.ReasonBadHeader)
+	m.BatchRefused("corrupt_message", "c")
+	m.RequestCompleted(0, time.Millisecond)
+	m.ResponseError(0, 3)
+	m.TopicProduced("t", 100, 2)
+	m.TopicFetched("t", 100)
 	m.reg.MustRegister(newPartitionCollector(func() replica.Health {
 		return replica.Health{Partitions: []replica.PartitionHealth{{Topic: "t", Leader: true, Replicas: 3, ISR: 2, MinISR: 2}}}
 	}, func() bool { return true }, metadata.NewImage))
@@ -106,6 +121,44 @@ func TestPartitionCollectorCounts(t *testing.T) {
 			if got := value(t, m, name); got != want {
 				t.Errorf("controller=%v: %s = %v, want %v", tc.controller, name, got, want)
 			}
+		}
+	}
+}
+
+func TestPromAdapterLabels(t *testing.T) {
+	m := exercised(t)
+	m.ResponseError(1, 3)
+	m.ResponseError(1, 3)
+	m.ResponseError(1, 9999)
+	for _, tc := range []struct {
+		name string
+		want float64
+	}{
+		{"raftka_request_total_time_seconds", 1},
+		{"raftka_request_errors_total", 4},
+		{"raftka_topic_bytes_in_total", 100},
+		{"raftka_topic_records_in_total", 2},
+	} {
+		if got := value(t, m, tc.name); got != tc.want {
+			t.Errorf("%s = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+	srv := httptest.NewServer(metricsMux(m, fixedReady{true, "ready"}, false))
+	defer srv.Close()
+	resp, err := http.Get(srv.URL + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	for _, want := range []string{
+		`raftka_request_errors_total{error="UNKNOWN_TOPIC_OR_PARTITION",request="Fetch"} 2`,
+		`raftka_request_errors_total{error="9999",request="Fetch"} 1`,
+		`raftka_request_total_time_seconds_count{request="Produce"} 1`,
+		`raftka_topic_bytes_out_total{topic="t"} 100`,
+	} {
+		if !strings.Contains(string(body), want) {
+			t.Errorf("/metrics lacks %s", want)
 		}
 	}
 }
