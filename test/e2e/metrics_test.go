@@ -1,8 +1,9 @@
 package e2e
 
 // Issue 17's first metrics, checked on real processes: the under-replicated
-// gauge follows a frozen follower, the per-topic byte counter follows the
-// bytes produced, and the request time histograms count every request.
+// gauge follows a frozen follower, the per-topic byte counters follow the
+// bytes produced and fetched, and the request time histograms count every
+// request.
 
 import (
 	"bufio"
@@ -133,6 +134,33 @@ func TestMetricsUnderReplicatedTrafficAndRequestTimes(t *testing.T) {
 		t.Errorf("%s moved by %v for %d records produced", recordsIn, got, records)
 	}
 	t.Logf("produced %d bytes in 50 batches: %s moved by %v", sent, bytesIn, moved)
+
+	// Bytes out: a consumer's fetch of everything moves the per-topic
+	// counter by the record bytes it was sent.
+	fetch := kmsg.NewPtrFetchRequest()
+	fetch.Version, fetch.ReplicaID, fetch.MaxBytes = 12, -1, 4<<20
+	ft := kmsg.NewFetchRequestTopic()
+	ft.Topic = topic
+	fp := kmsg.NewFetchRequestTopicPartition()
+	fp.PartitionMaxBytes = 4 << 20
+	ft.Partitions = append(ft.Partitions, fp)
+	fetch.Topics = append(fetch.Topics, ft)
+	resp, err := invariants.RawRequest(ctx, leader.ClientAddr(), fetch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fr := resp.(*kmsg.FetchResponse)
+	if len(fr.Topics) != 1 || len(fr.Topics[0].Partitions) != 1 || fr.Topics[0].Partitions[0].ErrorCode != 0 {
+		t.Fatalf("fetch answer: %+v", fr)
+	}
+	got := len(fr.Topics[0].Partitions[0].RecordBatches)
+	if got != sent {
+		t.Fatalf("fetched %d bytes of the %d produced", got, sent)
+	}
+	bytesOut := `raftka_topic_bytes_out_total{topic="` + topic + `"}`
+	if s, err := scrape(leader); err != nil || s[bytesOut]-after[bytesOut] != float64(got) {
+		t.Errorf("%s moved by %v for %d bytes fetched (%v)", bytesOut, s[bytesOut]-after[bytesOut], got, err)
+	}
 
 	// Request times: every request counted by raftka_requests_total is in
 	// the histogram once it has ended. Produce and Metadata are answered
