@@ -3,8 +3,10 @@
 // conformance table (conformance_test.go): every API raftka advertises, at
 // its lowest and highest advertised version, with edge-case inputs, each
 // answer compared field by field with what Kafka 4.1 answers, citing where
-// Kafka defines it. It has no non-test code beyond this file; nothing
-// imports it.
+// Kafka defines it; and the Go clients' admin calls (admin_clients_test.go:
+// kadm, sarama's ClusterAdmin, kafka-go's Client) over every admin API
+// raftka serves, one subtest per API and library. It has no non-test code
+// beyond this file; nothing imports it.
 //
 //arch:imports std
 //arch:importers none
