@@ -522,14 +522,14 @@ func configCases() []adminCase {
 			}},
 		{"DescribeConfigs", "sarama", "ConfigHelper.describeConfigs: one entry per named key; log.cleaner.backoff.ms on broker 1 is 15000 (sarama's TestFuncAdminDescribeConfig asks for it)",
 			func(ctx context.Context, a *admins, _ string) error {
-				es, err := a.sarama.DescribeConfig(sarama.ConfigResource{Type: sarama.BrokerResource, Name: "1", ConfigNames: []string{"log.cleaner.backoff.ms"}})
+				es, err := a.saramaDescribeConfig(sarama.ConfigResource{Type: sarama.BrokerResource, Name: "1", ConfigNames: []string{"log.cleaner.backoff.ms"}})
 				if err != nil {
 					return err
 				}
 				if len(es) != 1 || es[0].Name != "log.cleaner.backoff.ms" || es[0].Value != "15000" {
 					return fmt.Errorf("entries %+v, want log.cleaner.backoff.ms=15000", es)
 				}
-				es, err = a.sarama.DescribeConfig(sarama.ConfigResource{Type: sarama.TopicResource, Name: admTopic, ConfigNames: []string{"cleanup.policy"}})
+				es, err = a.saramaDescribeConfig(sarama.ConfigResource{Type: sarama.TopicResource, Name: admTopic, ConfigNames: []string{"cleanup.policy"}})
 				if err != nil {
 					return err
 				}
@@ -659,7 +659,7 @@ func configCases() []adminCase {
 				if !strings.Contains(err.Error(), "Cannot update these configs dynamically: log.cleaner.backoff.ms") {
 					return fmt.Errorf("refusal %q does not name the key", err)
 				}
-				es, err := a.sarama.DescribeConfig(sarama.ConfigResource{Type: sarama.BrokerResource, Name: "1", ConfigNames: []string{"log.cleaner.backoff.ms"}})
+				es, err := a.saramaDescribeConfig(sarama.ConfigResource{Type: sarama.BrokerResource, Name: "1", ConfigNames: []string{"log.cleaner.backoff.ms"}})
 				if err != nil || len(es) != 1 || es[0].Value != "15000" {
 					return fmt.Errorf("after the refusal: %v %+v, want 15000", err, es)
 				}
@@ -1137,3 +1137,19 @@ func scramCases() []adminCase {
 }
 
 func strPtr(s string) *string { return &s }
+
+// saramaDescribeConfig is sarama's DescribeConfigs for one resource, its
+// error code as the error.
+func (a *admins) saramaDescribeConfig(r sarama.ConfigResource) ([]sarama.ConfigEntry, error) {
+	rs, err := a.sarama.DescribeConfigs([]*sarama.ConfigResource{&r}, sarama.DescribeConfigsOptions{})
+	if err != nil {
+		return nil, err
+	}
+	if len(rs) != 1 {
+		return nil, fmt.Errorf("%d resources, want 1", len(rs))
+	}
+	if rs[0].ErrorCode != sarama.ErrNoError {
+		return nil, fmt.Errorf("%w: %s", rs[0].ErrorCode, rs[0].ErrorMsg)
+	}
+	return rs[0].Configs, nil
+}
