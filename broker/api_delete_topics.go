@@ -6,7 +6,9 @@ package broker
 // Behaviour (Kafka's ControllerApis.deleteTopics):
 //   - Topics are named by name, or from v6 by name or id. An entry with both
 //     a name and an id, a name or id given more than once, or a v6 entry
-//     with neither is answered INVALID_REQUEST and not deleted.
+//     with neither is answered INVALID_REQUEST and not deleted; a name or
+//     id given more than once is answered once, as Kafka answers each
+//     duplicate name or id (an entry with both counts as neither).
 //   - The rest go to the controller in one call, bounded by TimeoutMillis:
 //     an unknown name is UNKNOWN_TOPIC_OR_PARTITION, an unknown id
 //     UNKNOWN_TOPIC_ID. With delete.topic.enable=false the controller
@@ -59,13 +61,17 @@ func handleDeleteTopics(ctx context.Context, rc *request, kreq kmsg.Request) (km
 
 	names, ids := map[string]int{}, map[[16]byte]int{}
 	for _, tg := range targets {
-		if tg.name != nil && *tg.name != "" {
+		hasName, hasID := tg.name != nil && *tg.name != "", tg.id != ([16]byte{})
+		if hasName && !hasID {
 			names[*tg.name]++
 		}
-		if tg.id != ([16]byte{}) {
+		if hasID && !hasName {
 			ids[tg.id]++
 		}
 	}
+	// Later entries of a duplicated name or id are not answered.
+	skip := make([]bool, len(targets))
+	dupName, dupID := map[string]bool{}, map[[16]byte]bool{}
 	results := make([]kmsg.DeleteTopicsResponseTopic, len(targets))
 	var fwdIdx []int
 	fwd := kmsg.NewPtrDeleteTopicsRequest()
@@ -82,8 +88,12 @@ func handleDeleteTopics(ctx context.Context, rc *request, kreq kmsg.Request) (km
 			msg = "Neither a topic name nor a topic id was given."
 		case hasName && names[*tg.name] > 1:
 			msg = "Duplicate topic name."
+			skip[i] = dupName[*tg.name]
+			dupName[*tg.name] = true
 		case hasID && ids[tg.id] > 1:
 			msg = "Duplicate topic id."
+			skip[i] = dupID[tg.id]
+			dupID[tg.id] = true
 		}
 		if msg != "" {
 			rt.ErrorCode, rt.ErrorMessage = kerr.InvalidRequest.Code, kmsg.StringPtr(msg)
@@ -103,14 +113,17 @@ func handleDeleteTopics(ctx context.Context, rc *request, kreq kmsg.Request) (km
 		forwardDeleteTopics(ctx, srv, fwd, targets, fwdIdx, results)
 	}
 	for i := range results {
+		if skip[i] {
+			continue
+		}
 		if req.Version < 3 && results[i].ErrorCode == kerr.TopicDeletionDisabled.Code {
 			results[i].ErrorCode = kerr.InvalidRequest.Code
 		}
 		if results[i].Topic == nil && req.Version < 6 {
 			results[i].Topic = kmsg.StringPtr("")
 		}
+		resp.Topics = append(resp.Topics, results[i])
 	}
-	resp.Topics = results
 	return resp, nil
 }
 

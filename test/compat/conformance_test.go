@@ -333,6 +333,90 @@ func edgeRows() []row {
 			func(r kmsg.Response, _ *env) error {
 				return want("topic", r.(*kmsg.CreateTopicsResponse).Topics[0].ErrorCode, kerr.InvalidReplicationFactor.Code)
 			}},
+		{1, highest, "negative partition of a known topic", "KafkaApis.handleFetchRequest: a partition the metadata cache lacks (metadataCache.contains) is UNKNOWN_TOPIC_OR_PARTITION",
+			func(v int16, e *env) kmsg.Request {
+				r := fetch(v, "", e.topicID)
+				r.Topics[0].Partitions[0].Partition = -1
+				return r
+			},
+			func(r kmsg.Response, _ *env) error {
+				return want("partition", r.(*kmsg.FetchResponse).Topics[0].Partitions[0].ErrorCode, kerr.UnknownTopicOrPartition.Code)
+			}},
+		{2, lowest, "negative partition", "ReplicaManager.fetchOffset via getPartitionOrException: UNKNOWN_TOPIC_OR_PARTITION",
+			func(v int16, e *env) kmsg.Request { return listOffsets(v, -1) },
+			func(r kmsg.Response, _ *env) error {
+				return want("partition", r.(*kmsg.ListOffsetsResponse).Topics[0].Partitions[0].ErrorCode, kerr.UnknownTopicOrPartition.Code)
+			}},
+		{3, highest, "null topic list means all topics", "MetadataRequest.isAllTopics: from v1 a null list asks for every topic",
+			func(v int16, e *env) kmsg.Request {
+				r := kmsg.NewPtrMetadataRequest()
+				r.Version, r.Topics = v, nil
+				return r
+			},
+			func(r kmsg.Response, _ *env) error {
+				for _, t := range r.(*kmsg.MetadataResponse).Topics {
+					if t.Topic != nil && *t.Topic == topic {
+						return want("topic", t.ErrorCode, 0)
+					}
+				}
+				return fmt.Errorf("topic %s not listed", topic)
+			}},
+		{3, highest, "empty topic list means none", "MetadataRequest.isAllTopics: from v1 an empty list asks for no topic; brokers and cluster id still answered",
+			func(v int16, e *env) kmsg.Request {
+				r := kmsg.NewPtrMetadataRequest()
+				r.Version, r.Topics = v, []kmsg.MetadataRequestTopic{}
+				return r
+			},
+			func(r kmsg.Response, e *env) error {
+				resp := r.(*kmsg.MetadataResponse)
+				if len(resp.Topics) != 0 {
+					return fmt.Errorf("%d topics, want none", len(resp.Topics))
+				}
+				if len(resp.Brokers) != 1 || resp.ClusterID == nil || *resp.ClusterID != e.clusterID {
+					return fmt.Errorf("brokers %+v cluster %v, want broker 1 and %q", resp.Brokers, resp.ClusterID, e.clusterID)
+				}
+				return nil
+			}},
+		{20, highest, "a name twice", "ControllerApis.deleteTopics: a name given twice is INVALID_REQUEST \"Duplicate topic name.\", and nothing is deleted",
+			func(v int16, e *env) kmsg.Request {
+				r := kmsg.NewPtrDeleteTopicsRequest()
+				r.Version, r.TimeoutMillis = v, 30000
+				for range 2 {
+					t := kmsg.NewDeleteTopicsRequestTopic()
+					t.Topic = kmsg.StringPtr(topic)
+					r.Topics = append(r.Topics, t)
+				}
+				return r
+			},
+			func(r kmsg.Response, _ *env) error {
+				ts := r.(*kmsg.DeleteTopicsResponse).Topics
+				if len(ts) != 1 {
+					return fmt.Errorf("%d answers, want the name answered once", len(ts))
+				}
+				return want("topic", ts[0].ErrorCode, kerr.InvalidRequest.Code)
+			}},
+		{37, highest, "validate only", "ReplicationControlManager.createPartitions with validateOnly: the increase is checked, answered NONE, and not made",
+			func(v int16, e *env) kmsg.Request {
+				r := createPartitions(v, topic, 4)
+				r.ValidateOnly = true
+				return r
+			},
+			func(r kmsg.Response, _ *env) error {
+				return want("topic", r.(*kmsg.CreatePartitionsResponse).Topics[0].ErrorCode, 0)
+			}},
+		{37, lowest, "a name twice", "ControllerApis.createPartitions: a name given twice is INVALID_REQUEST \"Duplicate topic name.\", answered once",
+			func(v int16, e *env) kmsg.Request {
+				r := createPartitions(v, topic, 4)
+				r.Topics = append(r.Topics, r.Topics[0])
+				return r
+			},
+			func(r kmsg.Response, _ *env) error {
+				ts := r.(*kmsg.CreatePartitionsResponse).Topics
+				if len(ts) != 1 {
+					return fmt.Errorf("%d answers, want the name answered once", len(ts))
+				}
+				return want("topic", ts[0].ErrorCode, kerr.InvalidRequest.Code)
+			}},
 		{32, highest, "cluster-wide broker defaults", "ConfigHelper.describeConfigs: an empty broker name is the cluster default resource, no error",
 			func(v int16, e *env) kmsg.Request { return describeConfigs(v, kmsg.ConfigResourceTypeBroker, "") },
 			func(r kmsg.Response, _ *env) error {
