@@ -14,7 +14,9 @@ package broker
 //     DescribeConfigs here) shows the new values.
 //   - A resource named twice, a config named twice within one resource, or
 //     another resource type (BROKER_LOGGER and the like: raftka has none)
-//     is answered INVALID_REQUEST and not forwarded.
+//     is answered INVALID_REQUEST and not forwarded; every entry of a
+//     resource named twice is answered ("Each resource must appear at most
+//     once.", as ConfigAdminManager.preprocess).
 //   - A failed call answers each forwarded resource with its code.
 //
 // Version notes: v1 is v0; v2 is flexible.
@@ -53,9 +55,11 @@ func handleAlterConfigs(ctx context.Context, rc *request, kreq kmsg.Request) (km
 		for _, c := range r.Configs {
 			names = append(names, c.Name)
 		}
-		code, msg := precheckConfigResource(key, names)
-		if code == 0 && count[key] > 1 {
-			code, msg = kerr.InvalidRequest.Code, "Duplicate resource."
+		// As ConfigAdminManager.preprocess, a resource named twice is
+		// refused before any other check, and each of its entries answered.
+		code, msg := kerr.InvalidRequest.Code, "Each resource must appear at most once."
+		if count[key] == 1 {
+			code, msg = precheckConfigResource(key, names)
 		}
 		if code != 0 {
 			results[key] = alterConfigsResult(key, code, kmsg.StringPtr(msg))
@@ -67,13 +71,8 @@ func handleAlterConfigs(ctx context.Context, rc *request, kreq kmsg.Request) (km
 	if len(fwd.Resources) > 0 {
 		forwardAlterConfigs(ctx, srv, fwd, results)
 	}
-	answered := map[configResource]bool{}
 	for _, r := range req.Resources {
 		key := configResource{r.ResourceType, r.ResourceName}
-		if answered[key] {
-			continue
-		}
-		answered[key] = true
 		rr, ok := results[key]
 		if !ok {
 			rr = alterConfigsResult(key, kerr.UnknownServerError.Code, kmsg.StringPtr("the controller did not answer for this resource"))

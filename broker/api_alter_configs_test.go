@@ -39,7 +39,7 @@ func TestAlterConfigs(t *testing.T) {
 			want := []struct {
 				name string
 				code int16
-			}{{"orders", 0}, {"", 0}, {"twice", kerr.InvalidRequest.Code}, {"dupkey", kerr.InvalidRequest.Code}, {"1", kerr.InvalidRequest.Code}, {metadataTopic, kerr.InvalidRequest.Code}}
+			}{{"orders", 0}, {"", 0}, {"twice", kerr.InvalidRequest.Code}, {"twice", kerr.InvalidRequest.Code}, {"dupkey", kerr.InvalidRequest.Code}, {"1", kerr.InvalidRequest.Code}, {metadataTopic, kerr.InvalidRequest.Code}}
 			if len(resp.Resources) != len(want) {
 				t.Fatalf("%d answers, want %d", len(resp.Resources), len(want))
 			}
@@ -117,6 +117,34 @@ func TestIncrementalAlterConfigs(t *testing.T) {
 			if forwarded := len(fa.requests()) == 1; forwarded != (tc.code == 0) {
 				t.Errorf("%s v%d: forwarded %v", tc.name, v, forwarded)
 			}
+		}
+	}
+
+	// A resource named twice: each entry answered, as Kafka's
+	// ConfigAdminManager.reassembleIncrementalResponse does, and the
+	// duplicate check comes before the resource type's.
+	for v := int16(0); v <= 1; v++ {
+		fa := &adminCtrl{}
+		s := adminServer(t, clusterImage(t, 9001), fa, nil)
+		req := kmsg.NewPtrIncrementalAlterConfigsRequest()
+		req.Version = v
+		req.Resources = []kmsg.IncrementalAlterConfigsRequestResource{
+			res(kmsg.ConfigResourceTypeGroupConfig, "g", incOp("x", 0, "1")),
+			res(topic, "orders", incOp("retention.ms", 0, "5")),
+			res(kmsg.ConfigResourceTypeGroupConfig, "g", incOp("x", 0, "1")),
+		}
+		resp := call[*kmsg.IncrementalAlterConfigsResponse](t, s, req)
+		if len(resp.Resources) != 3 {
+			t.Fatalf("v%d: %d answers, want 3", v, len(resp.Resources))
+		}
+		for _, i := range []int{0, 2} {
+			r := resp.Resources[i]
+			if r.ResourceName != "g" || r.ErrorCode != kerr.InvalidRequest.Code || deref(r.ErrorMessage) != "Each resource must appear at most once." {
+				t.Errorf("v%d answer %d: %s code %d (%s)", v, i, r.ResourceName, r.ErrorCode, deref(r.ErrorMessage))
+			}
+		}
+		if r := resp.Resources[1]; r.ResourceName != "orders" || r.ErrorCode != 0 {
+			t.Errorf("v%d: orders code %d (%s)", v, r.ErrorCode, deref(r.ErrorMessage))
 		}
 	}
 

@@ -16,7 +16,9 @@ package broker
 //     twice, a config named twice within a resource, an unknown operation,
 //     and resource types raftka has no configs for. APPEND or SUBTRACT on a
 //     known config that is not a list is INVALID_CONFIG ("Can't APPEND to
-//     key ... because its type is not LIST."), as in Kafka.
+//     key ... because its type is not LIST."), as in Kafka. Every entry of
+//     a resource named twice is answered, each "Each resource must appear
+//     at most once.".
 //   - A failed call answers each forwarded resource with its code.
 //
 // Version notes: v1 is flexible.
@@ -57,9 +59,11 @@ func handleIncrementalAlterConfigs(ctx context.Context, rc *request, kreq kmsg.R
 		for _, c := range r.Configs {
 			names = append(names, c.Name)
 		}
-		code, msg := precheckConfigResource(key, names)
-		if code == 0 && count[key] > 1 {
-			code, msg = kerr.InvalidRequest.Code, "Duplicate resource."
+		// As ConfigAdminManager.preprocess, a resource named twice is
+		// refused before any other check, and each of its entries answered.
+		code, msg := kerr.InvalidRequest.Code, "Each resource must appear at most once."
+		if count[key] == 1 {
+			code, msg = precheckConfigResource(key, names)
 		}
 		if code == 0 {
 			code, msg = checkIncrementalOps(key.typ, r.Configs)
@@ -74,13 +78,8 @@ func handleIncrementalAlterConfigs(ctx context.Context, rc *request, kreq kmsg.R
 	if len(fwd.Resources) > 0 {
 		forwardIncrementalAlterConfigs(ctx, srv, fwd, results)
 	}
-	answered := map[configResource]bool{}
 	for _, r := range req.Resources {
 		key := configResource{r.ResourceType, r.ResourceName}
-		if answered[key] {
-			continue
-		}
-		answered[key] = true
 		rr, ok := results[key]
 		if !ok {
 			rr = incrementalResult(key, kerr.UnknownServerError.Code, kmsg.StringPtr("the controller did not answer for this resource"))

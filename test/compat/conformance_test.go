@@ -417,6 +417,42 @@ func edgeRows() []row {
 				}
 				return want("topic", ts[0].ErrorCode, kerr.InvalidRequest.Code)
 			}},
+		{44, highest, "a resource twice", "ConfigAdminManager.preprocess: every entry of a resource named twice is INVALID_REQUEST \"Each resource must appear at most once.\", each answered (reassembleIncrementalResponse)",
+			func(v int16, e *env) kmsg.Request {
+				r := incrementalAlterConfigs(v)
+				r.Resources = append(r.Resources, r.Resources[0])
+				return r
+			},
+			func(r kmsg.Response, _ *env) error {
+				rs := r.(*kmsg.IncrementalAlterConfigsResponse).Resources
+				if len(rs) != 2 {
+					return fmt.Errorf("%d answers, want one per entry", len(rs))
+				}
+				for _, rr := range rs {
+					if err := want("resource", rr.ErrorCode, kerr.InvalidRequest.Code); err != nil {
+						return err
+					}
+				}
+				return nil
+			}},
+		{33, lowest, "a resource twice", "ConfigAdminManager.preprocess (legacy): every entry of a resource named twice is INVALID_REQUEST, each answered (reassembleLegacyResponse)",
+			func(v int16, e *env) kmsg.Request {
+				r := alterConfigs(v)
+				r.Resources = append(r.Resources, r.Resources[0])
+				return r
+			},
+			func(r kmsg.Response, _ *env) error {
+				rs := r.(*kmsg.AlterConfigsResponse).Resources
+				if len(rs) != 2 {
+					return fmt.Errorf("%d answers, want one per entry", len(rs))
+				}
+				for _, rr := range rs {
+					if err := want("resource", rr.ErrorCode, kerr.InvalidRequest.Code); err != nil {
+						return err
+					}
+				}
+				return nil
+			}},
 		{32, highest, "cluster-wide broker defaults", "ConfigHelper.describeConfigs: an empty broker name is the cluster default resource, no error",
 			func(v int16, e *env) kmsg.Request { return describeConfigs(v, kmsg.ConfigResourceTypeBroker, "") },
 			func(r kmsg.Response, _ *env) error {
