@@ -56,7 +56,7 @@ func TestAdminClients(t *testing.T) {
 	c := cluster.Start(t, cluster.Nodes(1))
 	a := &admins{c: c}
 	var err error
-	a.kgo, err = kgo.NewClient(kgo.SeedBrokers(c.Bootstrap()), kgo.RetryTimeout(30*time.Second))
+	a.kgo, err = kgo.NewClient(kgo.SeedBrokers(strings.Split(c.Bootstrap(), ",")...), kgo.RetryTimeout(30*time.Second))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -92,7 +92,7 @@ func TestAdminClients(t *testing.T) {
 	for i := range rec {
 		rec[i] = &kgo.Record{Topic: admTopic, Partition: 0, Value: []byte(strconv.Itoa(i)), Timestamp: base.Add(time.Duration(i) * time.Second)}
 	}
-	pcl, err := kgo.NewClient(kgo.SeedBrokers(c.Bootstrap()), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	pcl, err := kgo.NewClient(kgo.SeedBrokers(strings.Split(c.Bootstrap(), ",")...), kgo.RecordPartitioner(kgo.ManualPartitioner()))
 	if err != nil {
 		t.Fatal(err)
 	}
