@@ -1,10 +1,8 @@
 package storage
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
-	"io"
 	"math"
 	"slices"
 	"time"
@@ -229,8 +227,11 @@ func (l *Log) buildOffsetMap(m *offsetMap, segs []*segment, plan cleanPlan, cio 
 			if err != nil {
 				return err
 			}
-			return b.walkRecordData(data, func(r Record) bool {
-				if r.Key != nil && !m.put(r.Key, r.Offset) {
+			// Only keys and offsets matter here; the rewrite that follows
+			// walks (and checks) every field of every record it keeps.
+			base := b.BaseOffset()
+			return b.walkKeys(data, func(key []byte, offDelta int64) bool {
+				if key != nil && !m.put(key, base+offDelta) {
 					full = true
 				}
 				return !full
@@ -267,18 +268,55 @@ func (cio *cleanIO) aborted() bool {
 	}
 }
 
-// scan calls fn with each batch of s in order, until stop says so.
+// cleanReadSize is how much of a segment the cleaner reads at a time: few
+// system calls per MiB, and batches are used where they were read rather
+// than copied out one by one.
+const cleanReadSize = 1 << 20
+
+// scan calls fn with each batch of s in order, until stop says so. The
+// batch is valid only until fn returns.
 func (cio *cleanIO) scan(s *segment, scratch *[]byte, fn func(Batch) error, stop func() bool) error {
 	end := s.size.Load()
-	r := bufio.NewReaderSize(io.NewSectionReader(s.f, 0, end), 1<<16)
+	if cap(*scratch) < cleanReadSize {
+		*scratch = make([]byte, cleanReadSize)
+	}
+	buf := (*scratch)[:0] // the bytes read and not yet used, from file position pos
 	for pos := int64(0); pos < end && !stop(); {
 		if cio.aborted() {
 			return errCleanAborted
 		}
-		b, err := readBatch(r, end-pos, scratch)
-		if err != nil {
-			return fmt.Errorf("%s at position %d: %w", s.logPath(), pos, err)
+		n := 0
+		if len(buf) >= batchOverhead {
+			var err error
+			if n, err = BatchSize(buf); err != nil {
+				return fmt.Errorf("%s at position %d: %w", s.logPath(), pos, err)
+			}
+			if int64(n) > end-pos {
+				return fmt.Errorf("%s at position %d: %w: batch of %d bytes but %d left in the file", s.logPath(), pos, ErrCorruptBatch, n, end-pos)
+			}
 		}
+		if n == 0 || len(buf) < n {
+			// Move what is left to the front (growing the buffer for a
+			// batch larger than it) and read on.
+			want := max(n, batchOverhead)
+			if cap(*scratch) < want {
+				*scratch = make([]byte, want)
+			}
+			buf = (*scratch)[:copy((*scratch)[:cap(*scratch)], buf)]
+			at := pos + int64(len(buf))
+			room := (*scratch)[len(buf):min(int64(cap(*scratch)), int64(len(buf))+end-at)]
+			if len(room) == 0 {
+				return fmt.Errorf("%s at position %d: %w: torn batch", s.logPath(), pos, ErrCorruptBatch)
+			}
+			r, err := s.f.ReadAt(room, at)
+			if r < len(room) {
+				return fmt.Errorf("%s at position %d: %w: torn batch: %v", s.logPath(), pos, ErrCorruptBatch, err)
+			}
+			buf = buf[:len(buf)+r]
+			continue
+		}
+		b := Batch(buf[:n:n])
+		buf = buf[n:]
 		cio.th.wait(int64(len(b)))
 		cio.st.BytesRead += int64(len(b))
 		if err := fn(b); err != nil {
@@ -338,7 +376,15 @@ func (l *Log) cleanGroup(g []*segment, f *batchFilter, gen int64, now time.Time,
 			if nb == nil {
 				return nil
 			}
-			info, err := nb.ValidateStored()
+			var info BatchInfo
+			if f.infoOK {
+				info, err = nb.validate(fromCleaner, nil)
+				if err == nil && f.walked {
+					info = f.info
+				}
+			} else {
+				info, err = nb.ValidateStored()
+			}
 			if err != nil {
 				return fmt.Errorf("cleaned batch at %d: %w", nb.BaseOffset(), err)
 			}

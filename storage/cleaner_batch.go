@@ -30,6 +30,13 @@ type batchFilter struct {
 	records []byte
 	out     []byte
 
+	// info is what walking the records of the batch filter returned
+	// found (what walkRecords would), valid when infoOK: the clean then
+	// need not walk them again to validate the batch it writes.
+	info   BatchInfo
+	infoOK bool
+	walked bool // info holds the records' timestamps, not the header's
+
 	// horizon is the earliest delete horizon of the tombstones kept by
 	// the batches filtered so far (math.MaxInt64: none).
 	horizon int64
@@ -44,6 +51,7 @@ type batchFilter struct {
 func (f *batchFilter) filter(b Batch) (Batch, error) {
 	f.stats.BatchesRead++
 	f.stats.RecordsRead += int64(b.RecordCount())
+	f.infoOK, f.walked = false, false
 	if b.Control() {
 		return b, nil
 	}
@@ -58,7 +66,16 @@ func (f *batchFilter) filter(b Batch) (Batch, error) {
 	kept, tombstones := 0, 0
 	minTs, maxTs := int64(math.MaxInt64), int64(NoTimestamp)
 	needHorizon := false
+	// The timestamps and offset deltas walkRecords would check and
+	// report, of all records and of the kept ones.
+	base := b.BaseOffset()
+	prevDelta, outOfOrder := int64(-1), false
+	all, kept1 := newTsRange(), newTsRange()
 	err = b.walkRecordData(data, func(r Record) bool {
+		delta := r.Offset - base
+		outOfOrder = outOfOrder || delta <= prevDelta
+		prevDelta = delta
+		all.add(r.Timestamp, delta)
 		keep := !abortedTxn && r.Key != nil
 		if keep {
 			if latest, ok := f.m.get(r.Key); ok && latest > r.Offset {
@@ -76,6 +93,7 @@ func (f *batchFilter) filter(b Batch) (Batch, error) {
 		if keep {
 			kept++
 			minTs, maxTs = min(minTs, r.Timestamp), max(maxTs, r.Timestamp)
+			kept1.add(r.Timestamp, delta)
 		}
 		f.keep = append(f.keep, keep)
 		return true
@@ -83,16 +101,25 @@ func (f *batchFilter) filter(b Batch) (Batch, error) {
 	if err != nil {
 		return nil, err
 	}
+	if outOfOrder {
+		return nil, fmt.Errorf("%w: offset deltas do not increase", ErrCorruptBatch)
+	}
 	if kept == len(f.keep) && !needHorizon {
 		if tombstones > 0 {
 			f.horizon = min(f.horizon, horizon)
 		}
 		f.stats.RecordsKept += int64(kept)
+		// walkRecordData gives records of a LogAppendTime batch its max
+		// timestamp, not their own: those are left to validate.
+		if !b.LogAppendTime() {
+			f.setInfo(b, all)
+		}
 		return b, nil
 	}
 	f.stats.RecordsKept += int64(kept)
 	if kept == 0 {
 		if pid := b.ProducerID(); pid >= 0 && f.lastOfProducer[pid] == b.LastOffset() {
+			f.infoOK = true // no records: the header says it all
 			return f.emptyBatch(b), nil
 		}
 		return nil, nil
@@ -135,7 +162,35 @@ func (f *batchFilter) filter(b Batch) (Batch, error) {
 	binary.BigEndian.PutUint64(nb[offMaxTimestamp:], uint64(maxTs))
 	binary.BigEndian.PutUint32(nb[offRecordCount:], uint32(kept))
 	nb.updateCRC()
+	// The rewritten records carry their timestamps as walked.
+	f.setInfo(nb, kept1)
 	return nb, nil
+}
+
+// tsRange is the largest and smallest record timestamp of a batch and
+// the offset delta of the (first) largest, as walkRecords reports them.
+type tsRange struct {
+	maxTs, minTs int64
+	maxDelta     int32
+	n            int
+}
+
+func newTsRange() tsRange { return tsRange{maxTs: math.MinInt64, minTs: math.MaxInt64} }
+
+func (t *tsRange) add(ts, delta int64) {
+	if ts > t.maxTs {
+		t.maxTs, t.maxDelta = ts, int32(delta)
+	}
+	t.minTs = min(t.minTs, ts)
+	t.n++
+}
+
+// setInfo records what validating nb, whose records are t, would find
+// walking them; compressed batches are not walked by that validation.
+func (f *batchFilter) setInfo(nb Batch, t tsRange) {
+	f.infoOK = true
+	f.walked = nb.Compression() == CompressionNone && t.n > 0
+	f.info = BatchInfo{MaxTimestamp: t.maxTs, MaxTimestampDelta: t.maxDelta, MinTimestamp: t.minTs}
 }
 
 // emptyBatch is b's header with no records: its offsets, producer and

@@ -3,6 +3,7 @@ package storage
 import (
 	"hash/maphash"
 	"math"
+	"math/bits"
 )
 
 // offsetMapEntryBytes is what one key costs in the cleaner's map, as in
@@ -75,11 +76,17 @@ func (m *offsetMap) hash(key []byte) (uint64, uint64) {
 // slot returns the slot holding the hash, or the empty slot where it
 // goes. The probe starts from h1's high bits: its low bit is always set.
 func (m *offsetMap) slot(h1, h2 uint64) *mapSlot {
+	// No division: the start is h1 scaled to the table (Lemire's
+	// fast range, from the high bits), and the probe wraps by compare.
 	n := uint64(len(m.slots))
-	for i := (h1 >> 1) % n; ; i = (i + 1) % n {
+	i, _ := bits.Mul64(h1, n)
+	for {
 		s := &m.slots[i]
 		if s.h1 == 0 || s.h1 == h1 && s.h2 == h2 {
 			return s
+		}
+		if i++; i == n {
+			i = 0
 		}
 	}
 }

@@ -296,3 +296,40 @@ var zstdDecoder = sync.OnceValues(func() (*zstd.Decoder, error) {
 	}
 	return d, nil
 })
+
+// walkKeys parses data as the batch's records as far as the cleaner's
+// key map needs: each record's offset delta and key (nil if null). It
+// checks the record framing and those fields, not the rest.
+func (b Batch) walkKeys(data []byte, fn func(key []byte, offDelta int64) bool) error {
+	count := b.RecordCount()
+	if count < 0 {
+		return fmt.Errorf("%w: record count %d", ErrCorruptBatch, count)
+	}
+	lastDelta := int64(b.LastOffsetDelta())
+	pos := 0
+	for i := int32(0); i < count; i++ {
+		length, n := readVarint(data[pos:])
+		if n <= 0 || length <= 0 || length > int64(len(data)-pos-n) {
+			return fmt.Errorf("%w: record %d of %d: bad length at byte %d of the records", ErrCorruptBatch, i, count, pos)
+		}
+		pos += n
+		r := recordReader{buf: data[pos : pos+int(length)], pos: 1} // after attributes
+		pos += int(length)
+		r.varint() // timestamp delta
+		offDelta := r.varint()
+		key := r.bytes()
+		if r.err == nil && (offDelta < 0 || offDelta > lastDelta) {
+			r.err = fmt.Errorf("offset delta %d outside the batch's 0..%d", offDelta, lastDelta)
+		}
+		if r.err != nil {
+			return fmt.Errorf("%w: record %d of %d: %v", ErrCorruptBatch, i, count, r.err)
+		}
+		if !fn(key, offDelta) {
+			return nil
+		}
+	}
+	if pos != len(data) {
+		return fmt.Errorf("%w: %d bytes after the last of %d records", ErrCorruptBatch, len(data)-pos, count)
+	}
+	return nil
+}
