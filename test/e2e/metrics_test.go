@@ -87,16 +87,8 @@ func produceBatch(ctx context.Context, addr, topic string, values ...[]byte) (in
 
 func TestMetricsUnderReplicatedTrafficAndRequestTimes(t *testing.T) {
 	const lag = 2 * time.Second
-	c := cluster.Start(t, cluster.Nodes(3), cluster.LogLevel("info"),
-		cluster.Override("replica.lag.time.max.ms", fmt.Sprint(lag.Milliseconds())),
-		cluster.Override("min.insync.replicas", "2"))
-	h := harness{Cluster: c}
-	ctx := ctxFor(t, 3*time.Minute)
 	const topic = "metered"
-	if err := invariants.CreateTopic(ctx, h.Seeds(), topic, 1, 3, nil); err != nil {
-		t.Fatal(err)
-	}
-	cluster.WaitFor(t, 30*time.Second, func() (bool, string) { return invariants.FullISR(ctx, h, topic, 1) })
+	c, h, ctx := startLagCluster(t, lag, topic, 1)
 	st := partitionState(t, ctx, h, topic, 0)
 	leader := c.Node(st.Leader)
 

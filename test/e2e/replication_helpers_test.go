@@ -86,3 +86,21 @@ func checkReport(t *testing.T, h harness, topic, what string, r invariants.Repor
 		t.Errorf("%s: nothing was acknowledged", what)
 	}
 }
+
+// startLagCluster starts three nodes with replica.lag.time.max.ms = lag
+// and min.insync.replicas = 2, creates topic with RF=3, and waits until
+// every partition's ISR is full: the setup of the tests that freeze a
+// replica and watch the ISR react.
+func startLagCluster(t *testing.T, lag time.Duration, topic string, partitions int32) (*cluster.Cluster, harness, context.Context) {
+	t.Helper()
+	c := cluster.Start(t, cluster.Nodes(3), cluster.LogLevel("info"),
+		cluster.Override("replica.lag.time.max.ms", fmt.Sprint(lag.Milliseconds())),
+		cluster.Override("min.insync.replicas", "2"))
+	h := harness{Cluster: c}
+	ctx := ctxFor(t, 3*time.Minute)
+	if err := invariants.CreateTopic(ctx, h.Seeds(), topic, partitions, 3, nil); err != nil {
+		t.Fatal(err)
+	}
+	cluster.WaitFor(t, 30*time.Second, func() (bool, string) { return invariants.FullISR(ctx, h, topic, int(partitions)) })
+	return c, h, ctx
+}

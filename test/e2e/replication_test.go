@@ -212,16 +212,8 @@ func TestReplicationDivergenceTruncatedOnReturn(t *testing.T) {
 // meanwhile, and the thawed follower returns to the ISR.
 func TestReplicationISRShrinkAndExpand(t *testing.T) {
 	const lag = 3 * time.Second
-	c := cluster.Start(t, cluster.Nodes(3), cluster.LogLevel("info"),
-		cluster.Override("replica.lag.time.max.ms", fmt.Sprint(lag.Milliseconds())),
-		cluster.Override("min.insync.replicas", "2"))
-	h := harness{Cluster: c}
-	ctx := ctxFor(t, 3*time.Minute)
 	const topic, partitions = "isr", 3
-	if err := invariants.CreateTopic(ctx, h.Seeds(), topic, partitions, 3, nil); err != nil {
-		t.Fatal(err)
-	}
-	cluster.WaitFor(t, 30*time.Second, func() (bool, string) { return invariants.FullISR(ctx, h, topic, partitions) })
+	c, h, ctx := startLagCluster(t, lag, topic, partitions)
 
 	var rec invariants.Recorder
 	prod, err := invariants.StartProducer(invariants.ProducerConfig{Seeds: h.Seeds(), Topic: topic, Partitions: partitions,
@@ -378,16 +370,8 @@ func TestReplicationRollingRestart(t *testing.T) {
 // write (NOT_ENOUGH_REPLICAS, a timeout, or no answer at all are fine).
 func TestReplicationMinorityLeaderCannotAck(t *testing.T) {
 	const lag = 2 * time.Second
-	c := cluster.Start(t, cluster.Nodes(3), cluster.LogLevel("info"),
-		cluster.Override("replica.lag.time.max.ms", fmt.Sprint(lag.Milliseconds())),
-		cluster.Override("min.insync.replicas", "2"))
-	h := harness{Cluster: c}
-	ctx := ctxFor(t, 3*time.Minute)
 	const topic = "minority"
-	if err := invariants.CreateTopic(ctx, h.Seeds(), topic, 1, 3, nil); err != nil {
-		t.Fatal(err)
-	}
-	cluster.WaitFor(t, 30*time.Second, func() (bool, string) { return invariants.FullISR(ctx, h, topic, 1) })
+	c, h, ctx := startLagCluster(t, lag, topic, 1)
 	st := partitionState(t, ctx, h, topic, 0)
 	addr := c.Node(st.Leader).ClientAddr()
 	// The metadata may name the leader a moment before it acts as one.
