@@ -36,7 +36,8 @@
 // by cleanup.policy; log_loader.go opening and recovery. The cleaner:
 // cleaner_plan.go what is cleanable and which log is dirtiest,
 // cleaner_map.go the key map, cleaner_batch.go the filtering of one batch, cleaner.go a log's clean and
-// segment swap, cleaner_manager.go and cleaner_throttle.go the threads.
+// segment swap, cleaner_manager.go and cleaner_throttle.go the threads, cleaner_reconfigure.go
+// their settings changed on a running Manager (SetCleaner).
 // manager.go owns the set of logs and the schedule; segment.go, offset_index.go,
 // time_index.go and index.go one segment's files; batch.go and
 // compression.go the v2 batch format and its decoders, compress.go the
@@ -170,7 +171,10 @@
 // compacted leader's gaps and moves its checkpoint past them. The key map
 // (offsetMap) grows with the keys it meets, up to
 // log.cleaner.dedupe.buffer.size, so its random accesses stay in the CPU
-// caches for a log of few keys.
+// caches for a log of few keys. SetCleaner changes the threads, key-map
+// budget, I/O rate and backoff of a running Manager as Kafka's
+// LogCleaner.reconfigure does: the threads stop (a clean in progress gives
+// up) and start again with the new settings.
 //
 // # Transactions
 //

@@ -81,6 +81,9 @@ type Manager struct {
 	cleanStop chan struct{}
 	cleanWG   sync.WaitGroup
 	throttle  *Throttle
+	// cleanerMu serialises starting and stopping the cleaner threads
+	// (SetCleaner, Close), and guards opts.Cleaner while they are stopped.
+	cleanerMu sync.Mutex
 
 	lastExpiry time.Time // last producer-id expiry pass; guarded by mu
 	// unflushed holds the logs opened after an unclean stop with data
@@ -511,7 +514,9 @@ func (m *Manager) Close() error {
 		close(m.stop)
 		<-m.done
 	}
+	m.cleanerMu.Lock()
 	m.stopCleaners()
+	m.cleanerMu.Unlock()
 	m.mu.Lock()
 	err := m.closeLogs()
 	m.mu.Unlock()
