@@ -17,6 +17,9 @@ package broker
 //     is answered INVALID_REQUEST and not forwarded; every entry of a
 //     resource named twice is answered ("Each resource must appear at most
 //     once.", as ConfigAdminManager.preprocess).
+//   - A BROKER resource naming another broker, or setting a
+//     log.cleaner.threads this broker cannot move to, is INVALID_REQUEST
+//     and not forwarded (dynamic_configs.go), as in Kafka.
 //   - A failed call answers each forwarded resource with its code.
 //
 // Version notes: v1 is v0; v2 is flexible.
@@ -60,6 +63,17 @@ func handleAlterConfigs(ctx context.Context, rc *request, kreq kmsg.Request) (km
 		code, msg := kerr.InvalidRequest.Code, "Each resource must appear at most once."
 		if count[key] == 1 {
 			code, msg = precheckConfigResource(key, names)
+		}
+		if code == 0 && key.typ == kmsg.ConfigResourceTypeBroker {
+			code, msg = srv.checkBrokerAlter(key.name, func(map[string]string) map[string]string {
+				next := map[string]string{}
+				for _, c := range r.Configs {
+					if c.Value != nil {
+						next[c.Name] = *c.Value
+					}
+				}
+				return next
+			})
 		}
 		if code != 0 {
 			results[key] = alterConfigsResult(key, code, kmsg.StringPtr(msg))

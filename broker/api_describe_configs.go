@@ -14,9 +14,12 @@ package broker
 //     acts on (broker/config), with the dynamic configs for this broker and
 //     the cluster default over them, sources DYNAMIC_BROKER_CONFIG,
 //     DYNAMIC_DEFAULT_BROKER_CONFIG, STATIC_BROKER_CONFIG (the file or
-//     --override) or DEFAULT_CONFIG. Keys that set topic defaults are
-//     writable (AlterConfigs takes effect for them); all others are
-//     read-only, as a restart is needed. Sensitive values are null.
+//     --override) or DEFAULT_CONFIG. Keys that set topic defaults and the
+//     cleaner's runtime keys (metadata's dynamic broker table:
+//     log.cleaner.threads, .dedupe.buffer.size, .io.max.bytes.per.second,
+//     .backoff.ms) are writable (AlterConfigs takes effect for them); all
+//     others are read-only, as a restart is needed. Sensitive values are
+//     null.
 //   - BROKER with an empty name: the cluster-wide dynamic defaults only.
 //     Another broker's id is INVALID_REQUEST, as in Kafka: clients send a
 //     broker resource to the broker it names.

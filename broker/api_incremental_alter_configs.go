@@ -19,6 +19,10 @@ package broker
 //     key ... because its type is not LIST."), as in Kafka. Every entry of
 //     a resource named twice is answered, each "Each resource must appear
 //     at most once.".
+//   - A BROKER resource naming another broker is INVALID_REQUEST ("Unexpected
+//     broker id"), and one whose log.cleaner.threads would leave half to
+//     double this broker's current count is INVALID_REQUEST, both here
+//     (dynamic_configs.go).
 //   - A failed call answers each forwarded resource with its code.
 //
 // Version notes: v1 is flexible.
@@ -67,6 +71,9 @@ func handleIncrementalAlterConfigs(ctx context.Context, rc *request, kreq kmsg.R
 		}
 		if code == 0 {
 			code, msg = checkIncrementalOps(key.typ, r.Configs)
+		}
+		if code == 0 && key.typ == kmsg.ConfigResourceTypeBroker {
+			code, msg = srv.checkBrokerAlter(key.name, func(old map[string]string) map[string]string { return incrementalNext(old, r.Configs) })
 		}
 		if code != 0 {
 			results[key] = incrementalResult(key, code, kmsg.StringPtr(msg))

@@ -47,7 +47,11 @@ func renderConfigKeysDoc() string {
 	b.WriteString("# Configuration keys\n\n")
 	b.WriteString("Generated from the tables the broker answers from (`go test ./broker -run TestConfigKeysDoc -update-config-doc`); do not edit by hand.\n\n")
 	b.WriteString("## Broker keys raftka applies\n\n")
-	b.WriteString("Read from `server.properties` (and `--override`) by `broker/config`. DescribeConfigs shows them with their source; those that set topic config defaults can also be changed as dynamic broker configs.\n\n")
+	var runtime []string
+	for _, d := range metadata.DynamicBrokerConfigDefs() {
+		runtime = append(runtime, "`"+d.Name+"`")
+	}
+	b.WriteString("Read from `server.properties` (and `--override`) by `broker/config`. DescribeConfigs shows them with their source; those that set topic config defaults, and " + strings.Join(runtime, ", ") + " (applied to the running cleaner), can also be changed as dynamic broker configs, per broker or cluster-wide.\n\n")
 	b.WriteString("| key | default | what it does |\n| --- | --- | --- |\n")
 	for _, d := range config.Defs() {
 		def := code(d.Default)

@@ -47,7 +47,8 @@ type brokerDefTable struct {
 	// broker synonyms).
 	groups map[string][]string
 	// dynamic holds the keys a dynamic broker config takes effect for:
-	// those that supply topic config defaults.
+	// those that supply topic config defaults, and the keys of metadata's
+	// dynamic broker table (the cleaner's).
 	dynamic map[string]bool
 }
 
@@ -65,6 +66,9 @@ var brokerDefs = sync.OnceValue(func() *brokerDefTable {
 			t.groups[k] = keys
 			t.dynamic[k] = true
 		}
+	}
+	for _, d := range metadata.DynamicBrokerConfigDefs() {
+		t.dynamic[d.Name] = true
 	}
 	return t
 })

@@ -31,6 +31,8 @@
 //	                  preferred-leader rebalance rule
 //	isr.go            AlterPartition validation
 //	topic_configs.go  topic config definitions, validation, effective values
+//	broker_configs.go dynamic broker keys that are not topic defaults (the
+//	                  cleaner's), their validation
 //	errors.go         sentinel errors (one per Kafka error kind)
 //
 // # Decide, record, replay

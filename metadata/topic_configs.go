@@ -238,18 +238,23 @@ func LookupBrokerSynonym(key string) (def TopicConfigDef, scale int64, ok bool) 
 // ValidateBrokerConfig checks one dynamic broker-level config, set on a
 // BROKER resource (a broker id, or the cluster-wide default) by
 // AlterConfigs or IncrementalAlterConfigs. Dynamic broker configs take
-// effect in raftka only as topic config defaults, so the key must be a
-// broker synonym of a topic config (log.retention.ms, log.segment.bytes,
-// ...; LookupBrokerSynonym), which Kafka can all update dynamically; any
-// other key is refused, as Kafka refuses its read-only keys ("Cannot
-// update these configs dynamically"). The value must be valid for the
-// topic config once converted to its unit. Both are ErrInvalidRequest:
-// Kafka's broker answers INVALID_REQUEST for a broker config it cannot
-// apply (ConfigAdminManager.validateBrokerConfigChange).
+// effect in raftka as topic config defaults (a broker synonym of a topic
+// config: log.retention.ms, log.segment.bytes, ...; LookupBrokerSynonym)
+// and for the keys of the dynamic broker table (the cleaner's
+// log.cleaner.threads, .backoff.ms, ...; LookupDynamicBrokerConfig), all of
+// which Kafka updates dynamically; any other key is refused, as Kafka
+// refuses its read-only keys ("Cannot update these configs dynamically").
+// The value must be valid for the key (for a synonym, for the topic config
+// once converted to its unit). Both are ErrInvalidRequest: Kafka's broker
+// answers INVALID_REQUEST for a broker config it cannot apply
+// (ConfigAdminManager.validateBrokerConfigChange).
 func ValidateBrokerConfig(key, value string) error {
+	if bd, ok := LookupDynamicBrokerConfig(key); ok {
+		return validateDynamicBrokerKey(bd, value)
+	}
 	d, scale, ok := LookupBrokerSynonym(key)
 	if !ok {
-		return fmt.Errorf("%w: Cannot update these configs dynamically: %s (raftka applies dynamic broker configs only as topic config defaults)", ErrInvalidRequest, key)
+		return fmt.Errorf("%w: Cannot update these configs dynamically: %s (raftka applies dynamic broker configs as topic config defaults and for the log cleaner's keys)", ErrInvalidRequest, key)
 	}
 	if _, err := scaleValue(d, value, scale); err != nil {
 		reason := err.Error()

@@ -169,6 +169,19 @@ func TestValidateBrokerConfig(t *testing.T) {
 		{"log.dirs", "/var/kafka", false},                     // read-only in Kafka too
 		{"leader.replication.throttled.replicas", "*", false}, // topic-level only in Kafka
 		{"no.such.key", "1", false},
+		{"log.cleaner.backoff.ms", "2000", true},
+		{"log.cleaner.backoff.ms", "-1", false},
+		{"log.cleaner.backoff.ms", "soon", false},
+		{"log.cleaner.threads", "2", true},
+		{"log.cleaner.threads", "0", false}, // Kafka's reconfiguration wants at least 1
+		{"log.cleaner.threads", "3000000000", false},
+		{"log.cleaner.dedupe.buffer.size", "1048576", true},
+		{"log.cleaner.dedupe.buffer.size", "0", false},
+		{"log.cleaner.io.max.bytes.per.second", "1048576.5", true},
+		{"log.cleaner.io.max.bytes.per.second", "-1", false},
+		{"log.cleaner.io.max.bytes.per.second", "Infinity", false},
+		{"log.cleaner.enable", "false", false},        // read-only in Kafka too
+		{"log.cleaner.io.buffer.size", "1024", false}, // dynamic in Kafka, but raftka's cleaner has no such buffer
 	}
 	for _, c := range cases {
 		err := ValidateBrokerConfig(c.key, c.value)

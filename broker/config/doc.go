@@ -23,6 +23,9 @@
 //	               listener.name.<name>. forms), resolved for each listener
 //	               and checked against its security protocol
 //	kafka_keys.go  Kafka keys accepted and ignored
+//	dynamic.go     WithDynamic: dynamic broker configs (per broker, then the
+//	               cluster default) over the file's values, for the keys a
+//	               running node applies
 //
 // A key of the table is stored by its setter, read by a rule, or both;
 // TestEveryKeyHandled fails when one is neither.

@@ -97,6 +97,8 @@ func runServer(ctx context.Context, cfg *config.Config, log zerolog.Logger, shut
 			log.Error().Err(err).Msg("closing logs")
 		}
 	}()
+	// Stopped before logs.Close (defers run in reverse).
+	defer watchDynamicConfigs(node, logs, cfg, log.With().Str("component", "configs").Logger())()
 
 	replicas, stopReplicas, err := startReplicas(node, logs, cfg, log)
 	if err != nil {

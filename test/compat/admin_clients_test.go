@@ -633,7 +633,7 @@ func configCases() []adminCase {
 				}
 				return wantKerr("unknown key", rs[0].Err, kerr.InvalidConfig)
 			}},
-		{"IncrementalAlterConfigs", "sarama", "ConfigurationControlManager.incrementalAlterConfigs: set on a topic (sarama's TestFuncAdminIncrementalAlterConfig); a broker key raftka applies only from server.properties is refused as Kafka refuses a key that is not dynamic: INVALID_REQUEST, \"Cannot update these configs dynamically\", naming it (ConfigAdminManager.validateBrokerConfigChange, KAFKA-13609), the value unchanged",
+		{"IncrementalAlterConfigs", "sarama", "ConfigurationControlManager.incrementalAlterConfigs: set on a topic (sarama's TestFuncAdminIncrementalAlterConfig); log.cleaner.backoff.ms set on broker 1 as a dynamic broker config (a LogCleaner reconfigurable, LogCleaner.ReconfigurableConfigs) and described DYNAMIC_BROKER_CONFIG, then deleted; a broker key that is not dynamic is refused: INVALID_REQUEST, \"Cannot update these configs dynamically\", naming it (ConfigAdminManager.validateBrokerConfigChange, KAFKA-13609), the value unchanged",
 			func(ctx context.Context, a *admins, name string) error {
 				if err := a.create(ctx, name, 1); err != nil {
 					return err
@@ -648,20 +648,36 @@ func configCases() []adminCase {
 					return err
 				}
 				// sarama's own admin test describes then alters this key on
-				// broker 1. Kafka updates it dynamically (a LogCleaner
-				// reconfigurable); raftka reads it at start-up only.
+				// broker 1; Kafka updates it dynamically, and so does raftka.
 				err = a.sarama.IncrementalAlterConfig(sarama.BrokerResource, "1", map[string]sarama.IncrementalAlterConfigsEntry{
 					"log.cleaner.backoff.ms": {Operation: sarama.IncrementalAlterConfigsOperationSet, Value: strPtr("20000")},
+				}, false)
+				if err != nil {
+					return fmt.Errorf("set log.cleaner.backoff.ms on broker 1: %v", err)
+				}
+				es, err := a.saramaDescribeConfig(sarama.ConfigResource{Type: sarama.BrokerResource, Name: "1", ConfigNames: []string{"log.cleaner.backoff.ms"}})
+				if err != nil || len(es) != 1 || es[0].Value != "20000" || es[0].Source != sarama.SourceDynamicBroker || es[0].ReadOnly {
+					return fmt.Errorf("after the set: %v %+v, want 20000 from DYNAMIC_BROKER_CONFIG, writable", err, es)
+				}
+				// Back to the default, for the other subtests.
+				err = a.sarama.IncrementalAlterConfig(sarama.BrokerResource, "1", map[string]sarama.IncrementalAlterConfigsEntry{
+					"log.cleaner.backoff.ms": {Operation: sarama.IncrementalAlterConfigsOperationDelete},
+				}, false)
+				if err != nil {
+					return fmt.Errorf("delete log.cleaner.backoff.ms on broker 1: %v", err)
+				}
+				err = a.sarama.IncrementalAlterConfig(sarama.BrokerResource, "1", map[string]sarama.IncrementalAlterConfigsEntry{
+					"log.cleaner.enable": {Operation: sarama.IncrementalAlterConfigsOperationSet, Value: strPtr("false")},
 				}, false)
 				if err := wantKerr("static broker key", err, kerr.InvalidRequest); err != nil {
 					return err
 				}
-				if !strings.Contains(err.Error(), "Cannot update these configs dynamically: log.cleaner.backoff.ms") {
+				if !strings.Contains(err.Error(), "Cannot update these configs dynamically: log.cleaner.enable") {
 					return fmt.Errorf("refusal %q does not name the key", err)
 				}
-				es, err := a.saramaDescribeConfig(sarama.ConfigResource{Type: sarama.BrokerResource, Name: "1", ConfigNames: []string{"log.cleaner.backoff.ms"}})
-				if err != nil || len(es) != 1 || es[0].Value != "15000" {
-					return fmt.Errorf("after the refusal: %v %+v, want 15000", err, es)
+				es, err = a.saramaDescribeConfig(sarama.ConfigResource{Type: sarama.BrokerResource, Name: "1", ConfigNames: []string{"log.cleaner.backoff.ms", "log.cleaner.enable"}})
+				if err != nil || len(es) != 2 || es[0].Value != "15000" || es[0].Source != sarama.SourceDefault || es[1].Value != "true" {
+					return fmt.Errorf("after the delete and the refusal: %v %+v, want 15000 and true", err, es)
 				}
 				return nil
 			}},
