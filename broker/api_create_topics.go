@@ -13,10 +13,14 @@ package broker
 //     meaning num.partitions / default.replication.factor. Per-topic errors
 //     come back with messages. ValidateOnly decides everything and commits
 //     nothing.
-//   - The call is bounded by TimeoutMillis (30s when not positive); once it
-//     returns, this broker's image has the new topics, so the client's next
-//     Metadata here sees them. A call that fails as a whole answers every
-//     forwarded topic with its code (REQUEST_TIMED_OUT for a deadline).
+//   - The call is bounded by TimeoutMillis; once it returns, this broker's
+//     image has the new topics, so the client's next Metadata here sees
+//     them. A call that fails as a whole answers every forwarded topic with
+//     its code (REQUEST_TIMED_OUT for a deadline).
+//   - TimeoutMillis 0 or less, with any topic to forward: nothing is
+//     created and every entry of the request is REQUEST_TIMED_OUT with no
+//     message, as Kafka's KRaft controller answers a request whose deadline
+//     (now + TimeoutMillis) has passed (createTopicsTimedOut).
 //
 // Version notes:
 //   - v1+: ErrorMessage.
@@ -68,6 +72,9 @@ func handleCreateTopics(ctx context.Context, rc *request, kreq kmsg.Request) (km
 		}
 	}
 
+	if len(fwd.Topics) > 0 && req.TimeoutMillis <= 0 {
+		return createTopicsTimedOut(req), nil
+	}
 	if len(fwd.Topics) > 0 {
 		forwardCreateTopics(ctx, srv, fwd, results)
 	}
@@ -93,6 +100,27 @@ func handleCreateTopics(ctx context.Context, rc *request, kreq kmsg.Request) (km
 		resp.Topics = append(resp.Topics, rt)
 	}
 	return resp, nil
+}
+
+// createTopicsTimedOut is Kafka's answer to a CreateTopics whose deadline
+// has passed before the controller runs it: ControllerApis gives the
+// controller a deadline of now + TimeoutMillis
+// (ControllerRequestContext.requestTimeoutMsToDeadlineNs), so with 0 or
+// less the QuorumController's event queue fails the createTopics event with
+// a TimeoutException before it runs, nothing is created (validate-only or
+// not), and ControllerApis answers with CreateTopicsRequest.getErrorResponse:
+// every entry of the request, repeated names and __cluster_metadata
+// included, REQUEST_TIMED_OUT with a null message. A request with nothing
+// to forward never reaches the queue (QuorumController.createTopics
+// completes an empty one at once), so its local answers stand.
+func createTopicsTimedOut(req *kmsg.CreateTopicsRequest) *kmsg.CreateTopicsResponse {
+	resp := req.ResponseKind().(*kmsg.CreateTopicsResponse)
+	for _, t := range req.Topics {
+		rt := kmsg.NewCreateTopicsResponseTopic()
+		rt.Topic, rt.ErrorCode = t.Topic, kerr.RequestTimedOut.Code
+		resp.Topics = append(resp.Topics, rt)
+	}
+	return resp
 }
 
 // forwardCreateTopics sends the topics that passed the local checks to the

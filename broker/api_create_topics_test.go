@@ -166,3 +166,41 @@ func TestCreateTopicsMissingAnswerIsReported(t *testing.T) {
 		t.Fatalf("answer %+v", resp.Topics)
 	}
 }
+
+// A timeout of 0 or less is a deadline already past for Kafka's KRaft
+// controller: nothing reaches it, and every entry is REQUEST_TIMED_OUT;
+// a request with nothing to forward keeps its local answers.
+func TestCreateTopicsTimeoutZero(t *testing.T) {
+	for _, timeout := range []int32{0, -1} {
+		for _, validateOnly := range []bool{false, true} {
+			t.Run(fmt.Sprintf("timeout=%d/validateOnly=%v", timeout, validateOnly), func(t *testing.T) {
+				fa := &adminCtrl{}
+				s := adminServer(t, clusterImage(t, 9001), fa, nil)
+				req := createReq(7, newTopic("a"), newTopic("dup"), newTopic("dup"), newTopic(metadataTopic))
+				req.TimeoutMillis, req.ValidateOnly = timeout, validateOnly
+				resp := call[*kmsg.CreateTopicsResponse](t, s, req)
+				var order []string
+				for _, rt := range resp.Topics {
+					order = append(order, rt.Topic)
+					if rt.ErrorCode != kerr.RequestTimedOut.Code || rt.ErrorMessage != nil || rt.NumPartitions != -1 || rt.ReplicationFactor != -1 {
+						t.Errorf("%s: %d %v %d/%d, want REQUEST_TIMED_OUT, no message, -1/-1", rt.Topic, rt.ErrorCode, rt.ErrorMessage, rt.NumPartitions, rt.ReplicationFactor)
+					}
+				}
+				if fmt.Sprint(order) != "[a dup dup __cluster_metadata]" {
+					t.Fatalf("answers %v, want one per entry", order)
+				}
+				if n := len(fa.requests()); n != 0 {
+					t.Fatalf("%d controller calls, want none", n)
+				}
+			})
+		}
+	}
+	fa := &adminCtrl{}
+	s := adminServer(t, clusterImage(t, 9001), fa, nil)
+	req := createReq(7, newTopic("dup"), newTopic("dup"))
+	req.TimeoutMillis = 0
+	resp := call[*kmsg.CreateTopicsResponse](t, s, req)
+	if len(resp.Topics) != 1 || resp.Topics[0].ErrorCode != kerr.InvalidRequest.Code {
+		t.Fatalf("only duplicates: %+v, want one INVALID_REQUEST", resp.Topics)
+	}
+}

@@ -533,6 +533,8 @@ func adminRows() []row {
 				}
 				return want("duplicate", got[noTopic+"-twice"], kerr.InvalidRequest.Code)
 			}},
+		{19, lowest, "timeout 0", createTopicsTimeout0Kafka, createTopicsTimeout0, checkCreateTopicsTimedOut},
+		{19, highest, "timeout 0", createTopicsTimeout0Kafka, createTopicsTimeout0, checkCreateTopicsTimedOut},
 		// DeleteTopics (20).
 		{20, lowest, "unknown topic", "ControllerApis.deleteTopics: an unknown name is UNKNOWN_TOPIC_OR_PARTITION",
 			func(v int16, e *env) kmsg.Request {
@@ -894,6 +896,33 @@ func offsetCommit(v int16) *kmsg.OffsetCommitRequest {
 	t.Partitions = append(t.Partitions, p)
 	r.Topics = append(r.Topics, t)
 	return r
+}
+
+// createTopicsTimeout0Kafka: Kafka 4.1's KRaft path for CreateTopics with
+// timeoutMs 0 (or less).
+const createTopicsTimeout0Kafka = "ControllerApis.handleCreateTopics: the controller's deadline is now + timeoutMs (ControllerRequestContext.requestTimeoutMsToDeadlineNs); QuorumController.createTopics appends the write event with it, and KafkaEventQueue fails an event whose deadline has passed with a TimeoutException before it runs, so nothing is created; CreateTopicsRequest.getErrorResponse answers every entry of the request, a repeated name and __cluster_metadata included, REQUEST_TIMED_OUT, message null (ApiError.fromThrowable)"
+
+func createTopicsTimeout0(v int16, e *env) kmsg.Request {
+	r := createTopics(v, false, topicSpec{noTopic + "-t0", 1, 1}, topicSpec{noTopic + "-t0-twice", 1, 1}, topicSpec{noTopic + "-t0-twice", 1, 1}, topicSpec{"__cluster_metadata", 1, 1})
+	r.TimeoutMillis = 0
+	return r
+}
+
+func checkCreateTopicsTimedOut(r kmsg.Response, _ *env) error {
+	ts := r.(*kmsg.CreateTopicsResponse).Topics
+	names := []string{noTopic + "-t0", noTopic + "-t0-twice", noTopic + "-t0-twice", "__cluster_metadata"}
+	if len(ts) != len(names) {
+		return fmt.Errorf("%d answers, want one per entry (%d)", len(ts), len(names))
+	}
+	for i, t := range ts {
+		if t.Topic != names[i] || t.ErrorMessage != nil || t.NumPartitions != -1 || t.ReplicationFactor != -1 || len(t.Configs) != 0 {
+			return fmt.Errorf("answer %d: %s message %v partitions %d rf %d configs %d, want %s with no message, -1/-1", i, t.Topic, t.ErrorMessage, t.NumPartitions, t.ReplicationFactor, len(t.Configs), names[i])
+		}
+		if err := want(t.Topic, t.ErrorCode, kerr.RequestTimedOut.Code); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 type topicSpec struct {
