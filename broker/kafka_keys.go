@@ -27,20 +27,25 @@ import (
 //     with INVALID_CONFIG naming the key as not supported, and nothing of
 //     it is stored, rather than stored and ignored.
 //
-// The table was built from Kafka 3.9's generated kafka_config.html and
-// topic_config.html (name, type, default), brought to 4.x: ZooKeeper-mode
-// keys and those 4.0 removed (inter.broker.protocol.version,
-// control.plane.listener.name, log.message.format.version and
-// message.format.version, log.message.timestamp.difference.max.ms and its
-// topic key, log.message.downconversion.enable, offsets.commit.required.acks,
-// delegation.token.master.key) are left out, and the defaults KIP-1030 and
-// KIP-848 changed in 4.0 are 4.0's (num.recovery.threads.per.data.dir 2,
-// log.message.timestamp.after.max.ms and message.timestamp.after.max.ms
-// 3600000, remote.log.manager.copier/expiration.thread.pool.size 10,
-// remote.log.manager.thread.pool.size 2, group.coordinator.rebalance.protocols
-// classic,consumer). Keys new in 4.0 and 4.1 (share and streams groups,
-// among others) are not in it yet: a request naming one gets no entry, as
-// for a name Kafka does not know.
+// The table is Kafka 4.1's generated documentation of its broker and topic
+// configs (kafka_config.html and topic_config.html as published for 4.1:
+// name, type, default), so it holds the keys 4.0 and 4.1 added (share and
+// streams groups, the share coordinator, group.consumer.migration.policy,
+// the OAuth JWT-bearer assertion keys of KIP-1139,
+// remote.list.offsets.request.timeout.ms, transaction.two.phase.commit.enable,
+// ...) with 4.1's defaults (group.coordinator.rebalance.protocols
+// classic,consumer,streams; group.consumer.assignors uniform,range;
+// group.coordinator.threads 4; ssl.protocol TLSv1.3, ...), and not those
+// 4.0 and 4.1 removed (ZooKeeper-mode keys, password.encoder.*,
+// controlled.shutdown.max.retries and .retry.backoff.ms,
+// auto.include.jmx.reporter, leader.imbalance.per.broker.percentage,
+// eligible.leader.replicas.enable, group.share.max.groups,
+// log.message.format.version and message.format.version,
+// message.downconversion.enable, ...). Internal keys Kafka leaves out of its
+// documentation are not in it either: a request naming one gets no entry,
+// as for a name Kafka does not know. TestKafkaKeysKnownToConfig keeps
+// broker/config's start-up table in step: every key here is applied there
+// or accepted with a warning, never reported unknown.
 
 // kafkaKey is one of Kafka's config keys.
 type kafkaKey struct {

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/raftka/raftka/broker/config"
 	"github.com/raftka/raftka/metadata"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -166,5 +167,55 @@ func TestTopicDefaultSynonymsStayWritable(t *testing.T) {
 	inc.Resources = append(inc.Resources, rr)
 	if r := call[*kmsg.IncrementalAlterConfigsResponse](t, s, inc).Resources[0]; r.ErrorCode != 0 {
 		t.Fatalf("altering log.cleaner.delete.retention.ms: %d %v", r.ErrorCode, r.ErrorMessage)
+	}
+}
+
+// Every broker key of Kafka 4.1 is one server.properties may hold: raftka
+// applies it or warns that it does not, never calls it unknown.
+func TestKafkaKeysKnownToConfig(t *testing.T) {
+	for _, k := range kafkaBrokerKeys {
+		if !config.KnownKey(k.name) {
+			t.Errorf("%s: a Kafka 4.1 broker key broker/config would call unknown", k.name)
+		}
+	}
+}
+
+// Keys Kafka 4.0 and 4.1 added are answered with 4.1's defaults; keys they
+// removed are not answered, as Kafka 4.1 does not know them.
+func TestDescribeKafka41Keys(t *testing.T) {
+	s := adminServer(t, configImage(t), nil, testConfig(t, ""))
+	resp := call[*kmsg.DescribeConfigsResponse](t, s, describeReq(4, false, false,
+		resource(kmsg.ConfigResourceTypeBroker, "1",
+			"group.streams.session.timeout.ms", "share.coordinator.state.topic.replication.factor", "group.share.max.share.sessions",
+			"group.coordinator.rebalance.protocols", "group.consumer.assignors", "sasl.oauthbearer.assertion.algorithm",
+			"transaction.two.phase.commit.enable", "ssl.protocol",
+			"password.encoder.secret", "controlled.shutdown.max.retries", "auto.include.jmx.reporter", "group.share.max.groups"),
+		resource(kmsg.ConfigResourceTypeTopic, "orders", "message.timestamp.after.max.ms", "segment.jitter.ms"),
+	))
+	broker, topic := configsByName(resp.Resources[0]), configsByName(resp.Resources[1])
+	for name, want := range map[string]string{
+		"group.streams.session.timeout.ms":                 "45000",
+		"share.coordinator.state.topic.replication.factor": "3",
+		"group.share.max.share.sessions":                   "2000",
+		"group.coordinator.rebalance.protocols":            "classic,consumer,streams",
+		"group.consumer.assignors":                         "uniform,range",
+		"sasl.oauthbearer.assertion.algorithm":             "RS256",
+		"transaction.two.phase.commit.enable":              "false",
+	} {
+		e, ok := broker[name]
+		if !ok || e.Value == nil || *e.Value != want || !e.ReadOnly {
+			t.Errorf("%s: %+v (found %v), want read-only %s", name, e, ok, want)
+		}
+	}
+	if _, ok := broker["ssl.protocol"]; !ok {
+		t.Error("ssl.protocol: no entry")
+	}
+	for _, gone := range []string{"password.encoder.secret", "controlled.shutdown.max.retries", "auto.include.jmx.reporter", "group.share.max.groups"} {
+		if e, ok := broker[gone]; ok {
+			t.Errorf("%s, which Kafka 4.1 no longer defines, answered: %+v", gone, e)
+		}
+	}
+	if len(topic) != 2 {
+		t.Errorf("topic entries %v, want both", topic)
 	}
 }

@@ -75,7 +75,10 @@ var kafkaIgnored = toSet(
 	"group.coordinator.append.linger.ms", "group.consumer.session.timeout.ms",
 	"group.consumer.heartbeat.interval.ms", "group.consumer.max.size", "group.consumer.assignors",
 	"group.consumer.migration.policy", "group.share.enable", "group.version",
-	"offsets.topic.num.partitions.max",
+	"offsets.topic.num.partitions.max", "offset.metadata.max.bytes", "max.request.partition.size.limit",
+
+	// Transactions beyond the partition side.
+	"add.partitions.to.txn.retry.backoff.ms", "add.partitions.to.txn.retry.backoff.max.ms",
 
 	// Metrics, telemetry and quotas.
 	"metric.reporters", "metrics.num.samples", "metrics.sample.window.ms", "metrics.recording.level",
@@ -90,17 +93,19 @@ var kafkaIgnored = toSet(
 	"delegation.token.master.key", "delegation.token.secret.key", "delegation.token.max.lifetime.ms",
 	"delegation.token.expiry.time.ms", "password.encoder.secret", "password.encoder.old.secret",
 	"config.providers", "security.providers", "allowed.listener.names",
+	"connections.max.reauth.ms", "delegation.token.expiry.check.interval.ms",
 
 	// Remote (tiered) storage.
 	"remote.log.storage.system.enable", "remote.log.manager.task.interval.ms",
 	"remote.log.storage.manager.class.name", "remote.log.metadata.manager.class.name",
+	"remote.fetch.max.wait.ms", "remote.list.offsets.request.timeout.ms",
 )
 
 // kafkaIgnoredPrefixes covers Kafka's families of keys with variable parts
 // (per-listener settings, quota knobs, tiered storage).
 var kafkaIgnoredPrefixes = []string{
 	"listener.name.", "ssl.", "sasl.", "remote.log.", "remote.storage.",
-	"zookeeper.", "quota.", "client.quota.", "group.consumer.", "group.share.", "share.",
+	"zookeeper.", "quota.", "client.quota.", "group.consumer.", "group.share.", "group.streams.", "share.",
 	"confluent.", "kafka.metrics.", "metric.", "metrics.", "sasl.oauthbearer.", "ssl.engine.",
 }
 
@@ -122,4 +127,12 @@ func toSet(keys ...string) map[string]bool {
 		m[k] = true
 	}
 	return m
+}
+
+// KnownKey reports whether a server.properties key is one raftka acts on
+// (its table or the security keys) or a Kafka key it accepts with a
+// warning; false means Load calls it unknown.
+func KnownKey(key string) bool {
+	_, ok := defsByName[key]
+	return ok || isSecurityKey(key) || isKafkaIgnored(key)
 }
