@@ -16,6 +16,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/raftka/raftka/test/cluster"
 )
@@ -700,6 +701,57 @@ func configCases() []adminCase {
 					}
 				}
 				return a.wantTopicConfig(ctx, name, "cleanup.policy", "delete,compact")
+			}},
+		{"DescribeTopicPartitions", "franz-go", "DescribeTopicPartitionsRequestHandler and KRaftMetadataCache.getTopicMetadataForDescribeTopicResponse: a 5-partition topic paged 2 partitions at a time by NextCursor gives every partition once, in order, as Metadata describes it (leader, epoch, replicas, ISR), ELR lists empty, every topic operation authorized; Kafka 4.x's Admin.describeTopics pages the same way",
+			func(ctx context.Context, a *admins, name string) error {
+				if err := a.create(ctx, name, 5); err != nil {
+					return err
+				}
+				md, err := a.kadm.Metadata(ctx, name)
+				if err != nil {
+					return err
+				}
+				want := md.Topics[name].Partitions
+				var cursor *kmsg.DescribeTopicPartitionsRequestCursor
+				var got []kmsg.DescribeTopicPartitionsResponseTopicPartition
+				for page := 0; page < 10; page++ {
+					req := kmsg.NewPtrDescribeTopicPartitionsRequest()
+					rt := kmsg.NewDescribeTopicPartitionsRequestTopic()
+					rt.Topic = name
+					req.Topics, req.ResponsePartitionLimit, req.Cursor = []kmsg.DescribeTopicPartitionsRequestTopic{rt}, 2, cursor
+					resp, err := req.RequestWith(ctx, a.kgo)
+					if err != nil {
+						return err
+					}
+					if len(resp.Topics) != 1 || resp.Topics[0].ErrorCode != 0 {
+						return fmt.Errorf("page %d: %+v", page, resp.Topics)
+					}
+					t := resp.Topics[0]
+					const allTopicOps = 1<<3 | 1<<4 | 1<<5 | 1<<6 | 1<<7 | 1<<8 | 1<<10 | 1<<11
+					if t.TopicID != md.Topics[name].ID || t.AuthorizedOperations != allTopicOps {
+						return fmt.Errorf("page %d: topic id %x ops %d", page, t.TopicID, t.AuthorizedOperations)
+					}
+					got = append(got, t.Partitions...)
+					if resp.NextCursor == nil {
+						break
+					}
+					if len(t.Partitions) != 2 || resp.NextCursor.Topic != name || resp.NextCursor.Partition != int32(len(got)) {
+						return fmt.Errorf("page %d: %d partitions, next cursor %+v", page, len(t.Partitions), resp.NextCursor)
+					}
+					cursor = &kmsg.DescribeTopicPartitionsRequestCursor{Topic: name, Partition: resp.NextCursor.Partition}
+				}
+				if len(got) != 5 || len(want) != 5 {
+					return fmt.Errorf("%d partitions paged, Metadata has %d, want 5", len(got), len(want))
+				}
+				for i, p := range got {
+					w := want[int32(i)]
+					if p.Partition != int32(i) || p.LeaderID != w.Leader || p.LeaderEpoch != w.LeaderEpoch ||
+						fmt.Sprint(p.Replicas, p.ISR) != fmt.Sprint(w.Replicas, w.ISR) ||
+						p.EligibleLeaderReplicas == nil || len(p.EligibleLeaderReplicas) != 0 || len(p.LastKnownELR) != 0 || len(p.OfflineReplicas) != 0 {
+						return fmt.Errorf("partition %d: %+v, Metadata says %+v", i, p, w)
+					}
+				}
+				return nil
 			}},
 	}
 }

@@ -535,6 +535,53 @@ func adminRows() []row {
 			}},
 		{19, lowest, "timeout 0", createTopicsTimeout0Kafka, createTopicsTimeout0, checkCreateTopicsTimedOut},
 		{19, highest, "timeout 0", createTopicsTimeout0Kafka, createTopicsTimeout0, checkCreateTopicsTimedOut},
+		// DescribeTopicPartitions (75): v0 only.
+		{75, lowest, "a known and an unknown topic, the budget spent before the second", "KRaftMetadataCache.getTopicMetadataForDescribeTopicResponse: named topics in name order, partitions from 0 up to the partition limit; a topic reached with the budget spent is left out and NextCursor points at its partition 0; ELR lists empty with ELR off; TopicAuthorizedOperations filled (DescribeTopicPartitionsRequestHandler)",
+			func(v int16, e *env) kmsg.Request { return describeTopicPartitions(v, 1, nil, noTopic, topic) },
+			func(r kmsg.Response, e *env) error {
+				resp := r.(*kmsg.DescribeTopicPartitionsResponse)
+				if len(resp.Topics) != 1 || *resp.Topics[0].Topic != topic || resp.Topics[0].TopicID != e.topicID || len(resp.Topics[0].Partitions) != 1 {
+					return fmt.Errorf("topics %+v, want %s with its one partition", resp.Topics, topic)
+				}
+				if p := resp.Topics[0].Partitions[0]; p.LeaderID != 1 || p.EligibleLeaderReplicas == nil || len(p.EligibleLeaderReplicas) != 0 {
+					return fmt.Errorf("partition %+v, want leader 1 and an empty ELR list", p)
+				}
+				if resp.Topics[0].AuthorizedOperations == -2147483648 {
+					return fmt.Errorf("TopicAuthorizedOperations not filled")
+				}
+				if c := resp.NextCursor; c == nil || c.Topic != noTopic || c.Partition != 0 {
+					return fmt.Errorf("next cursor %+v, want %s:0", c, noTopic)
+				}
+				return want("topic", resp.Topics[0].ErrorCode, 0)
+			}},
+		{75, highest, "a cursor on a topic not asked for", "DescribeTopicPartitionsRequestHandler: the cursor's topic must be in the topic list, else InvalidRequestException, answered by DescribeTopicPartitionsRequest.getErrorResponse: every topic of the request INVALID_REQUEST",
+			func(v int16, e *env) kmsg.Request {
+				return describeTopicPartitions(v, 2000, &kmsg.DescribeTopicPartitionsRequestCursor{Topic: noTopic}, topic, topic)
+			},
+			func(r kmsg.Response, _ *env) error {
+				ts := r.(*kmsg.DescribeTopicPartitionsResponse).Topics
+				if len(ts) != 2 {
+					return fmt.Errorf("%d answers, want one per entry (2)", len(ts))
+				}
+				for _, t := range ts {
+					if err := want(*t.Topic, t.ErrorCode, kerr.InvalidRequest.Code); err != nil {
+						return err
+					}
+				}
+				return nil
+			}},
+		{75, highest, "an unknown and an invalid name", "KRaftMetadataCache.getTopicMetadataForDescribeTopicResponse: a named topic not in the image is UNKNOWN_TOPIC_OR_PARTITION, one whose name Topic.validate refuses INVALID_TOPIC_EXCEPTION, both with no partitions",
+			func(v int16, e *env) kmsg.Request { return describeTopicPartitions(v, 2000, nil, noTopic, "bad/name") },
+			func(r kmsg.Response, _ *env) error {
+				ts := r.(*kmsg.DescribeTopicPartitionsResponse).Topics
+				if len(ts) != 2 || *ts[0].Topic != "bad/name" || *ts[1].Topic != noTopic {
+					return fmt.Errorf("answers %+v, want bad/name then %s", ts, noTopic)
+				}
+				if err := want("bad/name", ts[0].ErrorCode, kerr.InvalidTopicException.Code); err != nil {
+					return err
+				}
+				return want(noTopic, ts[1].ErrorCode, kerr.UnknownTopicOrPartition.Code)
+			}},
 		// DeleteTopics (20).
 		{20, lowest, "unknown topic", "ControllerApis.deleteTopics: an unknown name is UNKNOWN_TOPIC_OR_PARTITION",
 			func(v int16, e *env) kmsg.Request {
@@ -923,6 +970,17 @@ func checkCreateTopicsTimedOut(r kmsg.Response, _ *env) error {
 		}
 	}
 	return nil
+}
+
+func describeTopicPartitions(v int16, limit int32, cursor *kmsg.DescribeTopicPartitionsRequestCursor, names ...string) *kmsg.DescribeTopicPartitionsRequest {
+	r := kmsg.NewPtrDescribeTopicPartitionsRequest()
+	r.Version, r.ResponsePartitionLimit, r.Cursor = v, limit, cursor
+	for _, n := range names {
+		t := kmsg.NewDescribeTopicPartitionsRequestTopic()
+		t.Topic = n
+		r.Topics = append(r.Topics, t)
+	}
+	return r
 }
 
 type topicSpec struct {
