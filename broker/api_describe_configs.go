@@ -15,9 +15,9 @@ package broker
 //     the cluster default over them, sources DYNAMIC_BROKER_CONFIG,
 //     DYNAMIC_DEFAULT_BROKER_CONFIG, STATIC_BROKER_CONFIG (the file or
 //     --override) or DEFAULT_CONFIG. Keys that set topic defaults and the
-//     cleaner's runtime keys (metadata's dynamic broker table:
+//     runtime keys of metadata's dynamic broker table (the cleaner's
 //     log.cleaner.threads, .dedupe.buffer.size, .io.max.bytes.per.second,
-//     .backoff.ms) are writable (AlterConfigs takes effect for them); all
+//     .backoff.ms, and producer.id.expiration.ms) are writable (AlterConfigs takes effect for them); all
 //     others are read-only, as a restart is needed. Sensitive values are
 //     null.
 //   - BROKER with an empty name: the cluster-wide dynamic defaults only.

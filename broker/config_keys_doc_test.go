@@ -51,7 +51,7 @@ func renderConfigKeysDoc() string {
 	for _, d := range metadata.DynamicBrokerConfigDefs() {
 		runtime = append(runtime, "`"+d.Name+"`")
 	}
-	b.WriteString("Read from `server.properties` (and `--override`) by `broker/config`. DescribeConfigs shows them with their source; those that set topic config defaults, and " + strings.Join(runtime, ", ") + " (applied to the running cleaner), can also be changed as dynamic broker configs, per broker or cluster-wide.\n\n")
+	b.WriteString("Read from `server.properties` (and `--override`) by `broker/config`. DescribeConfigs shows them with their source; those that set topic config defaults, and " + strings.Join(runtime, ", ") + " (applied to the running node), can also be changed as dynamic broker configs, per broker or cluster-wide.\n\n")
 	b.WriteString("| key | default | what it does |\n| --- | --- | --- |\n")
 	for _, d := range config.Defs() {
 		def := code(d.Default)

@@ -11,10 +11,10 @@ import (
 // Dynamic broker configs beyond topic defaults.
 //
 // metadata's dynamic broker table (the cleaner's log.cleaner.threads,
-// .dedupe.buffer.size, .io.max.bytes.per.second, .backoff.ms) lists keys
-// that a dynamic broker config, per broker or the cluster-wide default,
-// changes on a running node: cmd/raftka applies them to the storage
-// Manager's cleaner. The controller validates each value's type and range
+// .dedupe.buffer.size, .io.max.bytes.per.second, .backoff.ms, and
+// producer.id.expiration.ms) lists keys that a dynamic broker config, per
+// broker or the cluster-wide default, changes on a running node: cmd/raftka
+// applies them to the storage Manager. The controller validates each value's type and range
 // (metadata.ValidateBrokerConfig). As in Kafka, the broker that receives
 // the alter first checks what depends on its own running state
 // (ConfigAdminManager.validateBrokerConfigChange): the resource names this

@@ -182,6 +182,9 @@ func TestValidateBrokerConfig(t *testing.T) {
 		{"log.cleaner.io.max.bytes.per.second", "Infinity", false},
 		{"log.cleaner.enable", "false", false},        // read-only in Kafka too
 		{"log.cleaner.io.buffer.size", "1024", false}, // dynamic in Kafka, but raftka's cleaner has no such buffer
+		{"producer.id.expiration.ms", "60000", true},
+		{"producer.id.expiration.ms", "0", false},
+		{"producer.id.expiration.ms", "86400000000", false}, // an int in Kafka
 	}
 	for _, c := range cases {
 		err := ValidateBrokerConfig(c.key, c.value)

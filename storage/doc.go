@@ -37,7 +37,8 @@
 // cleaner_plan.go what is cleanable and which log is dirtiest,
 // cleaner_map.go the key map, cleaner_batch.go the filtering of one batch, cleaner.go a log's clean and
 // segment swap, cleaner_manager.go and cleaner_throttle.go the threads, cleaner_reconfigure.go
-// their settings changed on a running Manager (SetCleaner).
+// their settings changed on a running Manager (SetCleaner); producer_expiration.go
+// producer.id.expiration.ms changed on a running Manager.
 // manager.go owns the set of logs and the schedule; segment.go, offset_index.go,
 // time_index.go and index.go one segment's files; batch.go and
 // compression.go the v2 batch format and its decoders, compress.go the

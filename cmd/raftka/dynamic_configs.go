@@ -12,12 +12,13 @@ import (
 
 // Dynamic broker configs that reach a running component (metadata's
 // dynamic broker table): the cleaner's log.cleaner.threads,
-// .dedupe.buffer.size, .io.max.bytes.per.second and .backoff.ms. They are
-// in the Raft metadata, so a value survives a restart: the first image the
-// watcher sees (the snapshot and the log replayed) reapplies it.
+// .dedupe.buffer.size, .io.max.bytes.per.second and .backoff.ms, and
+// producer.id.expiration.ms. They are in the Raft metadata, so a value
+// survives a restart: the first image the watcher sees (the snapshot and
+// the log replayed) reapplies it.
 
-// dynamicCleanerKeys are the keys of the table, all the cleaner's.
-func dynamicCleanerKeys() []string {
+// dynamicKeys are the keys of the table.
+func dynamicKeys() []string {
 	var keys []string
 	for _, d := range metadata.DynamicBrokerConfigDefs() {
 		keys = append(keys, d.Name)
@@ -25,17 +26,21 @@ func dynamicCleanerKeys() []string {
 	return keys
 }
 
-// cleanerSettings are the cleaner settings of node id under img: its own
-// dynamic configs over the cluster default over server.properties. A
+// effectiveConfig is node id's config under img: its own dynamic configs
+// over the cluster default over server.properties, for the table's keys. A
 // dynamic value that no longer parses keeps the file's (err says which).
-func cleanerSettings(cfg *config.Config, img *metadata.Image, id int32) (storage.CleanerSettings, error) {
-	eff, err := cfg.WithDynamic(dynamicCleanerKeys(), img.BrokerConfigs(id), img.ClusterConfigs())
+func effectiveConfig(cfg *config.Config, img *metadata.Image, id int32) (*config.Config, error) {
+	return cfg.WithDynamic(dynamicKeys(), img.BrokerConfigs(id), img.ClusterConfigs())
+}
+
+// cleanerSettings are the cleaner settings of an effective config.
+func cleanerSettings(eff *config.Config) storage.CleanerSettings {
 	return storage.CleanerSettings{
 		Threads:             int(eff.LogCleanerThreads),
 		DedupeBufferSize:    eff.LogCleanerDedupeBufferSize,
 		IOMaxBytesPerSecond: eff.LogCleanerIOMaxBytesPerSecond,
 		Backoff:             eff.LogCleanerBackoff,
-	}, err
+	}
 }
 
 // brokerConfigsChanged reports whether an event may change a broker-level
@@ -52,8 +57,8 @@ func brokerConfigsChanged(ev raftfsm.Event) bool {
 	return false
 }
 
-// watchDynamicConfigs applies every change of the dynamic cleaner settings
-// to the storage Manager, from one goroutine, until stop.
+// watchDynamicConfigs applies every change of the table's keys to the
+// storage Manager, from one goroutine, until stop.
 func watchDynamicConfigs(node *raftfsm.Node, logs *storage.Manager, cfg *config.Config, log zerolog.Logger) (stop func()) {
 	sub := node.Subscribe()
 	ctx, cancel := context.WithCancel(context.Background())
@@ -68,7 +73,7 @@ func watchDynamicConfigs(node *raftfsm.Node, logs *storage.Manager, cfg *config.
 			if !brokerConfigsChanged(ev) {
 				continue
 			}
-			applyCleanerSettings(ev.Image, logs, cfg, log)
+			applyDynamicConfigs(ev.Image, logs, cfg, log)
 		}
 	}()
 	return func() {
@@ -78,19 +83,25 @@ func watchDynamicConfigs(node *raftfsm.Node, logs *storage.Manager, cfg *config.
 	}
 }
 
-func applyCleanerSettings(img *metadata.Image, logs *storage.Manager, cfg *config.Config, log zerolog.Logger) {
-	want, err := cleanerSettings(cfg, img, cfg.NodeID)
+func applyDynamicConfigs(img *metadata.Image, logs *storage.Manager, cfg *config.Config, log zerolog.Logger) {
+	eff, err := effectiveConfig(cfg, img, cfg.NodeID)
 	if err != nil {
 		log.Warn().Err(err).Msg("dynamic broker config not applied")
 	}
-	if want == logs.CleanerSettings() {
-		return
+	if want := cleanerSettings(eff); want != logs.CleanerSettings() {
+		if err := logs.SetCleaner(want); err != nil {
+			log.Warn().Err(err).Msg("log cleaner not reconfigured")
+		} else {
+			log.Info().Int("threads", want.Threads).Int64("dedupe_buffer_size", want.DedupeBufferSize).
+				Float64("io_max_bytes_per_second", want.IOMaxBytesPerSecond).Dur("backoff", want.Backoff).
+				Msg("log cleaner reconfigured from dynamic broker configs")
+		}
 	}
-	if err := logs.SetCleaner(want); err != nil {
-		log.Warn().Err(err).Msg("log cleaner not reconfigured")
-		return
+	if want := eff.ProducerIDExpiration; want != logs.ProducerIDExpiration() {
+		if err := logs.SetProducerIDExpiration(want); err != nil {
+			log.Warn().Err(err).Msg("producer.id.expiration.ms not changed")
+		} else {
+			log.Info().Dur("producer_id_expiration", want).Msg("producer.id.expiration.ms changed by a dynamic broker config")
+		}
 	}
-	log.Info().Int("threads", want.Threads).Int64("dedupe_buffer_size", want.DedupeBufferSize).
-		Float64("io_max_bytes_per_second", want.IOMaxBytesPerSecond).Dur("backoff", want.Backoff).
-		Msg("log cleaner reconfigured from dynamic broker configs")
 }

@@ -38,11 +38,26 @@ func TestCleanerSettings(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			img, _ := metadata.NewImage().Apply(c.recs)
-			got, err := cleanerSettings(cfg, img, 1)
-			if err != nil || got != c.want {
+			eff, err := effectiveConfig(cfg, img, 1)
+			if got := cleanerSettings(eff); err != nil || got != c.want {
 				t.Fatalf("%+v %v, want %+v", got, err, c.want)
 			}
 		})
+	}
+}
+
+func TestEffectiveProducerIDExpiration(t *testing.T) {
+	cfg, _, err := config.Parse([]byte("process.roles=broker,controller\nnode.id=1\ncontroller.quorum.voters=1@127.0.0.1:9093\nlisteners=PLAINTEXT://127.0.0.1:9092,CONTROLLER://127.0.0.1:9093\ncontroller.listener.names=CONTROLLER\nlog.dirs=data\n"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	img, _ := metadata.NewImage().Apply([]metadata.Record{&metadata.Config{ResourceType: metadata.ConfigResourceCluster, Key: "producer.id.expiration.ms", Value: "60000"}})
+	eff, err := effectiveConfig(cfg, img, 1)
+	if err != nil || eff.ProducerIDExpiration != time.Minute {
+		t.Fatalf("%v %v, want the cluster default's minute", eff.ProducerIDExpiration, err)
+	}
+	if cfg.ProducerIDExpiration != 24*time.Hour {
+		t.Fatalf("the file's value changed: %v", cfg.ProducerIDExpiration)
 	}
 }
 

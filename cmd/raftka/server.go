@@ -79,6 +79,7 @@ func runServer(ctx context.Context, cfg *config.Config, log zerolog.Logger, shut
 		Threads:                int(cfg.RecoveryThreadsPerDataDir) * len(cfg.LogDirs),
 		ReplicationInterval:    cfg.HighWatermarkCheckpoint,
 		FollowerDropBehind:     cfg.FollowerDropBehind,
+		ProducerIDExpiration:   cfg.ProducerIDExpiration,
 		Cleaner: storage.CleanerOptions{
 			Enable:              cfg.LogCleanerEnable,
 			Threads:             int(cfg.LogCleanerThreads),
