@@ -11,16 +11,17 @@ import (
 // Dynamic broker configs beyond topic defaults.
 //
 // metadata's dynamic broker table (the cleaner's log.cleaner.threads,
-// .dedupe.buffer.size, .io.max.bytes.per.second, .backoff.ms, and
-// producer.id.expiration.ms) lists keys that a dynamic broker config, per
+// .dedupe.buffer.size, .io.max.bytes.per.second, .backoff.ms,
+// producer.id.expiration.ms and num.replica.fetchers) lists keys that a dynamic broker config, per
 // broker or the cluster-wide default, changes on a running node: cmd/raftka
-// applies them to the storage Manager. The controller validates each value's type and range
+// applies them to the storage and replica Managers. The controller validates each value's type and range
 // (metadata.ValidateBrokerConfig). As in Kafka, the broker that receives
 // the alter first checks what depends on its own running state
 // (ConfigAdminManager.validateBrokerConfigChange): the resource names this
-// broker or the cluster default, and the resulting cleaner thread count is
-// within half and double of the current one (LogCleaner.
-// validateReconfiguration), both INVALID_REQUEST.
+// broker or the cluster default, and a resulting thread count
+// (log.cleaner.threads, num.replica.fetchers) is at least 1 and within half
+// and double of the current one (LogCleaner.validateReconfiguration,
+// DynamicThreadPool.validateReconfiguration), all INVALID_REQUEST.
 
 // checkBrokerAlter runs the broker-side checks of a BROKER resource whose
 // dynamic set would become next(old).
@@ -56,32 +57,67 @@ func (s *Server) checkBrokerResourceName(name string) (int16, string) {
 	return 0, ""
 }
 
+// threadCountRule is how a running broker bounds a change of one thread
+// count: at least 1, at least half and at most double the current value.
+// msg renders the refusal of each bound, Kafka's words for the key.
+type threadCountRule struct {
+	key string
+	msg func(bound string, v string, cur int64) string
+}
+
+var threadCountRules = []threadCountRule{
+	// LogCleaner.validateReconfiguration.
+	{"log.cleaner.threads", func(bound, _ string, cur int64) string {
+		switch bound {
+		case "min":
+			return "Log cleaner threads should be at least 1"
+		case "half":
+			return "Log cleaner threads cannot be reduced to less than half the current value " + strconv.FormatInt(cur, 10)
+		}
+		return "Log cleaner threads cannot be increased to more than double the current value " + strconv.FormatInt(cur, 10)
+	}},
+	// DynamicThreadPool.validateReconfiguration.
+	{"num.replica.fetchers", func(bound, v string, cur int64) string {
+		m := "Dynamic thread count update validation failed for num.replica.fetchers=" + v
+		switch bound {
+		case "min":
+			return m + ", value should be at least 1"
+		case "half":
+			return m + ", value should be at least half the current value " + strconv.FormatInt(cur, 10)
+		}
+		return m + ", value should not be greater than double the current value " + strconv.FormatInt(cur, 10)
+	}},
+}
+
 // checkBrokerReconfiguration checks a BROKER resource's resulting dynamic
 // set (next; the cluster default when name is empty) against this broker's
-// running cleaner, as LogCleaner.validateReconfiguration does.
+// running thread counts, as Kafka's reconfigurables validate a change.
 func (s *Server) checkBrokerReconfiguration(img *metadata.Image, name string, next map[string]string) (int16, string) {
-	const key = "log.cleaner.threads"
 	broker, cluster := img.BrokerConfigs(s.nodeID), img.ClusterConfigs()
-	cur, ok := s.effectiveInt(key, broker, cluster)
-	if !ok {
-		return 0, ""
-	}
+	nb, nc := broker, cluster
 	if name == "" {
-		cluster = next
+		nc = next
 	} else {
-		broker = next
+		nb = next
 	}
-	want, ok := s.effectiveInt(key, broker, cluster)
-	if !ok {
-		return 0, "" // not a number: the controller refuses it with the reason
-	}
-	switch {
-	case want < 1:
-		return kerr.InvalidRequest.Code, "Log cleaner threads should be at least 1"
-	case want < cur/2:
-		return kerr.InvalidRequest.Code, "Log cleaner threads cannot be reduced to less than half the current value " + strconv.FormatInt(cur, 10)
-	case want > cur*2:
-		return kerr.InvalidRequest.Code, "Log cleaner threads cannot be increased to more than double the current value " + strconv.FormatInt(cur, 10)
+	for _, r := range threadCountRules {
+		cur, ok := s.effectiveInt(r.key, broker, cluster)
+		if !ok {
+			continue
+		}
+		want, ok := s.effectiveInt(r.key, nb, nc)
+		if !ok || want == cur {
+			continue // not a number: the controller refuses it with the reason
+		}
+		v := strconv.FormatInt(want, 10)
+		switch {
+		case want < 1:
+			return kerr.InvalidRequest.Code, r.msg("min", v, cur)
+		case want < cur/2:
+			return kerr.InvalidRequest.Code, r.msg("half", v, cur)
+		case want > cur*2:
+			return kerr.InvalidRequest.Code, r.msg("double", v, cur)
+		}
 	}
 	return 0, ""
 }

@@ -141,6 +141,22 @@ func TestDynamicCleanerConfigs(t *testing.T) {
 			t.Errorf("threads=%s on %q: %d %q, want %d %q", c.value, c.name, code, msg, c.code, c.msg)
 		}
 	}
+	for _, c := range []struct {
+		value string
+		code  int16
+		msg   string
+	}{
+		{"3", kerr.InvalidRequest.Code, "Dynamic thread count update validation failed for num.replica.fetchers=3, value should not be greater than double the current value 1"},
+		{"0", kerr.InvalidRequest.Code, "value should be at least 1"},
+		{"2", 0, ""},
+		{"4", 0, ""},
+		{"1", kerr.InvalidRequest.Code, "value should be at least half the current value 4"},
+	} {
+		code, msg := incremental(false, "1", set("num.replica.fetchers", c.value))
+		if code != c.code || !strings.Contains(msg, c.msg) {
+			t.Errorf("num.replica.fetchers=%s: %d %q, want %d %q", c.value, code, msg, c.code, c.msg)
+		}
+	}
 	if code, msg := incremental(false, "1", set(key, "-5")); code != kerr.InvalidRequest.Code || !strings.Contains(msg, key) {
 		t.Errorf("negative backoff: %d %q", code, msg)
 	}

@@ -30,7 +30,8 @@ func (d BrokerConfigDef) Validate(v string) error {
 // log.cleaner.io.buffer.size and .io.buffer.load.factor are in Kafka's set
 // too but raftka's cleaner has no such buffers (broker/kafka_keys.go).
 // And producer.id.expiration.ms (DynamicProducerStateManagerConfig), which
-// every log applies from its next expiry pass.
+// every log applies from its next expiry pass, and num.replica.fetchers
+// (DynamicThreadPool), to which the replica manager resizes its fetchers.
 var dynamicBrokerConfigDefs = []BrokerConfigDef{
 	{Name: "log.cleaner.backoff.ms", Type: ConfigTypeLong, Default: "15000", check: atLeast(0),
 		Doc: "How long a cleaner thread sleeps when no log needs cleaning."},
@@ -43,6 +44,8 @@ var dynamicBrokerConfigDefs = []BrokerConfigDef{
 	// cannot have a cleaner of no threads either way.
 	{Name: "log.cleaner.threads", Type: ConfigTypeInt, Default: "1", check: atLeast(1),
 		Doc: "Cleaner threads; each cleans one log at a time."},
+	{Name: "num.replica.fetchers", Type: ConfigTypeInt, Default: "1", check: atLeast(1),
+		Doc: "Fetchers per source broker that replicate the partitions followed here."},
 	{Name: "producer.id.expiration.ms", Type: ConfigTypeInt, Default: "86400000", check: atLeast(1),
 		Doc: "How long an idle producer id's sequence state is kept."},
 }

@@ -32,7 +32,8 @@
 //	isr.go            AlterPartition validation
 //	topic_configs.go  topic config definitions, validation, effective values
 //	broker_configs.go dynamic broker keys that are not topic defaults (the
-//	                  cleaner's, producer.id.expiration.ms), their validation
+//	                  cleaner's, producer.id.expiration.ms,
+//	                  num.replica.fetchers), their validation
 //	errors.go         sentinel errors (one per Kafka error kind)
 //
 // # Decide, record, replay

@@ -241,8 +241,8 @@ func LookupBrokerSynonym(key string) (def TopicConfigDef, scale int64, ok bool) 
 // effect in raftka as topic config defaults (a broker synonym of a topic
 // config: log.retention.ms, log.segment.bytes, ...; LookupBrokerSynonym)
 // and for the keys of the dynamic broker table (the cleaner's
-// log.cleaner.threads, .backoff.ms, ..., and producer.id.expiration.ms;
-// LookupDynamicBrokerConfig), all of
+// log.cleaner.threads, .backoff.ms, ..., producer.id.expiration.ms and
+// num.replica.fetchers; LookupDynamicBrokerConfig), all of
 // which Kafka updates dynamically; any other key is refused, as Kafka
 // refuses its read-only keys ("Cannot update these configs dynamically").
 // The value must be valid for the key (for a synonym, for the topic config
@@ -255,7 +255,7 @@ func ValidateBrokerConfig(key, value string) error {
 	}
 	d, scale, ok := LookupBrokerSynonym(key)
 	if !ok {
-		return fmt.Errorf("%w: Cannot update these configs dynamically: %s (raftka applies dynamic broker configs as topic config defaults, for the log cleaner's keys and producer.id.expiration.ms)", ErrInvalidRequest, key)
+		return fmt.Errorf("%w: Cannot update these configs dynamically: %s (raftka applies dynamic broker configs as topic config defaults, for the log cleaner's keys, producer.id.expiration.ms and num.replica.fetchers)", ErrInvalidRequest, key)
 	}
 	if _, err := scaleValue(d, value, scale); err != nil {
 		reason := err.Error()

@@ -183,6 +183,8 @@ func TestValidateBrokerConfig(t *testing.T) {
 		{"log.cleaner.enable", "false", false},        // read-only in Kafka too
 		{"log.cleaner.io.buffer.size", "1024", false}, // dynamic in Kafka, but raftka's cleaner has no such buffer
 		{"producer.id.expiration.ms", "60000", true},
+		{"num.replica.fetchers", "4", true},
+		{"num.replica.fetchers", "0", false},
 		{"producer.id.expiration.ms", "0", false},
 		{"producer.id.expiration.ms", "86400000000", false}, // an int in Kafka
 	}

@@ -33,7 +33,10 @@
 //   - fetcher.go: num.replica.fetchers goroutines (Config.NumFetchers) per
 //     source broker, each batching the partitions it follows from it into
 //     one Fetch request; a partition goes to fetcher
-//     abs(31*topic.hashCode()+partition) % N, as in Kafka (manager.go).
+//     abs(31*topic.hashCode()+partition) % N, as in Kafka (manager.go);
+//     fetcher_resize.go: SetNumFetchers, N changed on a running Manager (a
+//     dynamic broker config), partitions moved to their new fetchers as
+//     Kafka's resizeThreadPool.
 //   - leader_endpoint.go: LeaderEndpoint, what a fetcher needs from a leader,
 //     with a TCP implementation speaking Kafka frames (Fetch v12,
 //     OffsetForLeaderEpoch v4) and InmemNetwork, its in-memory twin;

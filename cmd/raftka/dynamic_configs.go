@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/raftka/raftka/broker/config"
+	"github.com/raftka/raftka/broker/replica"
 	"github.com/raftka/raftka/metadata"
 	"github.com/raftka/raftka/raftfsm"
 	"github.com/raftka/raftka/storage"
@@ -12,8 +13,8 @@ import (
 
 // Dynamic broker configs that reach a running component (metadata's
 // dynamic broker table): the cleaner's log.cleaner.threads,
-// .dedupe.buffer.size, .io.max.bytes.per.second and .backoff.ms, and
-// producer.id.expiration.ms. They are in the Raft metadata, so a value
+// .dedupe.buffer.size, .io.max.bytes.per.second and .backoff.ms,
+// producer.id.expiration.ms and num.replica.fetchers. They are in the Raft metadata, so a value
 // survives a restart: the first image the watcher sees (the snapshot and
 // the log replayed) reapplies it.
 
@@ -58,8 +59,8 @@ func brokerConfigsChanged(ev raftfsm.Event) bool {
 }
 
 // watchDynamicConfigs applies every change of the table's keys to the
-// storage Manager, from one goroutine, until stop.
-func watchDynamicConfigs(node *raftfsm.Node, logs *storage.Manager, cfg *config.Config, log zerolog.Logger) (stop func()) {
+// storage and replica Managers, from one goroutine, until stop.
+func watchDynamicConfigs(node *raftfsm.Node, logs *storage.Manager, replicas *replica.Manager, cfg *config.Config, log zerolog.Logger) (stop func()) {
 	sub := node.Subscribe()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
@@ -73,7 +74,7 @@ func watchDynamicConfigs(node *raftfsm.Node, logs *storage.Manager, cfg *config.
 			if !brokerConfigsChanged(ev) {
 				continue
 			}
-			applyDynamicConfigs(ev.Image, logs, cfg, log)
+			applyDynamicConfigs(ev.Image, logs, replicas, cfg, log)
 		}
 	}()
 	return func() {
@@ -83,7 +84,7 @@ func watchDynamicConfigs(node *raftfsm.Node, logs *storage.Manager, cfg *config.
 	}
 }
 
-func applyDynamicConfigs(img *metadata.Image, logs *storage.Manager, cfg *config.Config, log zerolog.Logger) {
+func applyDynamicConfigs(img *metadata.Image, logs *storage.Manager, replicas *replica.Manager, cfg *config.Config, log zerolog.Logger) {
 	eff, err := effectiveConfig(cfg, img, cfg.NodeID)
 	if err != nil {
 		log.Warn().Err(err).Msg("dynamic broker config not applied")
@@ -102,6 +103,13 @@ func applyDynamicConfigs(img *metadata.Image, logs *storage.Manager, cfg *config
 			log.Warn().Err(err).Msg("producer.id.expiration.ms not changed")
 		} else {
 			log.Info().Dur("producer_id_expiration", want).Msg("producer.id.expiration.ms changed by a dynamic broker config")
+		}
+	}
+	if want := int(eff.NumReplicaFetchers); want != replicas.NumFetchers() {
+		if err := replicas.SetNumFetchers(want); err != nil {
+			log.Warn().Err(err).Msg("num.replica.fetchers not changed")
+		} else {
+			log.Info().Int("num_replica_fetchers", want).Msg("replica fetchers resized by a dynamic broker config")
 		}
 	}
 }

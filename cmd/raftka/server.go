@@ -98,8 +98,6 @@ func runServer(ctx context.Context, cfg *config.Config, log zerolog.Logger, shut
 			log.Error().Err(err).Msg("closing logs")
 		}
 	}()
-	// Stopped before logs.Close (defers run in reverse).
-	defer watchDynamicConfigs(node, logs, cfg, log.With().Str("component", "configs").Logger())()
 
 	replicas, stopReplicas, err := startReplicas(node, logs, cfg, log)
 	if err != nil {
@@ -108,6 +106,8 @@ func runServer(ctx context.Context, cfg *config.Config, log zerolog.Logger, shut
 	// Deferred after logs.Close, so it runs before it: fetchers and waiting
 	// requests stop while the logs are still open.
 	defer stopReplicas()
+	// Stopped before the replicas and the logs (defers run in reverse).
+	defer watchDynamicConfigs(node, logs, replicas, cfg, log.With().Str("component", "configs").Logger())()
 
 	// Closed after the client listeners (defers run in reverse), so no
 	// request is left waiting on a group loop.
