@@ -102,7 +102,52 @@ func seedFrames() [][]byte {
 		req.Topics = append(req.Topics, rt)
 		seeds = append(seeds, encodeRequest(req, 200+int32(v)))
 	}
+	for i, cursor := range []*kmsg.DescribeTopicPartitionsRequestCursor{nil, {Topic: "orders", Partition: 1}, {Topic: "orders", Partition: -1}} {
+		req := kmsg.NewPtrDescribeTopicPartitionsRequest()
+		req.ResponsePartitionLimit, req.Cursor = 1, cursor
+		rt := kmsg.NewDescribeTopicPartitionsRequestTopic()
+		rt.Topic = "orders"
+		req.Topics = append(req.Topics, rt)
+		seeds = append(seeds, encodeRequest(req, 300+int32(i)))
+	}
 	return seeds
+}
+
+// FuzzDescribeTopicPartitions decodes arbitrary DescribeTopicPartitions
+// bodies and answers them from a fixed image: never a panic, an answer
+// that encodes and decodes again, and never more partitions than the limit
+// allows.
+func FuzzDescribeTopicPartitions(f *testing.F) {
+	for _, limit := range []int32{0, 1, 2, 2000} {
+		req := kmsg.NewPtrDescribeTopicPartitionsRequest()
+		req.ResponsePartitionLimit = limit
+		req.Cursor = &kmsg.DescribeTopicPartitionsRequestCursor{Topic: "orders", Partition: 1}
+		rt := kmsg.NewDescribeTopicPartitionsRequestTopic()
+		rt.Topic = "orders"
+		req.Topics = append(req.Topics, rt)
+		f.Add(req.AppendTo(nil))
+		req.Topics, req.Cursor = nil, nil
+		f.Add(req.AppendTo(nil))
+	}
+	img := clusterImage(f, 9092)
+	f.Fuzz(func(t *testing.T, body []byte) {
+		req := kmsg.NewPtrDescribeTopicPartitionsRequest()
+		if req.ReadFrom(body) != nil {
+			return
+		}
+		resp := describeTopicPartitions(img, "CLIENT", req)
+		n := 0
+		for _, rt := range resp.Topics {
+			n += len(rt.Partitions)
+		}
+		if limit := max(min(int(req.ResponsePartitionLimit), maxRequestPartitionSizeLimit), 1); n > limit {
+			t.Fatalf("%d partitions answered, limit %d", n, limit)
+		}
+		back := kmsg.NewPtrDescribeTopicPartitionsResponse()
+		if err := back.ReadFrom(resp.AppendTo(nil)); err != nil {
+			t.Fatalf("answer does not decode: %v", err)
+		}
+	})
 }
 
 // FuzzFrame feeds arbitrary bytes to a connection. The property: the
