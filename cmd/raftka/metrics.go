@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/pprof"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -35,6 +36,8 @@ type promMetrics struct {
 	refused   *prometheus.CounterVec
 
 	requestTime    *prometheus.HistogramVec
+	requestPhases  [numPhases]*prometheus.HistogramVec
+	phaseCache     [128]atomic.Pointer[[numPhases + 1]prometheus.Observer] // by API key: the phases, then the total
 	responseErrors *prometheus.CounterVec
 	topicBytesIn   *prometheus.CounterVec
 	topicRecordsIn *prometheus.CounterVec
@@ -71,12 +74,15 @@ func newPromMetrics() *promMetrics {
 		}, []string{"reason", "client_id"}),
 	}
 	m.requestTime = prometheus.NewHistogramVec(prometheus.HistogramOpts{
-		Name: "raftka_request_total_time_seconds",
-		Help: "Time from a request's receipt to its response written (or its end without one), by request name.",
-		// 0.5 ms to about 12 s: a local Metadata answer to a Fetch or
-		// acks=all Produce waiting out its timeout.
-		Buckets: prometheus.ExponentialBuckets(0.0005, 2.5, 12),
+		Name:    "raftka_request_total_time_seconds",
+		Help:    "Time from a request's receipt to its response written (or its end without one), by request name.",
+		Buckets: requestBuckets,
 	}, []string{"request"})
+	for i, ph := range requestPhaseNames {
+		m.requestPhases[i] = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: ph.name, Help: ph.help, Buckets: requestBuckets,
+		}, []string{"request"})
+	}
 	m.responseErrors = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "raftka_request_errors_total",
 		Help: "Non-zero error codes carried in responses (top level and per partition, topic or group), by request name and error.",
@@ -90,6 +96,9 @@ func newPromMetrics() *promMetrics {
 	m.topicBytesOut = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "raftka_topic_bytes_out_total", Help: "Bytes of record batches sent to consumers (not followers), by topic.",
 	}, []string{"topic"})
+	for _, h := range m.requestPhases {
+		m.reg.MustRegister(h)
+	}
 	m.reg.MustRegister(m.connsOpen, m.conns, m.requests, m.bytesIn, m.responses, m.bytesOut, m.rejected, m.refused,
 		m.requestTime, m.responseErrors, m.topicBytesIn, m.topicRecordsIn, m.topicBytesOut,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
@@ -116,8 +125,49 @@ func (m *promMetrics) BatchRefused(reason, clientID string) {
 	m.refused.WithLabelValues(reason, clientID).Inc()
 }
 
-func (m *promMetrics) RequestCompleted(key int16, total time.Duration) {
-	m.requestTime.WithLabelValues(requestName(key)).Observe(total.Seconds())
+// requestBuckets span 50 µs to about 12 s: a queue or send phase of a
+// local answer up to a Fetch or acks=all Produce waiting out its timeout.
+var requestBuckets = prometheus.ExponentialBuckets(0.00005, 2.5, 15)
+
+// The phases of broker.RequestTimes before Total, in its order, as Kafka's
+// RequestMetrics names them.
+const numPhases = 5
+
+var requestPhaseNames = [numPhases]struct{ name, help string }{
+	{"raftka_request_queue_time_seconds", "Time from a request's receipt to its handler starting, by request name."},
+	{"raftka_request_local_time_seconds", "Time a request's handler worked before answering or waiting on others, by request name."},
+	{"raftka_request_remote_time_seconds", "Time a request waited on others (the produce or fetch purgatory), by request name."},
+	{"raftka_response_queue_time_seconds", "Time from a response being ready to its write starting, by request name (includes earlier responses on the connection)."},
+	{"raftka_response_send_time_seconds", "Time writing a response, by request name."},
+}
+
+func (m *promMetrics) RequestCompleted(key int16, t broker.RequestTimes) {
+	obs := m.observers(key)
+	for i, d := range [numPhases + 1]time.Duration{t.Queue, t.Local, t.Remote, t.ResponseQueue, t.ResponseSend, t.Total} {
+		obs[i].Observe(d.Seconds())
+	}
+}
+
+// observers returns key's six histograms, found once per key: the label
+// lookup (a hash of the name under a lock) is not paid per request.
+func (m *promMetrics) observers(key int16) *[numPhases + 1]prometheus.Observer {
+	var slot *atomic.Pointer[[numPhases + 1]prometheus.Observer]
+	if key >= 0 && int(key) < len(m.phaseCache) {
+		slot = &m.phaseCache[key]
+		if o := slot.Load(); o != nil {
+			return o
+		}
+	}
+	name := requestName(key)
+	var o [numPhases + 1]prometheus.Observer
+	for i, h := range m.requestPhases {
+		o[i] = h.WithLabelValues(name)
+	}
+	o[numPhases] = m.requestTime.WithLabelValues(name)
+	if slot != nil {
+		slot.Store(&o)
+	}
+	return &o
 }
 
 func (m *promMetrics) ResponseError(key, code int16) {

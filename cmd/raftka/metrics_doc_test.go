@@ -25,7 +25,7 @@ func exercised(t *testing.T) *promMetrics {
 	m.ResponseSent(0, 9, 50)
 	m.Rejected(broker.ReasonBadHeader)
 	m.BatchRefused("corrupt_message", "c")
-	m.RequestCompleted(0, time.Millisecond)
+	m.RequestCompleted(0, broker.RequestTimes{Local: time.Millisecond, Total: time.Millisecond})
 	m.ResponseError(0, 3)
 	m.TopicProduced("t", 100, 2)
 	m.TopicFetched("t", 100)
