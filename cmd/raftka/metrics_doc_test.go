@@ -29,6 +29,7 @@ func exercised(t *testing.T) *promMetrics {
 	m.ResponseError(0, 3)
 	m.TopicProduced("t", 100, 2)
 	m.TopicFetched("t", 100)
+	m.logFlushed(time.Millisecond)
 	m.reg.MustRegister(newPartitionCollector(func() replica.Health {
 		return replica.Health{Partitions: []replica.PartitionHealth{{Topic: "t", Leader: true, Replicas: 3, ISR: 2, MinISR: 2}}}
 	}, func() bool { return true }, metadata.NewImage))

@@ -72,7 +72,9 @@ func runServer(ctx context.Context, cfg *config.Config, log zerolog.Logger, shut
 		}
 	}()
 
+	metrics := newPromMetrics()
 	logs, reports, err := storage.OpenManager(storage.ManagerOptions{
+		OnFlush:                metrics.logFlushed,
 		Dirs:                   cfg.LogDirs,
 		ConfigFor:              func(topic string) storage.Config { return topicStorageConfig(node, cfg, topic) },
 		RetentionCheckInterval: cfg.LogRetentionCheckInterval,
@@ -122,7 +124,6 @@ func runServer(ctx context.Context, cfg *config.Config, log zerolog.Logger, shut
 	}, node.Publisher(), node.Client())
 	defer groups.Close()
 
-	metrics := newPromMetrics()
 	var listeners []broker.Listener
 	for _, l := range cfg.Listeners {
 		if cfg.IsControllerListener(l.Name) {
