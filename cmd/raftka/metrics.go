@@ -43,6 +43,7 @@ type promMetrics struct {
 	topicRecordsIn *prometheus.CounterVec
 	topicBytesOut  *prometheus.CounterVec
 	logFlush       prometheus.Histogram
+	raft           *raftMetrics
 }
 
 func newPromMetrics() *promMetrics {
@@ -104,6 +105,7 @@ func newPromMetrics() *promMetrics {
 		Buckets: prometheus.ExponentialBuckets(0.00005, 2.5, 14),
 	})
 	m.reg.MustRegister(m.logFlush)
+	m.raft = newRaftMetrics(m.reg)
 	for _, h := range m.requestPhases {
 		m.reg.MustRegister(h)
 	}
@@ -217,9 +219,7 @@ func requestName(key int16) string {
 // read at scrape time.
 func (m *promMetrics) addNode(node *raftfsm.Node, life *broker.Lifecycle) {
 	m.reg.MustRegister(
-		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-			Name: "raftka_metadata_applied_index", Help: "Raft index of the newest metadata entry this node applied.",
-		}, func() float64 { _, idx := node.Current(); return float64(idx) }),
+		newRaftStatsCollector(node.RaftStats),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{
 			Name: "raftka_metadata_snapshot_restores_total", Help: "Metadata snapshots this node restored, from disk or installed from the leader.",
 		}, func() float64 { return float64(node.SnapshotRestores()) }),

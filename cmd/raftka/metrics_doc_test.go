@@ -13,6 +13,7 @@ import (
 	"github.com/raftka/raftka/broker"
 	"github.com/raftka/raftka/broker/replica"
 	"github.com/raftka/raftka/metadata"
+	"github.com/raftka/raftka/raftfsm"
 )
 
 // exercised returns a promMetrics with every metric observed once, so that
@@ -30,6 +31,11 @@ func exercised(t *testing.T) *promMetrics {
 	m.TopicProduced("t", 100, 2)
 	m.TopicFetched("t", 100)
 	m.logFlushed(time.Millisecond)
+	m.Committed(time.Millisecond)
+	m.Applied(time.Millisecond)
+	m.SnapshotPersisted(100, time.Millisecond)
+	m.LeaderElected(false, time.Millisecond)
+	m.reg.MustRegister(newRaftStatsCollector(func() raftfsm.RaftStats { return raftfsm.RaftStats{Term: 2, LeaderID: 1, LeaderChanges: 2} }))
 	m.reg.MustRegister(newPartitionCollector(func() replica.Health {
 		return replica.Health{Partitions: []replica.PartitionHealth{{Topic: "t", Leader: true, Replicas: 3, ISR: 2, MinISR: 2}}}
 	}, func() bool { return true }, metadata.NewImage))

@@ -62,7 +62,8 @@ func runServer(ctx context.Context, cfg *config.Config, log zerolog.Logger, shut
 		log.Warn().Msg(w)
 	}
 
-	node, err := startRaft(cfg, clusterID, log)
+	metrics := newPromMetrics()
+	node, err := startRaft(cfg, clusterID, log, metrics)
 	if err != nil {
 		return err
 	}
@@ -72,7 +73,6 @@ func runServer(ctx context.Context, cfg *config.Config, log zerolog.Logger, shut
 		}
 	}()
 
-	metrics := newPromMetrics()
 	logs, reports, err := storage.OpenManager(storage.ManagerOptions{
 		OnFlush:                metrics.logFlushed,
 		Dirs:                   cfg.LogDirs,
@@ -288,8 +288,9 @@ func startReplicas(node *raftfsm.Node, logs *storage.Manager, cfg *config.Config
 	return m, stop, nil
 }
 
-func startRaft(cfg *config.Config, clusterID string, log zerolog.Logger) (*raftfsm.Node, error) {
+func startRaft(cfg *config.Config, clusterID string, log zerolog.Logger, obs raftfsm.Observer) (*raftfsm.Node, error) {
 	rc := raftfsm.Config{
+		Observer:                 obs,
 		NodeID:                   cfg.NodeID,
 		Voter:                    cfg.Roles.Controller,
 		DataDir:                  filepath.Join(cfg.MetadataLogDir, "raft"),
