@@ -15,6 +15,9 @@ type PartitionHealth struct {
 	LogSize        int64
 	LogStartOffset int64
 	LogEndOffset   int64
+	// HighWatermark is the leader's HW, or a follower's copy of it (at
+	// most one fetch behind): where consumer lag is measured from.
+	HighWatermark int64
 }
 
 // UnderReplicated: the leader's ISR is smaller than the assignment.
@@ -57,6 +60,7 @@ func (m *Manager) Health() Health {
 		}
 		p.roleMu.RUnlock()
 		ph.LogSize, ph.LogStartOffset, ph.LogEndOffset = p.log.Size(), p.log.LogStartOffset(), p.log.LogEndOffset()
+		ph.HighWatermark = p.log.HighWatermark()
 		h.ProducePurgatory += p.hwWatch.len()
 		h.FetchPurgatory += p.dataWatch.len()
 		h.DeleteRecordsPurgatory += p.lowWatch.len()

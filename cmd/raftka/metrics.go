@@ -44,6 +44,7 @@ type promMetrics struct {
 	topicBytesOut  *prometheus.CounterVec
 	logFlush       prometheus.Histogram
 	raft           *raftMetrics
+	groups         *groupMetrics
 }
 
 func newPromMetrics() *promMetrics {
@@ -106,6 +107,7 @@ func newPromMetrics() *promMetrics {
 	})
 	m.reg.MustRegister(m.logFlush)
 	m.raft = newRaftMetrics(m.reg)
+	m.groups = newGroupMetrics(m.reg)
 	for _, h := range m.requestPhases {
 		m.reg.MustRegister(h)
 	}

@@ -121,6 +121,7 @@ func runServer(ctx context.Context, cfg *config.Config, log zerolog.Logger, shut
 		OffsetsTopicPartitions:        cfg.OffsetsTopicNumPartitions,
 		OffsetsTopicReplicationFactor: cfg.OffsetsTopicReplicationFactor,
 		Logger:                        log.With().Str("component", "groups").Logger(),
+		Observer:                      metrics,
 	}, node.Publisher(), node.Client())
 	defer groups.Close()
 
@@ -181,7 +182,9 @@ func runServer(ctx context.Context, cfg *config.Config, log zerolog.Logger, shut
 	}
 	defer life.Close()
 	metrics.addNode(node, life)
-	metrics.reg.MustRegister(newPartitionCollector(replicas.Health, node.IsLeader, func() *metadata.Image { img, _ := node.Current(); return img }))
+	currentImage := func() *metadata.Image { img, _ := node.Current(); return img }
+	metrics.reg.MustRegister(newPartitionCollector(replicas.Health, node.IsLeader, currentImage),
+		newGroupCollector(groups.Stats, currentImage, replicas.Health, int(cfg.MetricsConsumerLagMaxSeries)))
 
 	if cfg.MetricsListener == "" {
 		log.Info().Msg("metrics.listener not set: no /metrics, /healthz or /readyz endpoint")
