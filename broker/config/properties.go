@@ -35,6 +35,7 @@ type Config struct {
 	MetricsListener             string // host:port, or empty for none
 	MetricsPprofEnable          bool   // metrics.pprof.enable
 	MetricsConsumerLagMaxSeries int32  // raftka.metrics.consumer.lag.max.series
+	ConsoleEnable               bool   // console.enable
 	// Security is each listener's TLS and SASL settings by upper-case
 	// listener name (security.go); every listener has an entry.
 	Security map[string]*ListenerSecurity

@@ -4,6 +4,10 @@
 // (storage, topics, produce, consume, cluster, top, leader-election, bench,
 // dump-log) mirror Kafka's shell tools over the wire with franz-go.
 //
+// The server's operator listener (metrics.go) serves /metrics, the probes
+// and, with console.enable, the read-only web console (console.go, its
+// templates under console/).
+//
 // main.go only wires the cli.App; each subcommand lives in its own file and
 // registers itself from init. Nothing imports this package; it may import
 // every raftka package.

@@ -248,12 +248,15 @@ type readyChecker interface{ ready() (bool, string) }
 // profiler under /debug/pprof/ on metrics.listener. The profiler is opt-in:
 // it has no authentication and a CPU profile or trace costs the broker
 // while it runs, so it is there only where an operator asked for it.
-func serveMetrics(addr string, pprofOn bool, m *promMetrics, rc readyChecker, log zerolog.Logger) (stop func(), err error) {
+func serveMetrics(addr string, pprofOn bool, m *promMetrics, rc readyChecker, cons *console, log zerolog.Logger) (stop func(), err error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("metrics.listener %s: %w", addr, err)
 	}
 	mux := metricsMux(m, rc, pprofOn)
+	if cons != nil {
+		cons.routes(mux)
+	}
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 	go func() {
 		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
@@ -263,6 +266,9 @@ func serveMetrics(addr string, pprofOn bool, m *promMetrics, rc readyChecker, lo
 	msg := "metrics, /healthz and /readyz listening"
 	if pprofOn {
 		msg = "metrics, /healthz, /readyz and /debug/pprof/ listening"
+	}
+	if cons != nil {
+		msg += "; web console on /"
 	}
 	log.Info().Str("addr", ln.Addr().String()).Msg(msg)
 	return func() {

@@ -186,10 +186,43 @@ func runServer(ctx context.Context, cfg *config.Config, log zerolog.Logger, shut
 	metrics.reg.MustRegister(newPartitionCollector(replicas.Health, node.IsLeader, currentImage),
 		newGroupCollector(groups.Stats, currentImage, replicas.Health, int(cfg.MetricsConsumerLagMaxSeries)))
 
+	var cons *console
+	if cfg.ConsoleEnable && cfg.MetricsListener == "" {
+		log.Warn().Msg("console.enable is set but metrics.listener is not: no web console")
+	}
+	if cfg.ConsoleEnable && cfg.MetricsListener != "" {
+		cons, err = newConsole(consoleDeps{
+			NodeID: cfg.NodeID, LogDirs: cfg.LogDirs, Image: currentImage, Health: replicas.Health,
+			Groups: groups.Stats, Raft: node.RaftStats, Gatherer: metrics.reg,
+			Members: func(id string) ([]consoleMember, error) {
+				dctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+				defer cancel()
+				d, err := groups.Describe(dctx, id)
+				var out []consoleMember
+				for _, m := range d.Members {
+					out = append(out, consoleMember{MemberID: m.MemberID, InstanceID: m.InstanceID, ClientID: m.ClientID, ClientHost: m.ClientHost})
+				}
+				return out, err
+			},
+			Records: func(topic string, partition int32, n int) ([]consoleRecord, error) {
+				p, err := replicas.Partition(topic, partition)
+				if err != nil {
+					return nil, err
+				}
+				return recentRecords(p.Log(), partition, n)
+			},
+		})
+		if err != nil {
+			return err
+		}
+		// The groups page's lag sparklines: a sample every 10 s of the
+		// groups coordinated here, as many as the lag metric exports.
+		go cons.sampleEvery(ctx, 10*time.Second, max(int(cfg.MetricsConsumerLagMaxSeries), 1))
+	}
 	if cfg.MetricsListener == "" {
 		log.Info().Msg("metrics.listener not set: no /metrics, /healthz or /readyz endpoint")
 	} else {
-		stopMetrics, err := serveMetrics(cfg.MetricsListener, cfg.MetricsPprofEnable, metrics, readiness{node: node, life: life}, log)
+		stopMetrics, err := serveMetrics(cfg.MetricsListener, cfg.MetricsPprofEnable, metrics, readiness{node: node, life: life}, cons, log)
 		if err != nil {
 			return err
 		}
