@@ -45,7 +45,7 @@ func chromium(t *testing.T, bin, profile, u string, args ...string) string {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
-	all := append([]string{"--headless=new", "--no-sandbox", "--disable-gpu", "--user-data-dir=" + profile,
+	all := append([]string{"--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--user-data-dir=" + profile,
 		"--window-size=1280,900", "--hide-scrollbars"}, args...)
 	cmd := exec.CommandContext(ctx, bin, append(all, u)...)
 	cmd.Dir = profile
