@@ -85,6 +85,10 @@ func anyStaleCode(resp *kmsg.FetchResponse) bool {
 func handleFetch(ctx context.Context, rc *request, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.FetchRequest)
 	srv := rc.conn.srv
+	if req.MaxWaitMillis > 0 {
+		// A wait in the delayed-fetch purgatory ends the local time.
+		ctx = replica.WithDelayHook(ctx, rc.localComplete)
+	}
 	replicaID := req.ReplicaID
 	if req.Version >= 15 {
 		replicaID = req.ReplicaState.ID

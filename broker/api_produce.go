@@ -183,7 +183,9 @@ func handleProduce(ctx context.Context, rc *request, kreq kmsg.Request) (kmsg.Re
 			acks[i] = p.ack
 		}
 		timeout := time.Duration(max(req.TimeoutMillis, 0)) * time.Millisecond
-		for i, err := range replica.WaitAcks(ctx, timeout, acks) {
+		// A wait in the delayed-produce purgatory ends the local time.
+		wctx := replica.WithDelayHook(ctx, rc.localComplete)
+		for i, err := range replica.WaitAcks(wctx, timeout, acks) {
 			if err != nil {
 				rp := pending[i].rp
 				setProduceError(rp, req.Version, err)

@@ -467,8 +467,9 @@ func (c *conn) decodeAuthRequest(frame []byte, key, version int16) (kmsg.Request
 func (c *conn) writeAuthResponse(buf *[]byte, hdr requestHeader, key, version int16, resp kmsg.Response) bool {
 	s := newSlot(c.newRequest(key, version, hdr.correlationID, hdr.clientID))
 	s.resp = resp
+	sendStart := time.Now()
 	n, err := c.writeResponse(buf, s)
-	c.completed(s)
+	c.completed(s, sendStart)
 	if err != nil {
 		c.closeWith(err)
 		return false
@@ -490,8 +491,9 @@ func (c *conn) answerAPIVersions(buf *[]byte, frame []byte, key, version int16, 
 		s := newSlot(c.newRequest(key, version, corr, nil))
 		s.keepVersion = true
 		s.resp = unsupportedAPIVersionsResponse(c.srv.table)
+		sendStart := time.Now()
 		n, err := c.writeResponse(buf, s)
-		c.completed(s)
+		c.completed(s, sendStart)
 		if err != nil {
 			c.closeWith(err)
 			return false
@@ -509,7 +511,7 @@ func (c *conn) answerAPIVersions(buf *[]byte, frame []byte, key, version int16, 
 	resp, err := entry.handle(ctx, rc, req)
 	rc.release()
 	if err != nil {
-		c.requestDone(key, rc.received, nil)
+		c.requestDone(key, requestTimes(rc, time.Time{}, time.Time{}, time.Now()), nil)
 		c.fail(ReasonHandlerError, err)
 		return false
 	}

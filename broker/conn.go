@@ -51,6 +51,9 @@ type slot struct {
 	resp   kmsg.Response
 	err    error
 	reason Reason // why err, for the metric
+	// completedAt is when complete ran: the end of the request's local
+	// and remote time, the start of its response queue time.
+	completedAt time.Time
 
 	// keepVersion marks the KIP-511 reply, the one response deliberately
 	// at another version (v0) than its request.
@@ -62,6 +65,7 @@ func newSlot(rc *request) *slot { return &slot{rc: rc, done: make(chan struct{})
 // complete is called exactly once per slot.
 func (s *slot) complete(resp kmsg.Response, err error, reason Reason) {
 	s.resp, s.err, s.reason = resp, err, reason
+	s.completedAt = time.Now()
 	close(s.done)
 }
 
@@ -521,6 +525,7 @@ func (c *conn) rejectOld(e *apiEntry, req kmsg.Request, s *slot) {
 
 // run is a handler goroutine. A panic here closes this connection only.
 func (c *conn) run(e *apiEntry, rc *request, req kmsg.Request, s *slot) {
+	rc.dequeued = time.Now()
 	defer c.handlers.Done()
 	defer rc.release()
 	defer func() {
@@ -565,17 +570,18 @@ func (c *conn) writeLoop() (held *slot) {
 			return s
 		}
 		if s.err != nil {
-			c.completed(s)
+			c.completed(s, time.Time{})
 			c.fail(s.reason, fmt.Errorf("%s v%d: %w", kmsg.NameForKey(s.rc.key), s.rc.version, s.err))
 			return nil
 		}
 		if s.resp == nil {
-			c.completed(s)
+			c.completed(s, time.Time{})
 			c.pending.Add(-1)
 			continue // no response on the wire (Produce acks=0)
 		}
+		sendStart := time.Now()
 		n, err := c.writeResponse(&buf, s)
-		c.completed(s)
+		c.completed(s, sendStart)
 		c.pending.Add(-1)
 		c.lastActive.Store(time.Now().UnixNano())
 		if fr, ok := s.resp.(*filesResponse); ok {

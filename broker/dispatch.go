@@ -148,12 +148,26 @@ type request struct {
 	correlationID int32
 	clientID      string // "" when the client sent null, as Kafka treats it
 	received      time.Time
+	// dequeued is when its handler goroutine started and localDone when
+	// the handler finished its local work and began waiting on others
+	// (a purgatory); both are written by the handler goroutine before it
+	// completes the slot and read after, for RequestTimes.
+	dequeued, localDone time.Time
 	// catchUpBy bounds the waits of Server.catchUp for this request
 	// together (zero until the first); only its handler goroutine uses it.
 	catchUpBy time.Time
 
 	releaseOnce sync.Once
 	released    chan struct{}
+}
+
+// localComplete marks the end of the request's local time: what follows,
+// until the handler answers, is remote time (Kafka's RemoteTimeMs: waiting
+// in the produce or fetch purgatory). Only the first call counts.
+func (r *request) localComplete() {
+	if r.localDone.IsZero() {
+		r.localDone = time.Now()
+	}
 }
 
 // release lets the connection start its next request although this one has

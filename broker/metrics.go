@@ -58,12 +58,11 @@ type Metrics interface {
 	// can find a bad producer. clientID is already bounded in length and
 	// in how many distinct values reach here (see refusalClientLabel).
 	BatchRefused(reason, clientID string)
-	// RequestCompleted ends a request counted by RequestReceived: total is
-	// from its receipt to its response written, or to its end without one
-	// (acks=0 Produce, a failed handler), as Kafka's RequestMetrics
-	// TotalTimeMs. Only a request whose connection closes while it is in
-	// flight is not reported.
-	RequestCompleted(key int16, total time.Duration)
+	// RequestCompleted ends a request counted by RequestReceived with its
+	// time split as Kafka's RequestMetrics splits it (RequestTimes). Only a
+	// request whose connection closes while it is in flight is not
+	// reported.
+	RequestCompleted(key int16, t RequestTimes)
 	// ResponseError counts one non-zero error code a response carries, at
 	// the top level or for one partition, topic or group in it (Kafka's
 	// RequestMetrics ErrorsPerSec, without its NONE count).
@@ -76,6 +75,23 @@ type Metrics interface {
 	// TopicFetched counts record bytes sent to a consumer (not a follower)
 	// from one topic in a Fetch response (BytesOutPerSec).
 	TopicFetched(topic string, bytes int64)
+}
+
+// RequestTimes is one request's life in Kafka's RequestMetrics phases,
+// which add up to Total:
+//
+//	Queue          receipt to its handler starting (RequestQueueTimeMs)
+//	Local          the handler's own work (LocalTimeMs)
+//	Remote         waiting on others: an acks=all Produce for the ISR, a
+//	               Fetch for bytes (RemoteTimeMs); zero when it did not wait
+//	ResponseQueue  response ready to the writer taking it; the writer
+//	               answers in request order, so this includes waiting for
+//	               earlier responses on the connection (ResponseQueueTimeMs)
+//	ResponseSend   writing the response (ResponseSendTimeMs)
+//	Total          receipt to the response written, or to its end without
+//	               one: acks=0 Produce, a failed handler (TotalTimeMs)
+type RequestTimes struct {
+	Queue, Local, Remote, ResponseQueue, ResponseSend, Total time.Duration
 }
 
 // Counters is a Metrics kept in memory with atomics. It is the default when
@@ -94,6 +110,7 @@ type Counters struct {
 	refused   map[refusalKey]uint64
 
 	completed [countedKeys]atomic.Uint64
+	remote    [countedKeys]atomic.Uint64 // completed with Remote > 0
 	errorsMu  sync.Mutex
 	errors    map[[2]int16]uint64 // by key, code
 	topicsMu  sync.Mutex
@@ -197,10 +214,22 @@ func (c *Counters) Snapshot() CounterSnapshot {
 	return s
 }
 
-func (c *Counters) RequestCompleted(key int16, _ time.Duration) {
+func (c *Counters) RequestCompleted(key int16, t RequestTimes) {
 	if key >= 0 && key < countedKeys {
 		c.completed[key].Add(1)
+		if t.Remote > 0 {
+			c.remote[key].Add(1)
+		}
 	}
+}
+
+// RemoteFor returns how many completed requests of key spent time waiting
+// on others (a purgatory).
+func (c *Counters) RemoteFor(key int16) uint64 {
+	if key < 0 || key >= countedKeys {
+		return 0
+	}
+	return c.remote[key].Load()
 }
 
 func (c *Counters) ResponseError(key, code int16) {

@@ -82,3 +82,56 @@ func TestReportErrorCodesWalksNestedResponses(t *testing.T) {
 		}
 	}
 }
+
+// A fetch that long-polls in the purgatory reports remote time; one
+// answered at once, and a produce whose ISR is only the leader, do not.
+func TestRequestRemoteTimeIsThePurgatoryWait(t *testing.T) {
+	f := newPartFixture(t)
+	id := f.topic("poll", nil, []int32{1})
+	c := f.srv.Counters()
+	if got := f.produce(9, -1, "poll", id, map[int32][]byte{0: recordbatch.Build(time.Now().UnixMilli(), keyed(0))})[0]; got.ErrorCode != 0 {
+		t.Fatalf("produce: %d", got.ErrorCode)
+	}
+	at := fetchReq(12, "poll", id, 0, 0)
+	at.MaxWaitMillis, at.MinBytes = 5000, 1
+	f.call(at)
+	end := fetchReq(12, "poll", id, 0, 1)
+	end.MaxWaitMillis, end.MinBytes = 50, 1
+	f.call(end)
+	waitFor(t, "fetch completions", func() bool { return c.CompletedFor(1) == 2 })
+	waitFor(t, "produce completion", func() bool { return c.CompletedFor(0) == 1 })
+	if got := c.RemoteFor(1); got != 1 {
+		t.Errorf("%d fetches report remote time, want 1 (the one that waited)", got)
+	}
+	if got := c.RemoteFor(0); got != 0 {
+		t.Errorf("%d produces with a leader-only ISR report remote time", got)
+	}
+}
+
+func TestRequestTimesSplit(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	at := func(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
+	ms := func(n int) time.Duration { return time.Duration(n) * time.Millisecond }
+	for _, tc := range []struct {
+		name                                  string
+		dequeued, localDone, ready, send, end time.Time
+		want                                  RequestTimes
+	}{
+		{"every phase", at(1), at(3), at(10), at(12), at(15),
+			RequestTimes{Queue: ms(1), Local: ms(2), Remote: ms(7), ResponseQueue: ms(2), ResponseSend: ms(3), Total: ms(15)}},
+		{"no wait", at(1), time.Time{}, at(4), at(4), at(5),
+			RequestTimes{Queue: ms(1), Local: ms(3), ResponseSend: ms(1), Total: ms(5)}},
+		{"acks=0: nothing written", at(1), time.Time{}, at(2), time.Time{}, at(6),
+			RequestTimes{Queue: ms(1), Local: ms(1), ResponseQueue: ms(4), Total: ms(6)}},
+		{"answered on the reader", time.Time{}, time.Time{}, time.Time{}, at(2), at(3),
+			RequestTimes{Local: ms(2), ResponseSend: ms(1), Total: ms(3)}},
+	} {
+		got := requestTimes(&request{received: t0, dequeued: tc.dequeued, localDone: tc.localDone}, tc.ready, tc.send, tc.end)
+		if got != tc.want {
+			t.Errorf("%s: %+v, want %+v", tc.name, got, tc.want)
+		}
+		if sum := got.Queue + got.Local + got.Remote + got.ResponseQueue + got.ResponseSend; sum != got.Total {
+			t.Errorf("%s: phases add up to %v, total %v", tc.name, sum, got.Total)
+		}
+	}
+}

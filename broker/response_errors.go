@@ -8,16 +8,56 @@ import (
 )
 
 // completed records the end of a slot's request; see requestDone.
-func (c *conn) completed(s *slot) { c.requestDone(s.rc.key, s.rc.received, s.resp) }
+// sendStart is when the writer began writing its response (zero when there
+// is none to write).
+func (c *conn) completed(s *slot, sendStart time.Time) {
+	c.requestDone(s.rc.key, requestTimes(s.rc, s.completedAt, sendStart, time.Now()), s.resp)
+}
 
-// requestDone records a request's end: its total time from receipt to the
-// response written (or dropped: acks=0, a failed handler), and every
-// non-zero error code its response carries, as Kafka's RequestMetrics
-// TotalTimeMs and ErrorsPerSec. Every request counted by RequestReceived
-// ends here once, unless its connection closes while it is in flight.
-func (c *conn) requestDone(key int16, received time.Time, resp kmsg.Response) {
+// requestTimes splits a request's life at Kafka's RequestChannel
+// boundaries: receipt, handler start (dequeued), local work done (a
+// handler that waits in a purgatory marks it, see request.localComplete),
+// response ready (the slot completed), write started, end. A boundary
+// that did not happen (no handler goroutine, no wait, nothing written)
+// takes the next one's time, so its phase is zero and the phases always
+// add up to the total; a request answered on the reader goroutine (no
+// handler) has no queue time.
+func requestTimes(rc *request, completedAt, sendStart, end time.Time) RequestTimes {
+	clamp := func(t, lo, hi time.Time) time.Time {
+		switch {
+		case t.IsZero() || t.After(hi):
+			return hi
+		case t.Before(lo):
+			return lo
+		}
+		return t
+	}
+	received := rc.received
+	sent := clamp(sendStart, received, end)
+	ready := clamp(completedAt, received, sent)
+	dequeued := received // answered on the reader goroutine: no queue
+	if !rc.dequeued.IsZero() {
+		dequeued = clamp(rc.dequeued, received, ready)
+	}
+	local := clamp(rc.localDone, dequeued, ready)
+	return RequestTimes{
+		Queue:         dequeued.Sub(received),
+		Local:         local.Sub(dequeued),
+		Remote:        ready.Sub(local),
+		ResponseQueue: sent.Sub(ready),
+		ResponseSend:  end.Sub(sent),
+		Total:         end.Sub(received),
+	}
+}
+
+// requestDone records a request's end: its time split as Kafka's
+// RequestMetrics splits it (RequestTimes), and every non-zero error code
+// its response carries (ErrorsPerSec). Every request counted by
+// RequestReceived ends here once, unless its connection closes while it is
+// in flight.
+func (c *conn) requestDone(key int16, t RequestTimes, resp kmsg.Response) {
 	m := c.srv.metrics
-	m.RequestCompleted(key, time.Since(received))
+	m.RequestCompleted(key, t)
 	if resp != nil {
 		reportErrorCodes(m, key, resp)
 	}

@@ -250,6 +250,7 @@ func (c *controller) drain() {
 // all of them), and then answers every operation.
 func (c *controller) process(batch []*op, now time.Time) {
 	img, _ := c.n.pub.Current()
+	before := img
 	var all []metadata.Record
 	decs := make([]decision, len(batch))
 	for i, o := range batch {
@@ -267,6 +268,9 @@ func (c *controller) process(batch []*op, now time.Time) {
 	var err error
 	if len(all) > 0 {
 		index, err = c.commitIndex(all)
+		if err == nil {
+			observeElections(c.n.cfg.Observer, before, all, time.Since(now))
+		}
 	} else {
 		_, index = c.n.pub.Current()
 	}
@@ -294,11 +298,13 @@ func (c *controller) commitIndex(recs []metadata.Record) (uint64, error) {
 		// not a client error; fail the operations rather than the node.
 		return 0, fmt.Errorf("raftfsm: encode records: %w", err)
 	}
+	start := time.Now()
 	f := c.n.raft.Apply(data, 10*time.Second)
 	if err := f.Error(); err != nil {
 		c.n.log.Warn().Err(err).Msg("metadata commit failed")
 		return 0, fmt.Errorf("%w: %v", ErrNotController, err)
 	}
+	c.n.cfg.Observer.Committed(time.Since(start))
 	if r, ok := f.Response().(applyResult); ok && r.err != nil {
 		return 0, r.err
 	}

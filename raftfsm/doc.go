@@ -34,6 +34,8 @@
 //	replication_view.go  the leader's view of each follower (log end, last
 //	               answer, caught-up time), read off AppendEntries answers
 //	               because hashicorp/raft does not export it
+//	metrics.go     Observer (commit, apply, snapshot and election timings for
+//	               metrics, with no metrics library here) and RaftStats
 //	hclog.go       hashicorp's hclog onto zerolog
 //	inmem.go       InmemNetwork, StartInMemory, CommitRecords: the in-memory twin
 //

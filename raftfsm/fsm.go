@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"sync/atomic"
+	"time"
 
 	"github.com/hashicorp/raft"
 	"github.com/raftka/raftka/metadata"
@@ -25,6 +26,7 @@ type fsm struct {
 	clusterID string
 	log       zerolog.Logger
 	onFatal   func(error) // called at most once per mismatch, from the FSM goroutine
+	obs       Observer
 
 	restores atomic.Int64
 	badEntry atomic.Int64
@@ -39,6 +41,10 @@ type applyResult struct {
 func (f *fsm) Apply(l *raft.Log) any {
 	if l.Type != raft.LogCommand {
 		return nil
+	}
+	if f.obs != nil {
+		start := time.Now()
+		defer func() { f.obs.Applied(time.Since(start)) }()
 	}
 	recs, err := metadata.DecodeRecords(l.Data)
 	cur, _ := f.pub.Current()
@@ -65,7 +71,7 @@ func (f *fsm) checkClusterID(img *metadata.Image) {
 
 func (f *fsm) Snapshot() (raft.FSMSnapshot, error) {
 	img, index := f.pub.Current()
-	return &fsmSnapshot{img: img, index: index}, nil
+	return &fsmSnapshot{img: img, index: index, obs: f.obs}, nil
 }
 
 func (f *fsm) Restore(rc io.ReadCloser) error {
@@ -95,14 +101,23 @@ const maxSnapshotBytes = 1 << 34
 type fsmSnapshot struct {
 	img   *metadata.Image
 	index uint64
+	obs   Observer
 }
 
 func (s *fsmSnapshot) Persist(sink raft.SnapshotSink) error {
-	if err := writeSnapshot(sink, s.img, s.index); err != nil {
+	start := time.Now()
+	w := &countingWriter{w: sink}
+	if err := writeSnapshot(w, s.img, s.index); err != nil {
 		_ = sink.Cancel()
 		return err
 	}
-	return sink.Close()
+	if err := sink.Close(); err != nil {
+		return err
+	}
+	if s.obs != nil {
+		s.obs.SnapshotPersisted(w.n.Load(), time.Since(start))
+	}
+	return nil
 }
 
 func (s *fsmSnapshot) Release() {}

@@ -125,6 +125,10 @@ type Config struct {
 	// ShutdownTransferTimeout bounds the leadership transfer at shutdown.
 	ShutdownTransferTimeout time.Duration
 
+	// Observer hears of commits, applies, snapshots and partition leader
+	// elections, for metrics (metrics.go); nil hears nothing.
+	Observer Observer
+
 	Logger zerolog.Logger
 	// RaftLogLevel is the level from which Raft's own lines are logged
 	// (default info).
@@ -132,6 +136,9 @@ type Config struct {
 }
 
 func (c *Config) setDefaults() {
+	if c.Observer == nil {
+		c.Observer = nopObserver{}
+	}
 	if c.HeartbeatInterval <= 0 {
 		c.HeartbeatInterval = 2 * time.Second
 	}
@@ -230,9 +237,10 @@ type Node struct {
 	pool       roundTripper // for forwarding requests to the leader
 	client     *ControllerClient
 
-	leaderCh chan bool
-	ctrlMu   sync.Mutex
-	ctrl     *controller // non-nil while this node leads
+	leaderCh      chan bool
+	leaderChanges atomic.Uint64 // new leaders seen (metrics.go)
+	ctrlMu        sync.Mutex
+	ctrl          *controller // non-nil while this node leads
 
 	closing   chan struct{}
 	ctx       context.Context // canceled when closing
@@ -288,7 +296,7 @@ func Start(cfg Config) (_ *Node, err error) {
 		return nil, err
 	}
 
-	n.fsm = &fsm{pub: n.pub, clusterID: cfg.ClusterID, log: n.log, onFatal: n.fail}
+	n.fsm = &fsm{pub: n.pub, clusterID: cfg.ClusterID, log: n.log, onFatal: n.fail, obs: cfg.Observer}
 
 	rc := raft.DefaultConfig()
 	rc.LocalID = raft.ServerID(strconv.Itoa(int(cfg.NodeID)))
@@ -361,8 +369,9 @@ func Start(cfg Config) (_ *Node, err error) {
 		Inmem:   cfg.Inmem,
 		leaders: n.leaderAddr,
 	})
-	n.wg.Add(1)
+	n.wg.Add(2)
 	go n.watchLeadership()
+	go n.countLeaderChanges()
 	if !cfg.Voter {
 		n.wg.Add(1)
 		go n.joinAsNonvoter()

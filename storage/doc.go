@@ -84,7 +84,10 @@
 // As in Kafka, appends are not fsynced unless flush.messages or flush.ms
 // ask for it; a segment is fsynced once it rolls (Log.FlushRolled, on the
 // Manager's next tick), which moves the recovery point to the new active
-// segment, so recovery after a crash rescans only that segment.
+// segment, so recovery after a crash rescans only that segment. Each flush
+// that fsynced reports its duration to LogOptions.OnFlush (the broker's
+// fsync latency histogram): a function, so the package needs no metrics
+// library and does not log.
 //
 // # Page cache
 //

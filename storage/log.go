@@ -46,8 +46,9 @@ type Log struct {
 	// .txnindex, so the producer replay must start at or below it.
 	txnReplayFrom int64
 
-	flushMu   sync.Mutex // serialises fsyncs (group commit)
-	shut      bool       // files closed; guarded by flushMu
+	onFlush   func(time.Duration) // LogOptions.OnFlush; nil: not reported
+	flushMu   sync.Mutex          // serialises fsyncs (group commit)
+	shut      bool                // files closed; guarded by flushMu
 	unflushed atomic.Int64
 	lastFlush atomic.Int64 // unix ms
 

@@ -49,16 +49,8 @@ func (l *Log) Sync() error {
 		segs = append(segs, l.segments[i])
 	}
 	l.segMu.RUnlock()
-	for _, s := range segs {
-		if err := s.sync(); err != nil {
-			return fmt.Errorf("fsync %s: %w", s.logPath(), err)
-		}
-	}
-	if !l.dirSynced.Swap(true) {
-		if err := fsyncDir(l.dir); err != nil {
-			l.dirSynced.Store(false)
-			return err
-		}
+	if err := l.fsync(segs); err != nil {
+		return err
 	}
 	if end > rp {
 		l.recoveryPoint.Store(end)
@@ -93,6 +85,17 @@ func (l *Log) FlushRolled() error {
 	if target <= rp {
 		return nil
 	}
+	if err := l.fsync(segs); err != nil {
+		return err
+	}
+	l.recoveryPoint.Store(target)
+	return nil
+}
+
+// fsync syncs segs and, once after a file was created or removed, the
+// directory, and reports the time taken to onFlush. flushMu is held.
+func (l *Log) fsync(segs []*segment) error {
+	start := time.Now()
 	for _, s := range segs {
 		if err := s.sync(); err != nil {
 			return fmt.Errorf("fsync %s: %w", s.logPath(), err)
@@ -104,6 +107,8 @@ func (l *Log) FlushRolled() error {
 			return err
 		}
 	}
-	l.recoveryPoint.Store(target)
+	if l.onFlush != nil {
+		l.onFlush(time.Since(start))
+	}
 	return nil
 }

@@ -40,6 +40,12 @@ type LogOptions struct {
 	// Log.dropBehindLocked); leader appends keep theirs cached for
 	// followers and consumers. 0 keeps everything cached, as Kafka does.
 	FollowerDropBehind int64
+	// OnFlush, when set, is told how long each flush that fsynced took
+	// (Sync, FlushRolled; Kafka's LogFlushStats LogFlushRateAndTimeMs), so
+	// a caller can keep a latency histogram without this package knowing
+	// a metrics library. It runs on the flushing goroutine and must be
+	// quick.
+	OnFlush func(time.Duration)
 }
 
 // Truncation is one cut made by recovery.
@@ -127,7 +133,7 @@ func OpenLog(dir string, cfg Config, opts LogOptions) (*Log, *RecoveryReport, er
 	if opts.FollowerDropBehind < 0 {
 		return nil, nil, fmt.Errorf("%w: follower drop-behind of %d bytes", ErrInvalidConfig, opts.FollowerDropBehind)
 	}
-	l := &Log{dir: dir, tp: tp, now: opts.Now, producers: producerStates{}, producerTTLMs: opts.ProducerIDExpirationMs, followerDropBehind: opts.FollowerDropBehind, txnReplayFrom: math.MaxInt64}
+	l := &Log{dir: dir, tp: tp, now: opts.Now, producers: producerStates{}, producerTTLMs: opts.ProducerIDExpirationMs, followerDropBehind: opts.FollowerDropBehind, onFlush: opts.OnFlush, txnReplayFrom: math.MaxInt64}
 	l.firstUnstable.Store(noUnstable)
 	l.cfg.Store(&cfg)
 	l.dirSynced.Store(true)

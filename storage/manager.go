@@ -50,6 +50,8 @@ type ManagerOptions struct {
 	// FollowerDropBehind is LogOptions.FollowerDropBehind for every log
 	// (raftka.follower.drop.behind.bytes; 0: off).
 	FollowerDropBehind int64
+	// OnFlush is LogOptions.OnFlush for every log.
+	OnFlush func(time.Duration)
 	// DisableScheduler turns off the background goroutine; callers then
 	// call Tick themselves (tests).
 	DisableScheduler bool
@@ -187,6 +189,7 @@ func OpenManager(opts ManagerOptions) (*Manager, []*RecoveryReport, error) {
 				LogStartOffset: starts[tp],
 				HighWatermark:  hws[tp],
 				Now:            opts.Now,
+				OnFlush:        opts.OnFlush,
 
 				CleanerCheckpoint: cleaned[tp],
 
@@ -296,7 +299,7 @@ func (m *Manager) GetOrCreate(topic string, partition int32, cfg Config) (*Log, 
 			dir = d
 		}
 	}
-	l, _, err := OpenLog(filepath.Join(dir, tp.String()), cfg, LogOptions{Now: m.opts.Now, ProducerIDExpirationMs: m.opts.ProducerIDExpiration.Milliseconds(), FollowerDropBehind: m.opts.FollowerDropBehind})
+	l, _, err := OpenLog(filepath.Join(dir, tp.String()), cfg, LogOptions{Now: m.opts.Now, ProducerIDExpirationMs: m.opts.ProducerIDExpiration.Milliseconds(), FollowerDropBehind: m.opts.FollowerDropBehind, OnFlush: m.opts.OnFlush})
 	if err != nil {
 		return nil, err
 	}

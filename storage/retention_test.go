@@ -3,6 +3,7 @@ package storage
 import (
 	"errors"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
@@ -267,5 +268,47 @@ func TestRolledSegmentsFlushed(t *testing.T) {
 	defer l3.Close()
 	if len(rep.Recovered) != 1 || segs < 3 {
 		t.Fatalf("rescanned %v of %d segments", rep.Recovered, segs)
+	}
+}
+
+// OnFlush hears of each flush that fsynced, from Sync and FlushRolled, and
+// of none that had nothing to do.
+func TestOnFlushReportsEachFsync(t *testing.T) {
+	clk := newClock()
+	cfg := smallConfig()
+	cfg.SegmentBytes = 300
+	var flushes []time.Duration
+	var mu sync.Mutex
+	dirs := []string{filepath.Join(t.TempDir(), "d")}
+	m, _, err := OpenManager(ManagerOptions{Dirs: dirs, Now: clk.now, ConfigFor: func(string) Config { return cfg }, DisableScheduler: true,
+		OnFlush: func(d time.Duration) { mu.Lock(); flushes = append(flushes, d); mu.Unlock() }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	l, err := m.GetOrCreate("t", 0, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	count := func() int { mu.Lock(); defer mu.Unlock(); return len(flushes) }
+	if err := l.Sync(); err != nil || count() != 0 {
+		t.Fatalf("Sync of an empty log: %v, %d flushes reported", err, count())
+	}
+	for range 20 {
+		if _, err := l.Append(batchOf(clk.now().UnixMilli(), "f", 2), AppendOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := l.FlushRolled(); err != nil || count() != 1 {
+		t.Fatalf("FlushRolled: %v, %d flushes reported, want 1", err, count())
+	}
+	if err := l.FlushRolled(); err != nil || count() != 1 {
+		t.Fatalf("FlushRolled with nothing rolled: %v, %d flushes reported, want still 1", err, count())
+	}
+	if err := l.Sync(); err != nil || count() != 2 {
+		t.Fatalf("Sync: %v, %d flushes reported, want 2", err, count())
+	}
+	if err := l.Sync(); err != nil || count() != 2 {
+		t.Fatalf("Sync with nothing new: %v, %d flushes reported, want still 2", err, count())
 	}
 }

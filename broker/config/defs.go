@@ -139,6 +139,12 @@ var defs = []Def{
 	{Name: "metrics.pprof.enable", Type: TypeBool, Default: "false",
 		set: to(func(c *Config) *bool { return &c.MetricsPprofEnable }),
 		Doc: "raftka's own: also serve the Go profiler under /debug/pprof/ on metrics.listener."},
+	{Name: "console.enable", Type: TypeBool, Default: "false",
+		set: to(func(c *Config) *bool { return &c.ConsoleEnable }),
+		Doc: "raftka's own: serve the read-only web console (cluster, topics with their recent records, consumer groups with lag, brokers) on metrics.listener. It shows record keys and values: enable it only where that listener is reachable by operators alone."},
+	{Name: "raftka.metrics.consumer.lag.max.series", Type: TypeInt, Default: "10000", Validate: atLeast(0),
+		set: to(func(c *Config) *int32 { return &c.MetricsConsumerLagMaxSeries }),
+		Doc: "raftka's own: at most this many raftka_consumer_group_lag series (one per group and partition with a committed offset) a coordinator exports per scrape, the first by group, topic and partition; the rest are counted in raftka_consumer_group_lag_series_dropped. 0 exports none."},
 
 	// Log directories.
 	{Name: "log.dirs", Type: TypeList, NoDefault: true,

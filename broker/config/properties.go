@@ -34,6 +34,8 @@ type Config struct {
 	ListenerSecurityProtocolMap map[string]string
 	MetricsListener             string // host:port, or empty for none
 	MetricsPprofEnable          bool   // metrics.pprof.enable
+	MetricsConsumerLagMaxSeries int32  // raftka.metrics.consumer.lag.max.series
+	ConsoleEnable               bool   // console.enable
 	// Security is each listener's TLS and SASL settings by upper-case
 	// listener name (security.go); every listener has an entry.
 	Security map[string]*ListenerSecurity

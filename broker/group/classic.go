@@ -221,6 +221,10 @@ func (g *Group) prepareRebalance(now time.Time) {
 		g.initialDelay = false
 		g.rebalanceDeadline = now.Add(maxRebalance)
 	}
+	if g.rebalanceStarted.IsZero() {
+		// A rebalance restarted before it completed is the same one.
+		g.rebalanceStarted = now
+	}
 	g.state = PreparingRebalance
 	g.maybeCompleteJoin(now)
 }
@@ -271,6 +275,7 @@ func (g *Group) completeJoin(now time.Time) {
 	if len(g.members) == 0 {
 		g.state = Empty
 		g.protocol, g.leader = "", ""
+		g.rebalanceStarted = time.Time{} // ended with nobody: not completed
 		g.queuePersist()
 		return
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/raftka/raftka/metadata"
@@ -59,6 +60,9 @@ type CoordinatorConfig struct {
 	// Now is the groups' clock (sessions, rebalance timeouts); time.Now
 	// if nil. Tests drive expiry with a fake one.
 	Now func() time.Time
+	// Observer hears of completed rebalances (stats.go); nil hears
+	// nothing.
+	Observer Observer
 	// LoadScanInterval is how often the groups of this broker's slots that
 	// the image records with members, and no loop holds, are loaded (see
 	// scanLoaded); a minute when zero.
@@ -249,6 +253,9 @@ type loop struct {
 	mu    sync.Mutex // guards queue
 	queue []queued
 	wake  chan struct{}
+	// state is the group's State after the loop's last round, -1 while
+	// no group is loaded; written by the loop, read by Stats.
+	state atomic.Int32
 }
 
 func (l *loop) take() []queued {
@@ -275,6 +282,7 @@ func (c *Coordinator) enqueue(groupID string, q queued) {
 	l := c.groups[groupID]
 	if l == nil {
 		l = &loop{id: groupID, wake: make(chan struct{}, 1)}
+		l.state.Store(-1)
 		c.groups[groupID] = l
 		c.wg.Add(1)
 		go c.run(l)
@@ -374,6 +382,7 @@ func (c *Coordinator) run(l *loop) {
 		if g != nil {
 			c.settle(g)
 		}
+		c.report(l, g)
 		if (g == nil || g.Idle()) && c.tryExit(l) {
 			return
 		}

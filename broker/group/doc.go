@@ -28,6 +28,10 @@
 //     instance rejoining with a new member id, leaving by instance id.
 //   - describe.go: what DescribeGroups and OffsetDelete read of a group.
 //   - member.go: member ids and the consumer protocol subscription decoder.
+//   - stats.go: what a metrics scrape reads (Coordinator.Stats: the groups
+//     coordinated here and their states, published by each loop after its
+//     round, so a scrape queues nothing on a loop) and the Observer told of
+//     each rebalance that reached Stable and how long it took.
 //   - coordinator.go: Coordinator, which owns one event loop per loaded group
 //     and is what the broker's API handlers call; the loop writes offset
 //     commits (Commit) and generations through the controller.

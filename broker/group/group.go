@@ -52,6 +52,13 @@ type Group struct {
 	// has joined by then (see AwaitLoadedMembers).
 	loadedMembers bool
 	orphansDue    time.Time
+
+	// rebalanceStarted is when the rebalance in progress entered
+	// PreparingRebalance (zero when none is); rebalanced holds the
+	// durations of those that reached Stable since the last
+	// TakeRebalances (stats.go).
+	rebalanceStarted time.Time
+	rebalanced       []time.Duration
 }
 
 // New returns a group in Empty. loaded, if not nil, is the generation last
@@ -182,6 +189,7 @@ func (g *Group) Persisted(now time.Time, generation int32, err error) {
 	}
 	g.pendingAssign = nil
 	g.state = Stable
+	g.rebalanceDone(now)
 }
 
 // NextDeadline is the earliest time Tick has something to do.

@@ -103,6 +103,7 @@ func (m *Manager) Fetch(ctx context.Context, req FetchRequest) []ReadResult {
 	if fetchBeforeWatch != nil {
 		fetchBeforeWatch()
 	}
+	delaying(ctx)
 	w := newWaiter()
 	seen := map[*Partition]bool{}
 	for _, p := range parts {

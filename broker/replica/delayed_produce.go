@@ -36,6 +36,7 @@ func WaitAcks(ctx context.Context, timeout time.Duration, acks []*Ack) []error {
 	if open == 0 {
 		return errs
 	}
+	delaying(ctx)
 	w := newWaiter()
 	seen := map[*Partition]bool{}
 	for _, a := range acks {

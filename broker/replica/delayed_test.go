@@ -227,3 +227,62 @@ func TestFollowerFetchAppendBeforeWatch(t *testing.T) {
 	}
 	c.sameBelow("gap", 2, 1, 2, 3)
 }
+
+// A waiting fetch shows in Health's fetch purgatory size and runs its
+// request's delay hook once, before it waits; an answered fetch leaves
+// the purgatory empty, and a fetch answered at once never runs the hook.
+func TestDelayedFetchPurgatorySizeAndDelayHook(t *testing.T) {
+	c := newCluster(t, clusterOpts{n: 1})
+	c.createTopic("w", 1, 1)
+	m := c.ms[1]
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	var hooked sync.WaitGroup
+	hooked.Add(1)
+	var calls int
+	hctx := WithDelayHook(ctx, func() { calls++; hooked.Done() })
+	req := FetchRequest{ReplicaID: -1, MaxWait: time.Hour, MinBytes: 1, MaxBytes: 1 << 20,
+		Parts: []FetchPartition{{Topic: "w", Partition: 0, Offset: 0, MaxBytes: 1 << 20, CurrentLeaderEpoch: -1, LastFetchedEpoch: -1, KnownHighWatermark: -1}}}
+	done := make(chan []ReadResult)
+	go func() { done <- m.Fetch(hctx, req) }()
+	waitFor(t, "the fetch to wait in the purgatory", func() bool { return m.Health().FetchPurgatory == 1 })
+	hooked.Wait()
+	if h := m.Health(); h.ProducePurgatory != 0 || h.DeleteRecordsPurgatory != 0 {
+		t.Fatalf("produce purgatory %d, delete-records purgatory %d with only a fetch waiting", h.ProducePurgatory, h.DeleteRecordsPurgatory)
+	}
+	if _, err := produce(t, c, 1, "w", -1, "wake"); err != nil {
+		t.Fatal(err)
+	}
+	<-done
+	if n := m.Health().FetchPurgatory; n != 0 {
+		t.Fatalf("fetch purgatory %d after the fetch was answered", n)
+	}
+	// Data is there now: answered at once, the hook is not called.
+	m.Fetch(WithDelayHook(ctx, func() { t.Error("delay hook called for a fetch answered at once") }), req)
+	if calls != 1 {
+		t.Fatalf("delay hook called %d times, want 1", calls)
+	}
+}
+
+// An acks=all produce waiting for a stopped follower shows in the produce
+// purgatory size until it times out.
+func TestDelayedProducePurgatorySize(t *testing.T) {
+	c := newCluster(t, clusterOpts{n: 2})
+	c.createTopic("p", 1, 1, 2)
+	c.stop(2)
+	p := c.partition(1, "p")
+	_, ack, err := p.AppendAsLeader(batchOf("wait"), -1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan []error)
+	go func() { done <- WaitAcks(context.Background(), 5*time.Second, []*Ack{ack}) }()
+	waitFor(t, "the produce to wait in the purgatory", func() bool { return c.ms[1].Health().ProducePurgatory == 1 })
+	c.start(2)
+	if errs := <-done; errs[0] != nil {
+		t.Fatal(errs[0])
+	}
+	if n := c.ms[1].Health().ProducePurgatory; n != 0 {
+		t.Fatalf("produce purgatory %d after the ack", n)
+	}
+}

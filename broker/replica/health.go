@@ -15,6 +15,9 @@ type PartitionHealth struct {
 	LogSize        int64
 	LogStartOffset int64
 	LogEndOffset   int64
+	// HighWatermark is the leader's HW, or a follower's copy of it (at
+	// most one fetch behind): where consumer lag is measured from.
+	HighWatermark int64
 }
 
 // UnderReplicated: the leader's ISR is smaller than the assignment.
@@ -37,6 +40,11 @@ type Health struct {
 	// IsrShrinks and IsrExpands count ISR changes this broker proposed as
 	// leader and the controller accepted.
 	IsrShrinks, IsrExpands uint64
+	// The delayed operations waiting in each purgatory, counted once per
+	// partition they watch, as Kafka's DelayedOperationPurgatory
+	// PurgatorySize counts its watch lists (a produce to three partitions
+	// counts three). Fetch counts followers' and consumers' fetches.
+	ProducePurgatory, FetchPurgatory, DeleteRecordsPurgatory int
 }
 
 // Health returns the current Health.
@@ -52,6 +60,10 @@ func (m *Manager) Health() Health {
 		}
 		p.roleMu.RUnlock()
 		ph.LogSize, ph.LogStartOffset, ph.LogEndOffset = p.log.Size(), p.log.LogStartOffset(), p.log.LogEndOffset()
+		ph.HighWatermark = p.log.HighWatermark()
+		h.ProducePurgatory += p.hwWatch.len()
+		h.FetchPurgatory += p.dataWatch.len()
+		h.DeleteRecordsPurgatory += p.lowWatch.len()
 		h.Partitions = append(h.Partitions, ph)
 	}
 	slices.SortFunc(h.Partitions, func(a, b PartitionHealth) int {

@@ -1,6 +1,9 @@
 package replica
 
-import "sync"
+import (
+	"context"
+	"sync"
+)
 
 // A waiter is one delayed operation (a produce waiting for the HW, a fetch
 // waiting for bytes) registered with the watcher lists of the partitions it
@@ -57,4 +60,23 @@ func (ws *watchers) len() int {
 	ws.mu.Lock()
 	defer ws.mu.Unlock()
 	return len(ws.set)
+}
+
+// delayHookKey carries a request's delay hook through its context.
+type delayHookKey struct{}
+
+// WithDelayHook returns ctx carrying fn, which Fetch and WaitAcks call once
+// when their operation goes into the delayed-fetch or delayed-produce
+// purgatory, before it waits: the
+// broker ends the request's local time there (Kafka's LocalTimeMs, then
+// RemoteTimeMs). An operation decided at once never calls it.
+func WithDelayHook(ctx context.Context, fn func()) context.Context {
+	return context.WithValue(ctx, delayHookKey{}, fn)
+}
+
+// delaying runs ctx's delay hook, if any.
+func delaying(ctx context.Context) {
+	if fn, ok := ctx.Value(delayHookKey{}).(func()); ok {
+		fn()
+	}
 }

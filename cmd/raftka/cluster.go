@@ -42,6 +42,12 @@ func init() {
 				Flags:  flags(),
 				Action: clusterID,
 			},
+			{
+				Name:   "watch",
+				Usage:  "watch cluster health and throughput, refreshing (raftka top)",
+				Flags:  topFlags(),
+				Action: runTop,
+			},
 		},
 	})
 }

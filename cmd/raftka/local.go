@@ -77,6 +77,9 @@ func (p localPlan) properties(id int) string {
 	fmt.Fprintf(&b, "metrics.listener=127.0.0.1:%d\n", p.mBase+id-1)
 	// A local development cluster on loopback: profiling it is the point.
 	fmt.Fprintf(&b, "metrics.pprof.enable=true\n")
+	// The web console shows records; on a loopback development cluster
+	// that is what it is for.
+	fmt.Fprintf(&b, "console.enable=true\n")
 	fmt.Fprintf(&b, "num.partitions=3\n")
 	fmt.Fprintf(&b, "default.replication.factor=%d\n", rf)
 	fmt.Fprintf(&b, "offsets.topic.replication.factor=%d\n", rf)

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/pprof"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -35,10 +36,15 @@ type promMetrics struct {
 	refused   *prometheus.CounterVec
 
 	requestTime    *prometheus.HistogramVec
+	requestPhases  [numPhases]*prometheus.HistogramVec
+	phaseCache     [128]atomic.Pointer[[numPhases + 1]prometheus.Observer] // by API key: the phases, then the total
 	responseErrors *prometheus.CounterVec
 	topicBytesIn   *prometheus.CounterVec
 	topicRecordsIn *prometheus.CounterVec
 	topicBytesOut  *prometheus.CounterVec
+	logFlush       prometheus.Histogram
+	raft           *raftMetrics
+	groups         *groupMetrics
 }
 
 func newPromMetrics() *promMetrics {
@@ -71,12 +77,15 @@ func newPromMetrics() *promMetrics {
 		}, []string{"reason", "client_id"}),
 	}
 	m.requestTime = prometheus.NewHistogramVec(prometheus.HistogramOpts{
-		Name: "raftka_request_total_time_seconds",
-		Help: "Time from a request's receipt to its response written (or its end without one), by request name.",
-		// 0.5 ms to about 12 s: a local Metadata answer to a Fetch or
-		// acks=all Produce waiting out its timeout.
-		Buckets: prometheus.ExponentialBuckets(0.0005, 2.5, 12),
+		Name:    "raftka_request_total_time_seconds",
+		Help:    "Time from a request's receipt to its response written (or its end without one), by request name.",
+		Buckets: requestBuckets,
 	}, []string{"request"})
+	for i, ph := range requestPhaseNames {
+		m.requestPhases[i] = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: ph.name, Help: ph.help, Buckets: requestBuckets,
+		}, []string{"request"})
+	}
 	m.responseErrors = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "raftka_request_errors_total",
 		Help: "Non-zero error codes carried in responses (top level and per partition, topic or group), by request name and error.",
@@ -90,6 +99,18 @@ func newPromMetrics() *promMetrics {
 	m.topicBytesOut = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "raftka_topic_bytes_out_total", Help: "Bytes of record batches sent to consumers (not followers), by topic.",
 	}, []string{"topic"})
+	m.logFlush = prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name: "raftka_log_flush_time_seconds",
+		Help: "Time of each partition log flush that fsynced (flush.messages, flush.ms, a rolled segment, shutdown).",
+		// 50 µs (a page-cache flush on an idle SSD) to about 6 s.
+		Buckets: prometheus.ExponentialBuckets(0.00005, 2.5, 14),
+	})
+	m.reg.MustRegister(m.logFlush)
+	m.raft = newRaftMetrics(m.reg)
+	m.groups = newGroupMetrics(m.reg)
+	for _, h := range m.requestPhases {
+		m.reg.MustRegister(h)
+	}
 	m.reg.MustRegister(m.connsOpen, m.conns, m.requests, m.bytesIn, m.responses, m.bytesOut, m.rejected, m.refused,
 		m.requestTime, m.responseErrors, m.topicBytesIn, m.topicRecordsIn, m.topicBytesOut,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
@@ -116,8 +137,49 @@ func (m *promMetrics) BatchRefused(reason, clientID string) {
 	m.refused.WithLabelValues(reason, clientID).Inc()
 }
 
-func (m *promMetrics) RequestCompleted(key int16, total time.Duration) {
-	m.requestTime.WithLabelValues(requestName(key)).Observe(total.Seconds())
+// requestBuckets span 50 µs to about 12 s: a queue or send phase of a
+// local answer up to a Fetch or acks=all Produce waiting out its timeout.
+var requestBuckets = prometheus.ExponentialBuckets(0.00005, 2.5, 15)
+
+// The phases of broker.RequestTimes before Total, in its order, as Kafka's
+// RequestMetrics names them.
+const numPhases = 5
+
+var requestPhaseNames = [numPhases]struct{ name, help string }{
+	{"raftka_request_queue_time_seconds", "Time from a request's receipt to its handler starting, by request name."},
+	{"raftka_request_local_time_seconds", "Time a request's handler worked before answering or waiting on others, by request name."},
+	{"raftka_request_remote_time_seconds", "Time a request waited on others (the produce or fetch purgatory), by request name."},
+	{"raftka_response_queue_time_seconds", "Time from a response being ready to its write starting, by request name (includes earlier responses on the connection)."},
+	{"raftka_response_send_time_seconds", "Time writing a response, by request name."},
+}
+
+func (m *promMetrics) RequestCompleted(key int16, t broker.RequestTimes) {
+	obs := m.observers(key)
+	for i, d := range [numPhases + 1]time.Duration{t.Queue, t.Local, t.Remote, t.ResponseQueue, t.ResponseSend, t.Total} {
+		obs[i].Observe(d.Seconds())
+	}
+}
+
+// observers returns key's six histograms, found once per key: the label
+// lookup (a hash of the name under a lock) is not paid per request.
+func (m *promMetrics) observers(key int16) *[numPhases + 1]prometheus.Observer {
+	var slot *atomic.Pointer[[numPhases + 1]prometheus.Observer]
+	if key >= 0 && int(key) < len(m.phaseCache) {
+		slot = &m.phaseCache[key]
+		if o := slot.Load(); o != nil {
+			return o
+		}
+	}
+	name := requestName(key)
+	var o [numPhases + 1]prometheus.Observer
+	for i, h := range m.requestPhases {
+		o[i] = h.WithLabelValues(name)
+	}
+	o[numPhases] = m.requestTime.WithLabelValues(name)
+	if slot != nil {
+		slot.Store(&o)
+	}
+	return &o
 }
 
 func (m *promMetrics) ResponseError(key, code int16) {
@@ -142,6 +204,9 @@ func (m *promMetrics) TopicFetched(topic string, bytes int64) {
 	m.topicBytesOut.WithLabelValues(topic).Add(float64(bytes))
 }
 
+// logFlushed is storage's OnFlush.
+func (m *promMetrics) logFlushed(d time.Duration) { m.logFlush.Observe(d.Seconds()) }
+
 // requestName is Kafka's name for an API key, as its RequestMetrics label
 // request=X has it (Produce, Fetch, ...), or the number for a key kmsg
 // does not know.
@@ -156,9 +221,7 @@ func requestName(key int16) string {
 // read at scrape time.
 func (m *promMetrics) addNode(node *raftfsm.Node, life *broker.Lifecycle) {
 	m.reg.MustRegister(
-		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-			Name: "raftka_metadata_applied_index", Help: "Raft index of the newest metadata entry this node applied.",
-		}, func() float64 { _, idx := node.Current(); return float64(idx) }),
+		newRaftStatsCollector(node.RaftStats),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{
 			Name: "raftka_metadata_snapshot_restores_total", Help: "Metadata snapshots this node restored, from disk or installed from the leader.",
 		}, func() float64 { return float64(node.SnapshotRestores()) }),
@@ -185,12 +248,15 @@ type readyChecker interface{ ready() (bool, string) }
 // profiler under /debug/pprof/ on metrics.listener. The profiler is opt-in:
 // it has no authentication and a CPU profile or trace costs the broker
 // while it runs, so it is there only where an operator asked for it.
-func serveMetrics(addr string, pprofOn bool, m *promMetrics, rc readyChecker, log zerolog.Logger) (stop func(), err error) {
+func serveMetrics(addr string, pprofOn bool, m *promMetrics, rc readyChecker, cons *console, log zerolog.Logger) (stop func(), err error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("metrics.listener %s: %w", addr, err)
 	}
 	mux := metricsMux(m, rc, pprofOn)
+	if cons != nil {
+		cons.routes(mux)
+	}
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 	go func() {
 		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
@@ -200,6 +266,9 @@ func serveMetrics(addr string, pprofOn bool, m *promMetrics, rc readyChecker, lo
 	msg := "metrics, /healthz and /readyz listening"
 	if pprofOn {
 		msg = "metrics, /healthz, /readyz and /debug/pprof/ listening"
+	}
+	if cons != nil {
+		msg += "; web console on /"
 	}
 	log.Info().Str("addr", ln.Addr().String()).Msg(msg)
 	return func() {

@@ -11,8 +11,10 @@ import (
 	"time"
 
 	"github.com/raftka/raftka/broker"
+	"github.com/raftka/raftka/broker/group"
 	"github.com/raftka/raftka/broker/replica"
 	"github.com/raftka/raftka/metadata"
+	"github.com/raftka/raftka/raftfsm"
 )
 
 // exercised returns a promMetrics with every metric observed once, so that
@@ -25,10 +27,25 @@ func exercised(t *testing.T) *promMetrics {
 	m.ResponseSent(0, 9, 50)
 	m.Rejected(broker.ReasonBadHeader)
 	m.BatchRefused("corrupt_message", "c")
-	m.RequestCompleted(0, time.Millisecond)
+	m.RequestCompleted(0, broker.RequestTimes{Local: time.Millisecond, Total: time.Millisecond})
 	m.ResponseError(0, 3)
 	m.TopicProduced("t", 100, 2)
 	m.TopicFetched("t", 100)
+	m.logFlushed(time.Millisecond)
+	m.Committed(time.Millisecond)
+	m.Applied(time.Millisecond)
+	m.SnapshotPersisted(100, time.Millisecond)
+	m.LeaderElected(false, time.Millisecond)
+	m.RebalanceCompleted(time.Second)
+	m.reg.MustRegister(newGroupCollector(func(*metadata.Image) []group.GroupStat { return []group.GroupStat{{ID: "g", State: group.Stable}} },
+		func() *metadata.Image {
+			img, _ := metadata.NewImage().Apply([]metadata.Record{&metadata.CommitOffsets{Group: "g", Offsets: []metadata.OffsetCommit{{Topic: "t", Offset: 1}}}})
+			return img
+		},
+		func() replica.Health {
+			return replica.Health{Partitions: []replica.PartitionHealth{{Topic: "t", Leader: true, Replicas: 3, ISR: 2, MinISR: 2, HighWatermark: 4}}}
+		}, 10))
+	m.reg.MustRegister(newRaftStatsCollector(func() raftfsm.RaftStats { return raftfsm.RaftStats{Term: 2, LeaderID: 1, LeaderChanges: 2} }))
 	m.reg.MustRegister(newPartitionCollector(func() replica.Health {
 		return replica.Health{Partitions: []replica.PartitionHealth{{Topic: "t", Leader: true, Replicas: 3, ISR: 2, MinISR: 2}}}
 	}, func() bool { return true }, metadata.NewImage))

@@ -24,6 +24,7 @@ type partitionCollector struct {
 	partitions, leaders, underReplicated, underMinISR, atMinISR, offline *prometheus.Desc
 	isrShrinks, isrExpands                                               *prometheus.Desc
 	logSize, logStart, logEnd                                            *prometheus.Desc
+	purgatory                                                            *prometheus.Desc
 }
 
 func newPartitionCollector(health func() replica.Health, controller func() bool, image func() *metadata.Image) *partitionCollector {
@@ -42,12 +43,14 @@ func newPartitionCollector(health func() replica.Health, controller func() bool,
 		logSize:          prometheus.NewDesc("raftka_log_size_bytes", "Bytes of a partition's log segments on this broker.", tp, nil),
 		logStart:         prometheus.NewDesc("raftka_log_start_offset", "A partition's log start offset on this broker.", tp, nil),
 		logEnd:           prometheus.NewDesc("raftka_log_end_offset", "A partition's log end offset on this broker.", tp, nil),
+		purgatory: prometheus.NewDesc("raftka_purgatory_size", "Delayed operations waiting in a purgatory, counted once per partition each watches (Kafka's PurgatorySize).",
+			[]string{"operation"}, nil),
 	}
 }
 
 func (c *partitionCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.activeController, c.partitions, c.leaders, c.underReplicated, c.underMinISR, c.atMinISR, c.offline,
-		c.isrShrinks, c.isrExpands, c.logSize, c.logStart, c.logEnd} {
+		c.isrShrinks, c.isrExpands, c.logSize, c.logStart, c.logEnd, c.purgatory} {
 		ch <- d
 	}
 }
@@ -89,6 +92,12 @@ func (c *partitionCollector) Collect(ch chan<- prometheus.Metric) {
 	gauge(c.offline, offline)
 	ch <- prometheus.MustNewConstMetric(c.isrShrinks, prometheus.CounterValue, float64(h.IsrShrinks))
 	ch <- prometheus.MustNewConstMetric(c.isrExpands, prometheus.CounterValue, float64(h.IsrExpands))
+	for _, p := range []struct {
+		op string
+		n  int
+	}{{"Produce", h.ProducePurgatory}, {"Fetch", h.FetchPurgatory}, {"DeleteRecords", h.DeleteRecordsPurgatory}} {
+		ch <- prometheus.MustNewConstMetric(c.purgatory, prometheus.GaugeValue, float64(p.n), p.op)
+	}
 }
 
 // offlinePartitions counts the image's partitions with no leader.

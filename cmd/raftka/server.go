@@ -62,7 +62,8 @@ func runServer(ctx context.Context, cfg *config.Config, log zerolog.Logger, shut
 		log.Warn().Msg(w)
 	}
 
-	node, err := startRaft(cfg, clusterID, log)
+	metrics := newPromMetrics()
+	node, err := startRaft(cfg, clusterID, log, metrics)
 	if err != nil {
 		return err
 	}
@@ -73,6 +74,7 @@ func runServer(ctx context.Context, cfg *config.Config, log zerolog.Logger, shut
 	}()
 
 	logs, reports, err := storage.OpenManager(storage.ManagerOptions{
+		OnFlush:                metrics.logFlushed,
 		Dirs:                   cfg.LogDirs,
 		ConfigFor:              func(topic string) storage.Config { return topicStorageConfig(node, cfg, topic) },
 		RetentionCheckInterval: cfg.LogRetentionCheckInterval,
@@ -122,10 +124,10 @@ func runServer(ctx context.Context, cfg *config.Config, log zerolog.Logger, shut
 		OffsetsTopicPartitions:        cfg.OffsetsTopicNumPartitions,
 		OffsetsTopicReplicationFactor: cfg.OffsetsTopicReplicationFactor,
 		Logger:                        log.With().Str("component", "groups").Logger(),
+		Observer:                      metrics,
 	}, node.Publisher(), node.Client())
 	defer groups.Close()
 
-	metrics := newPromMetrics()
 	var listeners []broker.Listener
 	for _, l := range cfg.Listeners {
 		if cfg.IsControllerListener(l.Name) {
@@ -183,12 +185,47 @@ func runServer(ctx context.Context, cfg *config.Config, log zerolog.Logger, shut
 	}
 	defer life.Close()
 	metrics.addNode(node, life)
-	metrics.reg.MustRegister(newPartitionCollector(replicas.Health, node.IsLeader, func() *metadata.Image { img, _ := node.Current(); return img }))
+	currentImage := func() *metadata.Image { img, _ := node.Current(); return img }
+	metrics.reg.MustRegister(newPartitionCollector(replicas.Health, node.IsLeader, currentImage),
+		newGroupCollector(groups.Stats, currentImage, replicas.Health, int(cfg.MetricsConsumerLagMaxSeries)))
 
+	var cons *console
+	if cfg.ConsoleEnable && cfg.MetricsListener == "" {
+		log.Warn().Msg("console.enable is set but metrics.listener is not: no web console")
+	}
+	if cfg.ConsoleEnable && cfg.MetricsListener != "" {
+		cons, err = newConsole(consoleDeps{
+			NodeID: cfg.NodeID, LogDirs: cfg.LogDirs, Image: currentImage, Health: replicas.Health,
+			Groups: groups.Stats, Raft: node.RaftStats, Gatherer: metrics.reg,
+			Members: func(id string) ([]consoleMember, error) {
+				dctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+				defer cancel()
+				d, err := groups.Describe(dctx, id)
+				var out []consoleMember
+				for _, m := range d.Members {
+					out = append(out, consoleMember{MemberID: m.MemberID, InstanceID: m.InstanceID, ClientID: m.ClientID, ClientHost: m.ClientHost})
+				}
+				return out, err
+			},
+			Records: func(topic string, partition int32, n int) ([]consoleRecord, error) {
+				p, err := replicas.Partition(topic, partition)
+				if err != nil {
+					return nil, err
+				}
+				return recentRecords(p.Log(), partition, n)
+			},
+		})
+		if err != nil {
+			return err
+		}
+		// The groups page's lag sparklines: a sample every 10 s of the
+		// groups coordinated here, as many as the lag metric exports.
+		go cons.sampleEvery(ctx, 10*time.Second, max(int(cfg.MetricsConsumerLagMaxSeries), 1))
+	}
 	if cfg.MetricsListener == "" {
 		log.Info().Msg("metrics.listener not set: no /metrics, /healthz or /readyz endpoint")
 	} else {
-		stopMetrics, err := serveMetrics(cfg.MetricsListener, cfg.MetricsPprofEnable, metrics, readiness{node: node, life: life}, log)
+		stopMetrics, err := serveMetrics(cfg.MetricsListener, cfg.MetricsPprofEnable, metrics, readiness{node: node, life: life}, cons, log)
 		if err != nil {
 			return err
 		}
@@ -290,8 +327,9 @@ func startReplicas(node *raftfsm.Node, logs *storage.Manager, cfg *config.Config
 	return m, stop, nil
 }
 
-func startRaft(cfg *config.Config, clusterID string, log zerolog.Logger) (*raftfsm.Node, error) {
+func startRaft(cfg *config.Config, clusterID string, log zerolog.Logger, obs raftfsm.Observer) (*raftfsm.Node, error) {
 	rc := raftfsm.Config{
+		Observer:                 obs,
 		NodeID:                   cfg.NodeID,
 		Voter:                    cfg.Roles.Controller,
 		DataDir:                  filepath.Join(cfg.MetadataLogDir, "raft"),
