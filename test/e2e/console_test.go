@@ -5,7 +5,7 @@ package e2e
 // renders with the cluster's topics and a group's lag, a hostile group id
 // and a record value with HTML in it come out as text, and each page's
 // screenshot is saved under the test's temp dir (and copied to
-// $RAFTKA_CONSOLE_SCREENSHOTS when set, for docs/).
+// $RAFTKA_CONSOLE_SCREENSHOTS when set, for deploy/docs/).
 
 import (
 	"context"
