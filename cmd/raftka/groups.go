@@ -29,13 +29,13 @@ import (
 
 func init() {
 	groupFlag := func() cli.Flag {
-		return &cli.StringSliceFlag{Name: "group", Usage: "consumer group id (repeatable)"}
+		return &pairsFlag{Name: "group", Raw: true, Usage: "consumer group id (repeatable)"}
 	}
 	allGroups := func() cli.Flag {
 		return &cli.BoolFlag{Name: "all-groups", Usage: "every consumer group of the cluster"}
 	}
 	topicFlag := func(usage string) cli.Flag {
-		return &cli.StringSliceFlag{Name: "topic", Usage: usage}
+		return &pairsFlag{Name: "topic", Raw: true, Usage: usage}
 	}
 	register(&cli.Command{
 		Name:  "groups",
@@ -232,7 +232,7 @@ func writeGroupList(w io.Writer, groups []kadm.ListedGroup, withType, withState 
 
 // groupIDs is the --group / --all-groups choice every action but list makes.
 func groupIDs(ctx context.Context, c *cli.Context, adm *kadm.Client) ([]string, error) {
-	named := c.StringSlice("group")
+	named := valuesOf(c, "group")
 	if c.Bool("all-groups") {
 		if len(named) > 0 {
 			return nil, errors.New("--group and --all-groups cannot be used together")
@@ -701,7 +701,7 @@ func groupsDeleteOffsets(c *cli.Context) error {
 	if group == "" {
 		return errors.New("delete-offsets: --group is required")
 	}
-	topicArgs := c.StringSlice("topic")
+	topicArgs := valuesOf(c, "topic")
 	if len(topicArgs) == 0 {
 		return errors.New("delete-offsets: --topic is required")
 	}

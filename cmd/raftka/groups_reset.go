@@ -302,7 +302,7 @@ func groupsResetOffsets(c *cli.Context) error {
 	if c.Bool("execute") && c.Bool("dry-run") {
 		return errors.New("reset-offsets: --dry-run and --execute cannot be used together")
 	}
-	topicArgs := c.StringSlice("topic")
+	topicArgs := valuesOf(c, "topic")
 	if c.Bool("all-topics") == (len(topicArgs) > 0) {
 		return errors.New("reset-offsets: one of the reset scopes should be defined: --all-topics, --topic")
 	}
