@@ -1,0 +1,570 @@
+package consumergroup
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/raftka/raftka/broker/group/assignor"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"pgregory.net/rapid"
+)
+
+var t0 = time.Unix(1_700_000_000, 0)
+
+func tid(b byte) assignor.TopicID { return assignor.TopicID{15: b} }
+
+// world is the metadata a test's heartbeats see; tests change it to
+// create or grow topics.
+type world map[string]assignor.Topic
+
+func (w world) lookup(n string) (assignor.Topic, bool) { t, ok := w[n]; return t, ok }
+
+func newWorld() world {
+	return world{"a": {ID: tid(1), Name: "a", Partitions: 4}, "b": {ID: tid(2), Name: "b", Partitions: 2}}
+}
+
+func newGroup(maxSize int) *Group {
+	n := 0
+	return New("g", Config{
+		SessionTimeout: 45 * time.Second, HeartbeatInterval: 5 * time.Second, MaxSize: maxSize,
+		Assignors:   []assignor.Assignor{assignor.Uniform{}, assignor.Range{}},
+		NewMemberID: func() string { n++; return fmt.Sprintf("gen-%d", n) },
+	})
+}
+
+func str(s string) *string { return &s }
+
+func joinReq(id string, topics ...string) HeartbeatRequest {
+	return HeartbeatRequest{MemberID: id, MemberEpoch: 0, RebalanceTimeoutMs: 30000, SubscribedTopicNames: topics, Owned: []TopicPartitions{}}
+}
+
+// hbReq is a steady-state heartbeat reporting owned.
+func hbReq(id string, epoch int32, owned assignor.Assignment) HeartbeatRequest {
+	return HeartbeatRequest{MemberID: id, MemberEpoch: epoch, RebalanceTimeoutMs: -1, Owned: tps(owned)}
+}
+
+func tps(a assignor.Assignment) []TopicPartitions {
+	out := []TopicPartitions{}
+	for _, t := range slices.SortedFunc(maps.Keys(a), func(x, y assignor.TopicID) int { return int(x[15]) - int(y[15]) }) {
+		out = append(out, TopicPartitions{TopicID: t, Partitions: slices.Clone(a[t])})
+	}
+	return out
+}
+
+// fmtA prints an assignment as "a0,1 b1".
+func fmtA(a assignor.Assignment) string {
+	var parts []string
+	for _, t := range slices.SortedFunc(maps.Keys(a), func(x, y assignor.TopicID) int { return int(x[15]) - int(y[15]) }) {
+		if len(a[t]) == 0 {
+			continue
+		}
+		var ps []string
+		for _, p := range a[t] {
+			ps = append(ps, fmt.Sprint(p))
+		}
+		parts = append(parts, string(rune('a'+t[15]-1))+strings.Join(ps, ","))
+	}
+	return strings.Join(parts, " ")
+}
+
+func ok(t *testing.T, r HeartbeatResponse) HeartbeatResponse {
+	t.Helper()
+	if r.ErrorCode != 0 {
+		t.Fatalf("heartbeat failed: %v: %s", kerr.ErrorForCode(r.ErrorCode), r.ErrorMessage)
+	}
+	return r
+}
+
+func wantErr(t *testing.T, r HeartbeatResponse, e *kerr.Error) {
+	t.Helper()
+	if r.ErrorCode != e.Code {
+		t.Fatalf("error %v (%s), want %v", kerr.ErrorForCode(r.ErrorCode), r.ErrorMessage, e)
+	}
+}
+
+func member(t *testing.T, g *Group, id string) Member {
+	t.Helper()
+	m, found := g.Member(id)
+	if !found {
+		t.Fatalf("no member %s", id)
+	}
+	return m
+}
+
+func TestJoinAndIncrementalRebalance(t *testing.T) {
+	w, g, now := newWorld(), newGroup(0), t0
+	r := ok(t, g.Heartbeat(now, joinReq("m1", "a", "b"), w.lookup))
+	if r.MemberEpoch != 1 || g.Epoch() != 1 || g.AssignmentEpoch() != 1 || !r.HasAssignment || fmtA(r.Assignment) != "a0,1,2,3 b0,1" || g.State() != "Stable" {
+		t.Fatalf("first join: %+v, group epoch %d/%d %s", r, g.Epoch(), g.AssignmentEpoch(), g.State())
+	}
+	if r.HeartbeatIntervalMs != 5000 {
+		t.Errorf("interval %d", r.HeartbeatIntervalMs)
+	}
+	m1 := r.Assignment
+
+	// m2 joins: epoch 2, a new target, but m1 still holds everything, so
+	// m2 is at epoch 2 with nothing yet (unreleased).
+	r2 := ok(t, g.Heartbeat(now, joinReq("m2", "a", "b"), w.lookup))
+	if r2.MemberEpoch != 2 || !r2.HasAssignment || fmtA(r2.Assignment) != "" || member(t, g, "m2").State != UnreleasedPartitions {
+		t.Fatalf("second join: %+v %v", r2, member(t, g, "m2").State)
+	}
+	if g.State() != "Reconciling" || fmtA(g.Target("m1")) != "a0,1,2" || fmtA(g.Target("m2")) != "a3 b0,1" {
+		t.Fatalf("target m1 %s m2 %s, state %s", fmtA(g.Target("m1")), fmtA(g.Target("m2")), g.State())
+	}
+	// m1 heartbeats: it must revoke a3 and b first, at epoch 1.
+	r = ok(t, g.Heartbeat(now, hbReq("m1", 1, m1), w.lookup))
+	if r.MemberEpoch != 1 || !r.HasAssignment || fmtA(r.Assignment) != "a0,1,2" || member(t, g, "m1").State != UnrevokedPartitions {
+		t.Fatalf("m1 asked to revoke: %+v", r)
+	}
+	// m2 still gets nothing: m1 has not said it revoked.
+	r2 = ok(t, g.Heartbeat(now, hbReq("m2", 2, nil), w.lookup))
+	if r2.HasAssignment || member(t, g, "m2").State != UnreleasedPartitions {
+		t.Fatalf("m2 before the revocation: %+v", r2)
+	}
+	// A heartbeat that still reports the revoked partitions changes nothing.
+	r = ok(t, g.Heartbeat(now, hbReq("m1", 1, m1), w.lookup))
+	if r.MemberEpoch != 1 || r.HasAssignment {
+		t.Fatalf("m1 still owning: %+v", r)
+	}
+	m1 = assignor.Assignment{tid(1): {0, 1, 2}}
+	r = ok(t, g.Heartbeat(now, hbReq("m1", 1, m1), w.lookup))
+	if r.MemberEpoch != 2 || r.HasAssignment || member(t, g, "m1").State != Stable {
+		t.Fatalf("m1 after revoking: %+v", r)
+	}
+	r2 = ok(t, g.Heartbeat(now, hbReq("m2", 2, assignor.Assignment{}), w.lookup))
+	if r2.MemberEpoch != 2 || !r2.HasAssignment || fmtA(r2.Assignment) != "a3 b0,1" || g.State() != "Stable" {
+		t.Fatalf("m2 after the release: %+v, %s", r2, g.State())
+	}
+}
+
+func TestEpochFencing(t *testing.T) {
+	w, g, now := newWorld(), newGroup(0), t0
+	r := ok(t, g.Heartbeat(now, joinReq("m1", "a"), w.lookup))
+	all := r.Assignment
+	// The join's answer was lost: the client joins again with epoch 0 and
+	// the same id, owning nothing (a subset): accepted, at epoch 1.
+	if r := ok(t, g.Heartbeat(now, joinReq("m1", "a"), w.lookup)); r.MemberEpoch != 1 {
+		t.Fatalf("repeated join: %+v", r)
+	}
+	wantErr(t, g.Heartbeat(now, hbReq("m1", 2, all), w.lookup), kerr.FencedMemberEpoch)
+	// m2 joins; m1 revokes and moves to epoch 2 (previous 1).
+	ok(t, g.Heartbeat(now, joinReq("m2", "a"), w.lookup))
+	r = ok(t, g.Heartbeat(now, hbReq("m1", 1, all), w.lookup))
+	r = ok(t, g.Heartbeat(now, hbReq("m1", 1, r.Assignment), w.lookup))
+	if m := member(t, g, "m1"); m.Epoch != 2 || m.PreviousEpoch != 1 || fmtA(m.Assigned) != "a0,1" {
+		t.Fatalf("m1 %+v", m)
+	}
+	for _, tc := range []struct {
+		name  string
+		epoch int32
+		owned assignor.Assignment
+		want  *kerr.Error
+	}{
+		{"ahead", 3, nil, kerr.FencedMemberEpoch},
+		{"current", 2, assignor.Assignment{tid(1): {0, 1}}, nil},
+		{"previous epoch, a subset (the bump was lost)", 1, assignor.Assignment{tid(1): {0}}, nil},
+		{"previous epoch, more than the assignment", 1, assignor.Assignment{tid(1): {0, 3}}, kerr.FencedMemberEpoch},
+		{"previous epoch, owned not sent", 1, nil, kerr.FencedMemberEpoch},
+		{"older epoch", 0, nil, kerr.FencedMemberEpoch},
+	} {
+		req := hbReq("m1", tc.epoch, tc.owned)
+		if tc.owned == nil {
+			req.Owned = nil
+		}
+		if tc.epoch == 0 {
+			req = joinReq("m1", "a")
+		}
+		r := g.Heartbeat(now, req, w.lookup)
+		if tc.want == nil && r.ErrorCode != 0 || tc.want != nil && r.ErrorCode != tc.want.Code {
+			t.Errorf("%s: %v (%s)", tc.name, kerr.ErrorForCode(r.ErrorCode), r.ErrorMessage)
+		}
+	}
+	wantErr(t, g.Heartbeat(now, hbReq("nobody", 1, nil), w.lookup), kerr.UnknownMemberID)
+	wantErr(t, g.Heartbeat(now, HeartbeatRequest{MemberID: "nobody", MemberEpoch: LeaveEpoch}, w.lookup), kerr.UnknownMemberID)
+	// Fencing answers change nothing: m1 is still there at epoch 2.
+	if m := member(t, g, "m1"); m.Epoch != 2 {
+		t.Fatalf("m1 after refusals: %+v", m)
+	}
+}
+
+func TestValidation(t *testing.T) {
+	w, g, now := newWorld(), newGroup(0), t0
+	for _, tc := range []struct {
+		name string
+		req  HeartbeatRequest
+		want *kerr.Error
+	}{
+		{"empty instance id", func() HeartbeatRequest { r := joinReq("m", "a"); r.InstanceID = str(""); return r }(), kerr.InvalidRequest},
+		{"empty rack", func() HeartbeatRequest { r := joinReq("m", "a"); r.RackID = str(""); return r }(), kerr.InvalidRequest},
+		{"regex", func() HeartbeatRequest { r := joinReq("m", "a"); r.SubscribedTopicRegex = str("a.*"); return r }(), kerr.InvalidRequest},
+		{"join without a rebalance timeout", func() HeartbeatRequest { r := joinReq("m", "a"); r.RebalanceTimeoutMs = -1; return r }(), kerr.InvalidRequest},
+		{"join owning partitions", func() HeartbeatRequest {
+			r := joinReq("m", "a")
+			r.Owned = []TopicPartitions{{TopicID: tid(1), Partitions: []int32{0}}}
+			return r
+		}(), kerr.InvalidRequest},
+		{"join with owned null", func() HeartbeatRequest { r := joinReq("m", "a"); r.Owned = nil; return r }(), kerr.InvalidRequest},
+		{"join without topics", joinReq("m"), kerr.InvalidRequest},
+		{"epoch -3", HeartbeatRequest{MemberID: "m", MemberEpoch: -3}, kerr.InvalidRequest},
+		{"heartbeat without member id", hbReq("", 3, nil), kerr.InvalidRequest},
+		{"static leave without instance", HeartbeatRequest{MemberID: "m", MemberEpoch: StaticLeaveEpoch}, kerr.InvalidRequest},
+		{"unknown assignor", func() HeartbeatRequest { r := joinReq("m", "a"); r.ServerAssignor = str("sticky"); return r }(), kerr.UnsupportedAssignor},
+	} {
+		r := g.Heartbeat(now, tc.req, w.lookup)
+		if r.ErrorCode != tc.want.Code {
+			t.Errorf("%s: %v (%s), want %v", tc.name, kerr.ErrorForCode(r.ErrorCode), r.ErrorMessage, tc.want)
+		}
+	}
+	if len(g.MemberIDs()) != 0 || g.Epoch() != 0 {
+		t.Fatalf("refused requests changed the group: members %v epoch %d", g.MemberIDs(), g.Epoch())
+	}
+	// A v0 client sends no member id: the coordinator names it.
+	r := ok(t, g.Heartbeat(now, joinReq("", "a"), w.lookup))
+	if r.MemberID != "gen-1" {
+		t.Errorf("generated member id %q", r.MemberID)
+	}
+}
+
+func TestMaxSize(t *testing.T) {
+	w, g, now := newWorld(), newGroup(1), t0
+	ok(t, g.Heartbeat(now, joinReq("m1", "a"), w.lookup))
+	wantErr(t, g.Heartbeat(now, joinReq("m2", "a"), w.lookup), kerr.GroupMaxSizeReached)
+	ok(t, g.Heartbeat(now, hbReq("m1", 1, assignor.Assignment{tid(1): {0, 1, 2, 3}}), w.lookup))
+}
+
+func TestStaticMembership(t *testing.T) {
+	w, g, now := newWorld(), newGroup(0), t0
+	join := func(id, inst string) HeartbeatRequest { r := joinReq(id, "a"); r.InstanceID = str(inst); return r }
+	r := ok(t, g.Heartbeat(now, join("s1", "i1"), w.lookup))
+	owned := r.Assignment
+	// The instance is held: another member id cannot take it.
+	wantErr(t, g.Heartbeat(now, join("s2", "i1"), w.lookup), kerr.UnreleasedInstanceID)
+	// A heartbeat with the instance under another member id is fenced.
+	req := hbReq("s2", 1, owned)
+	req.InstanceID = str("i1")
+	wantErr(t, g.Heartbeat(now, req, w.lookup), kerr.FencedInstanceID)
+	req.MemberID, req.InstanceID = "s3", str("i9")
+	wantErr(t, g.Heartbeat(now, req, w.lookup), kerr.UnknownMemberID)
+
+	// A temporary leave (-2) keeps the assignment for the instance.
+	leave := HeartbeatRequest{MemberID: "s1", MemberEpoch: StaticLeaveEpoch, InstanceID: str("i1")}
+	if r := ok(t, g.Heartbeat(now, leave, w.lookup)); r.MemberEpoch != StaticLeaveEpoch {
+		t.Fatalf("static leave answered epoch %d", r.MemberEpoch)
+	}
+	epoch := g.Epoch()
+	r = ok(t, g.Heartbeat(now, join("s2", "i1"), w.lookup))
+	if r.MemberID != "s2" || fmtA(r.Assignment) != fmtA(owned) || g.Epoch() != epoch || r.MemberEpoch != epoch {
+		t.Fatalf("rejoin under a new id: %+v, group epoch %d (was %d)", r, g.Epoch(), epoch)
+	}
+	if _, found := g.Member("s1"); found || !slices.Equal(g.MemberIDs(), []string{"s2"}) {
+		t.Fatalf("members %v after the replacement", g.MemberIDs())
+	}
+	// A leave for good (-1) by instance frees everything and bumps the epoch.
+	ok(t, g.Heartbeat(now, HeartbeatRequest{MemberID: "s2", MemberEpoch: LeaveEpoch, InstanceID: str("i1")}, w.lookup))
+	if len(g.MemberIDs()) != 0 || g.Epoch() != epoch+1 || g.State() != "Empty" {
+		t.Fatalf("after leave: members %v epoch %d state %s", g.MemberIDs(), g.Epoch(), g.State())
+	}
+}
+
+func TestLeaveFreesPartitions(t *testing.T) {
+	w, g, now := newWorld(), newGroup(0), t0
+	r1 := ok(t, g.Heartbeat(now, joinReq("m1", "a"), w.lookup))
+	ok(t, g.Heartbeat(now, joinReq("m2", "a"), w.lookup))
+	r1 = ok(t, g.Heartbeat(now, hbReq("m1", 1, r1.Assignment), w.lookup)) // asked to revoke
+	r1 = ok(t, g.Heartbeat(now, hbReq("m1", 1, r1.Assignment), w.lookup)) // revoked
+	r2 := ok(t, g.Heartbeat(now, hbReq("m2", 2, nil), w.lookup))
+	if fmtA(r1.Assignment) != "" && r1.HasAssignment || fmtA(r2.Assignment) != "a2,3" {
+		t.Fatalf("before leave: m1 %+v m2 %+v", r1, r2)
+	}
+	before := g.Epoch()
+	r := ok(t, g.Heartbeat(now, HeartbeatRequest{MemberID: "m2", MemberEpoch: LeaveEpoch}, w.lookup))
+	if r.MemberEpoch != LeaveEpoch || g.Epoch() != before+1 {
+		t.Fatalf("leave: %+v epoch %d", r, g.Epoch())
+	}
+	// m2's partitions are free at once: m1 gets them on its next heartbeat.
+	r1 = ok(t, g.Heartbeat(now, hbReq("m1", 2, assignor.Assignment{tid(1): {0, 1}}), w.lookup))
+	if r1.MemberEpoch != before+1 || fmtA(r1.Assignment) != "a0,1,2,3" || g.State() != "Stable" {
+		t.Fatalf("after leave: %+v %s", r1, g.State())
+	}
+}
+
+func TestSessionAndRebalanceTimeouts(t *testing.T) {
+	w, g, now := newWorld(), newGroup(0), t0
+	r1 := ok(t, g.Heartbeat(now, joinReq("m1", "a"), w.lookup))
+	now = now.Add(10 * time.Second)
+	ok(t, g.Heartbeat(now, joinReq("m2", "a"), w.lookup))
+	if d := g.NextDeadline(); !d.Equal(t0.Add(45 * time.Second)) {
+		t.Fatalf("next deadline %v", d)
+	}
+	// m1 is asked to revoke (rebalance timeout 30 s from now) ...
+	now = now.Add(time.Second)
+	ok(t, g.Heartbeat(now, hbReq("m1", 1, r1.Assignment), w.lookup))
+	if d := g.NextDeadline(); !d.Equal(now.Add(30 * time.Second)) {
+		t.Fatalf("next deadline %v, want the rebalance timeout", d)
+	}
+	// ... keeps heartbeating without revoking, and is fenced when it passes.
+	for i := range 5 {
+		now = now.Add(5 * time.Second)
+		ok(t, g.Heartbeat(now, hbReq("m1", 1, r1.Assignment), w.lookup))
+		ok(t, g.Heartbeat(now, hbReq("m2", 2, nil), w.lookup))
+		if fenced := g.Tick(now); len(fenced) != 0 {
+			t.Fatalf("fenced %v after %d heartbeats", fenced, i+1)
+		}
+	}
+	now = now.Add(5 * time.Second)
+	if fenced := g.Tick(now); !slices.Equal(fenced, []string{"m1"}) {
+		t.Fatalf("fenced %v, want m1 (rebalance timeout)", fenced)
+	}
+	wantErr(t, g.Heartbeat(now, hbReq("m1", 1, r1.Assignment), w.lookup), kerr.UnknownMemberID)
+	r2 := ok(t, g.Heartbeat(now, hbReq("m2", 2, nil), w.lookup))
+	if fmtA(r2.Assignment) != "a0,1,2,3" {
+		t.Fatalf("m2 after m1's fencing: %+v", r2)
+	}
+	// m2 stops heartbeating: its session expires.
+	if fenced := g.Tick(now.Add(44 * time.Second)); len(fenced) != 0 {
+		t.Fatalf("fenced %v before the session timeout", fenced)
+	}
+	if fenced := g.Tick(now.Add(45 * time.Second)); !slices.Equal(fenced, []string{"m2"}) || g.State() != "Empty" {
+		t.Fatalf("fenced %v, state %s", fenced, g.State())
+	}
+	if !g.NextDeadline().IsZero() {
+		t.Fatalf("deadline %v in an empty group", g.NextDeadline())
+	}
+}
+
+func TestMetadataAndSubscriptionChanges(t *testing.T) {
+	w, g, now := newWorld(), newGroup(0), t0
+	r := ok(t, g.Heartbeat(now, joinReq("m1", "a", "missing"), w.lookup))
+	if fmtA(r.Assignment) != "a0,1,2,3" || g.Epoch() != 1 {
+		t.Fatalf("join: %+v", r)
+	}
+	own := r.Assignment
+	// Nothing changed: no new epoch.
+	ok(t, g.Heartbeat(now, hbReq("m1", 1, own), w.lookup))
+	if g.Epoch() != 1 {
+		t.Fatalf("epoch %d without a change", g.Epoch())
+	}
+	// The subscribed topic appears and a grows: a new epoch, more partitions.
+	w["missing"] = assignor.Topic{ID: tid(3), Partitions: 1}
+	a := w["a"]
+	a.Partitions = 5
+	w["a"] = a
+	r = ok(t, g.Heartbeat(now, hbReq("m1", 1, own), w.lookup))
+	if g.Epoch() != 2 || r.MemberEpoch != 2 || fmtA(r.Assignment) != "a0,1,2,3,4 c0" {
+		t.Fatalf("after metadata change: epoch %d %+v", g.Epoch(), r)
+	}
+	own = r.Assignment
+	// The member drops topic "missing" from its subscription: revoke c0.
+	req := hbReq("m1", 2, own)
+	req.SubscribedTopicNames = []string{"a"}
+	r = ok(t, g.Heartbeat(now, req, w.lookup))
+	if g.Epoch() != 3 || r.MemberEpoch != 2 || fmtA(r.Assignment) != "a0,1,2,3,4" || member(t, g, "m1").State != UnrevokedPartitions {
+		t.Fatalf("after unsubscribing: epoch %d %+v", g.Epoch(), r)
+	}
+	r = ok(t, g.Heartbeat(now, hbReq("m1", 2, r.Assignment), w.lookup))
+	if r.MemberEpoch != 3 || g.State() != "Stable" {
+		t.Fatalf("after revoking: %+v %s", r, g.State())
+	}
+}
+
+func TestServerAssignorChoice(t *testing.T) {
+	w, g, now := world{"a": {ID: tid(1), Partitions: 2}, "b": {ID: tid(2), Partitions: 2}}, newGroup(0), t0
+	join := func(id string) HeartbeatRequest {
+		r := joinReq(id, "a", "b")
+		r.ServerAssignor = str("range")
+		return r
+	}
+	ok(t, g.Heartbeat(now, join("m1"), w.lookup))
+	ok(t, g.Heartbeat(now, join("m2"), w.lookup))
+	// range co-partitions: each member gets the same partition of a and b;
+	// uniform would give m1 a0,1 and m2 b0,1.
+	if fmtA(g.Target("m1")) != "a0 b0" || fmtA(g.Target("m2")) != "a1 b1" {
+		t.Fatalf("targets m1 %s m2 %s, want range's", fmtA(g.Target("m1")), fmtA(g.Target("m2")))
+	}
+}
+
+// sim is a simulated client. It owns what its last answer assigned,
+// plus, when it revokes slowly, the partitions it was told to give up
+// and has not finished revoking (it keeps reporting them meanwhile, as a
+// consumer committing before it lets go does).
+type sim struct {
+	id       string
+	epoch    int32
+	owned    assignor.Assignment
+	revoking assignor.Assignment
+	alive    bool
+}
+
+func (c *sim) drop() { c.owned, c.revoking, c.epoch = assignor.Assignment{}, assignor.Assignment{}, 0 }
+
+// heartbeat sends one heartbeat; finish ends a slow revocation first,
+// slow makes the revocations this answer asks for slow.
+func (c *sim) heartbeat(g *Group, now time.Time, w world, topics []string, finish, slow bool) HeartbeatResponse {
+	if finish && len(c.revoking) > 0 {
+		for t, ps := range c.revoking {
+			c.owned[t] = slices.DeleteFunc(c.owned[t], func(p int32) bool { return slices.Contains(ps, p) })
+			if len(c.owned[t]) == 0 {
+				delete(c.owned, t)
+			}
+		}
+		c.revoking = assignor.Assignment{}
+	}
+	req := hbReq(c.id, c.epoch, c.owned)
+	if c.epoch == 0 {
+		req = joinReq(c.id, topics...)
+	}
+	r := g.Heartbeat(now, req, w.lookup)
+	switch {
+	case r.ErrorCode == kerr.FencedMemberEpoch.Code || r.ErrorCode == kerr.UnknownMemberID.Code:
+		c.drop()
+	case r.ErrorCode != 0:
+	default:
+		c.epoch = r.MemberEpoch
+		if !r.HasAssignment {
+			break
+		}
+		next := cloneAssignment(r.Assignment)
+		for t, ps := range c.owned {
+			for _, p := range ps {
+				if !slices.Contains(next[t], p) && (slow || slices.Contains(c.revoking[t], p)) {
+					next[t] = append(next[t], p)
+					if !slices.Contains(c.revoking[t], p) {
+						c.revoking[t] = append(c.revoking[t], p)
+					}
+				}
+			}
+		}
+		c.owned = next
+	}
+	return r
+}
+
+// TestNoPartitionHasTwoOwners drives random joins, heartbeats, leaves,
+// kills, clock moves and topic growth, and checks after every step that
+// no partition is owned by two clients (nor held by two members in the
+// coordinator), that what a client owns the coordinator knows it holds,
+// and at the end that the group converges: Stable, every partition owned
+// once.
+func TestNoPartitionHasTwoOwners(t *testing.T) {
+	rapid.Check(t, func(rt *rapid.T) {
+		w, g, now := newWorld(), newGroup(0), t0
+		topics := []string{"a", "b"}
+		var clients []*sim
+		alive := func() []*sim {
+			var out []*sim
+			for _, c := range clients {
+				if c.alive {
+					out = append(out, c)
+				}
+			}
+			return out
+		}
+		check := func(step string) {
+			seen := map[tp]string{}
+			for _, c := range alive() {
+				for t, ps := range c.owned {
+					for _, p := range ps {
+						if o, dup := seen[tp{t, p}]; dup {
+							rt.Fatalf("%s: partition %x-%d owned by %s and %s", step, t[15], p, o, c.id)
+						}
+						seen[tp{t, p}] = c.id
+					}
+				}
+				if m, found := g.Member(c.id); found {
+					for t, ps := range c.owned {
+						for _, p := range ps {
+							if !slices.Contains(m.Assigned[t], p) && !slices.Contains(m.PendingRevocation[t], p) {
+								rt.Fatalf("%s: %s owns %x-%d the coordinator does not know of", step, c.id, t[15], p)
+							}
+						}
+					}
+				}
+			}
+			held := map[tp]string{}
+			for _, id := range g.MemberIDs() {
+				m, _ := g.Member(id)
+				for _, a := range []assignor.Assignment{m.Assigned, m.PendingRevocation} {
+					for t, ps := range a {
+						for _, p := range ps {
+							if o, dup := held[tp{t, p}]; dup {
+								rt.Fatalf("%s: coordinator has %x-%d with %s and %s", step, t[15], p, o, id)
+							}
+							held[tp{t, p}] = id
+						}
+					}
+				}
+			}
+		}
+		steps := rapid.IntRange(1, 60).Draw(rt, "steps")
+		for i := range steps {
+			live := alive()
+			switch op := rapid.IntRange(0, 9).Draw(rt, "op"); {
+			case op == 0 || len(live) == 0:
+				c := &sim{id: fmt.Sprintf("c%d", len(clients)), owned: assignor.Assignment{}, revoking: assignor.Assignment{}, alive: true}
+				clients = append(clients, c)
+				c.heartbeat(g, now, w, topics, false, false)
+			case op <= 5:
+				c := live[rapid.IntRange(0, len(live)-1).Draw(rt, "who")]
+				c.heartbeat(g, now, w, topics, rapid.Bool().Draw(rt, "finish revoking"), rapid.Bool().Draw(rt, "revoke slowly"))
+			case op == 6:
+				c := live[rapid.IntRange(0, len(live)-1).Draw(rt, "leaver")]
+				c.alive = false
+				g.Heartbeat(now, HeartbeatRequest{MemberID: c.id, MemberEpoch: LeaveEpoch}, w.lookup)
+			case op == 7:
+				// SIGKILL: the process is gone, the coordinator finds out by
+				// the session timeout.
+				live[rapid.IntRange(0, len(live)-1).Draw(rt, "victim")].alive = false
+			case op == 8:
+				now = now.Add(time.Duration(rapid.IntRange(1, 20).Draw(rt, "seconds")) * time.Second)
+				for _, id := range g.Tick(now) {
+					// A fenced member's client is told on its next heartbeat;
+					// it stops processing when its session is gone.
+					for _, c := range clients {
+						if c.id == id {
+							c.drop()
+						}
+					}
+				}
+			case op == 9:
+				top := w["a"]
+				top.Partitions += int32(rapid.IntRange(1, 3).Draw(rt, "grow"))
+				w["a"] = top
+			}
+			check(fmt.Sprintf("step %d", i))
+		}
+		// Let every live client heartbeat until the group settles.
+		live := alive()
+		if len(live) == 0 {
+			return
+		}
+		for round := range 20 {
+			for _, c := range live {
+				c.heartbeat(g, now, w, topics, true, false)
+				check(fmt.Sprintf("settling round %d", round))
+			}
+		}
+		now = now.Add(time.Minute)
+		g.Tick(now) // the killed members' sessions expire
+		for round := range 20 {
+			for _, c := range live {
+				now = now.Add(time.Second)
+				c.heartbeat(g, now, w, topics, true, false)
+				check(fmt.Sprintf("settling after expiry, round %d", round))
+			}
+		}
+		if g.State() != "Stable" {
+			rt.Fatalf("group %s after settling (epoch %d, target %d)", g.State(), g.Epoch(), g.AssignmentEpoch())
+		}
+		total := 0
+		for _, c := range live {
+			total += c.owned.Count()
+		}
+		if want := int(w["a"].Partitions + w["b"].Partitions); total != want {
+			rt.Fatalf("clients own %d partitions, want %d", total, want)
+		}
+	})
+}
