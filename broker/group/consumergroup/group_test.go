@@ -568,3 +568,51 @@ func TestNoPartitionHasTwoOwners(t *testing.T) {
 		}
 	})
 }
+
+func TestStaticMemberAwayKeepsItsPartitions(t *testing.T) {
+	w, g, now := newWorld(), newGroup(0), t0
+	sj := joinReq("s1", "a")
+	sj.InstanceID = str("i1")
+	rs := ok(t, g.Heartbeat(now, sj, w.lookup))
+	ok(t, g.Heartbeat(now, joinReq("m2", "a"), w.lookup))
+	rs = ok(t, g.Heartbeat(now, hbReq("s1", 1, rs.Assignment), w.lookup)) // revoke a2,3
+	req := hbReq("s1", 1, rs.Assignment)
+	req.InstanceID = str("i1")
+	rs = ok(t, g.Heartbeat(now, req, w.lookup))
+	ok(t, g.Heartbeat(now, hbReq("m2", 2, nil), w.lookup))
+	if fmtA(member(t, g, "s1").Assigned) != "a0,1" || fmtA(member(t, g, "m2").Assigned) != "a2,3" {
+		t.Fatalf("s1 %s m2 %s", fmtA(member(t, g, "s1").Assigned), fmtA(member(t, g, "m2").Assigned))
+	}
+	// s1 goes away for a restart (-2); a third member joins meanwhile. The
+	// away member still counts: its partitions are not handed out.
+	ok(t, g.Heartbeat(now, HeartbeatRequest{MemberID: "s1", MemberEpoch: StaticLeaveEpoch, InstanceID: str("i1")}, w.lookup))
+	now = now.Add(10 * time.Second)
+	r3 := ok(t, g.Heartbeat(now, joinReq("m3", "a"), w.lookup))
+	for range 3 {
+		ok(t, g.Heartbeat(now, hbReq("m2", member(t, g, "m2").Epoch, member(t, g, "m2").Assigned), w.lookup))
+		r3 = ok(t, g.Heartbeat(now, hbReq("m3", member(t, g, "m3").Epoch, member(t, g, "m3").Assigned), w.lookup))
+	}
+	if got := fmtA(r3.Assignment) + "|" + fmtA(member(t, g, "m2").Assigned); strings.Contains(got, "0") || strings.Contains(got, "a1") {
+		t.Fatalf("the away member's partitions were handed out: m3 %s m2 %s", fmtA(r3.Assignment), fmtA(member(t, g, "m2").Assigned))
+	}
+	// The instance comes back under a new id before its session ends and
+	// gets its partitions back.
+	sj = joinReq("s1-new", "a")
+	sj.InstanceID = str("i1")
+	rs = ok(t, g.Heartbeat(now, sj, w.lookup))
+	if !strings.Contains(fmtA(rs.Assignment), "a0") {
+		t.Fatalf("rejoined instance got %s (target %s)", fmtA(rs.Assignment), fmtA(g.Target("s1-new")))
+	}
+	// Had it not come back, its session would have fenced it.
+	if fenced := g.Tick(t0.Add(45 * time.Second)); slices.Contains(fenced, "s1") || slices.Contains(fenced, "s1-new") {
+		t.Fatalf("fenced %v", fenced)
+	}
+	g2 := newGroup(0)
+	sj = joinReq("s1", "a")
+	sj.InstanceID = str("i1")
+	ok(t, g2.Heartbeat(t0, sj, w.lookup))
+	ok(t, g2.Heartbeat(t0, HeartbeatRequest{MemberID: "s1", MemberEpoch: StaticLeaveEpoch, InstanceID: str("i1")}, w.lookup))
+	if fenced := g2.Tick(t0.Add(45 * time.Second)); !slices.Equal(fenced, []string{"s1"}) || g2.State() != "Empty" {
+		t.Fatalf("away static member not fenced at its session timeout: %v %s", fenced, g2.State())
+	}
+}
