@@ -36,10 +36,16 @@
 //     fenced; a member that does not revoke within its rebalance timeout
 //     is fenced.
 //
-// Not here yet: topic regular expressions (SubscribedTopicRegex is
-// INVALID_REQUEST, as Kafka before KIP-848's regex support), classic
-// members in a consumer group (the upgrade path), and persistence (the
-// records of group epoch, members and target assignment). The package has
+// Subscriptions are topic names, a regular expression (KIP-848's
+// server-side regex: RE2 syntax, as Kafka's RE2/J, matched against whole
+// topic names; one that does not compile is INVALID_REGULAR_EXPRESSION),
+// or both. Kafka resolves regexes in the background, batched; here they
+// are matched on every heartbeat against the names the caller passes, so
+// a new matching topic bumps the group epoch on the next heartbeat.
+//
+// Not here yet: classic members in a consumer group (the upgrade path),
+// and persistence (the records of group epoch, members and target
+// assignment). The package has
 // no goroutines, no clock (times are inputs; NextDeadline/Tick drive the
 // timers) and no I/O; member ids come from Config.NewMemberID when a v0
 // client sends none.

@@ -3,6 +3,7 @@ package consumergroup
 import (
 	"fmt"
 	"maps"
+	"regexp"
 	"slices"
 	"sort"
 	"time"
@@ -44,8 +45,14 @@ func (s MemberState) String() string {
 	return "unknown"
 }
 
-// TopicLookup resolves a subscribed topic name in the current metadata.
-type TopicLookup func(name string) (assignor.Topic, bool)
+// Metadata is the current topic metadata as a heartbeat sees it.
+type Metadata interface {
+	// Topic resolves a subscribed topic name.
+	Topic(name string) (assignor.Topic, bool)
+	// TopicNames lists the topics a regular expression may match (the
+	// caller leaves out internal topics).
+	TopicNames() []string
+}
 
 // Config is the coordinator's configuration of one group.
 type Config struct {
@@ -66,6 +73,7 @@ type Member struct {
 	State                  MemberState
 	RebalanceTimeout       time.Duration
 	SubscribedTopicNames   []string // sorted, unique
+	SubscribedTopicRegex   string   // "" when none; matched against whole topic names
 	ServerAssignor         string   // "" when the member names none
 	// Assigned are the partitions the member owns; PendingRevocation the
 	// ones it still owns but must give up.
@@ -74,6 +82,21 @@ type Member struct {
 	sessionDeadline   time.Time
 	rebalanceDeadline time.Time // zero: no revocation pending
 	rebalanceEpoch    int32
+	regex             *regexp.Regexp // SubscribedTopicRegex compiled
+}
+
+// subscribes reports whether the member subscribes to topic name.
+func (m *Member) subscribes(name string) bool {
+	if _, found := slices.BinarySearch(m.SubscribedTopicNames, name); found {
+		return true
+	}
+	return m.regex != nil && m.regex.MatchString(name)
+}
+
+// compileRegex compiles a SubscribedTopicRegex as Kafka matches it: the
+// whole topic name. Go's regexp is RE2, the syntax RE2/J (Kafka's) follows.
+func compileRegex(re string) (*regexp.Regexp, error) {
+	return regexp.Compile("^(?:" + re + ")$")
 }
 
 func (m *Member) clone() *Member {
@@ -208,8 +231,8 @@ func (g *Group) validate(r *HeartbeatRequest) (HeartbeatResponse, bool) {
 		return fail(kerr.InvalidRequest, "InstanceId can't be empty."), false
 	case r.RackID != nil && *r.RackID == "":
 		return fail(kerr.InvalidRequest, "RackId can't be empty."), false
-	case r.SubscribedTopicRegex != nil:
-		return fail(kerr.InvalidRequest, "SubscribedTopicRegex is not supported yet."), false
+	case r.SubscribedTopicRegex != nil && *r.SubscribedTopicRegex == "":
+		return fail(kerr.InvalidRequest, "SubscribedTopicRegex can't be empty."), false
 	}
 	switch e := r.MemberEpoch; {
 	case e > 0 || e == LeaveEpoch:
@@ -222,8 +245,8 @@ func (g *Group) validate(r *HeartbeatRequest) (HeartbeatResponse, bool) {
 			return fail(kerr.InvalidRequest, "RebalanceTimeoutMs must be provided in first request."), false
 		case r.Owned == nil || len(r.Owned) > 0:
 			return fail(kerr.InvalidRequest, "TopicPartitions must be empty when (re-)joining."), false
-		case len(r.SubscribedTopicNames) == 0:
-			return fail(kerr.InvalidRequest, "SubscribedTopicNames must be set in first request."), false
+		case len(r.SubscribedTopicNames) == 0 && r.SubscribedTopicRegex == nil:
+			return fail(kerr.InvalidRequest, "SubscribedTopicNames or SubscribedTopicRegex must be set in first request."), false
 		}
 	case e == StaticLeaveEpoch:
 		if r.MemberID == "" {
@@ -292,9 +315,9 @@ func isSubset(owned []TopicPartitions, a assignor.Assignment) bool {
 	return true
 }
 
-// Heartbeat handles one ConsumerGroupHeartbeat at now; lookup resolves the
-// subscribed topics in the current metadata.
-func (g *Group) Heartbeat(now time.Time, r HeartbeatRequest, lookup TopicLookup) HeartbeatResponse {
+// Heartbeat handles one ConsumerGroupHeartbeat at now against the current
+// topic metadata md.
+func (g *Group) Heartbeat(now time.Time, r HeartbeatRequest, md Metadata) HeartbeatResponse {
 	if resp, ok := g.validate(&r); !ok {
 		return resp
 	}
@@ -377,13 +400,21 @@ func (g *Group) Heartbeat(now time.Time, r HeartbeatRequest, lookup TopicLookup)
 		slices.Sort(names)
 		updated.SubscribedTopicNames = slices.Compact(names)
 	}
+	if r.SubscribedTopicRegex != nil && *r.SubscribedTopicRegex != updated.SubscribedTopicRegex {
+		re, err := compileRegex(*r.SubscribedTopicRegex)
+		if err != nil {
+			return fail(kerr.InvalidRegularExpression, "SubscribedTopicRegex `%s` is not a valid regular expression: %v.", *r.SubscribedTopicRegex, err)
+		}
+		updated.SubscribedTopicRegex, updated.regex = *r.SubscribedTopicRegex, re
+	}
 	updated.ClientID, updated.ClientHost = r.ClientID, r.ClientHost
-	bump := member == nil || !slices.Equal(member.SubscribedTopicNames, updated.SubscribedTopicNames)
+	bump := member == nil || !slices.Equal(member.SubscribedTopicNames, updated.SubscribedTopicNames) ||
+		member.SubscribedTopicRegex != updated.SubscribedTopicRegex
 
 	// 2. The subscribed topics as the metadata has them now: a topic
 	// created, deleted or grown bumps the epoch too.
 	members := g.membersWith(updated, replaced)
-	metadata := subscriptionMetadata(members, lookup)
+	metadata := subscriptionMetadata(members, md)
 	if !maps.Equal(metadata, g.metadata) {
 		bump = true
 	}
@@ -477,15 +508,32 @@ func (g *Group) membersWith(updated *Member, replaced string) []*Member {
 	return out
 }
 
-func subscriptionMetadata(members []*Member, lookup TopicLookup) map[string]topicMeta {
+// subscriptionMetadata is every topic some member subscribes to, by name
+// or by its regular expression, that exists now.
+func subscriptionMetadata(members []*Member, md Metadata) map[string]topicMeta {
 	out := map[string]topicMeta{}
+	add := func(n string) {
+		if _, done := out[n]; done {
+			return
+		}
+		if t, ok := md.Topic(n); ok {
+			out[n] = topicMeta{id: t.ID, partitions: t.Partitions}
+		}
+	}
+	regexes := false
 	for _, m := range members {
 		for _, n := range m.SubscribedTopicNames {
-			if _, done := out[n]; done {
-				continue
-			}
-			if t, ok := lookup(n); ok {
-				out[n] = topicMeta{id: t.ID, partitions: t.Partitions}
+			add(n)
+		}
+		regexes = regexes || m.regex != nil
+	}
+	if regexes {
+		for _, n := range md.TopicNames() {
+			for _, m := range members {
+				if m.regex != nil && m.regex.MatchString(n) {
+					add(n)
+					break
+				}
 			}
 		}
 	}
@@ -528,9 +576,9 @@ func (g *Group) computeTarget(members []*Member, metadata map[string]topicMeta, 
 		if am.Current == nil && replaced != "" && m.InstanceID != "" && g.static[m.InstanceID] == replaced {
 			am.Current = g.target[replaced]
 		}
-		for _, n := range m.SubscribedTopicNames {
-			if meta, ok := metadata[n]; ok {
-				am.Topics = append(am.Topics, meta.id)
+		for _, n := range slices.Sorted(maps.Keys(metadata)) {
+			if m.subscribes(n) {
+				am.Topics = append(am.Topics, metadata[n].id)
 			}
 		}
 		in.Members = append(in.Members, am)
@@ -601,10 +649,11 @@ func (g *Group) fence(id string) {
 // subscriptionMetadataOf keeps the topics some member still subscribes to.
 func subscriptionMetadataOf(old map[string]topicMeta, members []*Member) map[string]topicMeta {
 	out := map[string]topicMeta{}
-	for _, m := range members {
-		for _, n := range m.SubscribedTopicNames {
-			if meta, ok := old[n]; ok {
+	for n, meta := range old {
+		for _, m := range members {
+			if m.subscribes(n) {
 				out[n] = meta
+				break
 			}
 		}
 	}

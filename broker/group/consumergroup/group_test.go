@@ -21,7 +21,8 @@ func tid(b byte) assignor.TopicID { return assignor.TopicID{15: b} }
 // create or grow topics.
 type world map[string]assignor.Topic
 
-func (w world) lookup(n string) (assignor.Topic, bool) { t, ok := w[n]; return t, ok }
+func (w world) Topic(n string) (assignor.Topic, bool) { t, ok := w[n]; return t, ok }
+func (w world) TopicNames() []string                  { return slices.Sorted(maps.Keys(w)) }
 
 func newWorld() world {
 	return world{"a": {ID: tid(1), Name: "a", Partitions: 4}, "b": {ID: tid(2), Name: "b", Partitions: 2}}
@@ -97,7 +98,7 @@ func member(t *testing.T, g *Group, id string) Member {
 
 func TestJoinAndIncrementalRebalance(t *testing.T) {
 	w, g, now := newWorld(), newGroup(0), t0
-	r := ok(t, g.Heartbeat(now, joinReq("m1", "a", "b"), w.lookup))
+	r := ok(t, g.Heartbeat(now, joinReq("m1", "a", "b"), w))
 	if r.MemberEpoch != 1 || g.Epoch() != 1 || g.AssignmentEpoch() != 1 || !r.HasAssignment || fmtA(r.Assignment) != "a0,1,2,3 b0,1" || g.State() != "Stable" {
 		t.Fatalf("first join: %+v, group epoch %d/%d %s", r, g.Epoch(), g.AssignmentEpoch(), g.State())
 	}
@@ -108,7 +109,7 @@ func TestJoinAndIncrementalRebalance(t *testing.T) {
 
 	// m2 joins: epoch 2, a new target, but m1 still holds everything, so
 	// m2 is at epoch 2 with nothing yet (unreleased).
-	r2 := ok(t, g.Heartbeat(now, joinReq("m2", "a", "b"), w.lookup))
+	r2 := ok(t, g.Heartbeat(now, joinReq("m2", "a", "b"), w))
 	if r2.MemberEpoch != 2 || !r2.HasAssignment || fmtA(r2.Assignment) != "" || member(t, g, "m2").State != UnreleasedPartitions {
 		t.Fatalf("second join: %+v %v", r2, member(t, g, "m2").State)
 	}
@@ -116,26 +117,26 @@ func TestJoinAndIncrementalRebalance(t *testing.T) {
 		t.Fatalf("target m1 %s m2 %s, state %s", fmtA(g.Target("m1")), fmtA(g.Target("m2")), g.State())
 	}
 	// m1 heartbeats: it must revoke a3 and b first, at epoch 1.
-	r = ok(t, g.Heartbeat(now, hbReq("m1", 1, m1), w.lookup))
+	r = ok(t, g.Heartbeat(now, hbReq("m1", 1, m1), w))
 	if r.MemberEpoch != 1 || !r.HasAssignment || fmtA(r.Assignment) != "a0,1,2" || member(t, g, "m1").State != UnrevokedPartitions {
 		t.Fatalf("m1 asked to revoke: %+v", r)
 	}
 	// m2 still gets nothing: m1 has not said it revoked.
-	r2 = ok(t, g.Heartbeat(now, hbReq("m2", 2, nil), w.lookup))
+	r2 = ok(t, g.Heartbeat(now, hbReq("m2", 2, nil), w))
 	if r2.HasAssignment || member(t, g, "m2").State != UnreleasedPartitions {
 		t.Fatalf("m2 before the revocation: %+v", r2)
 	}
 	// A heartbeat that still reports the revoked partitions changes nothing.
-	r = ok(t, g.Heartbeat(now, hbReq("m1", 1, m1), w.lookup))
+	r = ok(t, g.Heartbeat(now, hbReq("m1", 1, m1), w))
 	if r.MemberEpoch != 1 || r.HasAssignment {
 		t.Fatalf("m1 still owning: %+v", r)
 	}
 	m1 = assignor.Assignment{tid(1): {0, 1, 2}}
-	r = ok(t, g.Heartbeat(now, hbReq("m1", 1, m1), w.lookup))
+	r = ok(t, g.Heartbeat(now, hbReq("m1", 1, m1), w))
 	if r.MemberEpoch != 2 || r.HasAssignment || member(t, g, "m1").State != Stable {
 		t.Fatalf("m1 after revoking: %+v", r)
 	}
-	r2 = ok(t, g.Heartbeat(now, hbReq("m2", 2, assignor.Assignment{}), w.lookup))
+	r2 = ok(t, g.Heartbeat(now, hbReq("m2", 2, assignor.Assignment{}), w))
 	if r2.MemberEpoch != 2 || !r2.HasAssignment || fmtA(r2.Assignment) != "a3 b0,1" || g.State() != "Stable" {
 		t.Fatalf("m2 after the release: %+v, %s", r2, g.State())
 	}
@@ -143,18 +144,18 @@ func TestJoinAndIncrementalRebalance(t *testing.T) {
 
 func TestEpochFencing(t *testing.T) {
 	w, g, now := newWorld(), newGroup(0), t0
-	r := ok(t, g.Heartbeat(now, joinReq("m1", "a"), w.lookup))
+	r := ok(t, g.Heartbeat(now, joinReq("m1", "a"), w))
 	all := r.Assignment
 	// The join's answer was lost: the client joins again with epoch 0 and
 	// the same id, owning nothing (a subset): accepted, at epoch 1.
-	if r := ok(t, g.Heartbeat(now, joinReq("m1", "a"), w.lookup)); r.MemberEpoch != 1 {
+	if r := ok(t, g.Heartbeat(now, joinReq("m1", "a"), w)); r.MemberEpoch != 1 {
 		t.Fatalf("repeated join: %+v", r)
 	}
-	wantErr(t, g.Heartbeat(now, hbReq("m1", 2, all), w.lookup), kerr.FencedMemberEpoch)
+	wantErr(t, g.Heartbeat(now, hbReq("m1", 2, all), w), kerr.FencedMemberEpoch)
 	// m2 joins; m1 revokes and moves to epoch 2 (previous 1).
-	ok(t, g.Heartbeat(now, joinReq("m2", "a"), w.lookup))
-	r = ok(t, g.Heartbeat(now, hbReq("m1", 1, all), w.lookup))
-	r = ok(t, g.Heartbeat(now, hbReq("m1", 1, r.Assignment), w.lookup))
+	ok(t, g.Heartbeat(now, joinReq("m2", "a"), w))
+	r = ok(t, g.Heartbeat(now, hbReq("m1", 1, all), w))
+	r = ok(t, g.Heartbeat(now, hbReq("m1", 1, r.Assignment), w))
 	if m := member(t, g, "m1"); m.Epoch != 2 || m.PreviousEpoch != 1 || fmtA(m.Assigned) != "a0,1" {
 		t.Fatalf("m1 %+v", m)
 	}
@@ -178,13 +179,13 @@ func TestEpochFencing(t *testing.T) {
 		if tc.epoch == 0 {
 			req = joinReq("m1", "a")
 		}
-		r := g.Heartbeat(now, req, w.lookup)
+		r := g.Heartbeat(now, req, w)
 		if tc.want == nil && r.ErrorCode != 0 || tc.want != nil && r.ErrorCode != tc.want.Code {
 			t.Errorf("%s: %v (%s)", tc.name, kerr.ErrorForCode(r.ErrorCode), r.ErrorMessage)
 		}
 	}
-	wantErr(t, g.Heartbeat(now, hbReq("nobody", 1, nil), w.lookup), kerr.UnknownMemberID)
-	wantErr(t, g.Heartbeat(now, HeartbeatRequest{MemberID: "nobody", MemberEpoch: LeaveEpoch}, w.lookup), kerr.UnknownMemberID)
+	wantErr(t, g.Heartbeat(now, hbReq("nobody", 1, nil), w), kerr.UnknownMemberID)
+	wantErr(t, g.Heartbeat(now, HeartbeatRequest{MemberID: "nobody", MemberEpoch: LeaveEpoch}, w), kerr.UnknownMemberID)
 	// Fencing answers change nothing: m1 is still there at epoch 2.
 	if m := member(t, g, "m1"); m.Epoch != 2 {
 		t.Fatalf("m1 after refusals: %+v", m)
@@ -200,7 +201,6 @@ func TestValidation(t *testing.T) {
 	}{
 		{"empty instance id", func() HeartbeatRequest { r := joinReq("m", "a"); r.InstanceID = str(""); return r }(), kerr.InvalidRequest},
 		{"empty rack", func() HeartbeatRequest { r := joinReq("m", "a"); r.RackID = str(""); return r }(), kerr.InvalidRequest},
-		{"regex", func() HeartbeatRequest { r := joinReq("m", "a"); r.SubscribedTopicRegex = str("a.*"); return r }(), kerr.InvalidRequest},
 		{"join without a rebalance timeout", func() HeartbeatRequest { r := joinReq("m", "a"); r.RebalanceTimeoutMs = -1; return r }(), kerr.InvalidRequest},
 		{"join owning partitions", func() HeartbeatRequest {
 			r := joinReq("m", "a")
@@ -209,12 +209,14 @@ func TestValidation(t *testing.T) {
 		}(), kerr.InvalidRequest},
 		{"join with owned null", func() HeartbeatRequest { r := joinReq("m", "a"); r.Owned = nil; return r }(), kerr.InvalidRequest},
 		{"join without topics", joinReq("m"), kerr.InvalidRequest},
+		{"empty regex", func() HeartbeatRequest { r := joinReq("m", "a"); r.SubscribedTopicRegex = str(""); return r }(), kerr.InvalidRequest},
+		{"regex that does not compile", func() HeartbeatRequest { r := joinReq("m"); r.SubscribedTopicRegex = str("a(b"); return r }(), kerr.InvalidRegularExpression},
 		{"epoch -3", HeartbeatRequest{MemberID: "m", MemberEpoch: -3}, kerr.InvalidRequest},
 		{"heartbeat without member id", hbReq("", 3, nil), kerr.InvalidRequest},
 		{"static leave without instance", HeartbeatRequest{MemberID: "m", MemberEpoch: StaticLeaveEpoch}, kerr.InvalidRequest},
 		{"unknown assignor", func() HeartbeatRequest { r := joinReq("m", "a"); r.ServerAssignor = str("sticky"); return r }(), kerr.UnsupportedAssignor},
 	} {
-		r := g.Heartbeat(now, tc.req, w.lookup)
+		r := g.Heartbeat(now, tc.req, w)
 		if r.ErrorCode != tc.want.Code {
 			t.Errorf("%s: %v (%s), want %v", tc.name, kerr.ErrorForCode(r.ErrorCode), r.ErrorMessage, tc.want)
 		}
@@ -223,7 +225,7 @@ func TestValidation(t *testing.T) {
 		t.Fatalf("refused requests changed the group: members %v epoch %d", g.MemberIDs(), g.Epoch())
 	}
 	// A v0 client sends no member id: the coordinator names it.
-	r := ok(t, g.Heartbeat(now, joinReq("", "a"), w.lookup))
+	r := ok(t, g.Heartbeat(now, joinReq("", "a"), w))
 	if r.MemberID != "gen-1" {
 		t.Errorf("generated member id %q", r.MemberID)
 	}
@@ -231,32 +233,32 @@ func TestValidation(t *testing.T) {
 
 func TestMaxSize(t *testing.T) {
 	w, g, now := newWorld(), newGroup(1), t0
-	ok(t, g.Heartbeat(now, joinReq("m1", "a"), w.lookup))
-	wantErr(t, g.Heartbeat(now, joinReq("m2", "a"), w.lookup), kerr.GroupMaxSizeReached)
-	ok(t, g.Heartbeat(now, hbReq("m1", 1, assignor.Assignment{tid(1): {0, 1, 2, 3}}), w.lookup))
+	ok(t, g.Heartbeat(now, joinReq("m1", "a"), w))
+	wantErr(t, g.Heartbeat(now, joinReq("m2", "a"), w), kerr.GroupMaxSizeReached)
+	ok(t, g.Heartbeat(now, hbReq("m1", 1, assignor.Assignment{tid(1): {0, 1, 2, 3}}), w))
 }
 
 func TestStaticMembership(t *testing.T) {
 	w, g, now := newWorld(), newGroup(0), t0
 	join := func(id, inst string) HeartbeatRequest { r := joinReq(id, "a"); r.InstanceID = str(inst); return r }
-	r := ok(t, g.Heartbeat(now, join("s1", "i1"), w.lookup))
+	r := ok(t, g.Heartbeat(now, join("s1", "i1"), w))
 	owned := r.Assignment
 	// The instance is held: another member id cannot take it.
-	wantErr(t, g.Heartbeat(now, join("s2", "i1"), w.lookup), kerr.UnreleasedInstanceID)
+	wantErr(t, g.Heartbeat(now, join("s2", "i1"), w), kerr.UnreleasedInstanceID)
 	// A heartbeat with the instance under another member id is fenced.
 	req := hbReq("s2", 1, owned)
 	req.InstanceID = str("i1")
-	wantErr(t, g.Heartbeat(now, req, w.lookup), kerr.FencedInstanceID)
+	wantErr(t, g.Heartbeat(now, req, w), kerr.FencedInstanceID)
 	req.MemberID, req.InstanceID = "s3", str("i9")
-	wantErr(t, g.Heartbeat(now, req, w.lookup), kerr.UnknownMemberID)
+	wantErr(t, g.Heartbeat(now, req, w), kerr.UnknownMemberID)
 
 	// A temporary leave (-2) keeps the assignment for the instance.
 	leave := HeartbeatRequest{MemberID: "s1", MemberEpoch: StaticLeaveEpoch, InstanceID: str("i1")}
-	if r := ok(t, g.Heartbeat(now, leave, w.lookup)); r.MemberEpoch != StaticLeaveEpoch {
+	if r := ok(t, g.Heartbeat(now, leave, w)); r.MemberEpoch != StaticLeaveEpoch {
 		t.Fatalf("static leave answered epoch %d", r.MemberEpoch)
 	}
 	epoch := g.Epoch()
-	r = ok(t, g.Heartbeat(now, join("s2", "i1"), w.lookup))
+	r = ok(t, g.Heartbeat(now, join("s2", "i1"), w))
 	if r.MemberID != "s2" || fmtA(r.Assignment) != fmtA(owned) || g.Epoch() != epoch || r.MemberEpoch != epoch {
 		t.Fatalf("rejoin under a new id: %+v, group epoch %d (was %d)", r, g.Epoch(), epoch)
 	}
@@ -264,7 +266,7 @@ func TestStaticMembership(t *testing.T) {
 		t.Fatalf("members %v after the replacement", g.MemberIDs())
 	}
 	// A leave for good (-1) by instance frees everything and bumps the epoch.
-	ok(t, g.Heartbeat(now, HeartbeatRequest{MemberID: "s2", MemberEpoch: LeaveEpoch, InstanceID: str("i1")}, w.lookup))
+	ok(t, g.Heartbeat(now, HeartbeatRequest{MemberID: "s2", MemberEpoch: LeaveEpoch, InstanceID: str("i1")}, w))
 	if len(g.MemberIDs()) != 0 || g.Epoch() != epoch+1 || g.State() != "Empty" {
 		t.Fatalf("after leave: members %v epoch %d state %s", g.MemberIDs(), g.Epoch(), g.State())
 	}
@@ -272,21 +274,21 @@ func TestStaticMembership(t *testing.T) {
 
 func TestLeaveFreesPartitions(t *testing.T) {
 	w, g, now := newWorld(), newGroup(0), t0
-	r1 := ok(t, g.Heartbeat(now, joinReq("m1", "a"), w.lookup))
-	ok(t, g.Heartbeat(now, joinReq("m2", "a"), w.lookup))
-	r1 = ok(t, g.Heartbeat(now, hbReq("m1", 1, r1.Assignment), w.lookup)) // asked to revoke
-	r1 = ok(t, g.Heartbeat(now, hbReq("m1", 1, r1.Assignment), w.lookup)) // revoked
-	r2 := ok(t, g.Heartbeat(now, hbReq("m2", 2, nil), w.lookup))
+	r1 := ok(t, g.Heartbeat(now, joinReq("m1", "a"), w))
+	ok(t, g.Heartbeat(now, joinReq("m2", "a"), w))
+	r1 = ok(t, g.Heartbeat(now, hbReq("m1", 1, r1.Assignment), w)) // asked to revoke
+	r1 = ok(t, g.Heartbeat(now, hbReq("m1", 1, r1.Assignment), w)) // revoked
+	r2 := ok(t, g.Heartbeat(now, hbReq("m2", 2, nil), w))
 	if fmtA(r1.Assignment) != "" && r1.HasAssignment || fmtA(r2.Assignment) != "a2,3" {
 		t.Fatalf("before leave: m1 %+v m2 %+v", r1, r2)
 	}
 	before := g.Epoch()
-	r := ok(t, g.Heartbeat(now, HeartbeatRequest{MemberID: "m2", MemberEpoch: LeaveEpoch}, w.lookup))
+	r := ok(t, g.Heartbeat(now, HeartbeatRequest{MemberID: "m2", MemberEpoch: LeaveEpoch}, w))
 	if r.MemberEpoch != LeaveEpoch || g.Epoch() != before+1 {
 		t.Fatalf("leave: %+v epoch %d", r, g.Epoch())
 	}
 	// m2's partitions are free at once: m1 gets them on its next heartbeat.
-	r1 = ok(t, g.Heartbeat(now, hbReq("m1", 2, assignor.Assignment{tid(1): {0, 1}}), w.lookup))
+	r1 = ok(t, g.Heartbeat(now, hbReq("m1", 2, assignor.Assignment{tid(1): {0, 1}}), w))
 	if r1.MemberEpoch != before+1 || fmtA(r1.Assignment) != "a0,1,2,3" || g.State() != "Stable" {
 		t.Fatalf("after leave: %+v %s", r1, g.State())
 	}
@@ -294,23 +296,23 @@ func TestLeaveFreesPartitions(t *testing.T) {
 
 func TestSessionAndRebalanceTimeouts(t *testing.T) {
 	w, g, now := newWorld(), newGroup(0), t0
-	r1 := ok(t, g.Heartbeat(now, joinReq("m1", "a"), w.lookup))
+	r1 := ok(t, g.Heartbeat(now, joinReq("m1", "a"), w))
 	now = now.Add(10 * time.Second)
-	ok(t, g.Heartbeat(now, joinReq("m2", "a"), w.lookup))
+	ok(t, g.Heartbeat(now, joinReq("m2", "a"), w))
 	if d := g.NextDeadline(); !d.Equal(t0.Add(45 * time.Second)) {
 		t.Fatalf("next deadline %v", d)
 	}
 	// m1 is asked to revoke (rebalance timeout 30 s from now) ...
 	now = now.Add(time.Second)
-	ok(t, g.Heartbeat(now, hbReq("m1", 1, r1.Assignment), w.lookup))
+	ok(t, g.Heartbeat(now, hbReq("m1", 1, r1.Assignment), w))
 	if d := g.NextDeadline(); !d.Equal(now.Add(30 * time.Second)) {
 		t.Fatalf("next deadline %v, want the rebalance timeout", d)
 	}
 	// ... keeps heartbeating without revoking, and is fenced when it passes.
 	for i := range 5 {
 		now = now.Add(5 * time.Second)
-		ok(t, g.Heartbeat(now, hbReq("m1", 1, r1.Assignment), w.lookup))
-		ok(t, g.Heartbeat(now, hbReq("m2", 2, nil), w.lookup))
+		ok(t, g.Heartbeat(now, hbReq("m1", 1, r1.Assignment), w))
+		ok(t, g.Heartbeat(now, hbReq("m2", 2, nil), w))
 		if fenced := g.Tick(now); len(fenced) != 0 {
 			t.Fatalf("fenced %v after %d heartbeats", fenced, i+1)
 		}
@@ -319,8 +321,8 @@ func TestSessionAndRebalanceTimeouts(t *testing.T) {
 	if fenced := g.Tick(now); !slices.Equal(fenced, []string{"m1"}) {
 		t.Fatalf("fenced %v, want m1 (rebalance timeout)", fenced)
 	}
-	wantErr(t, g.Heartbeat(now, hbReq("m1", 1, r1.Assignment), w.lookup), kerr.UnknownMemberID)
-	r2 := ok(t, g.Heartbeat(now, hbReq("m2", 2, nil), w.lookup))
+	wantErr(t, g.Heartbeat(now, hbReq("m1", 1, r1.Assignment), w), kerr.UnknownMemberID)
+	r2 := ok(t, g.Heartbeat(now, hbReq("m2", 2, nil), w))
 	if fmtA(r2.Assignment) != "a0,1,2,3" {
 		t.Fatalf("m2 after m1's fencing: %+v", r2)
 	}
@@ -338,13 +340,13 @@ func TestSessionAndRebalanceTimeouts(t *testing.T) {
 
 func TestMetadataAndSubscriptionChanges(t *testing.T) {
 	w, g, now := newWorld(), newGroup(0), t0
-	r := ok(t, g.Heartbeat(now, joinReq("m1", "a", "missing"), w.lookup))
+	r := ok(t, g.Heartbeat(now, joinReq("m1", "a", "missing"), w))
 	if fmtA(r.Assignment) != "a0,1,2,3" || g.Epoch() != 1 {
 		t.Fatalf("join: %+v", r)
 	}
 	own := r.Assignment
 	// Nothing changed: no new epoch.
-	ok(t, g.Heartbeat(now, hbReq("m1", 1, own), w.lookup))
+	ok(t, g.Heartbeat(now, hbReq("m1", 1, own), w))
 	if g.Epoch() != 1 {
 		t.Fatalf("epoch %d without a change", g.Epoch())
 	}
@@ -353,7 +355,7 @@ func TestMetadataAndSubscriptionChanges(t *testing.T) {
 	a := w["a"]
 	a.Partitions = 5
 	w["a"] = a
-	r = ok(t, g.Heartbeat(now, hbReq("m1", 1, own), w.lookup))
+	r = ok(t, g.Heartbeat(now, hbReq("m1", 1, own), w))
 	if g.Epoch() != 2 || r.MemberEpoch != 2 || fmtA(r.Assignment) != "a0,1,2,3,4 c0" {
 		t.Fatalf("after metadata change: epoch %d %+v", g.Epoch(), r)
 	}
@@ -361,11 +363,11 @@ func TestMetadataAndSubscriptionChanges(t *testing.T) {
 	// The member drops topic "missing" from its subscription: revoke c0.
 	req := hbReq("m1", 2, own)
 	req.SubscribedTopicNames = []string{"a"}
-	r = ok(t, g.Heartbeat(now, req, w.lookup))
+	r = ok(t, g.Heartbeat(now, req, w))
 	if g.Epoch() != 3 || r.MemberEpoch != 2 || fmtA(r.Assignment) != "a0,1,2,3,4" || member(t, g, "m1").State != UnrevokedPartitions {
 		t.Fatalf("after unsubscribing: epoch %d %+v", g.Epoch(), r)
 	}
-	r = ok(t, g.Heartbeat(now, hbReq("m1", 2, r.Assignment), w.lookup))
+	r = ok(t, g.Heartbeat(now, hbReq("m1", 2, r.Assignment), w))
 	if r.MemberEpoch != 3 || g.State() != "Stable" {
 		t.Fatalf("after revoking: %+v %s", r, g.State())
 	}
@@ -378,8 +380,8 @@ func TestServerAssignorChoice(t *testing.T) {
 		r.ServerAssignor = str("range")
 		return r
 	}
-	ok(t, g.Heartbeat(now, join("m1"), w.lookup))
-	ok(t, g.Heartbeat(now, join("m2"), w.lookup))
+	ok(t, g.Heartbeat(now, join("m1"), w))
+	ok(t, g.Heartbeat(now, join("m2"), w))
 	// range co-partitions: each member gets the same partition of a and b;
 	// uniform would give m1 a0,1 and m2 b0,1.
 	if fmtA(g.Target("m1")) != "a0 b0" || fmtA(g.Target("m2")) != "a1 b1" {
@@ -417,7 +419,7 @@ func (c *sim) heartbeat(g *Group, now time.Time, w world, topics []string, finis
 	if c.epoch == 0 {
 		req = joinReq(c.id, topics...)
 	}
-	r := g.Heartbeat(now, req, w.lookup)
+	r := g.Heartbeat(now, req, w)
 	switch {
 	case r.ErrorCode == kerr.FencedMemberEpoch.Code || r.ErrorCode == kerr.UnknownMemberID.Code:
 		c.drop()
@@ -513,7 +515,7 @@ func TestNoPartitionHasTwoOwners(t *testing.T) {
 			case op == 6:
 				c := live[rapid.IntRange(0, len(live)-1).Draw(rt, "leaver")]
 				c.alive = false
-				g.Heartbeat(now, HeartbeatRequest{MemberID: c.id, MemberEpoch: LeaveEpoch}, w.lookup)
+				g.Heartbeat(now, HeartbeatRequest{MemberID: c.id, MemberEpoch: LeaveEpoch}, w)
 			case op == 7:
 				// SIGKILL: the process is gone, the coordinator finds out by
 				// the session timeout.
@@ -573,24 +575,24 @@ func TestStaticMemberAwayKeepsItsPartitions(t *testing.T) {
 	w, g, now := newWorld(), newGroup(0), t0
 	sj := joinReq("s1", "a")
 	sj.InstanceID = str("i1")
-	rs := ok(t, g.Heartbeat(now, sj, w.lookup))
-	ok(t, g.Heartbeat(now, joinReq("m2", "a"), w.lookup))
-	rs = ok(t, g.Heartbeat(now, hbReq("s1", 1, rs.Assignment), w.lookup)) // revoke a2,3
+	rs := ok(t, g.Heartbeat(now, sj, w))
+	ok(t, g.Heartbeat(now, joinReq("m2", "a"), w))
+	rs = ok(t, g.Heartbeat(now, hbReq("s1", 1, rs.Assignment), w)) // revoke a2,3
 	req := hbReq("s1", 1, rs.Assignment)
 	req.InstanceID = str("i1")
-	rs = ok(t, g.Heartbeat(now, req, w.lookup))
-	ok(t, g.Heartbeat(now, hbReq("m2", 2, nil), w.lookup))
+	rs = ok(t, g.Heartbeat(now, req, w))
+	ok(t, g.Heartbeat(now, hbReq("m2", 2, nil), w))
 	if fmtA(member(t, g, "s1").Assigned) != "a0,1" || fmtA(member(t, g, "m2").Assigned) != "a2,3" {
 		t.Fatalf("s1 %s m2 %s", fmtA(member(t, g, "s1").Assigned), fmtA(member(t, g, "m2").Assigned))
 	}
 	// s1 goes away for a restart (-2); a third member joins meanwhile. The
 	// away member still counts: its partitions are not handed out.
-	ok(t, g.Heartbeat(now, HeartbeatRequest{MemberID: "s1", MemberEpoch: StaticLeaveEpoch, InstanceID: str("i1")}, w.lookup))
+	ok(t, g.Heartbeat(now, HeartbeatRequest{MemberID: "s1", MemberEpoch: StaticLeaveEpoch, InstanceID: str("i1")}, w))
 	now = now.Add(10 * time.Second)
-	r3 := ok(t, g.Heartbeat(now, joinReq("m3", "a"), w.lookup))
+	r3 := ok(t, g.Heartbeat(now, joinReq("m3", "a"), w))
 	for range 3 {
-		ok(t, g.Heartbeat(now, hbReq("m2", member(t, g, "m2").Epoch, member(t, g, "m2").Assigned), w.lookup))
-		r3 = ok(t, g.Heartbeat(now, hbReq("m3", member(t, g, "m3").Epoch, member(t, g, "m3").Assigned), w.lookup))
+		ok(t, g.Heartbeat(now, hbReq("m2", member(t, g, "m2").Epoch, member(t, g, "m2").Assigned), w))
+		r3 = ok(t, g.Heartbeat(now, hbReq("m3", member(t, g, "m3").Epoch, member(t, g, "m3").Assigned), w))
 	}
 	if got := fmtA(r3.Assignment) + "|" + fmtA(member(t, g, "m2").Assigned); strings.Contains(got, "0") || strings.Contains(got, "a1") {
 		t.Fatalf("the away member's partitions were handed out: m3 %s m2 %s", fmtA(r3.Assignment), fmtA(member(t, g, "m2").Assigned))
@@ -599,7 +601,7 @@ func TestStaticMemberAwayKeepsItsPartitions(t *testing.T) {
 	// gets its partitions back.
 	sj = joinReq("s1-new", "a")
 	sj.InstanceID = str("i1")
-	rs = ok(t, g.Heartbeat(now, sj, w.lookup))
+	rs = ok(t, g.Heartbeat(now, sj, w))
 	if !strings.Contains(fmtA(rs.Assignment), "a0") {
 		t.Fatalf("rejoined instance got %s (target %s)", fmtA(rs.Assignment), fmtA(g.Target("s1-new")))
 	}
@@ -610,9 +612,48 @@ func TestStaticMemberAwayKeepsItsPartitions(t *testing.T) {
 	g2 := newGroup(0)
 	sj = joinReq("s1", "a")
 	sj.InstanceID = str("i1")
-	ok(t, g2.Heartbeat(t0, sj, w.lookup))
-	ok(t, g2.Heartbeat(t0, HeartbeatRequest{MemberID: "s1", MemberEpoch: StaticLeaveEpoch, InstanceID: str("i1")}, w.lookup))
+	ok(t, g2.Heartbeat(t0, sj, w))
+	ok(t, g2.Heartbeat(t0, HeartbeatRequest{MemberID: "s1", MemberEpoch: StaticLeaveEpoch, InstanceID: str("i1")}, w))
 	if fenced := g2.Tick(t0.Add(45 * time.Second)); !slices.Equal(fenced, []string{"s1"}) || g2.State() != "Empty" {
 		t.Fatalf("away static member not fenced at its session timeout: %v %s", fenced, g2.State())
+	}
+}
+
+func TestRegexSubscription(t *testing.T) {
+	w := world{"orders-eu": {ID: tid(1), Partitions: 2}, "orders-us": {ID: tid(2), Partitions: 1}, "audit": {ID: tid(3), Partitions: 1}}
+	g, now := newGroup(0), t0
+	req := joinReq("m1")
+	req.SubscribedTopicRegex = str("orders-.*")
+	r := ok(t, g.Heartbeat(now, req, w))
+	if fmtA(r.Assignment) != "a0,1 b0" {
+		t.Fatalf("regex join: %s", fmtA(r.Assignment))
+	}
+	// The regex matches whole names: "x-orders-eu" is not an orders- topic.
+	w["x-orders-eu"] = assignor.Topic{ID: tid(4), Partitions: 1}
+	r = ok(t, g.Heartbeat(now, hbReq("m1", 1, r.Assignment), w))
+	if g.Epoch() != 1 {
+		t.Fatalf("a non-matching topic bumped the epoch to %d", g.Epoch())
+	}
+	// A new matching topic bumps the epoch and is assigned.
+	w["orders-ap"] = assignor.Topic{ID: tid(3), Partitions: 1}
+	delete(w, "audit")
+	r = ok(t, g.Heartbeat(now, hbReq("m1", 1, assignor.Assignment{tid(1): {0, 1}, tid(2): {0}}), w))
+	if g.Epoch() != 2 || fmtA(r.Assignment) != "a0,1 b0 c0" {
+		t.Fatalf("new matching topic: epoch %d, %s", g.Epoch(), fmtA(r.Assignment))
+	}
+	// Names and a regex together: the union.
+	req = joinReq("m2", "x-orders-eu")
+	req.SubscribedTopicRegex = str("orders-(eu|us)")
+	ok(t, g.Heartbeat(now, req, w))
+	if got := fmtA(g.Target("m2")); !strings.Contains(got, "d0") || strings.Contains(got, "c") {
+		t.Fatalf("m2's target %s: want x-orders-eu and only eu/us orders", got)
+	}
+	// Changing the regex bumps the epoch.
+	before := g.Epoch()
+	req = hbReq("m2", member(t, g, "m2").Epoch, member(t, g, "m2").Assigned)
+	req.SubscribedTopicRegex = str("orders-us")
+	ok(t, g.Heartbeat(now, req, w))
+	if g.Epoch() != before+1 {
+		t.Fatalf("regex change: epoch %d, was %d", g.Epoch(), before)
 	}
 }
