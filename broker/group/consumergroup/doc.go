@@ -43,9 +43,13 @@
 // are matched on every heartbeat against the names the caller passes, so
 // a new matching topic bumps the group epoch on the next heartbeat.
 //
+// Failover: Export gives the durable state (group epoch, members with
+// their subscriptions and current assignments, the target assignment and
+// its epoch, the subscribed topics), Restore rebuilds a group from it with
+// every session started afresh, as a coordinator that loads a group.
+//
 // Not here yet: classic members in a consumer group (the upgrade path),
-// and persistence (the records of group epoch, members and target
-// assignment). The package has
+// and the records that would carry State through the Raft FSM. The package has
 // no goroutines, no clock (times are inputs; NextDeadline/Tick drive the
 // timers) and no I/O; member ids come from Config.NewMemberID when a v0
 // client sends none.

@@ -504,7 +504,7 @@ func TestNoPartitionHasTwoOwners(t *testing.T) {
 		steps := rapid.IntRange(1, 60).Draw(rt, "steps")
 		for i := range steps {
 			live := alive()
-			switch op := rapid.IntRange(0, 9).Draw(rt, "op"); {
+			switch op := rapid.IntRange(0, 10).Draw(rt, "op"); {
 			case op == 0 || len(live) == 0:
 				c := &sim{id: fmt.Sprintf("c%d", len(clients)), owned: assignor.Assignment{}, revoking: assignor.Assignment{}, alive: true}
 				clients = append(clients, c)
@@ -530,6 +530,12 @@ func TestNoPartitionHasTwoOwners(t *testing.T) {
 							c.drop()
 						}
 					}
+				}
+			case op == 10:
+				// The coordinator fails over: the next one loads the state.
+				var err error
+				if g, err = Restore("g", g.cfg, g.Export(), now); err != nil {
+					rt.Fatalf("restore: %v", err)
 				}
 			case op == 9:
 				top := w["a"]
@@ -655,5 +661,50 @@ func TestRegexSubscription(t *testing.T) {
 	ok(t, g.Heartbeat(now, req, w))
 	if g.Epoch() != before+1 {
 		t.Fatalf("regex change: epoch %d, was %d", g.Epoch(), before)
+	}
+}
+
+func TestExportRestore(t *testing.T) {
+	w, g, now := newWorld(), newGroup(0), t0
+	r1 := ok(t, g.Heartbeat(now, joinReq("m1", "a", "b"), w))
+	sj := joinReq("s2")
+	sj.InstanceID, sj.SubscribedTopicRegex = str("i2"), str("a|b")
+	ok(t, g.Heartbeat(now, sj, w))
+	ok(t, g.Heartbeat(now, hbReq("m1", 1, r1.Assignment), w)) // m1 revoking
+	before := g.Export()
+	later := now.Add(time.Minute)
+	g2, err := Restore("g", g.cfg, before, later)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(g2.Export()) != fmt.Sprint(before) {
+		t.Fatalf("restore changed the state:\n%v\n%v", g2.Export(), before)
+	}
+	if g2.State() != g.State() || g2.Epoch() != g.Epoch() || fmtA(g2.Target("s2")) != fmtA(g.Target("s2")) {
+		t.Fatalf("restored %s epoch %d", g2.State(), g2.Epoch())
+	}
+	// Timers start afresh: the revoking member has its rebalance timeout
+	// from the load, everyone a session from the load.
+	if d := g2.NextDeadline(); !d.Equal(later.Add(30 * time.Second)) {
+		t.Fatalf("next deadline %v", d)
+	}
+	// The group goes on where it was: m1 finishes revoking, s2 (by its
+	// regex) then gets what m1 gave up.
+	m1 := member(t, g2, "m1")
+	r := ok(t, g2.Heartbeat(later, hbReq("m1", 1, m1.Assigned), w))
+	if r.MemberEpoch != 2 {
+		t.Fatalf("m1 after failover: %+v", r)
+	}
+	req := hbReq("s2", 2, nil)
+	req.InstanceID = str("i2")
+	r = ok(t, g2.Heartbeat(later, req, w))
+	if fmtA(r.Assignment) != fmtA(g.Target("s2")) || g2.State() != "Stable" {
+		t.Fatalf("s2 after failover: %s, target %s, %s", fmtA(r.Assignment), fmtA(g.Target("s2")), g2.State())
+	}
+	// A corrupt state is refused, not half loaded.
+	bad := g2.Export()
+	bad.Members[1].Assigned = cloneAssignment(bad.Members[0].Assigned)
+	if _, err := Restore("g", g.cfg, bad, later); err == nil {
+		t.Fatal("a partition held twice was restored")
 	}
 }
