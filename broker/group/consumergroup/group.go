@@ -136,6 +136,43 @@ type Group struct {
 	target          map[string]assignor.Assignment
 	owners          map[tp]string // partition -> the member holding it (assigned or pending revocation)
 	metadata        map[string]topicMeta
+	missing         []string // subscribed names the metadata did not have
+	regexes         int      // members subscribed by regex
+}
+
+// setMetadata records the subscribed topics and which subscribed names
+// did not exist, so a steady heartbeat can tell cheaply whether either
+// moved.
+func (g *Group) setMetadata(metadata map[string]topicMeta, members []*Member) {
+	g.metadata, g.missing, g.regexes = metadata, nil, 0
+	seen := map[string]bool{}
+	for _, m := range members {
+		if m.regex != nil {
+			g.regexes++
+		}
+		for _, n := range m.SubscribedTopicNames {
+			if _, ok := metadata[n]; !ok && !seen[n] {
+				seen[n] = true
+				g.missing = append(g.missing, n)
+			}
+		}
+	}
+}
+
+// metadataMoved reports whether a known topic changed or a missing one
+// appeared.
+func (g *Group) metadataMoved(md Metadata) bool {
+	for n, meta := range g.metadata {
+		if t, ok := md.Topic(n); !ok || t.ID != meta.id || t.Partitions != meta.partitions {
+			return true
+		}
+	}
+	for _, n := range g.missing {
+		if _, ok := md.Topic(n); ok {
+			return true
+		}
+	}
+	return false
 }
 
 // New returns an empty group.
@@ -413,10 +450,15 @@ func (g *Group) Heartbeat(now time.Time, r HeartbeatRequest, md Metadata) Heartb
 
 	// 2. The subscribed topics as the metadata has them now: a topic
 	// created, deleted or grown bumps the epoch too.
-	members := g.membersWith(updated, replaced)
-	metadata := subscriptionMetadata(members, md)
-	if !maps.Equal(metadata, g.metadata) {
-		bump = true
+	// A steady heartbeat of a group without regexes only checks the topics
+	// it knows and the names it misses (the hot path: no member walk).
+	members := func() []*Member { return g.membersWith(updated, replaced) }
+	metadata := g.metadata
+	if bump || replaced != "" || updated.regex != nil || g.regexes > 0 || g.metadataMoved(md) {
+		metadata = subscriptionMetadata(members(), md)
+		if !maps.Equal(metadata, g.metadata) {
+			bump = true
+		}
 	}
 	epoch := g.epoch
 	if bump {
@@ -427,7 +469,7 @@ func (g *Group) Heartbeat(now time.Time, r HeartbeatRequest, md Metadata) Heartb
 	target := g.target
 	if epoch > g.assignmentEpoch {
 		var err error
-		if target, err = g.computeTarget(members, metadata, replaced); err != nil {
+		if target, err = g.computeTarget(members(), metadata, replaced); err != nil {
 			return fail(kerr.UnknownServerError, "Failed to compute a new target assignment for epoch %d: %v", epoch, err)
 		}
 	}
@@ -440,7 +482,10 @@ func (g *Group) Heartbeat(now time.Time, r HeartbeatRequest, md Metadata) Heartb
 		}
 		g.remove(replaced)
 	}
-	g.metadata, g.epoch = metadata, epoch
+	if !maps.Equal(metadata, g.metadata) || bump {
+		g.setMetadata(metadata, members())
+	}
+	g.epoch = epoch
 	if epoch > g.assignmentEpoch {
 		g.target, g.assignmentEpoch = target, epoch
 	}
@@ -642,7 +687,7 @@ func (g *Group) fence(id string) {
 	for _, m := range g.members {
 		members = append(members, m)
 	}
-	g.metadata = subscriptionMetadataOf(g.metadata, members)
+	g.setMetadata(subscriptionMetadataOf(g.metadata, members), members)
 	g.epoch++
 }
 

@@ -85,8 +85,14 @@ func Restore(id string, cfg Config, s State, now time.Time) (*Group, error) {
 	for _, id := range slices.Sorted(maps.Keys(s.Target)) {
 		g.target[id] = cloneAssignment(s.Target[id])
 	}
+	metadata := map[string]topicMeta{}
 	for n, t := range s.Topics {
-		g.metadata[n] = topicMeta{id: t.ID, partitions: t.Partitions}
+		metadata[n] = topicMeta{id: t.ID, partitions: t.Partitions}
 	}
+	var members []*Member
+	for _, id := range g.MemberIDs() {
+		members = append(members, g.members[id])
+	}
+	g.setMetadata(metadata, members)
 	return g, nil
 }
