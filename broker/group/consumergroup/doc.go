@@ -43,6 +43,11 @@
 // are matched on every heartbeat against the names the caller passes, so
 // a new matching topic bumps the group epoch on the next heartbeat.
 //
+// wire.go reads a kmsg ConsumerGroupHeartbeat request into a
+// HeartbeatRequest, writes the answer back, and builds the group's
+// ConsumerGroupDescribe entry, so the handlers, once registered, only
+// route.
+//
 // Failover: Export gives the durable state (group epoch, members with
 // their subscriptions and current assignments, the target assignment and
 // its epoch, the subscribed topics), Restore rebuilds a group from it with
@@ -54,6 +59,6 @@
 // timers) and no I/O; member ids come from Config.NewMemberID when a v0
 // client sends none.
 //
-//arch:imports std broker/group/assignor github.com/twmb/franz-go/pkg/kerr
+//arch:imports std broker/group/assignor github.com/twmb/franz-go/pkg/kerr github.com/twmb/franz-go/pkg/kmsg
 //arch:importers broker/...
 package consumergroup

@@ -589,26 +589,7 @@ func subscriptionMetadata(members []*Member, md Metadata) map[string]topicMeta {
 // members name (ties by name), else the configured default, as Kafka's
 // computePreferredServerAssignor.
 func (g *Group) computeTarget(members []*Member, metadata map[string]topicMeta, replaced string) (map[string]assignor.Assignment, error) {
-	counts := map[string]int{}
-	for _, m := range members {
-		if m.ServerAssignor != "" {
-			counts[m.ServerAssignor]++
-		}
-	}
-	var a assignor.Assignor
-	if len(counts) > 0 {
-		names := slices.Sorted(maps.Keys(counts))
-		best := names[0]
-		for _, n := range names[1:] {
-			if counts[n] > counts[best] {
-				best = n
-			}
-		}
-		a = g.assignor(best)
-	}
-	if a == nil && len(g.cfg.Assignors) > 0 {
-		a = g.cfg.Assignors[0]
-	}
+	a := g.preferred(members)
 	if a == nil {
 		return nil, fmt.Errorf("no assignor configured")
 	}
@@ -629,6 +610,33 @@ func (g *Group) computeTarget(members []*Member, metadata map[string]topicMeta, 
 		in.Members = append(in.Members, am)
 	}
 	return a.Assign(in)
+}
+
+// preferred is the assignor most members name (ties by name), else the
+// configured default, as Kafka's computePreferredServerAssignor.
+func (g *Group) preferred(members []*Member) assignor.Assignor {
+	counts := map[string]int{}
+	for _, m := range members {
+		if m.ServerAssignor != "" {
+			counts[m.ServerAssignor]++
+		}
+	}
+	if len(counts) > 0 {
+		names := slices.Sorted(maps.Keys(counts))
+		best := names[0]
+		for _, n := range names[1:] {
+			if counts[n] > counts[best] {
+				best = n
+			}
+		}
+		if a := g.assignor(best); a != nil {
+			return a
+		}
+	}
+	if len(g.cfg.Assignors) > 0 {
+		return g.cfg.Assignors[0]
+	}
+	return nil
 }
 
 // put stores m and records which partitions it holds.
