@@ -77,6 +77,7 @@ func init() {
 					&cli.Int64Flag{Name: "shift-by", Usage: "the committed offset plus this (negative moves back), kept within the log"},
 					&cli.StringFlag{Name: "to-datetime", Usage: "to the first offset at or after YYYY-MM-DDTHH:mm:SS.sss[Z|+hh:mm] (UTC without a zone)"},
 					&cli.StringFlag{Name: "by-duration", Usage: "to the first offset at or after now minus an ISO-8601 duration (PnDTnHnMnS)"},
+					&cli.StringFlag{Name: "from-file", Usage: "to the offsets of a CSV plan, as --export writes it (kept within the log)"},
 					&cli.BoolFlag{Name: "dry-run", Usage: "only show the new offsets (the default)"},
 					&cli.BoolFlag{Name: "execute", Usage: "commit the new offsets"},
 					&cli.BoolFlag{Name: "export", Usage: "print the plan as CSV (topic,partition,offset; group first for several groups)"},

@@ -7,9 +7,11 @@ package main
 
 import (
 	"context"
+	"encoding/csv"
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"regexp"
 	"slices"
 	"sort"
@@ -112,9 +114,12 @@ func parseISODuration(s string) (time.Duration, error) {
 
 // resetScenario is the one --to-* / --shift-by / --by-duration choice.
 type resetScenario struct {
-	kind   string // earliest, latest, current, offset, shift, time
-	offset int64  // for offset and shift
-	millis int64  // for time
+	kind   string                  // earliest, latest, current, offset, shift, time, file
+	offset int64                   // for offset and shift
+	millis int64                   // for time
+	file   map[string]map[tp]int64 // for file: the plan by group
+	// byPartition is one group's plan from file (forGroup).
+	byPartition map[tp]int64
 }
 
 // scenarioOf reads the scenario flags; exactly one must be given, as Kafka.
@@ -149,10 +154,29 @@ func scenarioOf(c *cli.Context, now time.Time) (resetScenario, error) {
 		}
 		got = append(got, resetScenario{kind: "time", millis: now.Add(-d).UnixMilli()})
 	}
+	if c.IsSet("from-file") {
+		text, err := os.ReadFile(c.String("from-file"))
+		if err != nil {
+			return resetScenario{}, fmt.Errorf("--from-file: %w", err)
+		}
+		plan, err := parseResetCSV(string(text), valuesOf(c, "group"))
+		if err != nil {
+			return resetScenario{}, fmt.Errorf("--from-file %s: %w", c.String("from-file"), err)
+		}
+		got = append(got, resetScenario{kind: "file", file: plan})
+	}
 	if len(got) != 1 {
-		return resetScenario{}, errors.New("reset-offsets requires exactly one of --to-earliest, --to-latest, --to-current, --to-offset, --shift-by, --to-datetime, --by-duration")
+		return resetScenario{}, errors.New("reset-offsets requires exactly one of --to-earliest, --to-latest, --to-current, --to-offset, --shift-by, --to-datetime, --by-duration, --from-file")
 	}
 	return got[0], nil
+}
+
+// forGroup narrows a file scenario to one group's plan.
+func (s resetScenario) forGroup(group string) resetScenario {
+	if s.kind == "file" {
+		s.byPartition = s.file[group]
+	}
+	return s
 }
 
 // logOffsets is what planReset reads of the partitions' logs; a partition
@@ -211,6 +235,12 @@ func planReset(s resetScenario, parts []tp, committed map[tp]committedOffset, lo
 				return nil, fmt.Errorf("cannot shift offset for partition %s-%d since there is no current committed offset", t.topic, t.partition)
 			}
 			v, err = clamp(t, c.offset+s.offset)
+		case "file":
+			want, ok := s.byPartition[t]
+			if !ok {
+				return nil, fmt.Errorf("no offset for %s-%d in the --from-file plan", t.topic, t.partition)
+			}
+			v, err = clamp(t, want)
 		case "time":
 			if v2, ok := logs.byTime[t]; ok {
 				v = v2
@@ -303,7 +333,7 @@ func groupsResetOffsets(c *cli.Context) error {
 		return errors.New("reset-offsets: --dry-run and --execute cannot be used together")
 	}
 	topicArgs := valuesOf(c, "topic")
-	if c.Bool("all-topics") == (len(topicArgs) > 0) {
+	if c.Bool("all-topics") && len(topicArgs) > 0 || !c.Bool("all-topics") && len(topicArgs) == 0 && !c.IsSet("from-file") {
 		return errors.New("reset-offsets: one of the reset scopes should be defined: --all-topics, --topic")
 	}
 	explicit, bare, err := parseTopicArgs(topicArgs)
@@ -349,11 +379,22 @@ func groupsResetOffsets(c *cli.Context) error {
 			if c.Bool("all-topics") {
 				parts = sortedTPs(committed)
 			}
+			if scenario.kind == "file" && len(topicArgs) == 0 && !c.Bool("all-topics") {
+				plan, ok := scenario.file[id]
+				if !ok {
+					plans = append(plans, groupPlan{group: id, refused: fmt.Sprintf("No reset plan for group %s found.", id)})
+					refused++
+					continue
+				}
+				if parts, err = resolvePartitions(ctx, adm, sortedTPs(plan), nil); err != nil {
+					return err
+				}
+			}
 			logs, err := listLogOffsets(ctx, adm, scenario, parts)
 			if err != nil {
 				return requestError(c, "list offsets", err)
 			}
-			offsets, err := planReset(scenario, parts, committed, logs)
+			offsets, err := planReset(scenario.forGroup(id), parts, committed, logs)
 			if err != nil {
 				return err
 			}
@@ -453,11 +494,11 @@ func listLogOffsets(ctx context.Context, adm *kadm.Client, s resetScenario, part
 // commitPlan commits as an admin does (generation -1, no member): the
 // coordinator accepts it only for a group without members.
 func commitPlan(ctx context.Context, adm *kadm.Client, group string, offsets map[tp]int64) error {
-	os := kadm.Offsets{}
+	offs := kadm.Offsets{}
 	for t, at := range offsets {
-		os.Add(kadm.Offset{Topic: t.topic, Partition: t.partition, At: at, LeaderEpoch: -1})
+		offs.Add(kadm.Offset{Topic: t.topic, Partition: t.partition, At: at, LeaderEpoch: -1})
 	}
-	resp, err := adm.CommitOffsets(ctx, group, os)
+	resp, err := adm.CommitOffsets(ctx, group, offs)
 	if err != nil {
 		return kafkaErrorOf(err, "")
 	}
@@ -468,4 +509,41 @@ func commitPlan(ctx context.Context, adm *kadm.Client, group string, offsets map
 		}
 	})
 	return errors.Join(errs...)
+}
+
+// parseResetCSV reads a plan written by --export: topic,partition,offset
+// lines for a single --group, group,topic,partition,offset otherwise (or
+// when the lines have four fields), as Kafka's parseResetPlan.
+func parseResetCSV(text string, groups []string) (map[string]map[tp]int64, error) {
+	r := csv.NewReader(strings.NewReader(text))
+	r.FieldsPerRecord = -1
+	rows, err := r.ReadAll()
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]map[tp]int64{}
+	for i, row := range rows {
+		if len(row) == 1 && strings.TrimSpace(row[0]) == "" {
+			continue
+		}
+		group := ""
+		switch {
+		case len(row) == 3 && len(groups) == 1:
+			group = groups[0]
+		case len(row) == 4:
+			group, row = row[0], row[1:]
+		default:
+			return nil, fmt.Errorf("line %d: want topic,partition,offset (one --group) or group,topic,partition,offset", i+1)
+		}
+		p, err1 := strconv.ParseInt(strings.TrimSpace(row[1]), 10, 32)
+		o, err2 := strconv.ParseInt(strings.TrimSpace(row[2]), 10, 64)
+		if err1 != nil || err2 != nil || p < 0 || o < 0 || row[0] == "" {
+			return nil, fmt.Errorf("line %d: %q is not topic,partition,offset", i+1, strings.Join(row, ","))
+		}
+		if out[group] == nil {
+			out[group] = map[tp]int64{}
+		}
+		out[group][tp{row[0], int32(p)}] = o
+	}
+	return out, nil
 }

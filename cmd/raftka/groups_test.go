@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -166,6 +167,26 @@ func TestPlanReset(t *testing.T) {
 	}
 }
 
+func TestParseResetCSV(t *testing.T) {
+	got, err := parseResetCSV("t,0,5\nt,1,7\n\n", []string{"g"})
+	if err != nil || got["g"][tp{"t", 0}] != 5 || got["g"][tp{"t", 1}] != 7 || len(got) != 1 {
+		t.Errorf("single group: %v %v", got, err)
+	}
+	got, err = parseResetCSV("g1,t,0,5\n\"g,2\",t,1,7\n", []string{"g1", "g,2"})
+	if err != nil || got["g1"][tp{"t", 0}] != 5 || got["g,2"][tp{"t", 1}] != 7 {
+		t.Errorf("with groups: %v %v", got, err)
+	}
+	for _, bad := range []string{"t,0\n", "t,x,5\n", "t,0,-1\n", ",0,1\n", "t,0,5\n"} {
+		groups := []string{"g"}
+		if bad == "t,0,5\n" {
+			groups = []string{"g1", "g2"} // three fields need a single --group
+		}
+		if _, err := parseResetCSV(bad, groups); err == nil {
+			t.Errorf("parseResetCSV(%q) accepted", bad)
+		}
+	}
+}
+
 func TestOffsetRowsLayout(t *testing.T) {
 	g := describedGroup{id: "g", state: "Stable", members: []groupMember{
 		{id: "m-small", host: "/127.0.0.1", clientID: "c1", assigned: []kadm.Offset{{Topic: "t", Partition: 2}}},
@@ -305,10 +326,10 @@ func TestGroupsAgainstKfake(t *testing.T) {
 		}
 	}
 	adm := kadm.NewClient(cl)
-	os := kadm.Offsets{}
-	os.Add(kadm.Offset{Topic: "t", Partition: 0, At: 2, LeaderEpoch: -1})
-	os.Add(kadm.Offset{Topic: "t", Partition: 1, At: 5, LeaderEpoch: -1})
-	if err := adm.CommitAllOffsets(ctx, "g", os); err != nil {
+	offs := kadm.Offsets{}
+	offs.Add(kadm.Offset{Topic: "t", Partition: 0, At: 2, LeaderEpoch: -1})
+	offs.Add(kadm.Offset{Topic: "t", Partition: 1, At: 5, LeaderEpoch: -1})
+	if err := adm.CommitAllOffsets(ctx, "g", offs); err != nil {
 		t.Fatal(err)
 	}
 	if out := mustRun(t, "", "groups", "list", "--bootstrap-server", bs); out != "g\n" {
@@ -331,6 +352,19 @@ func TestGroupsAgainstKfake(t *testing.T) {
 	mustRun(t, "", "groups", "reset-offsets", "--bootstrap-server", bs, "--group", "g", "--all-topics", "--shift-by", "-1", "--execute")
 	if o, _ := adm.FetchOffsets(ctx, "g"); o["t"][0].At != 1 || o["t"][1].At != 4 {
 		t.Errorf("execute shift-by -1: %v", o)
+	}
+	// --export then --from-file puts the plan back.
+	csv := mustRun(t, "", "groups", "reset-offsets", "--bootstrap-server", bs, "--group", "g", "--all-topics", "--to-earliest", "--export")
+	if csv != "t,0,0\nt,1,0\n\n" {
+		t.Errorf("export %q", csv)
+	}
+	plan := t.TempDir() + "/plan.csv"
+	if err := os.WriteFile(plan, []byte("t,0,3\nt,1,99\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	mustRun(t, "", "groups", "reset-offsets", "--bootstrap-server", bs, "--group", "g", "--from-file", plan, "--execute")
+	if o, _ := adm.FetchOffsets(ctx, "g"); o["t"][0].At != 3 || o["t"][1].At != 5 {
+		t.Errorf("from-file: %v (want 3, and 99 kept to the end 5)", o)
 	}
 	out = mustRun(t, "", "groups", "delete-offsets", "--bootstrap-server", bs, "--group", "g", "--topic", "t:1")
 	if !strings.HasPrefix(out, "Request succeeded for deleting offsets from group g.\n") || !strings.Contains(out, "\nt               1          Successful") {
