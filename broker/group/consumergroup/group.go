@@ -233,6 +233,7 @@ type TopicPartitions struct {
 // HeartbeatRequest is a ConsumerGroupHeartbeat's fields; a nil pointer or
 // slice is a field the client did not send (null), as Kafka reads them.
 type HeartbeatRequest struct {
+	Version              int16 // of ConsumerGroupHeartbeat: from v1 the client names itself
 	MemberID             string
 	MemberEpoch          int32
 	InstanceID           *string
@@ -261,38 +262,41 @@ func fail(err *kerr.Error, format string, args ...any) HeartbeatResponse {
 	return HeartbeatResponse{ErrorCode: err.Code, ErrorMessage: fmt.Sprintf(format, args...), MemberEpoch: -1}
 }
 
+// memberIDRequiredVersion is the ConsumerGroupHeartbeat version from
+// which clients name themselves (KIP-1082).
+const memberIDRequiredVersion = 1
+
 // validate is Kafka's throwIfConsumerGroupHeartbeatRequestIsInvalid.
 func (g *Group) validate(r *HeartbeatRequest) (HeartbeatResponse, bool) {
+	if (r.Version >= memberIDRequiredVersion || r.MemberEpoch > 0 || r.MemberEpoch == LeaveEpoch) && r.MemberID == "" {
+		return fail(kerr.InvalidRequest, "MemberId can't be empty."), false
+	}
 	switch {
 	case r.InstanceID != nil && *r.InstanceID == "":
 		return fail(kerr.InvalidRequest, "InstanceId can't be empty."), false
 	case r.RackID != nil && *r.RackID == "":
 		return fail(kerr.InvalidRequest, "RackId can't be empty."), false
-	case r.SubscribedTopicRegex != nil && *r.SubscribedTopicRegex == "":
-		return fail(kerr.InvalidRequest, "SubscribedTopicRegex can't be empty."), false
 	}
 	switch e := r.MemberEpoch; {
-	case e > 0 || e == LeaveEpoch:
-		if r.MemberID == "" {
-			return fail(kerr.InvalidRequest, "MemberId can't be empty."), false
-		}
 	case e == JoinEpoch:
 		switch {
 		case r.RebalanceTimeoutMs == -1:
 			return fail(kerr.InvalidRequest, "RebalanceTimeoutMs must be provided in first request."), false
 		case r.Owned == nil || len(r.Owned) > 0:
 			return fail(kerr.InvalidRequest, "TopicPartitions must be empty when (re-)joining."), false
-		case len(r.SubscribedTopicNames) == 0 && r.SubscribedTopicRegex == nil:
-			return fail(kerr.InvalidRequest, "SubscribedTopicNames or SubscribedTopicRegex must be set in first request."), false
+		case r.SubscribedTopicNames == nil && r.SubscribedTopicRegex == nil:
+			// An empty list or regex is a member subscribed to nothing, which
+			// Kafka accepts; null for both is not a join.
+			return fail(kerr.InvalidRequest, "Either SubscribedTopicNames or SubscribedTopicRegex must be non-null when (re-)joining."), false
 		}
 	case e == StaticLeaveEpoch:
-		if r.MemberID == "" {
-			return fail(kerr.InvalidRequest, "MemberId can't be empty."), false
-		}
 		if r.InstanceID == nil {
 			return fail(kerr.InvalidRequest, "InstanceId can't be null."), false
 		}
-	default:
+		if r.MemberID == "" {
+			return fail(kerr.InvalidRequest, "MemberId can't be empty."), false
+		}
+	case e < StaticLeaveEpoch:
 		return fail(kerr.InvalidRequest, "MemberEpoch is invalid."), false
 	}
 	if r.ServerAssignor != nil && g.assignor(*r.ServerAssignor) == nil {

@@ -209,7 +209,8 @@ func TestValidation(t *testing.T) {
 		}(), kerr.InvalidRequest},
 		{"join with owned null", func() HeartbeatRequest { r := joinReq("m", "a"); r.Owned = nil; return r }(), kerr.InvalidRequest},
 		{"join without topics", joinReq("m"), kerr.InvalidRequest},
-		{"empty regex", func() HeartbeatRequest { r := joinReq("m", "a"); r.SubscribedTopicRegex = str(""); return r }(), kerr.InvalidRequest},
+		{"v1 join without a member id", func() HeartbeatRequest { r := joinReq("", "a"); r.Version = 1; return r }(), kerr.InvalidRequest},
+		{"static leave v1 without a member id", HeartbeatRequest{Version: 1, MemberEpoch: StaticLeaveEpoch, InstanceID: str("i")}, kerr.InvalidRequest},
 		{"regex that does not compile", func() HeartbeatRequest { r := joinReq("m"); r.SubscribedTopicRegex = str("a(b"); return r }(), kerr.InvalidRegularExpression},
 		{"epoch -3", HeartbeatRequest{MemberID: "m", MemberEpoch: -3}, kerr.InvalidRequest},
 		{"heartbeat without member id", hbReq("", 3, nil), kerr.InvalidRequest},
@@ -228,6 +229,17 @@ func TestValidation(t *testing.T) {
 	r := ok(t, g.Heartbeat(now, joinReq("", "a"), w))
 	if r.MemberID != "gen-1" {
 		t.Errorf("generated member id %q", r.MemberID)
+	}
+	// An empty subscription (names or regex) is a member with nothing.
+	for i, req := range []HeartbeatRequest{joinReq("empty-names"), joinReq("empty-regex")} {
+		if i == 0 {
+			req.SubscribedTopicNames = []string{}
+		} else {
+			req.SubscribedTopicRegex = str("")
+		}
+		if r := ok(t, g.Heartbeat(now, req, w)); !r.HasAssignment || len(r.Assignment) != 0 {
+			t.Errorf("%s: %+v", req.MemberID, r)
+		}
 	}
 }
 

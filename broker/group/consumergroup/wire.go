@@ -13,6 +13,7 @@ import (
 // connection).
 func FromKmsg(req *kmsg.ConsumerGroupHeartbeatRequest, clientID, clientHost string) HeartbeatRequest {
 	r := HeartbeatRequest{
+		Version:  req.Version,
 		MemberID: req.MemberID, MemberEpoch: req.MemberEpoch,
 		InstanceID: req.InstanceID, RackID: req.RackID,
 		RebalanceTimeoutMs:   req.RebalanceTimeoutMillis,
