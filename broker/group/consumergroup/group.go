@@ -366,6 +366,11 @@ func (g *Group) Heartbeat(now time.Time, r HeartbeatRequest, md Metadata) Heartb
 		return g.leave(r)
 	}
 	joining := r.MemberEpoch == JoinEpoch
+	// A full group refuses whoever is not already in it (Kafka's
+	// throwIfConsumerGroupIsFull, before the member is looked up).
+	if _, in := g.members[r.MemberID]; g.cfg.MaxSize > 0 && len(g.members) >= g.cfg.MaxSize && (r.MemberID == "" || !in) {
+		return fail(kerr.GroupMaxSizeReached, "The consumer group has reached its maximum capacity of %d members.", g.cfg.MaxSize)
+	}
 	if r.MemberID == "" {
 		r.MemberID = g.cfg.NewMemberID()
 	}
@@ -414,9 +419,6 @@ func (g *Group) Heartbeat(now time.Time, r HeartbeatRequest, md Metadata) Heartb
 			}
 			member = m
 		}
-	}
-	if member == nil && g.cfg.MaxSize > 0 && len(g.members) >= g.cfg.MaxSize {
-		return fail(kerr.GroupMaxSizeReached, "The consumer group has reached its maximum capacity of %d members.", g.cfg.MaxSize)
 	}
 
 	// 1. The member's new fields; a subscription change bumps the epoch.
