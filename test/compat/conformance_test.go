@@ -506,14 +506,18 @@ func adminRows() []row {
 				}
 				return want("group", g.ErrorCode, 0)
 			}},
-		{15, highest, "unknown group", "DescribeGroups v6 (KIP-1043): a group that does not exist is GROUP_ID_NOT_FOUND",
+		{15, highest, "unknown group", "DescribeGroups v6 (KIP-1043): a group that does not exist is Dead with GROUP_ID_NOT_FOUND and the exception's message (GroupMetadataManager.describeGroups, group(): \"Group %s not found.\")",
 			func(v int16, e *env) kmsg.Request {
 				r := kmsg.NewPtrDescribeGroupsRequest()
 				r.Version, r.Groups = v, []string{noGroup}
 				return r
 			},
 			func(r kmsg.Response, _ *env) error {
-				return want("group", r.(*kmsg.DescribeGroupsResponse).Groups[0].ErrorCode, kerr.GroupIDNotFound.Code)
+				g := r.(*kmsg.DescribeGroupsResponse).Groups[0]
+				if g.State != "Dead" || g.ErrorMessage == nil || *g.ErrorMessage != "Group "+noGroup+" not found." {
+					return fmt.Errorf("state %q, message %v; want Dead, \"Group %s not found.\"", g.State, g.ErrorMessage, noGroup)
+				}
+				return want("group", g.ErrorCode, kerr.GroupIDNotFound.Code)
 			}},
 		// ListGroups (16).
 		{16, lowest, "list", "KafkaApis.handleListGroupsRequest: no error",
