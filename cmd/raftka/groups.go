@@ -266,6 +266,9 @@ type describedGroup struct {
 type groupMember struct {
 	id, instanceID, host, clientID string
 	assigned                       []kadm.Offset // Topic and Partition only, sorted
+	// Consumer-protocol (KIP-848) members only: epochs and the target.
+	epoch, targetEpoch int32 // -1: none (a classic member)
+	target             []kadm.Offset
 }
 
 // describeGroups describes ids; a group the broker does not know
@@ -292,7 +295,7 @@ func describeGroups(ctx context.Context, adm *kadm.Client, ids []string) (map[st
 			return nil, fmt.Errorf("describe group %s: %w", id, d.Err)
 		}
 		for _, m := range d.Members {
-			gm := groupMember{id: m.MemberID, host: m.ClientHost, clientID: m.ClientID}
+			gm := groupMember{id: m.MemberID, host: m.ClientHost, clientID: m.ClientID, epoch: -1, targetEpoch: -1}
 			if m.InstanceID != nil {
 				gm.instanceID = *m.InstanceID
 			}
@@ -308,7 +311,53 @@ func describeGroups(ctx context.Context, adm *kadm.Client, ids []string) (map[st
 		}
 		out[id] = g
 	}
+	// A consumer-protocol (KIP-848) group is not a classic group:
+	// DescribeGroups says it does not exist, and ConsumerGroupDescribe has
+	// it, as Kafka's admin client asks in that order the other way round.
+	var dead []string
+	for _, id := range ids {
+		if out[id].state == "Dead" {
+			dead = append(dead, id)
+		}
+	}
+	if len(dead) > 0 {
+		// A broker without ConsumerGroupDescribe (raftka today) fails the
+		// call; the groups then are what DescribeGroups said.
+		cgs, _ := adm.DescribeConsumerGroups(ctx, dead...)
+		for _, id := range dead {
+			if cg, ok := cgs[id]; ok && cg.Err == nil && cg.State != "Dead" {
+				out[id] = consumerGroupOf(cg)
+			}
+		}
+	}
 	return out, nil
+}
+
+// consumerGroupOf reads a ConsumerGroupDescribe answer.
+func consumerGroupOf(cg kadm.DescribedConsumerGroup) describedGroup {
+	g := describedGroup{id: cg.Group, state: cg.State, protocol: cg.AssignorName, coordinator: cg.Coordinator}
+	set := func(ts kadm.TopicsSet) []kadm.Offset {
+		var out []kadm.Offset
+		for t, ps := range ts {
+			if t == "" {
+				continue // a topic the broker could not name (deleted meanwhile)
+			}
+			for p := range ps {
+				out = append(out, kadm.Offset{Topic: t, Partition: p})
+			}
+		}
+		sortOffsets(out)
+		return out
+	}
+	for _, m := range cg.Members {
+		gm := groupMember{id: m.MemberID, host: m.ClientHost, clientID: m.ClientID, epoch: m.MemberEpoch, targetEpoch: cg.AssignmentEpoch,
+			assigned: set(m.Assignment), target: set(m.TargetAssignment)}
+		if m.InstanceID != nil {
+			gm.instanceID = *m.InstanceID
+		}
+		g.members = append(g.members, gm)
+	}
+	return g
 }
 
 func sortOffsets(os []kadm.Offset) {
@@ -576,14 +625,16 @@ func assignmentString(os []kadm.Offset) string {
 
 // writeMembers is Kafka's printMembers. As there, the header is printed
 // even for a group without members, and GROUP-INSTANCE-ID only when some
-// member has one. Classic members have no epochs: "-" in --verbose.
+// member has one. Classic members have no epochs or target: "-" in
+// --verbose.
 func writeMembers(w, errOut io.Writer, g describedGroup, verbose bool) {
 	gw, cw, iw, hw, clw, aw := 15, 15, 17, 15, 15, 20
 	withInstance := false
 	if announceState(w, errOut, g, len(g.members)) {
 		for _, m := range g.members {
 			gw, cw, iw = max(gw, len(g.id)), max(cw, len(m.id)), max(iw, len(m.instanceID))
-			hw, clw, aw = max(hw, len(m.host)), max(clw, len(m.clientID)), max(aw, len(assignmentString(m.assigned)))
+			hw, clw = max(hw, len(m.host)), max(clw, len(m.clientID))
+			aw = max(aw, len(assignmentString(m.assigned)), len(assignmentString(m.target)))
 			withInstance = withInstance || m.instanceID != ""
 		}
 	}
@@ -606,7 +657,7 @@ func writeMembers(w, errOut io.Writer, g describedGroup, verbose bool) {
 	for _, m := range g.members {
 		line(g.id, m.id, m.instanceID, m.host, m.clientID, fmt.Sprint(len(m.assigned)))
 		if verbose {
-			fmt.Fprintf(w, "%-15s %-*s %-15s %-*s", "-", aw, assignmentString(m.assigned), "-", aw, "-")
+			fmt.Fprintf(w, "%-15s %-*s %-15s %-*s", dash(int64(m.epoch)), aw, assignmentString(m.assigned), dash(int64(m.targetEpoch)), aw, assignmentString(m.target))
 		}
 		fmt.Fprintln(w)
 	}

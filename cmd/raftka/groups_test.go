@@ -4,13 +4,16 @@ import (
 	"bytes"
 	"context"
 	"os"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 func TestParseTopicArgs(t *testing.T) {
@@ -250,8 +253,8 @@ func TestMembersAndStateLayout(t *testing.T) {
 	g := describedGroup{id: "g", state: "Stable", protocol: "range",
 		coordinator: kadm.BrokerDetail{NodeID: 2, Host: "127.0.0.1", Port: 9092},
 		members: []groupMember{
-			{id: "m1", host: "/h", clientID: "c", assigned: []kadm.Offset{{Topic: "t", Partition: 0}, {Topic: "t", Partition: 3}, {Topic: "a", Partition: 1}}},
-			{id: "m2", instanceID: "i-2", host: "/h", clientID: "c"},
+			{id: "m1", host: "/h", clientID: "c", epoch: -1, targetEpoch: -1, assigned: []kadm.Offset{{Topic: "t", Partition: 0}, {Topic: "t", Partition: 3}, {Topic: "a", Partition: 1}}},
+			{id: "m2", instanceID: "i-2", host: "/h", clientID: "c", epoch: -1, targetEpoch: -1},
 		}}
 	var out, errOut bytes.Buffer
 	writeMembers(&out, &errOut, g, true)
@@ -376,5 +379,79 @@ func TestGroupsAgainstKfake(t *testing.T) {
 	out, _, err = runCLI(t, "", "groups", "describe", "--bootstrap-server", bs, "--group", "g", "--state")
 	if err != nil || !strings.Contains(out, "Consumer group 'g' does not exist.") {
 		t.Errorf("describe after delete: %v %q", err, out)
+	}
+}
+
+// TestGroupsConsumerProtocolAgainstKfake describes a KIP-848 group (franz-go
+// with ServerSideBalancer uses the consumer protocol when the broker serves
+// it, as kfake and Kafka 4 do). Kafka 4.1's DescribeGroups answers such a group Dead with
+// GROUP_ID_NOT_FOUND ("Group g is not a classic group."); kfake describes
+// it, so its answer is replaced by Kafka's, and the tool must find the
+// group through ConsumerGroupDescribe.
+func TestGroupsConsumerProtocolAgainstKfake(t *testing.T) {
+	c, bs := startKfakeCluster(t, kfake.SeedTopics(2, "t"))
+	c.ControlKey(int16(kmsg.DescribeGroups), func(kreq kmsg.Request) (kmsg.Response, error, bool) {
+		c.KeepControl()
+		req := kreq.(*kmsg.DescribeGroupsRequest)
+		resp := req.ResponseKind().(*kmsg.DescribeGroupsResponse)
+		for _, g := range req.Groups {
+			if g != "g848" {
+				return nil, nil, false
+			}
+			rg := kmsg.NewDescribeGroupsResponseGroup()
+			rg.Group, rg.State, rg.ErrorCode = g, "Dead", kerr.GroupIDNotFound.Code
+			rg.ErrorMessage = kmsg.StringPtr("Group " + g + " is not a classic group.")
+			resp.Groups = append(resp.Groups, rg)
+		}
+		return resp, nil, true
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	prod, err := kgo.NewClient(kgo.SeedBrokers(bs), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer prod.Close()
+	for i := range 6 {
+		if err := prod.ProduceSync(ctx, &kgo.Record{Topic: "t", Partition: int32(i % 2), Value: []byte("v")}).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cons, err := kgo.NewClient(kgo.SeedBrokers(bs), kgo.ConsumerGroup("g848"), kgo.ConsumeTopics("t"), kgo.ClientID("c848"), kgo.ServerSideBalancer(),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cons.Close()
+	got := 0
+	for got < 6 && ctx.Err() == nil {
+		got += cons.PollFetches(ctx).NumRecords()
+	}
+	if err := cons.CommitUncommittedOffsets(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var out, errOut string
+	dctx, dcancel := context.WithTimeout(ctx, 10*time.Second)
+	defer dcancel()
+	for dctx.Err() == nil {
+		out, errOut, err = runCLI(t, "", "groups", "describe", "--bootstrap-server", bs, "--group", "g848", "--members", "--verbose")
+		// kfake's ConsumerGroupDescribe names topics by id only, so the
+		// assignment columns stay empty here; Kafka sends the names too.
+		if err == nil && strings.Contains(out, "c848") {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if !strings.Contains(out, "c848") || !strings.Contains(out, "CURRENT-EPOCH") || strings.Contains(out, "does not exist") ||
+		!regexp.MustCompile(`c848 +\d+ +[1-9]\d* `).MatchString(out) {
+		t.Fatalf("describe --members of a consumer-protocol group: %v\n%s\n%s", err, out, errOut)
+	}
+	out = mustRun(t, "", "groups", "describe", "--bootstrap-server", bs, "--group", "g848")
+	if !strings.Contains(out, "\ng848            t               0          3               3               0               ") {
+		t.Errorf("describe offsets:\n%s", out)
+	}
+	out, _, err = runCLI(t, "", "groups", "reset-offsets", "--bootstrap-server", bs, "--group", "g848", "--all-topics", "--to-earliest", "--execute")
+	if err == nil || !strings.Contains(out, "is inactive, but the current state is") {
+		t.Errorf("reset of a live consumer-protocol group: %v\n%s", err, out)
 	}
 }
