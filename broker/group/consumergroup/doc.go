@@ -4,7 +4,7 @@
 // GroupMetadataManager (consumerGroupHeartbeat, consumerGroupLeave) and
 // CurrentAssignmentBuilder. It is not wired to the network: keys 68/69
 // are not registered until the protocol is durable and tested end to end
-// (franz-go switches to KIP-848 by itself as soon as key 68 is advertised).
+// (clients that opt in switch to KIP-848 as soon as key 68 is advertised).
 //
 // The model, as in Kafka:
 //   - The group epoch rises whenever what the assignment depends on
