@@ -59,7 +59,7 @@ func init() {
 					&cli.BoolFlag{Name: "offsets", Usage: "committed offsets, log end offsets and lag per partition (the default)"},
 					&cli.BoolFlag{Name: "members", Usage: "the group's members and how many partitions each has"},
 					&cli.BoolFlag{Name: "state", Usage: "the group's coordinator, assignment strategy, state and member count"},
-					&cli.BoolFlag{Name: "verbose", Usage: "with --offsets: the leader epoch; with --members: the assignment"},
+					&cli.BoolFlag{Name: "verbose", Usage: "with --offsets: the leader epoch; with --members: epochs and assignments; with --state: the group epochs"},
 				},
 				Action: groupsDescribe,
 			},
@@ -222,7 +222,7 @@ func writeGroupList(w io.Writer, groups []kadm.ListedGroup, withType, withState 
 	for _, g := range groups {
 		typ, state := g.GroupType, g.State
 		if typ == "" {
-			typ = "Unknown"
+			typ = "unknown" // GroupType.UNKNOWN as Kafka prints it
 		}
 		if state == "" {
 			state = "Unknown"
@@ -256,11 +256,13 @@ func groupIDs(ctx context.Context, c *cli.Context, adm *kadm.Client) ([]string, 
 
 // describedGroup is what every describe view needs of one group.
 type describedGroup struct {
-	id          string
-	state       string // Kafka's spelling; "Dead" for a group nobody knows
-	protocol    string
-	coordinator kadm.BrokerDetail
-	members     []groupMember
+	id string
+	// The consumer protocol's epochs; -1 for a classic group.
+	epoch, assignmentEpoch int32
+	state                  string // Kafka's spelling; "Dead" for a group nobody knows
+	protocol               string
+	coordinator            kadm.BrokerDetail
+	members                []groupMember
 }
 
 type groupMember struct {
@@ -287,7 +289,7 @@ func describeGroups(ctx context.Context, adm *kadm.Client, ids []string) (map[st
 			}
 			return nil, fmt.Errorf("describe group %s: no answer for it", id)
 		}
-		g := describedGroup{id: id, state: d.State, protocol: d.Protocol, coordinator: d.Coordinator}
+		g := describedGroup{id: id, state: d.State, protocol: d.Protocol, coordinator: d.Coordinator, epoch: -1, assignmentEpoch: -1}
 		switch {
 		case errors.Is(d.Err, kerr.GroupIDNotFound):
 			g.state = "Dead"
@@ -335,7 +337,7 @@ func describeGroups(ctx context.Context, adm *kadm.Client, ids []string) (map[st
 
 // consumerGroupOf reads a ConsumerGroupDescribe answer.
 func consumerGroupOf(cg kadm.DescribedConsumerGroup) describedGroup {
-	g := describedGroup{id: cg.Group, state: cg.State, protocol: cg.AssignorName, coordinator: cg.Coordinator}
+	g := describedGroup{id: cg.Group, state: cg.State, protocol: cg.AssignorName, coordinator: cg.Coordinator, epoch: cg.Epoch, assignmentEpoch: cg.AssignmentEpoch}
 	set := func(ts kadm.TopicsSet) []kadm.Offset {
 		var out []kadm.Offset
 		for t, ps := range ts {
@@ -413,7 +415,7 @@ func groupsDescribe(c *cli.Context) error {
 			case c.Bool("members"):
 				writeMembers(w, errOut, g, c.Bool("verbose"))
 			case c.Bool("state"):
-				writeState(w, errOut, g)
+				writeState(w, errOut, g, c.Bool("verbose"))
 			default:
 				rows, err := collectOffsetRows(ctx, adm, g)
 				if err != nil {
@@ -663,8 +665,9 @@ func writeMembers(w, errOut io.Writer, g describedGroup, verbose bool) {
 	}
 }
 
-// writeState is Kafka's printStates.
-func writeState(w, errOut io.Writer, g describedGroup) {
+// writeState is Kafka's printStates; --verbose adds the group and target
+// assignment epochs ("-" for a classic group).
+func writeState(w, errOut io.Writer, g describedGroup, verbose bool) {
 	if !announceState(w, errOut, g, 1) {
 		return
 	}
@@ -674,11 +677,15 @@ func writeState(w, errOut io.Writer, g describedGroup) {
 		strategy = "-"
 	}
 	gw, cw := max(15, len(g.id)), max(25, len(coord))
-	line := func(group, coord, strategy, state, members string) {
-		fmt.Fprintf(w, "\n%-*s %-*s %-20s %-20s %s", gw, group, cw, coord, strategy, state, members)
+	line := func(group, coord, strategy, state, epoch, target, members string) {
+		fmt.Fprintf(w, "\n%-*s %-*s %-20s %-20s ", gw, group, cw, coord, strategy, state)
+		if verbose {
+			fmt.Fprintf(w, "%-15s %-25s ", epoch, target)
+		}
+		fmt.Fprint(w, members)
 	}
-	line("GROUP", "COORDINATOR (ID)", "ASSIGNMENT-STRATEGY", "STATE", "#MEMBERS")
-	line(g.id, coord, strategy, g.state, fmt.Sprint(len(g.members)))
+	line("GROUP", "COORDINATOR (ID)", "ASSIGNMENT-STRATEGY", "STATE", "GROUP-EPOCH", "TARGET-ASSIGNMENT-EPOCH", "#MEMBERS")
+	line(g.id, coord, strategy, g.state, dash(int64(g.epoch)), dash(int64(g.assignmentEpoch)), fmt.Sprint(len(g.members)))
 	fmt.Fprintln(w)
 }
 

@@ -250,7 +250,7 @@ func TestOffsetRowsLayout(t *testing.T) {
 }
 
 func TestMembersAndStateLayout(t *testing.T) {
-	g := describedGroup{id: "g", state: "Stable", protocol: "range",
+	g := describedGroup{id: "g", state: "Stable", protocol: "range", epoch: -1, assignmentEpoch: -1,
 		coordinator: kadm.BrokerDetail{NodeID: 2, Host: "127.0.0.1", Port: 9092},
 		members: []groupMember{
 			{id: "m1", host: "/h", clientID: "c", epoch: -1, targetEpoch: -1, assigned: []kadm.Offset{{Topic: "t", Partition: 0}, {Topic: "t", Partition: 3}, {Topic: "a", Partition: 1}}},
@@ -272,11 +272,19 @@ func TestMembersAndStateLayout(t *testing.T) {
 		}
 	}
 	out.Reset()
-	writeState(&out, &errOut, g)
+	writeState(&out, &errOut, g, false)
 	want := "\nGROUP           COORDINATOR (ID)          ASSIGNMENT-STRATEGY  STATE                #MEMBERS" +
 		"\ng               127.0.0.1:9092  (2)       range                Stable               2\n"
 	if out.String() != want {
 		t.Errorf("state\n%q\nwant\n%q", out.String(), want)
+	}
+	out.Reset()
+	g.epoch, g.assignmentEpoch = 7, 6
+	writeState(&out, &errOut, g, true)
+	want = "\nGROUP           COORDINATOR (ID)          ASSIGNMENT-STRATEGY  STATE                GROUP-EPOCH     TARGET-ASSIGNMENT-EPOCH   #MEMBERS" +
+		"\ng               127.0.0.1:9092  (2)       range                Stable               7               6                         2\n"
+	if out.String() != want {
+		t.Errorf("state --verbose\n%q\nwant\n%q", out.String(), want)
 	}
 	out.Reset()
 	writeMembers(&out, &errOut, describedGroup{id: "g", state: "Empty"}, false)
@@ -453,5 +461,21 @@ func TestGroupsConsumerProtocolAgainstKfake(t *testing.T) {
 	out, _, err = runCLI(t, "", "groups", "reset-offsets", "--bootstrap-server", bs, "--group", "g848", "--all-topics", "--to-earliest", "--execute")
 	if err == nil || !strings.Contains(out, "is inactive, but the current state is") {
 		t.Errorf("reset of a live consumer-protocol group: %v\n%s", err, out)
+	}
+}
+
+func TestGroupListLayout(t *testing.T) {
+	var out bytes.Buffer
+	writeGroupList(&out, []kadm.ListedGroup{{Group: "orders", GroupType: "classic", State: "Stable"}, {Group: "old"}}, true, true)
+	want := "GROUP                     TYPE                 STATE               \n" +
+		"orders                    classic              Stable              \n" +
+		"old                       unknown              Unknown             \n"
+	if out.String() != want {
+		t.Errorf("list\n%q\nwant\n%q", out.String(), want)
+	}
+	out.Reset()
+	writeGroupList(&out, []kadm.ListedGroup{{Group: "a-very-long-group-name-here", State: "Empty"}}, false, true)
+	if want := "GROUP                                 STATE               \na-very-long-group-name-here           Empty               \n"; out.String() != want {
+		t.Errorf("list --state\n%q\nwant\n%q", out.String(), want)
 	}
 }
