@@ -112,32 +112,38 @@ func (p *prepared) uniformHomogeneous() [][]tp {
 // more than one. Each move lowers the sum of squared loads, so the loop
 // ends; the bound only guards against a bug.
 func (p *prepared) uniformHeterogeneous() [][]tp {
-	n := len(p.members)
-	claimed := map[tp]bool{}
-	owned := make([][]tp, n)
+	n, nt := len(p.members), len(p.topicIx)
+	tix := make(map[TopicID]int, nt)
+	for i, t := range p.topicIx {
+		tix[t] = i
+	}
+	// kept[i][t]: what member i keeps from its current assignment,
+	// ascending; fresh[i][t]: what it was handed in this assignment.
+	kept, fresh := make([][][]int32, n), make([][][]int32, n)
 	load := make([]int, n)
-	owner := map[tp]int{}
-	previous := map[tp]int{} // partitions kept from Current, by owner
+	claimed := map[tp]bool{}
 	for i := range p.members {
-		owned[i] = p.valid(i, claimed)
-		load[i] = len(owned[i])
-		for _, k := range owned[i] {
-			owner[k] = i
-			previous[k] = i
+		kept[i], fresh[i] = make([][]int32, nt), make([][]int32, nt)
+		for _, k := range p.valid(i, claimed) {
+			kept[i][tix[k.topic]] = append(kept[i][tix[k.topic]], k.partition)
+			load[i]++
 		}
 	}
-	subscribers := map[TopicID][]int{}
+	subscribers := make([][]int, nt)
 	for i := range p.members {
-		for _, t := range p.topicIx {
+		for ti, t := range p.topicIx {
 			if p.subs[i][t] {
-				subscribers[t] = append(subscribers[t], i)
+				subscribers[ti] = append(subscribers[ti], i)
 			}
 		}
 	}
-	topics := slices.Clone(p.topicIx)
-	sort.SliceStable(topics, func(a, b int) bool {
-		ta, tb := topics[a], topics[b]
-		pa, pb := int(p.topics[ta].Partitions), int(p.topics[tb].Partitions)
+	order := make([]int, nt)
+	for i := range order {
+		order[i] = i
+	}
+	sort.SliceStable(order, func(a, b int) bool {
+		ta, tb := order[a], order[b]
+		pa, pb := int(p.topics[p.topicIx[ta]].Partitions), int(p.topics[p.topicIx[tb]].Partitions)
 		sa, sb := len(subscribers[ta]), len(subscribers[tb])
 		if pa*sb != pb*sa { // partitions per subscriber, descending
 			return pa*sb > pb*sa
@@ -158,44 +164,57 @@ func (p *prepared) uniformHeterogeneous() [][]tp {
 		}
 		return best
 	}
-	for _, t := range topics {
+	for _, ti := range order {
+		t := p.topicIx[ti]
 		for part := range p.topics[t].Partitions {
-			k := tp{t, part}
-			if _, ok := owner[k]; ok {
+			if claimed[tp{t, part}] {
 				continue
 			}
-			i := leastLoaded(subscribers[t], k)
-			owner[k] = i
-			owned[i] = append(owned[i], k)
+			i := leastLoaded(subscribers[ti], tp{t, part})
+			fresh[i][ti] = append(fresh[i][ti], part)
 			load[i]++
 		}
 	}
 	for round := 0; round < 1_000_000; round++ {
 		moved := false
-		for _, t := range topics {
-			subs := subscribers[t]
+		for _, ti := range order {
+			subs := subscribers[ti]
 			if len(subs) < 2 {
 				continue
 			}
+			t := p.topicIx[ti]
 			for {
 				// The most loaded subscriber that owns a partition of t.
 				from := -1
 				for _, i := range subs {
-					if (from < 0 || load[i] > load[from]) && ownsTopic(owned[i], t) {
+					if (from < 0 || load[i] > load[from]) && len(kept[i][ti])+len(fresh[i][ti]) > 0 {
 						from = i
 					}
 				}
 				if from < 0 {
 					break
 				}
-				pick := pickToMove(owned[from], t, from, previous)
-				to := leastLoaded(subs, pick)
+				// Give away what it was handed in this assignment first
+				// (stickiness), the highest numbered; else its highest kept.
+				fi, part := -1, int32(-1)
+				for j, q := range fresh[from][ti] {
+					if q > part {
+						fi, part = j, q
+					}
+				}
+				if fi < 0 {
+					part = kept[from][ti][len(kept[from][ti])-1]
+				}
+				to := leastLoaded(subs, tp{t, part})
 				if load[from]-load[to] <= 1 {
 					break
 				}
-				owned[from] = slices.DeleteFunc(owned[from], func(k tp) bool { return k == pick })
-				owned[to] = append(owned[to], pick)
-				owner[pick] = to
+				if fi >= 0 {
+					fresh[from][ti] = append(fresh[from][ti][:fi], fresh[from][ti][fi+1:]...)
+				} else {
+					kept[from][ti] = kept[from][ti][:len(kept[from][ti])-1]
+				}
+				fresh[to][ti] = append(fresh[to][ti], part)
 				load[from]--
 				load[to]++
 				moved = true
@@ -205,29 +224,16 @@ func (p *prepared) uniformHeterogeneous() [][]tp {
 			break
 		}
 	}
-	return owned
-}
-
-func ownsTopic(owned []tp, t TopicID) bool {
-	return slices.ContainsFunc(owned, func(k tp) bool { return k.topic == t })
-}
-
-// pickToMove chooses which of from's partitions of t to give away: one it
-// did not hold before this assignment if it can (stickiness), else its
-// highest numbered one.
-func pickToMove(owned []tp, t TopicID, from int, previous map[tp]int) tp {
-	var best tp
-	found, bestNew := false, false
-	for _, k := range owned {
-		if k.topic != t {
-			continue
-		}
-		prev, had := previous[k]
-		isNew := !had || prev != from
-		switch {
-		case !found, isNew && !bestNew, isNew == bestNew && k.partition > best.partition:
-			best, bestNew, found = k, isNew, true
+	owned := make([][]tp, n)
+	for i := range p.members {
+		for ti, t := range p.topicIx {
+			for _, part := range kept[i][ti] {
+				owned[i] = append(owned[i], tp{t, part})
+			}
+			for _, part := range fresh[i][ti] {
+				owned[i] = append(owned[i], tp{t, part})
+			}
 		}
 	}
-	return best
+	return owned
 }
