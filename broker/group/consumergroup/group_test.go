@@ -407,6 +407,9 @@ func TestServerAssignorChoice(t *testing.T) {
 // consumer committing before it lets go does).
 type sim struct {
 	id       string
+	instance string   // group.instance.id; "" for a dynamic member
+	topics   []string // its subscription
+	resub    bool     // the subscription changed since the last heartbeat
 	epoch    int32
 	owned    assignor.Assignment
 	revoking assignor.Assignment
@@ -427,13 +430,23 @@ func (c *sim) heartbeat(g *Group, now time.Time, w world, topics []string, finis
 		}
 		c.revoking = assignor.Assignment{}
 	}
+	if c.topics != nil {
+		topics = c.topics
+	}
 	req := hbReq(c.id, c.epoch, c.owned)
+	if c.resub {
+		req.SubscribedTopicNames, c.resub = topics, false
+	}
 	if c.epoch == 0 {
 		req = joinReq(c.id, topics...)
 	}
+	if c.instance != "" {
+		req.InstanceID = str(c.instance)
+	}
 	r := g.Heartbeat(now, req, w)
 	switch {
-	case r.ErrorCode == kerr.FencedMemberEpoch.Code || r.ErrorCode == kerr.UnknownMemberID.Code:
+	case r.ErrorCode == kerr.FencedMemberEpoch.Code || r.ErrorCode == kerr.UnknownMemberID.Code ||
+		r.ErrorCode == kerr.FencedInstanceID.Code || r.ErrorCode == kerr.UnreleasedInstanceID.Code:
 		c.drop()
 	case r.ErrorCode != 0:
 	default:
@@ -516,11 +529,36 @@ func TestNoPartitionHasTwoOwners(t *testing.T) {
 		steps := rapid.IntRange(1, 60).Draw(rt, "steps")
 		for i := range steps {
 			live := alive()
-			switch op := rapid.IntRange(0, 10).Draw(rt, "op"); {
+			switch op := rapid.IntRange(0, 12).Draw(rt, "op"); {
 			case op == 0 || len(live) == 0:
 				c := &sim{id: fmt.Sprintf("c%d", len(clients)), owned: assignor.Assignment{}, revoking: assignor.Assignment{}, alive: true}
+				if rapid.Bool().Draw(rt, "static") {
+					c.instance = fmt.Sprintf("i%d", len(clients))
+				}
 				clients = append(clients, c)
 				c.heartbeat(g, now, w, topics, false, false)
+			case op == 11:
+				// A static member restarts: leave with -2, come back under
+				// a new member id with the same instance id.
+				c := live[rapid.IntRange(0, len(live)-1).Draw(rt, "restarter")]
+				if c.instance == "" || c.epoch <= 0 {
+					break
+				}
+				g.Heartbeat(now, HeartbeatRequest{MemberID: c.id, MemberEpoch: StaticLeaveEpoch, InstanceID: str(c.instance)}, w)
+				c.alive = false
+				check(fmt.Sprintf("step %d, static leave", i))
+				n := &sim{id: fmt.Sprintf("c%d", len(clients)), instance: c.instance, topics: c.topics, owned: assignor.Assignment{}, revoking: assignor.Assignment{}, alive: true}
+				clients = append(clients, n)
+				n.heartbeat(g, now, w, topics, false, false)
+			case op == 12:
+				// A member changes its subscription.
+				c := live[rapid.IntRange(0, len(live)-1).Draw(rt, "resubscriber")]
+				if len(c.topics) == 1 {
+					c.topics = []string{"a", "b"}
+				} else {
+					c.topics = []string{"a"}
+				}
+				c.resub = true
 			case op <= 5:
 				c := live[rapid.IntRange(0, len(live)-1).Draw(rt, "who")]
 				c.heartbeat(g, now, w, topics, rapid.Bool().Draw(rt, "finish revoking"), rapid.Bool().Draw(rt, "revoke slowly"))
@@ -579,11 +617,16 @@ func TestNoPartitionHasTwoOwners(t *testing.T) {
 		if g.State() != "Stable" {
 			rt.Fatalf("group %s after settling (epoch %d, target %d)", g.State(), g.Epoch(), g.AssignmentEpoch())
 		}
-		total := 0
+		total, want := 0, int(w["a"].Partitions)
+		subscribedB := false
 		for _, c := range live {
 			total += c.owned.Count()
+			subscribedB = subscribedB || len(c.topics) != 1
 		}
-		if want := int(w["a"].Partitions + w["b"].Partitions); total != want {
+		if subscribedB {
+			want += int(w["b"].Partitions)
+		}
+		if total != want {
 			rt.Fatalf("clients own %d partitions, want %d", total, want)
 		}
 	})
