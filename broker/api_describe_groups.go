@@ -64,7 +64,8 @@ func describeGroup(ctx context.Context, rc *request, req *kmsg.DescribeGroupsReq
 		g.State = "Dead"
 		if req.Version >= 6 {
 			g.ErrorCode = kerr.GroupIDNotFound.Code
-			g.ErrorMessage = kmsg.StringPtr("group " + id + " not found")
+			// Kafka's text: GroupMetadataManager.group's GroupIdNotFoundException.
+			g.ErrorMessage = kmsg.StringPtr("Group " + id + " not found.")
 		}
 		return g
 	case err != nil:

@@ -190,11 +190,16 @@ func unescape(s string) string {
 // follower.replication.throttled.replicas=0:1,1:2.
 type pairList struct {
 	keyOnly bool // for --delete-config: keys without values
+	raw     bool // any value as given (groups' --group and --topic)
 	items   []string
 }
 
 func (p *pairList) Set(v string) error {
-	if p.keyOnly {
+	if p.raw {
+		if v == "" {
+			return errors.New("empty value")
+		}
+	} else if p.keyOnly {
 		if strings.TrimSpace(v) == "" || strings.Contains(v, "=") {
 			return fmt.Errorf("want a config name, got %q", v)
 		}
@@ -224,10 +229,11 @@ type pairsFlag struct {
 	Name    string
 	Usage   string
 	KeyOnly bool
+	Raw     bool // values are not key=value pairs; see valuesOf
 }
 
 func (f *pairsFlag) Apply(set *flag.FlagSet) error {
-	set.Var(&pairList{keyOnly: f.KeyOnly}, f.Name, f.Usage)
+	set.Var(&pairList{keyOnly: f.KeyOnly, raw: f.Raw}, f.Name, f.Usage)
 	return nil
 }
 func (f *pairsFlag) Names() []string         { return []string{f.Name} }
@@ -250,6 +256,13 @@ func pairsOf(c *cli.Context, name string) *pairList {
 		return p
 	}
 	return &pairList{}
+}
+
+// valuesOf returns the values of a Raw pairsFlag in the order given: a
+// repeatable flag whose values keep their commas (cli's slice flags would
+// split topic:0,1 apart).
+func valuesOf(c *cli.Context, name string) []string {
+	return pairsOf(c, name).items
 }
 
 // signalContext ends on SIGINT or SIGTERM, so a consumer or a bench run

@@ -932,6 +932,86 @@ func groupCases() []adminCase {
 				}
 				return nil
 			}},
+		{"OffsetFetch(several groups)", "kadm", "OffsetFetch v8+ (KIP-709): GroupCoordinatorService.fetchAllOffsets answers each group of one request on its own; a group without commits has none and no error",
+			func(ctx context.Context, a *admins, name string) error {
+				os := kadm.Offsets{}
+				os.AddOffset(admTopic, 1, 0, -1)
+				if err := a.commit(ctx, name+"-a"); err != nil {
+					return err
+				}
+				if err := a.kadm.CommitAllOffsets(ctx, name+"-b", os); err != nil {
+					return err
+				}
+				rs := a.kadm.FetchManyOffsets(ctx, name+"-a", name+"-b", name+"-absent")
+				if err := rs.Error(); err != nil {
+					return err
+				}
+				ra, rb, rn := rs[name+"-a"], rs[name+"-b"], rs[name+"-absent"]
+				oa, okA := ra.Fetched.Lookup(admTopic, 0)
+				ob, okB := rb.Fetched.Lookup(admTopic, 1)
+				if !okA || oa.At != 1 || !okB || ob.At != 0 {
+					return fmt.Errorf("a: %+v, b: %+v; want %s-0 at 1 and %s-1 at 0", ra.Fetched, rb.Fetched, admTopic, admTopic)
+				}
+				if _, ok := rb.Fetched.Lookup(admTopic, 0); ok {
+					return fmt.Errorf("b shows a's commit: %+v", rb.Fetched)
+				}
+				if len(rn.Fetched) != 0 || rn.Err != nil {
+					return fmt.Errorf("absent group: %+v, want no offsets and no error", rn)
+				}
+				return nil
+			}},
+		{"OffsetFetch", "kafka-go", "OffsetMetadataManager.fetchOffsets: the commit, and -1 with no error for a partition without one",
+			func(ctx context.Context, a *admins, name string) error {
+				if err := a.commit(ctx, name); err != nil {
+					return err
+				}
+				r, err := a.kgoCl.OffsetFetch(ctx, &kafka.OffsetFetchRequest{GroupID: name, Topics: map[string][]int{admTopic: {0, 1}}})
+				if err != nil {
+					return err
+				}
+				if r.Error != nil {
+					return r.Error
+				}
+				got := map[int]int64{}
+				for _, p := range r.Topics[admTopic] {
+					if p.Error != nil {
+						return fmt.Errorf("partition %d: %v", p.Partition, p.Error)
+					}
+					got[p.Partition] = p.CommittedOffset
+				}
+				if len(got) != 2 || got[0] != 1 || got[1] != -1 {
+					return fmt.Errorf("fetched %v, want 0 at 1 and 1 at -1", got)
+				}
+				return nil
+			}},
+		{"ListGroups(filters)", "kadm", "GroupMetadataManager.listGroups: the states and types filters are case-insensitive (KIP-518, KIP-1043); a simple group is an Empty classic group",
+			func(ctx context.Context, a *admins, name string) error {
+				if err := a.commit(ctx, name); err != nil {
+					return err
+				}
+				for _, f := range []struct {
+					types, states []string
+					listed        bool
+				}{
+					{[]string{"CLASSIC"}, []string{"empty"}, true},
+					{[]string{"classic"}, nil, true},
+					{nil, []string{"Empty", "Stable"}, true},
+					{[]string{"consumer"}, nil, false},
+					{[]string{"share"}, nil, false},
+					{nil, []string{"Stable"}, false},
+					{[]string{"classic"}, []string{"NoSuchState"}, false},
+				} {
+					gs, err := a.kadm.ListGroupsByType(ctx, f.types, f.states...)
+					if err != nil {
+						return err
+					}
+					g, ok := gs[name]
+					if ok != f.listed || ok && (g.GroupType != "classic" || g.State != "Empty") {
+						return fmt.Errorf("types %v states %v: %+v (listed %v), want listed %v", f.types, f.states, g, ok, f.listed)
+					}
+				}
+				return nil
+			}},
 		{"ListGroups", "kadm", "OffsetMetadataManager.validateOffsetCommit: a standalone commit creates a simple classic group; ClassicGroup.asListedGroup: Empty, type classic, protocol type \"\" (none)",
 			func(ctx context.Context, a *admins, name string) error {
 				if err := a.commit(ctx, name); err != nil {

@@ -164,6 +164,35 @@ var rows = []row{
 			}
 			return nil
 		}},
+	{9, highest, "several groups, one invalid", "GroupCoordinatorService.fetchOffsets (v8+ groups): each group its own error; an empty group id is INVALID_GROUP_ID, the others answered",
+		func(v int16, e *env) kmsg.Request {
+			r := kmsg.NewPtrOffsetFetchRequest()
+			r.Version = v
+			for _, id := range []string{noGroup, "", noGroup + "-2"} {
+				g := kmsg.NewOffsetFetchRequestGroup()
+				g.Group = id
+				t := kmsg.NewOffsetFetchRequestGroupTopic()
+				t.Topic, t.Partitions = topic, []int32{0}
+				g.Topics = append(g.Topics, t)
+				r.Groups = append(r.Groups, g)
+			}
+			return r
+		},
+		func(r kmsg.Response, _ *env) error {
+			gs := r.(*kmsg.OffsetFetchResponse).Groups
+			if len(gs) != 3 || gs[0].Group != noGroup || gs[1].Group != "" || gs[2].Group != noGroup+"-2" {
+				return fmt.Errorf("groups %+v, want the three asked for in order", gs)
+			}
+			for i, code := range []int16{0, kerr.InvalidGroupID.Code, 0} {
+				if err := want(fmt.Sprintf("group %d", i), gs[i].ErrorCode, code); err != nil {
+					return err
+				}
+			}
+			if p := gs[2].Topics[0].Partitions[0]; p.Offset != -1 || p.ErrorCode != 0 {
+				return fmt.Errorf("third group's partition %+v, want offset -1 and no error", p)
+			}
+			return nil
+		}},
 	// FindCoordinator (10).
 	{10, lowest, "group coordinator", "KafkaApis.handleFindCoordinatorRequest: the leader of the group's partition, no error",
 		func(v int16, e *env) kmsg.Request {
@@ -477,14 +506,18 @@ func adminRows() []row {
 				}
 				return want("group", g.ErrorCode, 0)
 			}},
-		{15, highest, "unknown group", "DescribeGroups v6 (KIP-1043): a group that does not exist is GROUP_ID_NOT_FOUND",
+		{15, highest, "unknown group", "DescribeGroups v6 (KIP-1043): a group that does not exist is Dead with GROUP_ID_NOT_FOUND and the exception's message (GroupMetadataManager.describeGroups, group(): \"Group %s not found.\")",
 			func(v int16, e *env) kmsg.Request {
 				r := kmsg.NewPtrDescribeGroupsRequest()
 				r.Version, r.Groups = v, []string{noGroup}
 				return r
 			},
 			func(r kmsg.Response, _ *env) error {
-				return want("group", r.(*kmsg.DescribeGroupsResponse).Groups[0].ErrorCode, kerr.GroupIDNotFound.Code)
+				g := r.(*kmsg.DescribeGroupsResponse).Groups[0]
+				if g.State != "Dead" || g.ErrorMessage == nil || *g.ErrorMessage != "Group "+noGroup+" not found." {
+					return fmt.Errorf("state %q, message %v; want Dead, \"Group %s not found.\"", g.State, g.ErrorMessage, noGroup)
+				}
+				return want("group", g.ErrorCode, kerr.GroupIDNotFound.Code)
 			}},
 		// ListGroups (16).
 		{16, lowest, "list", "KafkaApis.handleListGroupsRequest: no error",
