@@ -35,7 +35,8 @@
 // flush.messages, flush.ms and Sync; retention.go time and size retention
 // by cleanup.policy; log_loader.go opening and recovery. The cleaner:
 // cleaner_plan.go what is cleanable and which log is dirtiest,
-// cleaner_map.go the key map, cleaner_batch.go the filtering of one batch, cleaner.go a log's clean and
+// cleaner_map.go the key map, cleaner_batch.go the filtering of one batch,
+// cleaner_txn.go the transactions through a clean, cleaner.go a log's clean and
 // segment swap, cleaner_manager.go and cleaner_throttle.go the threads.
 // manager.go owns the set of logs and the schedule; segment.go, offset_index.go,
 // time_index.go and index.go one segment's files; batch.go and
@@ -160,8 +161,19 @@
 // stays, empty if need be, so its sequence state survives; a batch that
 // loses records is recompressed with its codec, one that loses none is
 // copied as it is. Only durable data (below the recovery point, which
-// Clean advances first) and replicated data (below the high watermark) is
-// cleaned. The swap is crash-safe: the new segment is written .cleaned,
+// Clean advances first) and stable data (below the last stable offset, so
+// below the high watermark and the oldest open transaction) is cleaned.
+// Transactions (cleaner_txn.go, Kafka's rules): records of aborted
+// transactions go and never enter the key map, so a key's latest value is
+// its latest committed one; a COMMIT or ABORT marker stays while a batch
+// of its transaction remains before it (one pass over the cleaned range,
+// which starts at the log start, follows them), then carries a delete
+// horizon from the clean that first finds it removable and goes at the
+// first clean delete.retention.ms after (KIP-534, as tombstones); a
+// producer with no data batch left keeps its markers of its epoch. A
+// cleaned segment's .txnindex holds the entries of the ABORT markers it
+// keeps whose transactions still had records there; the others' records
+// are gone, so their ranges are not needed. The swap is crash-safe: the new segment is written .cleaned,
 // renamed .swap, the old ones .deleted, the .swap into place; OpenLog
 // finishes a swap whose .swap files exist and discards .cleaned ones.
 // Recovery accepts gaps between batches only below the cleaner checkpoint
@@ -198,14 +210,8 @@
 //
 // # Not here yet
 //
-// The transaction coordinator (which appends markers through AppendMarker)
-// and the rest of the cleaner's side of transactions. The cleaner keeps
-// control batches and transactional records as they are, and a cleaned
-// segment carries its group's .txnindex entries (the markers it keeps
-// leave every entry valid); batchFilter.aborted is the seam where aborted
-// records will go (AbortedTransactions) and markers be removed once their
-// transaction holds no record and delete.retention.ms has passed. Until
-// then transactional produce stays refused.
+// The transaction coordinator, which appends markers through
+// AppendMarker; until it lands the broker refuses transactional produce.
 //
 //arch:imports std github.com/klauspost/compress/... github.com/pierrec/lz4/v4 golang.org/x/sys/unix
 //arch:imports github.com/magiconair/properties
