@@ -11,6 +11,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -81,6 +82,9 @@ type Manager struct {
 	cleanStop chan struct{}
 	cleanWG   sync.WaitGroup
 	throttle  *Throttle
+	// appends counts the appends to the node's logs; the cleaner's
+	// throttle watches it to yield to the produce path.
+	appends atomic.Int64
 
 	lastExpiry time.Time // last producer-id expiry pass; guarded by mu
 	// unflushed holds the logs opened after an unclean stop with data
@@ -189,6 +193,7 @@ func OpenManager(opts ManagerOptions) (*Manager, []*RecoveryReport, error) {
 
 				ProducerIDExpirationMs: opts.ProducerIDExpiration.Milliseconds(),
 				FollowerDropBehind:     opts.FollowerDropBehind,
+				activity:               &m.appends,
 			}})
 		}
 	}
@@ -293,7 +298,7 @@ func (m *Manager) GetOrCreate(topic string, partition int32, cfg Config) (*Log, 
 			dir = d
 		}
 	}
-	l, _, err := OpenLog(filepath.Join(dir, tp.String()), cfg, LogOptions{Now: m.opts.Now, ProducerIDExpirationMs: m.opts.ProducerIDExpiration.Milliseconds(), FollowerDropBehind: m.opts.FollowerDropBehind})
+	l, _, err := OpenLog(filepath.Join(dir, tp.String()), cfg, LogOptions{Now: m.opts.Now, ProducerIDExpirationMs: m.opts.ProducerIDExpiration.Milliseconds(), FollowerDropBehind: m.opts.FollowerDropBehind, activity: &m.appends})
 	if err != nil {
 		return nil, err
 	}
