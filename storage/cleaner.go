@@ -140,9 +140,8 @@ func (l *Log) Clean(now time.Time, opts CleanOptions) (CleanStats, bool, error) 
 			size = 128 << 20
 		}
 		m = newOffsetMap(size)
-	} else {
-		m.clear()
 	}
+	m.clear(plan.FirstDirty)
 	cio := &cleanIO{th: opts.Throttle, abort: opts.Abort, st: &st}
 	// Records of aborted transactions never enter the map: a key's
 	// latest value is its latest committed one.

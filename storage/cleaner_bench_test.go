@@ -11,12 +11,22 @@ import (
 )
 
 // BenchmarkCleaner measures the cleaner's throughput in MB/s of dirty log
-// cleaned: 32 MiB of batches of ten keyed 100-byte records (compressible about 2x) over 10,000
-// keys (each key updated about 30 times), segments of 4 MiB, uncompressed
-// and zstd. Each iteration cleans a freshly written log; fsync is off.
+// cleaned: 32 MiB of batches of ten keyed 100-byte records (compressible
+// about 2x) over 10,000 keys (each key updated about 30 times), segments
+// of 4 MiB, uncompressed and zstd; and uncompressed over 100,000 keys,
+// where the key map outgrows the CPU's L2 cache unless its slots are
+// small. Each iteration cleans a freshly written log; fsync is off.
 func BenchmarkCleaner(b *testing.B) {
-	for _, codec := range []Compression{CompressionNone, CompressionZstd} {
-		b.Run(codec.String(), func(b *testing.B) {
+	for _, c := range []struct {
+		codec Compression
+		keys  int
+	}{{CompressionNone, 10_000}, {CompressionZstd, 10_000}, {CompressionNone, 100_000}} {
+		codec := c.codec
+		name := codec.String()
+		if c.keys != 10_000 {
+			name = fmt.Sprintf("%s-%dk-keys", name, c.keys/1000)
+		}
+		b.Run(name, func(b *testing.B) {
 			noFsync(b)
 			cfg := DefaultConfig()
 			cfg.CleanupPolicy = PolicyCompact
@@ -24,7 +34,7 @@ func BenchmarkCleaner(b *testing.B) {
 			cfg.MinCleanableDirtyRatio = 0
 			rng := rand.New(rand.NewPCG(1, 2))
 			var batches [][]byte
-			for i := 0; i < 1000; i++ {
+			for i := 0; i < c.keys/10; i++ {
 				recs := make([]kv, 10)
 				for k := range recs {
 					// Letters from a small alphabet: compressible about 2x,
@@ -33,7 +43,7 @@ func BenchmarkCleaner(b *testing.B) {
 					for j := range v {
 						v[j] = 'a' + byte(rng.IntN(16))
 					}
-					recs[k] = kv{key: fmt.Sprintf("key-%05d", (i*10+k*7919)%10_000), value: string(v)}
+					recs[k] = kv{key: fmt.Sprintf("key-%05d", (i*10+k*7919)%c.keys), value: string(v)}
 				}
 				batches = append(batches, keyedBatch(b, 1700000000000, codec, -1, 0, recs...))
 			}
@@ -335,4 +345,28 @@ func benchCleanerKeepsUp(b *testing.B, busy float64) {
 	b.ReportMetric(float64(maxDirty)/(1<<20), "maxDirtyMiB")
 	b.ReportMetric(float64(mb.l.Size())/(1<<20), "logMiB")
 	b.ReportMetric(float64(written)/(1<<20), "writtenMiB")
+}
+
+// BenchmarkOffsetMapPut measures the key map's cost per key put, for a
+// log of 100,000 keys updated in random order (the map at its steady
+// size): every put is a random access into the table, so this is mostly
+// how well the table fits the CPU caches.
+func BenchmarkOffsetMapPut(b *testing.B) {
+	const keys = 100_000
+	rng := rand.New(rand.NewPCG(7, 8))
+	order := make([][]byte, 1<<20)
+	for i := range order {
+		order[i] = fmt.Appendf(nil, "key-%05d", rng.IntN(keys))
+	}
+	m := newOffsetMap(128 << 20)
+	off := int64(0)
+	for _, k := range order[:keys*4] {
+		m.put(k, off)
+		off++
+	}
+	b.ResetTimer()
+	for i := 0; b.Loop(); i++ {
+		m.put(order[i%len(order)], off)
+		off++
+	}
 }

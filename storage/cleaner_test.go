@@ -10,6 +10,7 @@ import (
 	"slices"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/raftka/raftka/storage/recordbatch"
 )
@@ -329,6 +330,14 @@ func TestOffsetMapBound(t *testing.T) {
 	if _, ok := m.get([]byte("absent")); ok {
 		t.Fatal("absent key found")
 	}
+	// Offsets are kept as their distance from the base, in 32 bits.
+	m.clear(1 << 40)
+	if !m.put([]byte("a"), 1<<40+math.MaxUint32) || m.put([]byte("b"), 1<<40+math.MaxUint32+1) || m.put([]byte("c"), 1<<40-1) {
+		t.Fatal("the map took an offset it cannot hold, or refused one it can")
+	}
+	if off, ok := m.get([]byte("a")); !ok || off != 1<<40+math.MaxUint32 {
+		t.Fatalf("a = %d %v", off, ok)
+	}
 }
 
 // A map grows from its initial size up to the budget as keys come, keeps
@@ -363,7 +372,7 @@ func TestOffsetMapGrows(t *testing.T) {
 			t.Fatalf("key-%d = %d %v", i, off, ok)
 		}
 	}
-	m.clear()
+	m.clear(5)
 	if len(m.slots) != offsetMapInitialSlots || m.used != 0 {
 		t.Fatalf("after clear: %d slots, %d used", len(m.slots), m.used)
 	}
@@ -626,5 +635,68 @@ func TestCleanTransactions(t *testing.T) {
 		if lso := l.LastStableOffset(); lso != l.HighWatermark() {
 			t.Fatalf("reopened (clean %v): LSO %d, HW %d: a transaction is open", clean, lso, l.HighWatermark())
 		}
+	}
+}
+
+// FuzzCleanMarker: whatever a control batch's records section holds, the
+// filter keeps it unchanged, drops it, or rewrites it with a delete
+// horizon into a batch that validates and holds the same records at the
+// same offsets and timestamps; anything else is ErrCorruptBatch.
+func FuzzCleanMarker(f *testing.F) {
+	raw := BuildMarkerBatch(TxnMarker{ProducerID: 5, ProducerEpoch: 1, CoordinatorEpoch: 3, Type: ControlCommit}, 1_700_000_000_000)
+	raw.SetBaseOffset(10)
+	f.Add([]byte(raw[BatchHeaderSize:]), int32(1), int32(0), int64(1_700_000_000_000), false)
+	f.Add([]byte(raw[BatchHeaderSize:]), int32(1), int32(0), int64(1_700_000_100_000), true)
+	f.Fuzz(func(t *testing.T, data []byte, count, lastDelta int32, now int64, horizon bool) {
+		b := Batch(withCompressedRecords(raw, CompressionNone, data))
+		binary.BigEndian.PutUint32(b[offRecordCount:], uint32(count))
+		binary.BigEndian.PutUint32(b[offLastDelta:], uint32(lastDelta))
+		if horizon {
+			binary.BigEndian.PutUint16(b[offAttributes:], uint16(b.Attributes())|attrDeleteHorizon)
+		}
+		b.updateCRC()
+		in := map[int64]Record{}
+		_ = b.Records(func(r Record) bool {
+			r.Key, r.Value = bytes.Clone(r.Key), bytes.Clone(r.Value)
+			in[r.Offset] = r
+			return true
+		})
+		bf := &batchFilter{m: newOffsetMap(1 << 10), nowMs: now, deleteRetentionMs: 1000, lastOfProducer: map[int64]producerLast{}, txns: newCleanTxns(nil), horizon: math.MaxInt64}
+		nb, err := bf.filter(b)
+		if err != nil {
+			if !errors.Is(err, ErrCorruptBatch) {
+				t.Fatalf("%v is not ErrCorruptBatch", err)
+			}
+			return
+		}
+		if nb == nil || &nb[0] == &b[0] {
+			return
+		}
+		if _, err := nb.ValidateStored(); err != nil {
+			t.Fatalf("rewritten marker does not validate: %v", err)
+		}
+		if !nb.Control() || nb.Attributes()&attrDeleteHorizon == 0 || nb.BaseTimestamp() != now+1000 || nb.BaseOffset() != b.BaseOffset() || nb.LastOffset() != b.LastOffset() {
+			t.Fatalf("rewritten marker: attributes %#x, base timestamp %d, offsets %d..%d", nb.Attributes(), nb.BaseTimestamp(), nb.BaseOffset(), nb.LastOffset())
+		}
+		n := 0
+		err = nb.Records(func(r Record) bool {
+			w, ok := in[r.Offset]
+			if !ok || !bytes.Equal(w.Key, r.Key) || !bytes.Equal(w.Value, r.Value) || w.Timestamp != r.Timestamp {
+				t.Fatalf("record at %d is %+v, the input's is %+v", r.Offset, r, w)
+			}
+			n++
+			return true
+		})
+		if err != nil || n != len(in) {
+			t.Fatalf("rewritten marker holds %d records of %d: %v", n, len(in), err)
+		}
+	})
+}
+
+// The key map's slot is 16 bytes: the size its doc and the budget's
+// arithmetic assume.
+func TestMapSlotSize(t *testing.T) {
+	if n := unsafe.Sizeof(mapSlot{}); n != 16 {
+		t.Fatalf("mapSlot is %d bytes", n)
 	}
 }

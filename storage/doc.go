@@ -182,7 +182,9 @@
 // compacted leader's gaps and moves its checkpoint past them. The key map
 // (offsetMap) grows with the keys it meets, up to
 // log.cleaner.dedupe.buffer.size, so its random accesses stay in the CPU
-// caches for a log of few keys.
+// caches for a log of few keys; its 16-byte slots (a 96-bit hash of the
+// key, the offset as 32 bits from the first dirty one) hold as many keys
+// as Kafka's 24-byte entries would in the buffer, in two thirds of it.
 //
 // The cleaner yields to the produce path, which Kafka's does not: while
 // the node's logs take appends (leader, follower or marker, counted by
