@@ -194,10 +194,8 @@ func (f *batchFilter) filterControl(b Batch) (Batch, error) {
 	}
 	horizon := f.nowMs + f.deleteRetentionMs
 	f.records = f.records[:0]
-	ts := newTsRange()
 	base := b.BaseOffset()
 	err = b.walkRecordData(data, func(r Record) bool {
-		ts.add(r.Timestamp, r.Offset-base)
 		f.records = appendRecord(f.records, r, horizon, base)
 		return true
 	})

@@ -1,6 +1,9 @@
 package storage
 
-import "slices"
+import (
+	"cmp"
+	"slices"
+)
 
 // cleanTxns follows the transactions through one pass of the cleaner over
 // a run of batches in offset order (the dirty segments while the key map
@@ -33,15 +36,7 @@ type abortedRun struct {
 
 func newCleanTxns(aborted []AbortedTxn) *cleanTxns {
 	p := slices.Clone(aborted)
-	slices.SortStableFunc(p, func(a, b AbortedTxn) int {
-		switch {
-		case a.FirstOffset < b.FirstOffset:
-			return -1
-		case a.FirstOffset > b.FirstOffset:
-			return 1
-		}
-		return 0
-	})
+	slices.SortStableFunc(p, func(a, b AbortedTxn) int { return cmp.Compare(a.FirstOffset, b.FirstOffset) })
 	return &cleanTxns{pending: p, aborted: map[int64]*abortedRun{}, committed: map[int64]bool{}}
 }
 
