@@ -52,7 +52,7 @@ func (l *Log) cleanerInputLocked() (cleanInput, []*segment) {
 		Segments:         stats,
 		LogStart:         l.logStart.Load(),
 		FirstDirty:       l.firstDirty.Load(),
-		StableEnd:        min(l.hw.Load(), l.recoveryPoint.Load()),
+		StableEnd:        min(l.LastStableOffset(), l.recoveryPoint.Load()),
 		TombstoneHorizon: l.tombstoneHorizon.Load(),
 		Config:           *l.cfg.Load(),
 	}, segs
@@ -68,7 +68,7 @@ func (l *Log) cleanPlan(now time.Time) (cleanPlan, error) {
 	}
 	in, _ := l.cleanerInputLocked()
 	// Clean makes the range durable before it plans again.
-	in.StableEnd = l.hw.Load()
+	in.StableEnd = l.LastStableOffset()
 	return planClean(in, now.UnixMilli()), nil
 }
 
@@ -140,11 +140,16 @@ func (l *Log) Clean(now time.Time, opts CleanOptions) (CleanStats, bool, error) 
 			size = 128 << 20
 		}
 		m = newOffsetMap(size)
-	} else {
-		m.clear()
 	}
+	m.clear(plan.FirstDirty)
 	cio := &cleanIO{th: opts.Throttle, abort: opts.Abort, st: &st}
-	end, err := l.buildOffsetMap(m, segs, plan, cio)
+	// Records of aborted transactions never enter the map: a key's
+	// latest value is its latest committed one.
+	aborted, err := l.AbortedTransactions(plan.FirstDirty, plan.End)
+	if err != nil {
+		return st, false, l.abortedIf(gen, err)
+	}
+	end, err := l.buildOffsetMap(m, segs, plan, newCleanTxns(aborted), cio)
 	if err != nil {
 		return st, false, l.abortedIf(gen, err)
 	}
@@ -168,7 +173,15 @@ func (l *Log) Clean(now time.Time, opts CleanOptions) (CleanStats, bool, error) 
 			return st, false, err
 		}
 	}
-	f := &batchFilter{m: m, nowMs: now.UnixMilli(), deleteRetentionMs: in.Config.DeleteRetentionMs, lastOfProducer: lastOf, horizon: math.MaxInt64}
+	// One pass over the whole cleaned range follows its transactions, so
+	// a marker goes only once no batch of its transaction is left before
+	// it anywhere in the log (the range starts at the log start). Read
+	// before the first swap, which drops entries.
+	if aborted, err = l.AbortedTransactions(segs[0].baseOffset, st.End); err != nil {
+		return st, true, l.abortedIf(gen, err)
+	}
+	f := &batchFilter{m: m, nowMs: now.UnixMilli(), deleteRetentionMs: in.Config.DeleteRetentionMs, lastOfProducer: lastOf,
+		txns: newCleanTxns(aborted), horizon: math.MaxInt64}
 	for _, g := range groupSegments(segs[:end], &in.Config) {
 		if err := l.cleanGroup(g, f, gen, now, cio); err != nil {
 			return st, true, l.abortedIf(gen, err)
@@ -212,15 +225,18 @@ func (l *Log) syncBelowActive() error {
 // end, or the first segment whose keys did not all fit. Keys of that
 // segment already put stay: they name records that exist, above the
 // cleaned range, so dropping older records for them loses nothing.
-func (l *Log) buildOffsetMap(m *offsetMap, segs []*segment, plan cleanPlan, cio *cleanIO) (int, error) {
+func (l *Log) buildOffsetMap(m *offsetMap, segs []*segment, plan cleanPlan, txns *cleanTxns, cio *cleanIO) (int, error) {
 	var scratch []byte
 	for i := plan.dirtySeg; i < plan.endSeg; i++ {
 		s := segs[i]
 		full := false
 		err := cio.scan(s, &scratch, func(b Batch) error {
-			// Markers carry no keys; once transactions exist, aborted
-			// records must not enter the map either.
+			// Markers carry no keys.
 			if b.Control() {
+				txns.onControl(b)
+				return nil
+			}
+			if txns.onData(b) {
 				return nil
 			}
 			data, err := decompressRecords(b.Compression(), b[BatchHeaderSize:])
@@ -364,6 +380,7 @@ func (l *Log) cleanGroup(g []*segment, f *batchFilter, gen int64, now time.Time,
 	ns.created = g[0].created
 	changed := false
 	var scratch []byte
+	f.txns.index = f.txns.index[:0]
 	for _, s := range g {
 		err := cio.scan(s, &scratch, func(b Batch) error {
 			nb, err := f.filter(b)
@@ -407,11 +424,12 @@ func (l *Log) cleanGroup(g []*segment, f *batchFilter, gen int64, now time.Time,
 	if !changed {
 		return ns.removeAs()
 	}
-	// The cleaner keeps control batches, so every aborted range of the
-	// group stays valid; without its entries read_committed consumers of
-	// the cleaned segment would see aborted records.
-	if err := ns.copyTxnIndex(g); err != nil {
-		return errors.Join(err, ns.removeAs())
+	// The entries of the ABORT markers kept whose transactions had
+	// records here (see cleanTxns), in marker order.
+	for _, a := range f.txns.index {
+		if err := ns.txnIdx.append(a); err != nil {
+			return errors.Join(err, ns.removeAs())
+		}
 	}
 	if err := ns.onInactive(); err != nil {
 		return errors.Join(err, ns.removeAs())

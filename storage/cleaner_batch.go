@@ -14,17 +14,16 @@ type batchFilter struct {
 	m                 *offsetMap
 	nowMs             int64
 	deleteRetentionMs int64
-	// lastOfProducer maps each producer id to the last offset of its
-	// last batch in the log: that batch is kept, empty if need be, so the
-	// producer's sequence state survives a reopen (Kafka does the same).
-	lastOfProducer map[int64]int64
-	// aborted says whether a transactional batch belongs to an aborted
-	// transaction, whose records the clean removes. Transactions do not
-	// exist yet, so it is nil (nothing is aborted); the transactions work
-	// fills it from the aborted-transaction index, and markers (control
-	// batches, kept unchanged today) then go once no record of their
-	// transaction remains and delete.retention.ms has passed.
-	aborted func(b Batch) bool
+	// lastOfProducer maps each producer the log still knows to the last
+	// offset of its last data batch (-1 if it has none) and its epoch:
+	// that batch is kept, empty if need be, so the producer's sequence
+	// state survives a reopen; a producer with no data batch keeps its
+	// markers of its current epoch, which carry that epoch (as Kafka).
+	lastOfProducer map[int64]producerLast
+	// txns follows the transactions through the pass: it says which data
+	// batches were aborted (their records go) and which markers may go.
+	// nil: no transaction is looked at (markers stay, nothing is aborted).
+	txns *cleanTxns
 
 	keep    []bool
 	records []byte
@@ -53,9 +52,9 @@ func (f *batchFilter) filter(b Batch) (Batch, error) {
 	f.stats.RecordsRead += int64(b.RecordCount())
 	f.infoOK, f.walked = false, false
 	if b.Control() {
-		return b, nil
+		return f.filterControl(b)
 	}
-	abortedTxn := f.aborted != nil && b.Transactional() && f.aborted(b)
+	abortedTxn := f.txns != nil && f.txns.onData(b)
 	data, err := decompressRecords(b.Compression(), b[BatchHeaderSize:])
 	if err != nil {
 		return nil, err
@@ -118,7 +117,7 @@ func (f *batchFilter) filter(b Batch) (Batch, error) {
 	}
 	f.stats.RecordsKept += int64(kept)
 	if kept == 0 {
-		if pid := b.ProducerID(); pid >= 0 && f.lastOfProducer[pid] == b.LastOffset() {
+		if p, ok := f.lastOfProducer[b.ProducerID()]; ok && b.ProducerID() >= 0 && p.lastData == b.LastOffset() {
 			f.infoOK = true // no records: the header says it all
 			return f.emptyBatch(b), nil
 		}
@@ -164,6 +163,54 @@ func (f *batchFilter) filter(b Batch) (Batch, error) {
 	nb.updateCRC()
 	// The rewritten records carry their timestamps as walked.
 	f.setInfo(nb, kept1)
+	return nb, nil
+}
+
+// filterControl is filter for a control batch. A transaction marker the
+// pass found removable (see cleanTxns) goes delete.retention.ms after the
+// clean that first found it so (its delete horizon, stamped into the batch
+// as for tombstones, KIP-534), so a consumer that read the transaction's
+// records before they went still finds its marker; until then it stays,
+// as does every other control batch.
+func (f *batchFilter) filterControl(b Batch) (Batch, error) {
+	removable := f.txns != nil && f.txns.onControl(b)
+	if !removable {
+		return b, nil
+	}
+	if p, ok := f.lastOfProducer[b.ProducerID()]; ok && p.lastData < 0 && p.epoch == b.ProducerEpoch() {
+		return b, nil // the producer's epoch lives only in its markers
+	}
+	if b.Attributes()&attrDeleteHorizon != 0 {
+		h := b.BaseTimestamp()
+		if f.nowMs >= h {
+			return nil, nil
+		}
+		f.horizon = min(f.horizon, h)
+		return b, nil
+	}
+	data, err := decompressRecords(b.Compression(), b[BatchHeaderSize:])
+	if err != nil {
+		return nil, err
+	}
+	horizon := f.nowMs + f.deleteRetentionMs
+	f.records = f.records[:0]
+	base := b.BaseOffset()
+	err = b.walkRecordData(data, func(r Record) bool {
+		f.records = appendRecord(f.records, r, horizon, base)
+		return true
+	})
+	if err != nil {
+		return nil, err
+	}
+	if f.out, err = encodeBatch(f.out[:0], b, b.Compression(), f.records, false, defaultLevel(b.Compression())); err != nil {
+		return nil, fmt.Errorf("recompress: %w", err)
+	}
+	nb := Batch(f.out)
+	binary.BigEndian.PutUint16(nb[offAttributes:], uint16(nb.Attributes())|attrDeleteHorizon)
+	binary.BigEndian.PutUint64(nb[offBaseTimestamp:], uint64(horizon))
+	nb.updateCRC()
+	f.horizon = min(f.horizon, horizon)
+	f.stats.RecordsKept += int64(nb.RecordCount())
 	return nb, nil
 }
 

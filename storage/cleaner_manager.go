@@ -18,6 +18,14 @@ type CleanerOptions struct {
 	// IOMaxBytesPerSecond is log.cleaner.io.max.bytes.per.second, for
 	// all threads together (0 or +Inf: no limit).
 	IOMaxBytesPerSecond float64
+	// BusyIOBytesPerSecond (raftka.log.cleaner.busy.io.max.bytes.per.second,
+	// no Kafka key) caps the cleaner's I/O, for all threads together,
+	// while the node's logs take appends (leader, follower or marker):
+	// the cleaner yields to the produce path, and runs at
+	// IOMaxBytesPerSecond once no append has come for half a second. The
+	// lower of the two applies. DefaultCleanerBusyIO if zero; +Inf: none,
+	// Kafka's behaviour.
+	BusyIOBytesPerSecond float64
 	// Backoff is log.cleaner.backoff.ms: how long a thread sleeps when
 	// no log is due (15s if zero).
 	Backoff time.Duration
@@ -38,6 +46,9 @@ func (o *CleanerOptions) validate() error {
 	if o.Backoff == 0 {
 		o.Backoff = 15 * time.Second
 	}
+	if o.BusyIOBytesPerSecond == 0 {
+		o.BusyIOBytesPerSecond = DefaultCleanerBusyIO
+	}
 	switch {
 	case o.Threads < 0:
 		return fmt.Errorf("%w: log.cleaner.threads=%d", ErrInvalidConfig, o.Threads)
@@ -45,17 +56,29 @@ func (o *CleanerOptions) validate() error {
 		return fmt.Errorf("%w: log.cleaner.dedupe.buffer.size=%d", ErrInvalidConfig, o.DedupeBufferSize)
 	case o.IOMaxBytesPerSecond < 0 || math.IsNaN(o.IOMaxBytesPerSecond):
 		return fmt.Errorf("%w: log.cleaner.io.max.bytes.per.second=%g", ErrInvalidConfig, o.IOMaxBytesPerSecond)
+	case o.BusyIOBytesPerSecond < 0 || math.IsNaN(o.BusyIOBytesPerSecond):
+		return fmt.Errorf("%w: raftka.log.cleaner.busy.io.max.bytes.per.second=%g", ErrInvalidConfig, o.BusyIOBytesPerSecond)
 	case o.Backoff < 0:
 		return fmt.Errorf("%w: log.cleaner.backoff.ms=%d", ErrInvalidConfig, o.Backoff.Milliseconds())
 	}
 	return nil
 }
 
+// DefaultCleanerBusyIO is CleanerOptions.BusyIOBytesPerSecond's default,
+// 80 MB/s: measured on a two-core machine, a node whose cleaner always has
+// work then produces within 15% of its throughput with the cleaner off
+// (median drop 9% over 12 interleaved runs on a loaded shared machine,
+// against 37% with no limit), and a log taking 20 MB/s of keyed writes is
+// still cleaned as fast as they come, as with no limit or 100 MB/s (at 40
+// MB/s it falls behind). See BenchmarkManagerProduceWhileCleaning and
+// BenchmarkCleanerKeepsUp.
+const DefaultCleanerBusyIO = 80e6
+
 // startCleaners starts log.cleaner.threads goroutines if the cleaner is
 // enabled and the scheduler runs.
 func (m *Manager) startCleaners() {
 	c := m.opts.Cleaner
-	m.throttle = NewThrottle(c.IOMaxBytesPerSecond, nil, c.sleep)
+	m.throttle = newBusyThrottle(c.IOMaxBytesPerSecond, c.BusyIOBytesPerSecond, &m.appends, nil, c.sleep)
 	if !c.Enable || m.opts.DisableScheduler {
 		return
 	}

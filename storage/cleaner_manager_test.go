@@ -2,7 +2,9 @@ package storage
 
 import (
 	"fmt"
+	"math"
 	"path/filepath"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -120,4 +122,83 @@ func TestThrottle(t *testing.T) {
 	}
 	var none *Throttle
 	none.wait(1 << 30) // a nil throttle never sleeps
+}
+
+// TestBusyThrottle: with a busy rate, the throttle holds the cleaner to
+// it while appends come and for throttleBusyHold after the last, to the
+// configured rate (here none) otherwise, and the lower of the two always
+// applies.
+func TestBusyThrottle(t *testing.T) {
+	for _, c := range []struct {
+		name        string
+		rate, busy  float64
+		appending   bool
+		later       time.Duration // from the append seen to the wait
+		wantSleepMs int64         // for 100 bytes
+	}{
+		{"idle, no limit", 0, 1000, false, 0, 0},
+		{"appending", 0, 1000, true, 0, 100},
+		{"within the hold after appends", 0, 1000, true, throttleBusyHold - time.Millisecond, 100},
+		{"past the hold", 0, 1000, true, throttleBusyHold + time.Millisecond, 0},
+		{"the busy rate is lower", 2000, 1000, true, 0, 100},
+		{"the configured rate is lower", 500, 1000, true, 0, 200},
+		{"the configured rate when idle", 500, 1000, false, 0, 200},
+		{"no busy rate", 0, math.Inf(1), true, 0, 0},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			now := time.Unix(0, 0)
+			var slept time.Duration
+			var appends atomic.Int64
+			th := newBusyThrottle(c.rate, c.busy, &appends, func() time.Time { return now }, func(d time.Duration) { slept += d; now = now.Add(d) })
+			if th == nil {
+				if c.wantSleepMs != 0 {
+					t.Fatal("no throttle")
+				}
+				return
+			}
+			if c.appending {
+				appends.Add(1)
+				th.wait(0) // sees the append
+			}
+			now = now.Add(c.later)
+			slept = 0
+			th.wait(100)
+			if slept.Milliseconds() != c.wantSleepMs {
+				t.Fatalf("slept %v for 100 bytes, want %d ms", slept, c.wantSleepMs)
+			}
+		})
+	}
+}
+
+// TestManagerCountsAppends: every append to a Manager's logs (leader,
+// marker and follower) moves the count its cleaner's throttle watches,
+// and the throttle is the busy one by default.
+func TestManagerCountsAppends(t *testing.T) {
+	noFsync(t)
+	m, _, err := OpenManager(ManagerOptions{Dirs: []string{t.TempDir()}, DisableScheduler: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	if m.throttle == nil || m.throttle.busyRate != DefaultCleanerBusyIO {
+		t.Fatalf("throttle %+v, want the busy rate %g", m.throttle, DefaultCleanerBusyIO)
+	}
+	l, err := m.GetOrCreate("t", 0, DefaultConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	appendOK(t, l, batchOf(1, "a", 2))
+	appendMarkerOK(t, l, marker(3, 0, 0, true))
+	f, err := m.GetOrCreate("t", 1, DefaultConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := Batch(batchOf(1, "b", 1))
+	b.SetBaseOffset(0)
+	if _, err := f.AppendAsFollower(b); err != nil {
+		t.Fatal(err)
+	}
+	if n := m.appends.Load(); n != 3 {
+		t.Fatalf("%d appends counted, want 3", n)
+	}
 }

@@ -14,18 +14,34 @@ import (
 type cleanWrite struct {
 	kv
 	offset, ts int64
+	batchLast  int64     // the last offset of its batch
+	txn        *modelTxn // nil: not transactional
 }
+
+// modelTxn is a transaction of the cleaner model: its producer, first
+// offset and marker's offset (-1 while open), and whether it committed.
+type modelTxn struct {
+	pid           int64
+	first, marker int64
+	commit        bool
+}
+
+// committed says whether a write is one a read_committed reader sees.
+func (w cleanWrite) committed() bool { return w.txn == nil || w.txn.marker >= 0 && w.txn.commit }
 
 // TestCleanerModel drives a compacted log with random keyed writes
 // (tombstones, keyless records, an idempotent producer, every codec),
-// rolls, clock moves, high-watermark moves, cleans and reopens (clean, and
-// unclean with every segment rescanned), and after every step checks it
-// against the writes: every record read is one written at that offset;
-// offsets strictly increase; each key's last record is its latest write,
-// or nothing only if that write is a tombstone older than
-// delete.retention.ms; every write at or above the cleaner checkpoint is
+// transactional writes of two producers ended by COMMIT or ABORT markers
+// (also for transactions that wrote nothing), rolls, clock moves,
+// high-watermark moves, cleans and reopens (clean, and unclean with every
+// segment rescanned), and after every step checks it against the writes:
+// every record read is one written at that offset; offsets strictly
+// increase; the LSO is the model's; a read_committed read gives for each
+// key its latest committed write below the LSO, or nothing only if that
+// write is a tombstone older than delete.retention.ms; no aborted record
+// is left below the cleaner checkpoint, and every write at or above it is
 // still there unchanged; reading from any offset gives the same records
-// above it; the producer's sequence survives.
+// above it; the producers' sequences survive.
 func TestCleanerModel(t *testing.T) {
 	noFsync(t)
 	rapid.Check(t, func(rt *rapid.T) {
@@ -44,29 +60,66 @@ func TestCleanerModel(t *testing.T) {
 		}
 		defer func() { l.Close() }()
 		byOffset := map[int64]cleanWrite{}
-		latest := map[string]cleanWrite{}
 		var seq int32 // producer 9's next sequence
+		txnPIDs := []int64{20, 21}
+		txnSeq := map[int64]int32{}
+		openTxn := map[int64]*modelTxn{}
+		var txns []*modelTxn
+		lso := func() int64 {
+			hw := l.HighWatermark()
+			lso := hw
+			for _, x := range txns {
+				if x.marker < 0 || x.marker >= hw {
+					lso = min(lso, x.first)
+				}
+			}
+			return max(lso, l.LogStartOffset())
+		}
 		check := func(op string) {
 			recs := readRecords(t, l, l.LogStartOffset())
-			seen := map[string]int64{}
 			at := map[int64]bool{}
 			for _, r := range recs {
 				w, ok := byOffset[r.offset]
 				if !ok || w.key != r.key || w.value != r.value || w.tombstone != r.tombstone {
 					rt.Fatalf("after %s: offset %d holds %+v, written %+v", op, r.offset, r, w)
 				}
-				if r.key != "" {
-					seen[r.key] = r.offset
+				if w.txn != nil && w.txn.marker >= 0 && !w.txn.commit && r.offset < l.FirstDirtyOffset() {
+					rt.Fatalf("after %s: aborted write %+v is left below the cleaner checkpoint %d", op, w, l.FirstDirtyOffset())
 				}
 				at[r.offset] = true
 			}
+			stable := lso()
+			if got := l.LastStableOffset(); got != stable {
+				rt.Fatalf("after %s: LSO %d, the model's %d", op, got, stable)
+			}
+			// Each key's latest committed write below the LSO (reads stop
+			// at the first batch reaching it).
+			latest := map[string]cleanWrite{}
+			for _, w := range byOffset {
+				if w.key != "" && w.batchLast < stable && w.committed() {
+					if p, ok := latest[w.key]; !ok || p.offset < w.offset {
+						latest[w.key] = w
+					}
+				}
+			}
+			seen := map[string]rec{}
+			for _, r := range consumeCommittedRecords(rt, l, rapid.SampledFrom([]int{1, 300, 1 << 20}).Draw(rt, "maxBytes")) {
+				if r.key != "" {
+					seen[r.key] = r
+				}
+			}
 			for k, w := range latest {
-				off, ok := seen[k]
+				r, ok := seen[k]
 				switch {
-				case ok && off != w.offset:
-					rt.Fatalf("after %s: key %s ends at %d, its latest write is at %d", op, k, off, w.offset)
+				case ok && r.offset != w.offset:
+					rt.Fatalf("after %s: read_committed, key %s ends at %d (%q), its latest committed write is at %d (%q)", op, k, r.offset, r.value, w.offset, w.value)
 				case !ok && !(w.tombstone && clk.now().UnixMilli()-w.ts >= cfg.DeleteRetentionMs):
-					rt.Fatalf("after %s: key %s lost its latest write %+v", op, k, w)
+					rt.Fatalf("after %s: read_committed, key %s lost its latest committed write %+v", op, k, w)
+				}
+			}
+			for k, r := range seen {
+				if _, ok := latest[k]; !ok {
+					rt.Fatalf("after %s: read_committed gives key %s (%+v), which has no committed write", op, k, r)
 				}
 			}
 			for off, w := range byOffset {
@@ -87,17 +140,27 @@ func TestCleanerModel(t *testing.T) {
 					rt.Fatalf("after %s: reading from %d gives %v, want %v", op, from, got, want)
 				}
 			}
+			want := map[int64]int32{}
 			if seq > 0 {
-				ps := l.Producers()
-				if len(ps) != 1 || ps[0].LastSequence != seq-1 {
-					rt.Fatalf("after %s: producers %+v, want last sequence %d", op, ps, seq-1)
+				want[9] = seq - 1
+			}
+			for pid, s := range txnSeq {
+				want[pid] = s - 1
+			}
+			for _, p := range l.Producers() {
+				if w, ok := want[p.ProducerID]; ok && p.LastSequence != w {
+					rt.Fatalf("after %s: producer %d's last sequence %d, want %d", op, p.ProducerID, p.LastSequence, w)
 				}
+				delete(want, p.ProducerID)
+			}
+			if len(want) > 0 {
+				rt.Fatalf("after %s: producers %v lost", op, want)
 			}
 		}
 		steps := rapid.IntRange(1, 60).Draw(rt, "steps")
 		for step := range steps {
 			var op string
-			switch rapid.IntRange(0, 9).Draw(rt, "op") {
+			switch rapid.IntRange(0, 12).Draw(rt, "op") {
 			case 0, 1, 2, 3, 4:
 				op = "write"
 				n := rapid.IntRange(1, 3).Draw(rt, "records")
@@ -123,14 +186,51 @@ func TestCleanerModel(t *testing.T) {
 					seq += int32(n)
 				}
 				for i, r := range recs {
-					w := cleanWrite{kv: r, offset: res.BaseOffset + int64(i), ts: clk.now().UnixMilli()}
+					w := cleanWrite{kv: r, offset: res.BaseOffset + int64(i), ts: clk.now().UnixMilli(), batchLast: res.LastOffset}
 					if r.tombstone {
 						w.value = ""
 					}
 					byOffset[w.offset] = w
-					if r.key != "" {
-						latest[r.key] = w
+				}
+			case 10, 11:
+				op = "transactional write"
+				pid := rapid.SampledFrom(txnPIDs).Draw(rt, "txnProducer")
+				n := rapid.IntRange(1, 3).Draw(rt, "records")
+				recs := make([]kv, n)
+				for i := range recs {
+					recs[i] = kv{key: fmt.Sprintf("k%d", rapid.IntRange(0, 7).Draw(rt, "key")), value: fmt.Sprintf("t%d-%d-%d", pid, step, i)}
+					recs[i].tombstone = rapid.IntRange(0, 4).Draw(rt, "tombstone") == 0
+				}
+				b := recompressBatch(t, txnKeyed(clk.now().UnixMilli(), pid, txnSeq[pid], recs...), codec)
+				res, err := l.Append(b, AppendOptions{})
+				if err != nil {
+					rt.Fatal(err)
+				}
+				txnSeq[pid] += int32(n)
+				x := openTxn[pid]
+				if x == nil {
+					x = &modelTxn{pid: pid, first: res.BaseOffset, marker: -1}
+					openTxn[pid] = x
+					txns = append(txns, x)
+				}
+				for i, r := range recs {
+					w := cleanWrite{kv: r, offset: res.BaseOffset + int64(i), ts: clk.now().UnixMilli(), batchLast: res.LastOffset, txn: x}
+					if r.tombstone {
+						w.value = ""
 					}
+					byOffset[w.offset] = w
+				}
+			case 12:
+				pid := rapid.SampledFrom(txnPIDs).Draw(rt, "txnProducer")
+				commit := rapid.Bool().Draw(rt, "commit")
+				op = fmt.Sprintf("marker (commit %v) of producer %d", commit, pid)
+				res, err := l.AppendMarker(marker(pid, 0, 0, commit), AppendOptions{})
+				if err != nil {
+					rt.Fatal(err)
+				}
+				if x := openTxn[pid]; x != nil {
+					x.marker, x.commit = res.BaseOffset, commit
+					delete(openTxn, pid)
 				}
 			case 5:
 				op = "roll"
@@ -167,7 +267,9 @@ func TestCleanerModel(t *testing.T) {
 				}
 			case 9:
 				op = "high watermark"
-				l.SetHighWatermark(rapid.Int64Range(l.LogStartOffset(), l.LogEndOffset()).Draw(rt, "hw"))
+				// Forward only, as a leader's: the cleaner's output is
+				// relative to the HW it cleaned below.
+				l.SetHighWatermark(rapid.Int64Range(l.HighWatermark(), l.LogEndOffset()).Draw(rt, "hw"))
 			}
 			check(op)
 		}

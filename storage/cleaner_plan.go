@@ -16,9 +16,10 @@ type cleanInput struct {
 	LogStart int64
 	// FirstDirty is the cleaner checkpoint: below it the log was cleaned.
 	FirstDirty int64
-	// StableEnd bounds what may be cleaned: the high watermark, the
-	// recovery point (a clean must never derive durable data from data
-	// that is not) and, once transactions exist, the last stable offset.
+	// StableEnd bounds what may be cleaned: the last stable offset (at
+	// most the high watermark; an open transaction's records are not
+	// decided) and the recovery point (a clean must never derive durable
+	// data from data that is not).
 	StableEnd int64
 	// TombstoneHorizon is the earliest delete horizon of the tombstones
 	// the last clean kept (math.MaxInt64: none known).

@@ -7,8 +7,10 @@ import (
 	"fmt"
 	"math"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/raftka/raftka/storage/recordbatch"
 )
@@ -66,7 +68,7 @@ type rec struct {
 }
 
 // readRecords reads every record of l from offset from, checking offsets
-// strictly increase.
+// strictly increase; control batches (markers) are passed over.
 func readRecords(t testing.TB, l *Log, from int64) []rec {
 	t.Helper()
 	var out []rec
@@ -74,6 +76,10 @@ func readRecords(t testing.TB, l *Log, from int64) []rec {
 	for _, b := range readAll(t, l, from) {
 		if b.BaseOffset() <= last {
 			t.Fatalf("batch at %d after offset %d", b.BaseOffset(), last)
+		}
+		if b.Control() {
+			last = b.LastOffset()
+			continue
 		}
 		err := b.Records(func(r Record) bool {
 			if r.Offset <= last {
@@ -324,6 +330,14 @@ func TestOffsetMapBound(t *testing.T) {
 	if _, ok := m.get([]byte("absent")); ok {
 		t.Fatal("absent key found")
 	}
+	// Offsets are kept as their distance from the base, in 32 bits.
+	m.clear(1 << 40)
+	if !m.put([]byte("a"), 1<<40+math.MaxUint32) || m.put([]byte("b"), 1<<40+math.MaxUint32+1) || m.put([]byte("c"), 1<<40-1) {
+		t.Fatal("the map took an offset it cannot hold, or refused one it can")
+	}
+	if off, ok := m.get([]byte("a")); !ok || off != 1<<40+math.MaxUint32 {
+		t.Fatalf("a = %d %v", off, ok)
+	}
 }
 
 // A map grows from its initial size up to the budget as keys come, keeps
@@ -358,7 +372,7 @@ func TestOffsetMapGrows(t *testing.T) {
 			t.Fatalf("key-%d = %d %v", i, off, ok)
 		}
 	}
-	m.clear()
+	m.clear(5)
 	if len(m.slots) != offsetMapInitialSlots || m.used != 0 {
 		t.Fatalf("after clear: %d slots, %d used", len(m.slots), m.used)
 	}
@@ -456,7 +470,7 @@ func FuzzCleanBatch(f *testing.F) {
 		m := newOffsetMap(1 << 10)
 		m.put([]byte("a"), 2)
 		m.put([]byte("b"), 1)
-		bf := &batchFilter{m: m, nowMs: now, deleteRetentionMs: 1000, lastOfProducer: map[int64]int64{5: b.LastOffset()}, horizon: math.MaxInt64}
+		bf := &batchFilter{m: m, nowMs: now, deleteRetentionMs: 1000, lastOfProducer: map[int64]producerLast{5: {lastData: b.LastOffset()}}, horizon: math.MaxInt64}
 		in := map[int64]Record{}
 		_ = b.Records(func(r Record) bool {
 			r.Key, r.Value = bytes.Clone(r.Key), bytes.Clone(r.Value)
@@ -492,46 +506,197 @@ func FuzzCleanBatch(f *testing.F) {
 	})
 }
 
-// TestCleanKeepsAbortedRanges: a cleaned segment carries the .txnindex
-// entries of the segments it replaces, so a read_committed reader of a
-// compacted log still learns which records were aborted.
-func TestCleanKeepsAbortedRanges(t *testing.T) {
-	clk := newClock()
-	dir := partDir(t)
-	l, _ := openTestLog(t, dir, compactConfig(), LogOptions{Now: clk.now})
-	ts := clk.now().UnixMilli()
-	txn := recordbatch.Batch{Transactional: true, BaseTimestamp: ts, ProducerID: 5, BaseSequence: 0,
-		Records: []recordbatch.Record{{Timestamp: ts, Key: []byte("a"), Value: []byte("aborted")},
-			{OffsetDelta: 1, Timestamp: ts, Key: []byte("b"), Value: []byte("aborted")}}}.Encode()
-	if _, err := l.Append(txn, AppendOptions{LeaderEpoch: 1}); err != nil {
-		t.Fatal(err)
-	}
-	appendMarkerOK(t, l, marker(5, 0, 0, false))
-	for i := range 60 {
-		b := keyedBatch(t, clk.now().UnixMilli(), CompressionNone, -1, 0, kv{key: "filler", value: fmt.Sprint(i)})
-		if _, err := l.Append(b, AppendOptions{LeaderEpoch: 1}); err != nil {
-			t.Fatal(err)
+// txnKeyed is a transactional batch of keyed records from producer pid.
+func txnKeyed(ts int64, pid int64, seq int32, recs ...kv) []byte {
+	rs := make([]recordbatch.Record, len(recs))
+	for i, r := range recs {
+		rs[i] = recordbatch.Record{OffsetDelta: int32(i), Timestamp: ts, Key: []byte(r.key)}
+		if !r.tombstone {
+			rs[i].Value = []byte(r.value)
 		}
 	}
+	return recordbatch.Batch{Transactional: true, BaseTimestamp: ts, ProducerID: pid, BaseSequence: seq, Records: rs}.Encode()
+}
+
+// markersOf lists the offsets of l's control batches, and which carry a
+// delete horizon.
+func markersOf(t testing.TB, l *Log) (offsets []int64, horizon []bool) {
+	t.Helper()
+	for _, b := range readAll(t, l, l.LogStartOffset()) {
+		if b.Control() {
+			offsets = append(offsets, b.BaseOffset())
+			horizon = append(horizon, b.Attributes()&attrDeleteHorizon != 0)
+		}
+	}
+	return offsets, horizon
+}
+
+// TestCleanTransactions: the cleaner removes the records of aborted
+// transactions (and keeps them out of the key map, so an older committed
+// value survives an aborted newer one); a marker stays while a batch of
+// its transaction remains, is stamped with a delete horizon by the clean
+// that first finds it removable, and goes at the first clean after
+// delete.retention.ms; the .txnindex keeps an aborted range only while
+// the range held records; the producer's last batch stays; the cleaner
+// never cleans past the last stable offset; reopening finds no
+// transaction open.
+func TestCleanTransactions(t *testing.T) {
+	noFsync(t)
+	clk := newClock()
+	dir := partDir(t)
+	cfg := compactConfig()
+	l, _ := openTestLog(t, dir, cfg, LogOptions{Now: clk.now})
+	defer func() { l.Close() }()
+	ts := clk.now().UnixMilli()
+	plain := func(recs ...kv) int64 {
+		return appendOK(t, l, keyedBatch(t, clk.now().UnixMilli(), CompressionNone, -1, 0, recs...)).BaseOffset
+	}
+	fill := func(n int) {
+		for i := range n {
+			plain(kv{key: "filler", value: fmt.Sprint(i)})
+		}
+		if err := l.Roll(); err != nil {
+			t.Fatal(err)
+		}
+		l.SetHighWatermark(l.LogEndOffset())
+	}
+	plain(kv{key: "a", value: "v0"})                                   // 0
+	appendOK(t, l, txnKeyed(ts, 5, 0, kv{key: "a", value: "aborted"})) // 1
+	abortAt := appendMarkerOK(t, l, marker(5, 0, 0, false)).BaseOffset // 2
+	appendOK(t, l, txnKeyed(ts, 5, 1, kv{key: "k", value: "1"}))       // 3
+	commit1 := appendMarkerOK(t, l, marker(5, 0, 0, true)).BaseOffset  // 4
+	appendOK(t, l, txnKeyed(ts, 5, 2, kv{key: "m", value: "1"}))       // 5
+	commit2 := appendMarkerOK(t, l, marker(5, 0, 0, true)).BaseOffset  // 6
+	plain(kv{key: "k", value: "2"})                                    // 7
+	fill(30)
+
+	mustClean(t, l, clk.now())
+	got := recordsByKey(t, l)
+	if got["a"].value != "v0" || got["k"].value != "2" || got["m"].value != "1" {
+		t.Fatalf("after the first clean: %+v", got)
+	}
+	for _, r := range readRecords(t, l, 0) {
+		if r.value == "aborted" {
+			t.Fatalf("aborted record %+v survived the clean", r)
+		}
+	}
+	offs, hz := markersOf(t, l)
+	if !slices.Equal(offs, []int64{abortAt, commit1, commit2}) || slices.Contains(hz, true) {
+		t.Fatalf("after the first clean: markers at %v (horizon %v), want %d, %d, %d without", offs, hz, abortAt, commit1, commit2)
+	}
+	if a, err := l.AbortedTransactions(0, l.LogEndOffset()); err != nil || len(a) != 1 || a[0].FirstOffset != 1 || a[0].LastOffset != abortAt {
+		t.Fatalf("after the first clean: aborted %+v, %v", a, err)
+	}
+
+	clk.advance(time.Second)
+	fill(30)
+	mustClean(t, l, clk.now())
+	offs, hz = markersOf(t, l)
+	if !slices.Equal(offs, []int64{abortAt, commit1, commit2}) || !slices.Equal(hz, []bool{true, true, false}) {
+		t.Fatalf("after the second clean: markers at %v (horizon %v)", offs, hz)
+	}
+	if a, err := l.AbortedTransactions(0, l.LogEndOffset()); err != nil || len(a) != 0 {
+		t.Fatalf("after the second clean: aborted %+v, %v; the range holds no record", a, err)
+	}
+
+	// The horizon alone makes the log due.
+	clk.advance(time.Duration(cfg.DeleteRetentionMs) * time.Millisecond)
+	mustClean(t, l, clk.now())
+	if offs, _ = markersOf(t, l); !slices.Equal(offs, []int64{commit2}) {
+		t.Fatalf("after delete.retention.ms: markers at %v, want only %d (its transaction's batch is still there)", offs, commit2)
+	}
+	if got := recordsByKey(t, l); got["a"].value != "v0" || got["k"].value != "2" || got["m"].value != "1" {
+		t.Fatalf("after the third clean: %+v", got)
+	}
+
+	// An open transaction holds the cleaner back at its first offset.
+	open := appendOK(t, l, txnKeyed(ts, 7, 0, kv{key: "a", value: "open"})).BaseOffset
+	fill(30)
+	fill(30)
+	mustClean(t, l, clk.now())
+	if l.FirstDirtyOffset() > open || l.LastStableOffset() != open {
+		t.Fatalf("cleaned to %d past the open transaction at %d (LSO %d)", l.FirstDirtyOffset(), open, l.LastStableOffset())
+	}
+	if r := readRecords(t, l, open); len(r) == 0 || r[0].offset != open || r[0].value != "open" {
+		t.Fatalf("the open transaction's record: %+v", r[:min(len(r), 1)])
+	}
+	appendMarkerOK(t, l, marker(7, 0, 0, false))
 	l.SetHighWatermark(l.LogEndOffset())
-	want := []AbortedTxn{{ProducerID: 5, FirstOffset: 0, LastOffset: 2}}
-	check := func(when string, l *Log) {
-		t.Helper()
-		got, err := l.AbortedTransactions(0, l.LogEndOffset())
+	for _, clean := range []bool{true, false} {
+		hw := l.HighWatermark()
+		if err := l.Close(); err != nil {
+			t.Fatal(err)
+		}
+		var err error
+		l, _, err = OpenLog(dir, cfg, LogOptions{Now: clk.now, CleanShutdown: clean, HighWatermark: hw, CleanerCheckpoint: l.FirstDirtyOffset()})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(got) != 1 || got[0].ProducerID != want[0].ProducerID || got[0].FirstOffset != want[0].FirstOffset || got[0].LastOffset != want[0].LastOffset {
-			t.Fatalf("%s: aborted transactions %+v, want %+v", when, got, want)
+		if lso := l.LastStableOffset(); lso != l.HighWatermark() {
+			t.Fatalf("reopened (clean %v): LSO %d, HW %d: a transaction is open", clean, lso, l.HighWatermark())
 		}
 	}
-	check("before the clean", l)
-	if st := mustClean(t, l, clk.now()); st.SegmentsWritten == 0 {
-		t.Fatalf("nothing cleaned: %+v", st)
+}
+
+// FuzzCleanMarker: whatever a control batch's records section holds, the
+// filter keeps it unchanged, drops it, or rewrites it with a delete
+// horizon into a batch that validates and holds the same records at the
+// same offsets and timestamps; anything else is ErrCorruptBatch.
+func FuzzCleanMarker(f *testing.F) {
+	raw := BuildMarkerBatch(TxnMarker{ProducerID: 5, ProducerEpoch: 1, CoordinatorEpoch: 3, Type: ControlCommit}, 1_700_000_000_000)
+	raw.SetBaseOffset(10)
+	f.Add([]byte(raw[BatchHeaderSize:]), int32(1), int32(0), int64(1_700_000_000_000), false)
+	f.Add([]byte(raw[BatchHeaderSize:]), int32(1), int32(0), int64(1_700_000_100_000), true)
+	f.Fuzz(func(t *testing.T, data []byte, count, lastDelta int32, now int64, horizon bool) {
+		b := Batch(withCompressedRecords(raw, CompressionNone, data))
+		binary.BigEndian.PutUint32(b[offRecordCount:], uint32(count))
+		binary.BigEndian.PutUint32(b[offLastDelta:], uint32(lastDelta))
+		if horizon {
+			binary.BigEndian.PutUint16(b[offAttributes:], uint16(b.Attributes())|attrDeleteHorizon)
+		}
+		b.updateCRC()
+		in := map[int64]Record{}
+		_ = b.Records(func(r Record) bool {
+			r.Key, r.Value = bytes.Clone(r.Key), bytes.Clone(r.Value)
+			in[r.Offset] = r
+			return true
+		})
+		bf := &batchFilter{m: newOffsetMap(1 << 10), nowMs: now, deleteRetentionMs: 1000, lastOfProducer: map[int64]producerLast{}, txns: newCleanTxns(nil), horizon: math.MaxInt64}
+		nb, err := bf.filter(b)
+		if err != nil {
+			if !errors.Is(err, ErrCorruptBatch) {
+				t.Fatalf("%v is not ErrCorruptBatch", err)
+			}
+			return
+		}
+		if nb == nil || &nb[0] == &b[0] {
+			return
+		}
+		if _, err := nb.ValidateStored(); err != nil {
+			t.Fatalf("rewritten marker does not validate: %v", err)
+		}
+		if !nb.Control() || nb.Attributes()&attrDeleteHorizon == 0 || nb.BaseTimestamp() != now+1000 || nb.BaseOffset() != b.BaseOffset() || nb.LastOffset() != b.LastOffset() {
+			t.Fatalf("rewritten marker: attributes %#x, base timestamp %d, offsets %d..%d", nb.Attributes(), nb.BaseTimestamp(), nb.BaseOffset(), nb.LastOffset())
+		}
+		n := 0
+		err = nb.Records(func(r Record) bool {
+			w, ok := in[r.Offset]
+			if !ok || !bytes.Equal(w.Key, r.Key) || !bytes.Equal(w.Value, r.Value) || w.Timestamp != r.Timestamp {
+				t.Fatalf("record at %d is %+v, the input's is %+v", r.Offset, r, w)
+			}
+			n++
+			return true
+		})
+		if err != nil || n != len(in) {
+			t.Fatalf("rewritten marker holds %d records of %d: %v", n, len(in), err)
+		}
+	})
+}
+
+// The key map's slot is 16 bytes: the size its doc and the budget's
+// arithmetic assume.
+func TestMapSlotSize(t *testing.T) {
+	if n := unsafe.Sizeof(mapSlot{}); n != 16 {
+		t.Fatalf("mapSlot is %d bytes", n)
 	}
-	check("after the clean", l)
-	l.Close()
-	l2, _ := openTestLog(t, dir, compactConfig(), LogOptions{Now: clk.now})
-	defer l2.Close()
-	check("after reopening", l2)
 }

@@ -27,6 +27,8 @@ type Log struct {
 	cfg       atomic.Pointer[Config]
 	dirSynced atomic.Bool // false after a segment file was created or removed
 
+	activity *atomic.Int64 // counts appends, if set (LogOptions.activity)
+
 	mu         sync.Mutex // the writer
 	closed     bool
 	pending    []*segment // removed segments awaiting file deletion

@@ -221,6 +221,9 @@ func (l *Log) appendLocked(b Batch, info BatchInfo, cfg *Config) error {
 		_ = s.f.Truncate(s.size.Load())
 		return err
 	}
+	if l.activity != nil {
+		l.activity.Add(1)
+	}
 	l.segMu.Lock()
 	s.noteBatch(b, info)
 	l.nextOffset = s.nextOffset

@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 )
 
@@ -46,6 +47,9 @@ type LogOptions struct {
 	// a metrics library. It runs on the flushing goroutine and must be
 	// quick.
 	OnFlush func(time.Duration)
+	// activity, if set, counts the log's appends (the Manager's, which
+	// its cleaner's throttle watches).
+	activity *atomic.Int64
 }
 
 // Truncation is one cut made by recovery.
@@ -133,7 +137,7 @@ func OpenLog(dir string, cfg Config, opts LogOptions) (*Log, *RecoveryReport, er
 	if opts.FollowerDropBehind < 0 {
 		return nil, nil, fmt.Errorf("%w: follower drop-behind of %d bytes", ErrInvalidConfig, opts.FollowerDropBehind)
 	}
-	l := &Log{dir: dir, tp: tp, now: opts.Now, producers: producerStates{}, producerTTLMs: opts.ProducerIDExpirationMs, followerDropBehind: opts.FollowerDropBehind, onFlush: opts.OnFlush, txnReplayFrom: math.MaxInt64}
+	l := &Log{dir: dir, tp: tp, now: opts.Now, producers: producerStates{}, producerTTLMs: opts.ProducerIDExpirationMs, followerDropBehind: opts.FollowerDropBehind, onFlush: opts.OnFlush, activity: opts.activity, txnReplayFrom: math.MaxInt64}
 	l.firstUnstable.Store(noUnstable)
 	l.cfg.Store(&cfg)
 	l.dirSynced.Store(true)

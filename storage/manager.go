@@ -11,6 +11,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -86,6 +87,9 @@ type Manager struct {
 	// cleanerMu serialises starting and stopping the cleaner threads
 	// (SetCleaner, Close), and guards opts.Cleaner while they are stopped.
 	cleanerMu sync.Mutex
+	// appends counts the appends to the node's logs; the cleaner's
+	// throttle watches it to yield to the produce path.
+	appends atomic.Int64
 
 	lastExpiry time.Time // last producer-id expiry pass; guarded by mu
 	// unflushed holds the logs opened after an unclean stop with data
@@ -195,6 +199,7 @@ func OpenManager(opts ManagerOptions) (*Manager, []*RecoveryReport, error) {
 
 				ProducerIDExpirationMs: opts.ProducerIDExpiration.Milliseconds(),
 				FollowerDropBehind:     opts.FollowerDropBehind,
+				activity:               &m.appends,
 			}})
 		}
 	}
@@ -299,7 +304,7 @@ func (m *Manager) GetOrCreate(topic string, partition int32, cfg Config) (*Log, 
 			dir = d
 		}
 	}
-	l, _, err := OpenLog(filepath.Join(dir, tp.String()), cfg, LogOptions{Now: m.opts.Now, ProducerIDExpirationMs: m.opts.ProducerIDExpiration.Milliseconds(), FollowerDropBehind: m.opts.FollowerDropBehind, OnFlush: m.opts.OnFlush})
+	l, _, err := OpenLog(filepath.Join(dir, tp.String()), cfg, LogOptions{Now: m.opts.Now, ProducerIDExpirationMs: m.opts.ProducerIDExpiration.Milliseconds(), FollowerDropBehind: m.opts.FollowerDropBehind, OnFlush: m.opts.OnFlush, activity: &m.appends})
 	if err != nil {
 		return nil, err
 	}

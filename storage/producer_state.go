@@ -421,14 +421,24 @@ func (ps producerStates) apply(b Batch) (ended CompletedTxn, ok bool) {
 	return ended, false
 }
 
+// producerLast is what the cleaner keeps of a producer: the batch ending
+// at lastData (-1: it has no data batch in its current epoch, and its
+// markers of epoch stay).
+type producerLast struct {
+	lastData int64
+	epoch    int16
+}
+
 // lastOffsets maps each producer to the last offset of its last data
-// batch, which the cleaner keeps.
-func (ps producerStates) lastOffsets() map[int64]int64 {
-	out := make(map[int64]int64, len(ps))
+// batch and its epoch, which the cleaner keeps.
+func (ps producerStates) lastOffsets() map[int64]producerLast {
+	out := make(map[int64]producerLast, len(ps))
 	for pid, e := range ps {
+		p := producerLast{lastData: -1, epoch: e.epoch}
 		if e.n > 0 {
-			out[pid] = e.batches[e.n-1].LastOffset
+			p.lastData = e.batches[e.n-1].LastOffset
 		}
+		out[pid] = p
 	}
 	return out
 }

@@ -271,25 +271,3 @@ func (x *txnIndex) rename(to string) error {
 	x.path = to
 	return nil
 }
-
-// copyTxnIndex appends to s's .txnindex the entries of segs, in order. It
-// is for a segment that replaces segs with the same offsets and keeps
-// their markers (the cleaner's output, which keeps control batches), so
-// every entry stays valid; the cleaner must call it before the swap, or
-// the aborted ranges of the cleaned segments are lost. renameSuffix and
-// removeAs carry or remove the file with the segment's others.
-func (s *segment) copyTxnIndex(segs []*segment) error {
-	for _, src := range segs {
-		var err error
-		if serr := src.txnIdx.scan(func(a AbortedTxn) bool {
-			err = s.txnIdx.append(a)
-			return err == nil
-		}); serr != nil {
-			return serr
-		}
-		if err != nil {
-			return err
-		}
-	}
-	return nil
-}

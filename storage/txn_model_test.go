@@ -130,6 +130,15 @@ func (m *txnModel) nextSeq(pid int64) (seq int32, known bool) {
 // offset to its ABORT marker. It returns the record values delivered.
 func consumeCommitted(rt fataler, l *Log, maxBytes int) []string {
 	var out []string
+	for _, r := range consumeCommittedRecords(rt, l, maxBytes) {
+		out = append(out, r.value)
+	}
+	return out
+}
+
+// consumeCommittedRecords is consumeCommitted giving the records.
+func consumeCommittedRecords(rt fataler, l *Log, maxBytes int) []rec {
+	var out []rec
 	off := l.LogStartOffset()
 	for i := 0; i < 100000; i++ {
 		r, err := l.ReadCommitted(off, maxBytes)
@@ -169,7 +178,7 @@ func consumeCommitted(rt fataler, l *Log, maxBytes int) []string {
 			}
 			err := b.Records(func(r Record) bool {
 				if r.Offset >= l.LogStartOffset() {
-					out = append(out, string(r.Value))
+					out = append(out, rec{offset: r.Offset, key: string(r.Key), value: string(r.Value), tombstone: r.Value == nil})
 				}
 				return true
 			})

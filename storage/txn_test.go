@@ -502,8 +502,25 @@ func FuzzTxnMarker(f *testing.F) {
 	})
 }
 
+// copyTxnIndex appends to s's .txnindex the entries of segs, in order.
+func copyTxnIndex(s *segment, segs []*segment) error {
+	for _, src := range segs {
+		var err error
+		if serr := src.txnIdx.scan(func(a AbortedTxn) bool {
+			err = s.txnIdx.append(a)
+			return err == nil
+		}); serr != nil {
+			return serr
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // TestCopyTxnIndexThroughASwap: a segment replacing others (as the
-// cleaner's does) carries their entries through its .cleaned and .swap
+// cleaner's does) carries its entries through its .cleaned and .swap
 // names into place; removeAs leaves no .txnindex behind.
 func TestCopyTxnIndexThroughASwap(t *testing.T) {
 	noFsync(t)
@@ -535,7 +552,7 @@ func TestCopyTxnIndexThroughASwap(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := ns.copyTxnIndex(segs); err != nil {
+	if err := copyTxnIndex(ns, segs); err != nil {
 		t.Fatal(err)
 	}
 	if got := readTxnIndex(t, ns.txnIndexPath()); !reflect.DeepEqual(got, inSegs) || !strings.HasSuffix(ns.txnIndexPath(), txnIndexSuffix+cleanedSuffix) {
@@ -545,7 +562,7 @@ func TestCopyTxnIndexThroughASwap(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := other.copyTxnIndex(segs); err != nil {
+	if err := copyTxnIndex(other, segs); err != nil {
 		t.Fatal(err)
 	}
 	if err := other.removeAs(); err != nil {

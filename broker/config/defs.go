@@ -306,6 +306,10 @@ var defs = []Def{
 			return err
 		},
 		Doc: "Bytes per second the cleaners may read and write together; the default is no limit."},
+	// Kafka has no such key: its cleaner never yields to produce.
+	{Name: "raftka.log.cleaner.busy.io.max.bytes.per.second", Type: TypeLong, Default: "80000000", Validate: atLeast(0),
+		set: to(func(c *Config) *int64 { return &c.LogCleanerBusyIOBytesPerSecond }),
+		Doc: "raftka: bytes per second the cleaners may read and write together while the broker's logs take appends (and for half a second after), so cleaning yields to produce; log.cleaner.io.max.bytes.per.second still caps it and applies alone when appends stop. 0 turns it off, as in Kafka."},
 	{Name: "log.cleaner.backoff.ms", Type: TypeDurationMs, Default: "15000", Validate: atLeast(0),
 		set: toDuration(func(c *Config) *time.Duration { return &c.LogCleanerBackoff }),
 		Doc: "How long a cleaner thread sleeps when no log needs cleaning."},

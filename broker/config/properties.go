@@ -128,6 +128,8 @@ type Config struct {
 	LogCleanerDedupeBufferSize    int64
 	LogCleanerIOMaxBytesPerSecond float64
 	LogCleanerBackoff             time.Duration
+	// raftka.log.cleaner.busy.io.max.bytes.per.second (0: none).
+	LogCleanerBusyIOBytesPerSecond int64
 
 	BrokerSessionTimeout               time.Duration
 	BrokerHeartbeatInterval            time.Duration

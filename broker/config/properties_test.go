@@ -554,8 +554,11 @@ func FuzzParse(f *testing.F) {
 func TestLogCleanerSettings(t *testing.T) {
 	cfg, _ := mustParse(t, base)
 	if !cfg.LogCleanerEnable || cfg.LogCleanerThreads != 1 || cfg.LogCleanerDedupeBufferSize != 128<<20 ||
-		cfg.LogCleanerIOMaxBytesPerSecond != math.MaxFloat64 || cfg.LogCleanerBackoff != 15*time.Second {
+		cfg.LogCleanerIOMaxBytesPerSecond != math.MaxFloat64 || cfg.LogCleanerBackoff != 15*time.Second || cfg.LogCleanerBusyIOBytesPerSecond != 80e6 {
 		t.Fatalf("defaults: %+v", cfg)
+	}
+	if cfg, _ := mustParse(t, base, "raftka.log.cleaner.busy.io.max.bytes.per.second=0"); cfg.LogCleanerBusyIOBytesPerSecond != 0 {
+		t.Fatalf("busy rate 0: %+v", cfg)
 	}
 	cfg, warnings := mustParse(t, base, "log.cleaner.enable=false", "log.cleaner.threads=3", "log.cleaner.dedupe.buffer.size=1048576",
 		"log.cleaner.io.max.bytes.per.second=5e6", "log.cleaner.backoff.ms=100")
@@ -566,7 +569,7 @@ func TestLogCleanerSettings(t *testing.T) {
 	if len(warnings) != 0 {
 		t.Fatalf("applied cleaner keys warned: %v", warnings)
 	}
-	for _, bad := range []string{"log.cleaner.threads=0", "log.cleaner.io.max.bytes.per.second=-1", "log.cleaner.io.max.bytes.per.second=fast"} {
+	for _, bad := range []string{"log.cleaner.threads=0", "log.cleaner.io.max.bytes.per.second=-1", "log.cleaner.io.max.bytes.per.second=fast", "raftka.log.cleaner.busy.io.max.bytes.per.second=-1"} {
 		if _, _, err := Parse([]byte(base+bad+"\n"), nil); err == nil {
 			t.Errorf("%s accepted", bad)
 		}

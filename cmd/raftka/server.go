@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -83,12 +84,13 @@ func runServer(ctx context.Context, cfg *config.Config, log zerolog.Logger, shut
 		FollowerDropBehind:     cfg.FollowerDropBehind,
 		ProducerIDExpiration:   cfg.ProducerIDExpiration,
 		Cleaner: storage.CleanerOptions{
-			Enable:              cfg.LogCleanerEnable,
-			Threads:             int(cfg.LogCleanerThreads),
-			DedupeBufferSize:    cfg.LogCleanerDedupeBufferSize,
-			IOMaxBytesPerSecond: cfg.LogCleanerIOMaxBytesPerSecond,
-			Backoff:             cfg.LogCleanerBackoff,
-			OnClean:             logClean(log),
+			Enable:               cfg.LogCleanerEnable,
+			Threads:              int(cfg.LogCleanerThreads),
+			DedupeBufferSize:     cfg.LogCleanerDedupeBufferSize,
+			IOMaxBytesPerSecond:  cfg.LogCleanerIOMaxBytesPerSecond,
+			BusyIOBytesPerSecond: busyCleanerIO(cfg.LogCleanerBusyIOBytesPerSecond),
+			Backoff:              cfg.LogCleanerBackoff,
+			OnClean:              logClean(log),
 		},
 	})
 	if err != nil {
@@ -401,6 +403,15 @@ func advertisedEndpoints(cfg *config.Config) ([]metadata.Endpoint, error) {
 // topicStorageConfig resolves a topic's log config from its overrides in the
 // metadata image and this node's server.properties, by Kafka's precedence.
 // logClean logs what each clean of the log cleaner did.
+// busyCleanerIO maps raftka.log.cleaner.busy.io.max.bytes.per.second to
+// storage's option, where 0 means the default and +Inf none.
+func busyCleanerIO(bytesPerSecond int64) float64 {
+	if bytesPerSecond == 0 {
+		return math.Inf(1)
+	}
+	return float64(bytesPerSecond)
+}
+
 func logClean(log zerolog.Logger) func(storage.TopicPartition, storage.CleanStats, error) {
 	return func(tp storage.TopicPartition, st storage.CleanStats, err error) {
 		if err != nil {
