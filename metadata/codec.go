@@ -223,6 +223,17 @@ func encodeBody(w *writer, rec Record) error {
 	case *RemoveUserScramCredential:
 		w.str(r.Name)
 		w.i8(int8(r.Mechanism))
+	case *AccessControlEntry:
+		w.uuid(r.ID)
+		w.i8(int8(r.ResourceType))
+		w.str(r.ResourceName)
+		w.i8(int8(r.PatternType))
+		w.str(r.Principal)
+		w.str(r.Host)
+		w.i8(int8(r.Operation))
+		w.i8(int8(r.Permission))
+	case *RemoveAccessControlEntry:
+		w.uuid(r.ID)
 	default:
 		return fmt.Errorf("unsupported record implementation %T", rec)
 	}
@@ -314,6 +325,16 @@ func decodeBody(r *reader, typ RecordType, ver int16) (Record, error) {
 			Salt: []byte(r.str()), StoredKey: []byte(r.str()), ServerKey: []byte(r.str()), Iterations: r.i32()}
 	case TypeRemoveUserScramCredential:
 		rec = &RemoveUserScramCredential{Name: r.str(), Mechanism: ScramMechanism(r.i8())}
+	case TypeAccessControlEntry:
+		x := &AccessControlEntry{ID: r.uuid()}
+		x.ResourceType = ACLResourceType(r.i8())
+		x.ResourceName = r.str()
+		x.PatternType = ACLPatternType(r.i8())
+		x.Principal, x.Host = r.str(), r.str()
+		x.Operation, x.Permission = ACLOperation(r.i8()), ACLPermission(r.i8())
+		rec = x
+	case TypeRemoveAccessControlEntry:
+		rec = &RemoveAccessControlEntry{ID: r.uuid()}
 	default:
 		return nil, errors.New("unknown record type")
 	}
