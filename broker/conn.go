@@ -38,6 +38,8 @@ type connState struct {
 	// is dispatched (auth_conn.go).
 	principal string
 	tlsPeer   string
+	// host is the client's address as ACLs name it (authorized_ops.go).
+	host string
 }
 
 type clientSoftware struct{ name, version string }
@@ -135,6 +137,7 @@ func (s *Server) newConn(nc net.Conn, listener string) *conn {
 			remote:    nc.RemoteAddr(),
 			srv:       s,
 			principal: anonymousPrincipal,
+			host:      aclHost(nc.RemoteAddr()),
 		},
 		ctx:    ctx,
 		cancel: cancel,

@@ -97,6 +97,9 @@ type Deps struct {
 	// Scram forwards AlterUserScramCredentials; nil answers it
 	// NOT_CONTROLLER.
 	Scram ScramAdmin
+	// ACLs forwards CreateAcls and DeleteAcls; nil answers them
+	// NOT_CONTROLLER.
+	ACLs ACLAdmin
 }
 
 // Options configures a Server.
@@ -128,6 +131,9 @@ type Options struct {
 	Config *config.Config
 	// Partitions configures the partition APIs (see partitions.go).
 	Partitions PartitionOptions
+	// Authorizer decides ACLs (authorized_ops.go); nil takes it from
+	// Config (authorizer.class.name), and no authorizer allows everything.
+	Authorizer *metadata.Authorizer
 }
 
 // Server answers the Kafka protocol on its listeners.
@@ -151,6 +157,7 @@ type Server struct {
 	listeners       []boundListener
 	producerIDs     producerIDs // see producer_ids.go
 	parts           *partitionState
+	authorizer      *metadata.Authorizer // nil: everything allowed
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -191,6 +198,7 @@ func newServer(opts Options, table *apiTable) (*Server, error) {
 		autoCreate:      opts.AutoCreateTopics,
 		config:          opts.Config,
 		parts:           newPartitionState(opts.Partitions),
+		authorizer:      opts.authorizer(),
 	}
 	if s.maxRequestBytes == 0 {
 		s.maxRequestBytes = DefaultMaxRequestBytes

@@ -124,6 +124,10 @@ func (n *Node) decideFor(req kmsg.Request) decideFunc {
 		return decideDeleteGroups(r)
 	case *kmsg.AlterUserSCRAMCredentialsRequest:
 		return decideAlterUserScramCredentials(r)
+	case *kmsg.CreateACLsRequest:
+		return decideCreateAcls(r)
+	case *kmsg.DeleteACLsRequest:
+		return decideDeleteAcls(r)
 	case *kmsg.AddRaftVoterRequest, *kmsg.DescribeQuorumRequest:
 		// Answered outside the loop (a Raft configuration change, a read of
 		// Raft state); the non-nil func only marks them as served.
@@ -204,6 +208,10 @@ func respTags(resp kmsg.Response) *kmsg.Tags {
 	case *kmsg.DeleteGroupsResponse:
 		return &r.UnknownTags
 	case *kmsg.AlterUserSCRAMCredentialsResponse:
+		return &r.UnknownTags
+	case *kmsg.CreateACLsResponse:
+		return &r.UnknownTags
+	case *kmsg.DeleteACLsResponse:
 		return &r.UnknownTags
 	}
 	return nil
@@ -300,6 +308,20 @@ func errorResponse(req kmsg.Request, code int16) kmsg.Response {
 		}
 		for _, u := range r.Upsertions {
 			add(u.Name)
+		}
+	case *kmsg.CreateACLsRequest:
+		x := resp.(*kmsg.CreateACLsResponse)
+		for range r.Creations {
+			rr := kmsg.NewCreateACLsResponseResult()
+			rr.ErrorCode = code
+			x.Results = append(x.Results, rr)
+		}
+	case *kmsg.DeleteACLsRequest:
+		x := resp.(*kmsg.DeleteACLsResponse)
+		for range r.Filters {
+			rr := kmsg.NewDeleteACLsResponseResult()
+			rr.ErrorCode = code
+			x.Results = append(x.Results, rr)
 		}
 	}
 	resp.SetVersion(req.GetVersion())

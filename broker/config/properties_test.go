@@ -181,7 +181,7 @@ func TestMalformedValues(t *testing.T) {
 		{"metrics.listener=9100", "want host:port"},
 		{"metrics.listener=:99999", "not a number from 0 to 65535"},
 		{"log.segment.bytes=10", "must be at least 14"},
-		{"authorizer.class.name=kafka.security.authorizer.AclAuthorizer", "raftka has no authorizer"},
+		{"authorizer.class.name=kafka.security.authorizer.AclAuthorizer", "raftka implements only Kafka's StandardAuthorizer"},
 		{"security.inter.broker.protocol=TLS", "must be one of PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL"},
 		{"log.retention.ms=forever", `log.retention.ms="forever"`},
 		{"raftka.follower.drop.behind.bytes=-1", "must be at least 0"},

@@ -147,6 +147,7 @@ func runServer(ctx context.Context, cfg *config.Config, log zerolog.Logger, shut
 			Replicas:   replicas,
 			Groups:     groups,
 			Scram:      node.Client(),
+			ACLs:       node.Client(),
 		},
 		Partitions: broker.PartitionOptions{
 			LogDirs:                 cfg.LogDirs,
