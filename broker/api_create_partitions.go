@@ -52,6 +52,10 @@ func handleCreatePartitions(ctx context.Context, rc *request, kreq kmsg.Request)
 			results[t.Topic] = createPartitionsError(t.Topic, kerr.InvalidRequest.Code, kmsg.StringPtr("Duplicate topic name."))
 			continue
 		}
+		if !rc.authorize(opAlter, resTopic, t.Topic) {
+			results[t.Topic] = createPartitionsError(t.Topic, kerr.TopicAuthorizationFailed.Code, nil)
+			continue
+		}
 		fwd.Topics = append(fwd.Topics, t)
 	}
 

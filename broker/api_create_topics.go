@@ -57,12 +57,16 @@ func handleCreateTopics(ctx context.Context, rc *request, kreq kmsg.Request) (km
 	results := make(map[string]kmsg.CreateTopicsResponseTopic, len(count))
 	fwd := kmsg.NewPtrCreateTopicsRequest()
 	fwd.TimeoutMillis, fwd.ValidateOnly = req.TimeoutMillis, req.ValidateOnly
+	clusterCreate := rc.authorizeCluster(opCreate)
 	for _, t := range req.Topics {
 		switch {
 		case count[t.Topic] > 1:
 			results[t.Topic] = createTopicError(t.Topic, kerr.InvalidRequest.Code, "Duplicate topic name.")
 		case t.Topic == metadataTopic:
 			results[t.Topic] = createTopicError(t.Topic, kerr.InvalidRequest.Code, "Creation of internal topic "+metadataTopic+" is prohibited.")
+		case !clusterCreate && !rc.authorize(opCreate, resTopic, t.Topic):
+			// CREATE on the cluster or on the topic (KafkaApis).
+			results[t.Topic] = createTopicError(t.Topic, kerr.TopicAuthorizationFailed.Code, "Authorization failed.")
 		default:
 			fwd.Topics = append(fwd.Topics, t)
 		}
@@ -88,7 +92,12 @@ func handleCreateTopics(ctx context.Context, rc *request, kreq kmsg.Request) (km
 		answered[t.Topic] = true
 		rt := results[t.Topic]
 		if rt.ErrorCode == 0 && req.Version >= 5 && img != nil {
-			rt.Configs = createdTopicConfigs(srv, img, requested[t.Topic])
+			// The configs are shown only with DESCRIBE_CONFIGS on the topic.
+			if rc.authorize(opDescribeConfigs, resTopic, t.Topic) {
+				rt.Configs = createdTopicConfigs(srv, img, requested[t.Topic])
+			} else {
+				rt.ConfigErrorCode = kerr.TopicAuthorizationFailed.Code
+			}
 		}
 		resp.Topics = append(resp.Topics, rt)
 	}

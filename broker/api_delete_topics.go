@@ -24,6 +24,7 @@ package broker
 import (
 	"context"
 
+	"github.com/raftka/raftka/metadata"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -59,6 +60,7 @@ func handleDeleteTopics(ctx context.Context, rc *request, kreq kmsg.Request) (km
 		}
 	}
 
+	img := rc.authImage()
 	names, ids := map[string]int{}, map[[16]byte]int{}
 	for _, tg := range targets {
 		hasName, hasID := tg.name != nil && *tg.name != "", tg.id != ([16]byte{})
@@ -97,6 +99,8 @@ func handleDeleteTopics(ctx context.Context, rc *request, kreq kmsg.Request) (km
 		}
 		if msg != "" {
 			rt.ErrorCode, rt.ErrorMessage = kerr.InvalidRequest.Code, kmsg.StringPtr(msg)
+		} else if !mayDeleteTopic(rc, img, tg) {
+			rt.ErrorCode = kerr.TopicAuthorizationFailed.Code
 		} else {
 			ft := kmsg.NewDeleteTopicsRequestTopic()
 			ft.Topic, ft.TopicID = tg.name, tg.id
@@ -179,4 +183,25 @@ func forwardDeleteTopics(ctx context.Context, srv *Server, fwd *kmsg.DeleteTopic
 		}
 		results[i] = rt
 	}
+}
+
+// mayDeleteTopic is KafkaApis' check: DESCRIBE on the topic (else its
+// existence is not revealed), then DELETE on an existing one. A topic id
+// no topic has is left to the controller (UNKNOWN_TOPIC_ID).
+func mayDeleteTopic(rc *request, img *metadata.Image, tg deleteTarget) bool {
+	name := ""
+	if tg.name != nil && *tg.name != "" {
+		name = *tg.name
+	} else if t, ok := img.TopicByID(tg.id); ok {
+		name = t.Name
+	} else {
+		return true
+	}
+	if !rc.authorize(opDescribe, resTopic, name) {
+		return false
+	}
+	if _, exists := img.Topic(name); exists {
+		return rc.authorize(opDelete, resTopic, name)
+	}
+	return true
 }

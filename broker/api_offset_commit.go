@@ -55,6 +55,8 @@ func handleOffsetCommit(ctx context.Context, rc *request, kreq kmsg.Request) (km
 	md := rc.conn.srv.deps.Metadata
 	groupErr := int16(0)
 	switch {
+	case !rc.authorize(opRead, resGroup, req.Group):
+		groupErr = kerr.GroupAuthorizationFailed.Code
 	case groups == nil || md == nil:
 		groupErr = kerr.CoordinatorNotAvailable.Code
 	case req.Group == "":
@@ -80,10 +82,13 @@ func handleOffsetCommit(ctx context.Context, rc *request, kreq kmsg.Request) (km
 			}
 			nparts = len(ti.Partitions)
 		}
+		readable := groupErr != 0 || !known || rc.authorize(opRead, resTopic, name)
 		for j, p := range t.Partitions {
 			switch {
 			case groupErr != 0:
 				codes[i][j] = groupErr
+			case !readable:
+				codes[i][j] = kerr.TopicAuthorizationFailed.Code
 			case !known:
 				codes[i][j] = unknownCode
 			case p.Partition < 0 || int(p.Partition) >= nparts:

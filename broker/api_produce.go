@@ -109,7 +109,11 @@ func handleProduce(ctx context.Context, rc *request, kreq kmsg.Request) (kmsg.Re
 
 	var txnErr error
 	if req.TransactionID != nil {
+		// Kafka checks WRITE on the transactional id before anything else.
 		txnErr = errTransactionsUnsupported
+		if !rc.authorize(opWrite, resTxnID, *req.TransactionID) {
+			txnErr = kerr.TransactionalIDAuthorizationFailed
+		}
 	}
 	var acksErr error
 	if req.Acks != 0 && req.Acks != 1 && req.Acks != -1 {
@@ -130,6 +134,11 @@ func handleProduce(ctx context.Context, rc *request, kreq kmsg.Request) (kmsg.Re
 			} else {
 				topicErr = fmt.Errorf("%w: %x", kerr.UnknownTopicID, t.TopicID)
 			}
+		}
+		// WRITE on the topic, checked before the topic's existence so an
+		// unauthorized client cannot probe for names (KafkaApis order).
+		if topicErr == nil && !rc.authorize(opWrite, resTopic, name) {
+			topicErr = kerr.TopicAuthorizationFailed
 		}
 		rt.Partitions = make([]kmsg.ProduceResponseTopicPartition, len(t.Partitions))
 		for i, p := range t.Partitions {

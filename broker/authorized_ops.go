@@ -49,7 +49,6 @@ func opSet(ops ...metadata.ACLOperation) int32 {
 var (
 	topicOps   = opSet(metadata.ACLOperationsOf(resTopic)...)
 	clusterOps = opSet(metadata.ACLOperationsOf(resCluster)...)
-	groupOps   = opSet(metadata.ACLOperationsOf(resGroup)...)
 )
 
 // aclHost is Kafka's host of a connection for ACLs: the client's IP
