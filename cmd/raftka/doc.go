@@ -2,7 +2,8 @@
 // runs a node from a Kafka-style server.properties, `raftka local` runs a
 // cluster on one machine (what `make run` does), and the other subcommands
 // (storage, topics, produce, consume, cluster, leader-election, bench,
-// dump-log) mirror Kafka's shell tools over the wire with franz-go.
+// dump-log, acls) mirror Kafka's shell tools over the wire with franz-go;
+// every client-side one takes --command-config with Kafka's client keys.
 //
 // main.go only wires the cli.App; each subcommand lives in its own file and
 // registers itself from init. Nothing imports this package; it may import
@@ -13,6 +14,6 @@
 //arch:imports github.com/twmb/franz-go/pkg/kadm github.com/twmb/franz-go/pkg/kfake
 //arch:imports github.com/urfave/cli/v2 github.com/rs/zerolog
 //arch:imports github.com/prometheus/client_golang/... github.com/HdrHistogram/hdrhistogram-go
-//arch:imports github.com/mattn/go-isatty
+//arch:imports github.com/mattn/go-isatty github.com/magiconair/properties
 //arch:importers none
 package main
