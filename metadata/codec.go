@@ -234,6 +234,16 @@ func encodeBody(w *writer, rec Record) error {
 		w.i8(int8(r.Permission))
 	case *RemoveAccessControlEntry:
 		w.uuid(r.ID)
+	case *ClientQuota:
+		w.count(len(r.Entity), r.Entity == nil)
+		for _, p := range r.Entity {
+			w.str(p.Type)
+			w.str(p.Name)
+			w.bool(p.Default)
+		}
+		w.str(r.Key)
+		w.i64(int64(math.Float64bits(r.Value)))
+		w.bool(r.Remove)
 	default:
 		return fmt.Errorf("unsupported record implementation %T", rec)
 	}
@@ -335,6 +345,18 @@ func decodeBody(r *reader, typ RecordType, ver int16) (Record, error) {
 		rec = x
 	case TypeRemoveAccessControlEntry:
 		rec = &RemoveAccessControlEntry{ID: r.uuid()}
+	case TypeClientQuota:
+		x := &ClientQuota{}
+		if n, ok := r.count(3); ok {
+			x.Entity = make(QuotaEntity, n)
+			for i := range x.Entity {
+				x.Entity[i] = QuotaEntityPart{Type: r.str(), Name: r.str(), Default: r.bool()}
+			}
+		}
+		x.Key = r.str()
+		x.Value = math.Float64frombits(uint64(r.i64()))
+		x.Remove = r.bool()
+		rec = x
 	default:
 		return nil, errors.New("unknown record type")
 	}

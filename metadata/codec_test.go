@@ -70,6 +70,9 @@ func sampleRecords() []Record {
 			PatternType: ACLPatternPrefixed, Principal: "User:alice", Host: "*", Operation: ACLOpWrite, Permission: ACLPermissionAllow}},
 		&AccessControlEntry{},
 		&RemoveAccessControlEntry{ID: [16]byte{9, 9}},
+		&ClientQuota{Entity: QuotaEntity{{Type: "client-id", Default: true}, {Type: "user", Name: "alice"}}, Key: QuotaProducerByteRate, Value: 1048576},
+		&ClientQuota{Entity: QuotaEntity{}, Key: "k", Remove: true},
+		&ClientQuota{},
 	}
 }
 
@@ -90,7 +93,7 @@ func TestRecordRoundTripEveryType(t *testing.T) {
 			t.Fatalf("round trip of %T:\n got %#v\nwant %#v", r, got, r)
 		}
 	}
-	for typ := TypeClusterID; typ <= TypeRemoveAccessControlEntry; typ++ {
+	for typ := TypeClusterID; typ <= TypeClientQuota; typ++ {
 		if typ.String() == "RecordType(unknown)" {
 			continue // a range another kind of record will take
 		}

@@ -39,6 +39,8 @@ type Delta struct {
 	ScramChanged bool
 	// ACLsChanged: an ACL binding was added or removed.
 	ACLsChanged bool
+	// QuotasChanged: a client quota was set or removed.
+	QuotasChanged bool
 
 	// Skipped lists the records Apply did not apply, with why.
 	Skipped []SkippedRecord
@@ -87,7 +89,7 @@ func (d *Delta) Empty() bool {
 		len(d.BrokersRegistered) == 0 && len(d.BrokersUnregistered) == 0 && len(d.BrokersFenced) == 0 &&
 		len(d.BrokersUnfenced) == 0 && len(d.BrokersShuttingDown) == 0 && len(d.BrokersChanged) == 0 && len(d.ConfigsChanged) == 0 &&
 		len(d.OffsetsCommitted) == 0 && len(d.GroupsChanged) == 0 && !d.ClusterIDChanged &&
-		!d.FeaturesChanged && !d.ProducerIDsChanged && !d.ScramChanged && !d.ACLsChanged
+		!d.FeaturesChanged && !d.ProducerIDsChanged && !d.ScramChanged && !d.ACLsChanged && !d.QuotasChanged
 }
 
 // Apply replays a batch of records onto the image and returns the new image
@@ -125,6 +127,7 @@ type applier struct {
 	groups  groupApplier
 	scram   scramApplier
 	acls    aclApplier
+	quotas  quotaApplier
 }
 
 func newApplier(old *Image) *applier {
@@ -138,6 +141,7 @@ func newApplier(old *Image) *applier {
 	b.groups = newGroupApplier(&b.img)
 	b.scram = scramApplier{img: &b.img}
 	b.acls = aclApplier{img: &b.img}
+	b.quotas = quotaApplier{img: &b.img}
 	return b
 }
 
@@ -196,6 +200,8 @@ func (b *applier) replay(rec Record) error {
 		return b.acls.add(r)
 	case *RemoveAccessControlEntry:
 		return b.acls.remove(r)
+	case *ClientQuota:
+		return b.quotas.apply(r)
 	case nil:
 		return invalid("nil record")
 	}
@@ -217,5 +223,6 @@ func (b *applier) finish() (*Image, *Delta) {
 	d.ScramChanged = b.scram.changed
 	b.acls.seal()
 	d.ACLsChanged = b.acls.changed
+	d.QuotasChanged = b.quotas.changed
 	return next, d
 }

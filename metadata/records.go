@@ -31,6 +31,7 @@ const (
 	// 30-39: authorization and quotas.
 	TypeAccessControlEntry       RecordType = 30
 	TypeRemoveAccessControlEntry RecordType = 31
+	TypeClientQuota              RecordType = 35
 )
 
 func (t RecordType) String() string {
@@ -77,6 +78,8 @@ func (t RecordType) String() string {
 		return "AccessControlEntry"
 	case TypeRemoveAccessControlEntry:
 		return "RemoveAccessControlEntry"
+	case TypeClientQuota:
+		return "ClientQuota"
 	}
 	return "RecordType(unknown)"
 }
