@@ -246,6 +246,15 @@ func handleFetch(ctx context.Context, rc *request, kreq kmsg.Request) (kmsg.Resp
 	if req.Version >= 16 {
 		resp.Brokers = fetchEndpoints(img, hints, rc.conn.listener)
 	}
+	// consumer_byte_rate: the answer's record bytes, held back by the
+	// throttle time (quota.go); follower fetches never get here.
+	fetched := 0
+	for _, rs := range partRegions {
+		for _, r := range rs {
+			fetched += int(r.Len)
+		}
+	}
+	resp.ThrottleMillis = rc.throttle(ctx, metadata.QuotaConsumerByteRate, fetched)
 	return newFilesResponse(resp, nil, appendFetchResponse(resp, partRegions)...), nil
 }
 

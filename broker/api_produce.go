@@ -53,6 +53,7 @@ import (
 	"time"
 
 	"github.com/raftka/raftka/broker/replica"
+	"github.com/raftka/raftka/metadata"
 	"github.com/raftka/raftka/storage"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -205,6 +206,15 @@ func handleProduce(ctx context.Context, rc *request, kreq kmsg.Request) (kmsg.Re
 	if req.Version >= 10 {
 		resp.Brokers = produceEndpoints(img, hints, rc.conn.listener)
 	}
+	// producer_byte_rate: the request's record bytes, the answer held back
+	// by the throttle time (quota.go).
+	produced := 0
+	for _, t := range req.Topics {
+		for _, p := range t.Partitions {
+			produced += len(p.Records)
+		}
+	}
+	resp.ThrottleMillis = rc.throttle(ctx, metadata.QuotaProducerByteRate, produced)
 	return resp, nil
 }
 

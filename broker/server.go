@@ -100,6 +100,8 @@ type Deps struct {
 	// ACLs forwards CreateAcls and DeleteAcls; nil answers them
 	// NOT_CONTROLLER.
 	ACLs ACLAdmin
+	// Quotas forwards AlterClientQuotas; nil answers it NOT_CONTROLLER.
+	Quotas QuotaAdmin
 }
 
 // Options configures a Server.
@@ -158,6 +160,7 @@ type Server struct {
 	producerIDs     producerIDs // see producer_ids.go
 	parts           *partitionState
 	authorizer      *metadata.Authorizer // nil: everything allowed
+	quotas          *quotaManager        // client quotas (quota.go)
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -199,6 +202,7 @@ func newServer(opts Options, table *apiTable) (*Server, error) {
 		config:          opts.Config,
 		parts:           newPartitionState(opts.Partitions),
 		authorizer:      opts.authorizer(),
+		quotas:          opts.quotaManager(),
 	}
 	if s.maxRequestBytes == 0 {
 		s.maxRequestBytes = DefaultMaxRequestBytes

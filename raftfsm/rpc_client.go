@@ -237,6 +237,12 @@ func hasCode(resp kmsg.Response, code int16) bool {
 				return true
 			}
 		}
+	case *kmsg.AlterClientQuotasResponse:
+		for _, x := range r.Entries {
+			if x.ErrorCode == code {
+				return true
+			}
+		}
 	}
 	return false
 }
@@ -309,6 +315,11 @@ func (c *ControllerClient) CreateACLs(ctx context.Context, req *kmsg.CreateACLsR
 // DeleteACLs sends DeleteAcls.
 func (c *ControllerClient) DeleteACLs(ctx context.Context, req *kmsg.DeleteACLsRequest) (*kmsg.DeleteACLsResponse, error) {
 	return call[*kmsg.DeleteACLsResponse](ctx, c, req)
+}
+
+// AlterClientQuotas sends AlterClientQuotas.
+func (c *ControllerClient) AlterClientQuotas(ctx context.Context, req *kmsg.AlterClientQuotasRequest) (*kmsg.AlterClientQuotasResponse, error) {
+	return call[*kmsg.AlterClientQuotasResponse](ctx, c, req)
 }
 
 // IncrementalAlterConfigs sends IncrementalAlterConfigs.

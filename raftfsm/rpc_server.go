@@ -128,6 +128,8 @@ func (n *Node) decideFor(req kmsg.Request) decideFunc {
 		return decideCreateAcls(r)
 	case *kmsg.DeleteACLsRequest:
 		return decideDeleteAcls(r)
+	case *kmsg.AlterClientQuotasRequest:
+		return decideAlterClientQuotas(r)
 	case *kmsg.AddRaftVoterRequest, *kmsg.DescribeQuorumRequest:
 		// Answered outside the loop (a Raft configuration change, a read of
 		// Raft state); the non-nil func only marks them as served.
@@ -212,6 +214,8 @@ func respTags(resp kmsg.Response) *kmsg.Tags {
 	case *kmsg.CreateACLsResponse:
 		return &r.UnknownTags
 	case *kmsg.DeleteACLsResponse:
+		return &r.UnknownTags
+	case *kmsg.AlterClientQuotasResponse:
 		return &r.UnknownTags
 	}
 	return nil
@@ -322,6 +326,18 @@ func errorResponse(req kmsg.Request, code int16) kmsg.Response {
 			rr := kmsg.NewDeleteACLsResponseResult()
 			rr.ErrorCode = code
 			x.Results = append(x.Results, rr)
+		}
+	case *kmsg.AlterClientQuotasRequest:
+		x := resp.(*kmsg.AlterClientQuotasResponse)
+		for _, en := range r.Entries {
+			rr := kmsg.NewAlterClientQuotasResponseEntry()
+			rr.ErrorCode = code
+			for _, e := range en.Entity {
+				re := kmsg.NewAlterClientQuotasResponseEntryEntity()
+				re.Type, re.Name = e.Type, e.Name
+				rr.Entity = append(rr.Entity, re)
+			}
+			x.Entries = append(x.Entries, rr)
 		}
 	}
 	resp.SetVersion(req.GetVersion())

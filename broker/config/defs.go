@@ -397,6 +397,14 @@ var defs = []Def{
 		set: to(func(c *Config) *int32 { return &c.GroupMaxSize }),
 		Doc: "The most members one group may have."},
 
+	// Client quotas (broker/quota.go).
+	{Name: "quota.window.size.seconds", Type: TypeInt, Default: "1", Validate: atLeast(1),
+		set: func(c *Config, v any) error { c.QuotaWindowSize = time.Duration(v.(int32)) * time.Second; return nil },
+		Doc: "The length of one sample of a client quota's rate."},
+	{Name: "quota.window.num", Type: TypeInt, Default: "11", Validate: atLeast(2),
+		set: to(func(c *Config) *int32 { return &c.QuotaWindowNum }),
+		Doc: "How many samples a client quota's rate is measured over."},
+
 	// Authorization (raftka's StandardAuthorizer, metadata/authorizer.go).
 	{Name: "authorizer.class.name", Type: TypeClass, Default: "", Validate: authorizerClass,
 		set: setAuthorizer,

@@ -18,7 +18,7 @@ var kafkaIgnored = toSet(
 	"max.connection.creation.rate",
 	"fetch.purgatory.purge.interval.requests", "producer.purgatory.purge.interval.requests",
 	"delete.records.purgatory.purge.interval.requests", "num.quota.samples",
-	"quota.window.num", "quota.window.size.seconds", "num.replica.alter.log.dirs.threads",
+	"num.replica.alter.log.dirs.threads",
 	"request.timeout.ms",
 
 	// Log details raftka fixes or does not offer.

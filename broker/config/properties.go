@@ -48,6 +48,9 @@ type Config struct {
 	SuperUsers string
 	// AllowEveryoneIfNoACLFound is allow.everyone.if.no.acl.found.
 	AllowEveryoneIfNoACLFound bool
+	// Client quota sampling: quota.window.size.seconds, quota.window.num.
+	QuotaWindowSize time.Duration
+	QuotaWindowNum  int32
 
 	LogDirs        []string
 	MetadataLogDir string

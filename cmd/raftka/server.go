@@ -148,6 +148,7 @@ func runServer(ctx context.Context, cfg *config.Config, log zerolog.Logger, shut
 			Groups:     groups,
 			Scram:      node.Client(),
 			ACLs:       node.Client(),
+			Quotas:     node.Client(),
 		},
 		Partitions: broker.PartitionOptions{
 			LogDirs:                 cfg.LogDirs,

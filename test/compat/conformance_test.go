@@ -729,7 +729,7 @@ func TestConformance(t *testing.T) {
 		ranges[k.ApiKey] = [2]int16{k.MinVersion, k.MaxVersion}
 	}
 
-	all := slices.Concat(rows, groupRows(), adminRows(), edgeRows(), securityRows(), aclRows())
+	all := slices.Concat(rows, groupRows(), adminRows(), edgeRows(), securityRows(), aclRows(), quotaRows())
 	covered := map[int16][2]bool{}
 	for _, r := range all {
 		rg, ok := ranges[r.key]
@@ -1216,5 +1216,52 @@ func aclRows() []row {
 		{30, highest, "no authorizer", "AclApis.handleCreateAcls, as at the lowest version", create, createDisabled},
 		{31, lowest, "no authorizer", "AclApis.handleDeleteAcls: without an authorizer every filter is SECURITY_DISABLED", del, deleteDisabled},
 		{31, highest, "no authorizer", "AclApis.handleDeleteAcls, as at the lowest version", del, deleteDisabled},
+	}
+}
+
+// quotaRows: the client quota APIs' refusals (nothing is changed).
+func quotaRows() []row {
+	describe := func(types ...string) func(v int16, _ *env) kmsg.Request {
+		return func(v int16, _ *env) kmsg.Request {
+			r := kmsg.NewPtrDescribeClientQuotasRequest()
+			r.Version = v
+			for _, t := range types {
+				c := kmsg.NewDescribeClientQuotasRequestComponent()
+				c.EntityType, c.MatchType = t, kmsg.QuotasMatchTypeAny
+				r.Components = append(r.Components, c)
+			}
+			return r
+		}
+	}
+	alter := func(key string, value float64) func(v int16, _ *env) kmsg.Request {
+		return func(v int16, _ *env) kmsg.Request {
+			r := kmsg.NewPtrAlterClientQuotasRequest()
+			r.Version, r.ValidateOnly = v, true
+			e := kmsg.NewAlterClientQuotasRequestEntry()
+			en := kmsg.NewAlterClientQuotasRequestEntryEntity()
+			en.Type, en.Name = "user", kmsg.StringPtr("conformance-user")
+			e.Entity = append(e.Entity, en)
+			op := kmsg.NewAlterClientQuotasRequestEntryOp()
+			op.Key, op.Value = key, value
+			e.Ops = append(e.Ops, op)
+			r.Entries = append(r.Entries, e)
+			return r
+		}
+	}
+	describeRefused := func(r kmsg.Response, _ *env) error {
+		return want("request", r.(*kmsg.DescribeClientQuotasResponse).ErrorCode, kerr.InvalidRequest.Code)
+	}
+	alterRefused := func(r kmsg.Response, _ *env) error {
+		resp := r.(*kmsg.AlterClientQuotasResponse)
+		if len(resp.Entries) != 1 {
+			return fmt.Errorf("%d entries, want 1", len(resp.Entries))
+		}
+		return want("entry", resp.Entries[0].ErrorCode, kerr.InvalidRequest.Code)
+	}
+	return []row{
+		{48, lowest, "ip with user", "ClientQuotasImage.describe: an ip component beside user or client-id is INVALID_REQUEST", describe("ip", "user"), describeRefused},
+		{48, highest, "a type twice", "ClientQuotasImage.describe: an entity type named twice in the filter is INVALID_REQUEST", describe("user", "user"), describeRefused},
+		{49, lowest, "unknown key", "ClientQuotaControlManager.validateQuotaKeyValue: a key the entity type does not define is INVALID_REQUEST", alter("bogus_rate", 1), alterRefused},
+		{49, highest, "fractional byte rate", "ClientQuotaControlManager.validateQuotaKeyValue: producer_byte_rate is a LONG, so 1.5 is INVALID_REQUEST", alter("producer_byte_rate", 1.5), alterRefused},
 	}
 }

@@ -1,0 +1,141 @@
+package broker
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/raftka/raftka/metadata"
+)
+
+// Client quotas (KIP-13, KIP-124, KIP-257): produce and fetch byte rates
+// per user, client id or both, resolved from the metadata image in
+// Kafka's order (metadata.Image.ResolveQuota). Each resolved entity has a
+// rate measured as Kafka's ClientQuotaManager measures it: samples of
+// quota.window.size.seconds, quota.window.num of them, the rate being the
+// bytes of the live samples over their span, at least one window. (Kafka
+// pads the span to all but one window, which lets a new client send
+// quota.window.num - 1 windows' worth at once before it is throttled;
+// raftka pads to one, so a client's rate holds the quota from its first
+// second.) A request that takes the rate over the quota is
+// answered throttle_time_ms = (rate - quota) / quota * span, capped at
+// the whole window, and its answer is held back that long: the client
+// backs off, nothing is dropped. Replication (follower fetch) is never
+// throttled by client quotas.
+
+// quotaSampler is one entity's windowed byte rate. Not safe for
+// concurrent use; quotaManager locks around it.
+type quotaSampler struct {
+	window  time.Duration
+	samples []quotaSample // oldest first, at most n
+	n       int
+}
+
+type quotaSample struct {
+	start time.Time
+	bytes float64
+}
+
+// record adds bytes at now and returns the throttle time for quota (bytes
+// per second); 0 when the rate stays within it.
+func (s *quotaSampler) record(now time.Time, bytes, quota float64) time.Duration {
+	if len(s.samples) == 0 || now.Sub(s.samples[len(s.samples)-1].start) >= s.window {
+		s.samples = append(s.samples, quotaSample{start: now})
+	}
+	// Drop samples that have aged out of the whole window.
+	cut := 0
+	for cut < len(s.samples)-1 && now.Sub(s.samples[cut].start) >= time.Duration(s.n)*s.window {
+		cut++
+	}
+	s.samples = s.samples[cut:]
+	if len(s.samples) > s.n {
+		s.samples = s.samples[len(s.samples)-s.n:]
+	}
+	s.samples[len(s.samples)-1].bytes += bytes
+
+	var total float64
+	for _, x := range s.samples {
+		total += x.bytes
+	}
+	span := max(now.Sub(s.samples[0].start), s.window)
+	rate := total / span.Seconds()
+	if rate <= quota {
+		return 0
+	}
+	limit := time.Duration(s.n) * s.window
+	d := (rate - quota) / quota * float64(span)
+	if d >= float64(limit) {
+		return limit
+	}
+	return time.Duration(d)
+}
+
+// quotaManager holds the samplers of the entities that have a quota.
+type quotaManager struct {
+	window time.Duration
+	n      int
+	now    func() time.Time
+
+	mu       sync.Mutex
+	samplers map[string]*quotaSampler // by quota key and resolved entity
+}
+
+// quotaManager builds the server's from quota.window.size.seconds and
+// quota.window.num (Kafka's defaults, 1 s and 11, without a config).
+func (o *Options) quotaManager() *quotaManager {
+	window, n := time.Second, 11
+	if o.Config != nil {
+		window, n = o.Config.QuotaWindowSize, int(o.Config.QuotaWindowNum)
+	}
+	return newQuotaManager(window, n, time.Now)
+}
+
+func newQuotaManager(window time.Duration, n int, now func() time.Time) *quotaManager {
+	if window <= 0 {
+		window = time.Second
+	}
+	if n < 2 {
+		n = 11
+	}
+	return &quotaManager{window: window, n: n, now: now, samplers: map[string]*quotaSampler{}}
+}
+
+// record charges bytes to the client's quota of key and returns how long
+// to hold its answer back (0 without a quota).
+func (m *quotaManager) record(img *metadata.Image, principal, clientID, key string, bytes int) time.Duration {
+	if m == nil || img == nil {
+		return 0
+	}
+	user := strings.TrimPrefix(principal, "User:")
+	q, ok := img.ResolveQuota(user, clientID, key)
+	if !ok {
+		return 0
+	}
+	k := key + "\x00" + q.Entity
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	s := m.samplers[k]
+	if s == nil {
+		s = &quotaSampler{window: m.window, n: m.n}
+		m.samplers[k] = s
+	}
+	return s.record(m.now(), float64(bytes), q.Value)
+}
+
+// throttle charges a request's bytes to the connection's client and, when
+// the quota is exceeded, returns the throttle time in milliseconds after
+// waiting that long (or until ctx ends).
+func (r *request) throttle(ctx context.Context, key string, bytes int) int32 {
+	d := r.conn.srv.quotas.record(r.authImage(), r.conn.principal, r.clientID, key, bytes)
+	if d <= 0 {
+		return 0
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-ctx.Done():
+	}
+	return int32(d / time.Millisecond)
+}
