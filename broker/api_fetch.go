@@ -254,7 +254,7 @@ func handleFetch(ctx context.Context, rc *request, kreq kmsg.Request) (kmsg.Resp
 			fetched += int(r.Len)
 		}
 	}
-	resp.ThrottleMillis = rc.throttle(ctx, metadata.QuotaConsumerByteRate, fetched)
+	resp.ThrottleMillis = rc.throttle(ctx, metadata.QuotaConsumerByteRate, fetched, req.Version >= 8)
 	return newFilesResponse(resp, nil, appendFetchResponse(resp, partRegions)...), nil
 }
 

@@ -214,7 +214,7 @@ func handleProduce(ctx context.Context, rc *request, kreq kmsg.Request) (kmsg.Re
 			produced += len(p.Records)
 		}
 	}
-	resp.ThrottleMillis = rc.throttle(ctx, metadata.QuotaProducerByteRate, produced)
+	resp.ThrottleMillis = rc.throttle(ctx, metadata.QuotaProducerByteRate, produced, req.Version >= 6)
 	return resp, nil
 }
 

@@ -40,6 +40,8 @@ type connState struct {
 	tlsPeer   string
 	// host is the client's address as ACLs name it (authorized_ops.go).
 	host string
+	// mutedUntil (unix ns) holds the reader back after a quota throttle.
+	mutedUntil atomic.Int64
 }
 
 type clientSoftware struct{ name, version string }
@@ -253,6 +255,7 @@ func (c *conn) readLoop() (eof bool) {
 	}()
 	br := bufio.NewReaderSize(c.idleReader(), 32<<10)
 	for c.ctx.Err() == nil {
+		c.waitUnmuted() // a quota throttle (quota.go)
 		fb, err := readFrame(br, c.srv.maxRequestBytes)
 		if err != nil {
 			var ce *connError

@@ -63,10 +63,12 @@
 //     allows everything. api_create_acls.go, api_describe_acls.go,
 //     api_delete_acls.go serve the ACL APIs.
 //   - quota.go: client quotas: produce and fetch bytes charged to the
-//     entity metadata.Image.ResolveQuota names, windowed rates, and the
-//     answer held back by its throttle_time_ms (follower fetches are never
-//     throttled); api_describe_client_quotas.go and
-//     api_alter_client_quotas.go serve the quota APIs.
+//     entity metadata.Image.ResolveQuota names, windowed rates; over a
+//     quota the answer carries throttle_time_ms and the connection's next
+//     request waits that long (KIP-219; older versions get the answer
+//     itself delayed); follower fetches are never throttled.
+//     api_describe_client_quotas.go and api_alter_client_quotas.go serve
+//     the quota APIs.
 //   - internal_topics.go: names no client may create or configure.
 //   - forward.go: forwarding admin requests to the active controller.
 //   - producer_ids.go: this broker's producer ids, in blocks the controller

@@ -18,10 +18,10 @@ import (
 // pads the span to all but one window, which lets a new client send
 // quota.window.num - 1 windows' worth at once before it is throttled;
 // raftka pads to one, so a client's rate holds the quota from its first
-// second.) A request that takes the rate over the quota is
-// answered throttle_time_ms = (rate - quota) / quota * span, capped at
-// the whole window, and its answer is held back that long: the client
-// backs off, nothing is dropped. Replication (follower fetch) is never
+// second.) A request that takes the rate over the quota is answered
+// throttle_time_ms = (rate - quota) / quota * span, capped at the whole
+// window, and the client is held back that long (request.throttle):
+// nothing is dropped. Replication (follower fetch) is never
 // throttled by client quotas.
 
 // quotaSampler is one entity's windowed byte rate. Not safe for
@@ -124,12 +124,26 @@ func (m *quotaManager) record(img *metadata.Image, principal, clientID, key stri
 }
 
 // throttle charges a request's bytes to the connection's client and, when
-// the quota is exceeded, returns the throttle time in milliseconds after
-// waiting that long (or until ctx ends).
-func (r *request) throttle(ctx context.Context, key string, bytes int) int32 {
+// the quota is exceeded, returns the throttle time in milliseconds. As
+// Kafka does since KIP-219 (clientThrottles: Produce v6+, Fetch v8+), the
+// answer then goes out at once and the connection is muted: its next
+// request is not read before the throttle time has passed, while the
+// client backs off by itself. Older versions, whose clients do not back
+// off, get the answer itself held back that long (or until ctx ends).
+func (r *request) throttle(ctx context.Context, key string, bytes int, clientThrottles bool) int32 {
 	d := r.conn.srv.quotas.record(r.authImage(), r.conn.principal, r.clientID, key, bytes)
 	if d <= 0 {
 		return 0
+	}
+	if clientThrottles {
+		until := time.Now().Add(d).UnixNano()
+		for {
+			cur := r.conn.mutedUntil.Load()
+			if cur >= until || r.conn.mutedUntil.CompareAndSwap(cur, until) {
+				break
+			}
+		}
+		return int32(d / time.Millisecond)
 	}
 	t := time.NewTimer(d)
 	defer t.Stop()
@@ -138,4 +152,22 @@ func (r *request) throttle(ctx context.Context, key string, bytes int) int32 {
 	case <-ctx.Done():
 	}
 	return int32(d / time.Millisecond)
+}
+
+// waitUnmuted holds the connection's reader while a throttle mutes it.
+func (c *conn) waitUnmuted() {
+	until := c.state.mutedUntil.Load()
+	if until == 0 {
+		return
+	}
+	d := time.Until(time.Unix(0, until))
+	if d <= 0 {
+		return
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-c.ctx.Done():
+	}
 }
