@@ -2,7 +2,7 @@
 // runs a node from a Kafka-style server.properties, `raftka local` runs a
 // cluster on one machine (what `make run` does), and the other subcommands
 // (storage, topics, produce, consume, cluster, leader-election, bench,
-// dump-log, acls) mirror Kafka's shell tools over the wire with franz-go;
+// dump-log, acls, quotas) mirror Kafka's shell tools over the wire with franz-go;
 // every client-side one takes --command-config with Kafka's client keys.
 //
 // main.go only wires the cli.App; each subcommand lives in its own file and
