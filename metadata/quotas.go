@@ -35,6 +35,13 @@ var quotaKeyIsWhole = map[string]bool{
 	QuotaRequestPercentage: false, QuotaControllerMutationRate: false,
 }
 
+// QuotaEnforced reports whether the broker enforces a quota key: the byte
+// rates. The others are Kafka keys the controller refuses (it would
+// otherwise store a limit nothing applies).
+func QuotaEnforced(key string) bool {
+	return key == QuotaProducerByteRate || key == QuotaConsumerByteRate
+}
+
 // QuotaEntityPart is one part of an entity: a name, or the default.
 type QuotaEntityPart struct {
 	Type    string
