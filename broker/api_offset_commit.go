@@ -82,7 +82,9 @@ func handleOffsetCommit(ctx context.Context, rc *request, kreq kmsg.Request) (km
 			}
 			nparts = len(ti.Partitions)
 		}
-		readable := groupErr != 0 || !known || rc.authorize(opRead, resTopic, name)
+		// READ on the topic before its existence (KafkaApis), except for
+		// an id that names no topic: there is no name to authorize.
+		readable := groupErr != 0 || (req.Version >= 10 && !known) || rc.authorize(opRead, resTopic, name)
 		for j, p := range t.Partitions {
 			switch {
 			case groupErr != 0:
