@@ -17,8 +17,9 @@ import (
 // A producer with a 1 MiB/s producer_byte_rate quota (by client id) is
 // throttled: it sees throttle_time_ms, and over 20 s its achieved rate is
 // within 10% of the quota, while a client beside it without a quota
-// produces well above it.
-func TestProduceQuotaThrottles(t *testing.T) {
+// produces well above it; then a consumer with a 1 MiB/s
+// consumer_byte_rate reads the backlog at about its quota.
+func TestClientQuotasThrottleProduceAndFetch(t *testing.T) {
 	c := cluster.Start(t, cluster.Nodes(1))
 	seeds := strings.Split(c.Bootstrap(), ",")
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -106,6 +107,35 @@ func TestProduceQuotaThrottles(t *testing.T) {
 	}
 	if fastRate < 2*quota {
 		t.Errorf("the client without a quota achieved only %.0f B/s", fastRate)
+	}
+
+	// consumer_byte_rate: a consumer reading the backlog the producers
+	// left is held to its quota as well.
+	res, err = adm.AlterClientQuotas(ctx, []kadm.AlterClientQuotaEntry{{
+		Entity: kadm.ClientQuotaEntity{{Type: "client-id", Name: kmsg.StringPtr("reader")}},
+		Ops:    []kadm.AlterClientQuotaOp{{Key: "consumer_byte_rate", Value: quota}},
+	}})
+	if err != nil || res[0].Err != nil {
+		t.Fatalf("alter quotas: %v %+v", err, res)
+	}
+	reader, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.ClientID("reader"), kgo.ConsumeTopics("quota"),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxBytes(256<<10), kgo.FetchMaxPartitionBytes(256<<10))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer reader.Close()
+	var read int64
+	start := time.Now()
+	for time.Since(start) < 10*time.Second && ctx.Err() == nil {
+		pctx, pcancel := context.WithTimeout(ctx, time.Second)
+		fs := reader.PollFetches(pctx)
+		pcancel()
+		fs.EachRecord(func(r *kgo.Record) { read += int64(len(r.Value)) })
+	}
+	readRate := float64(read) / time.Since(start).Seconds()
+	t.Logf("consumer with a quota read %.0f B/s", readRate)
+	if math.Abs(readRate-quota)/quota > 0.15 {
+		t.Errorf("consumer achieved %.0f B/s, want about %d", readRate, quota)
 	}
 }
 
