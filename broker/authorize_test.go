@@ -3,6 +3,7 @@ package broker
 import (
 	"context"
 	"errors"
+	"net"
 	"net/netip"
 	"testing"
 	"time"
@@ -168,5 +169,28 @@ func TestGroupAuthorization(t *testing.T) {
 	iresp, err := ip.RequestWith(ctx, cl)
 	if err != nil || iresp.ErrorCode != kerr.ClusterAuthorizationFailed.Code {
 		t.Fatalf("init producer id without WRITE anywhere: %v %+v", err, iresp)
+	}
+}
+
+func TestACLHostIsJavas(t *testing.T) {
+	for in, want := range map[string]string{
+		"127.0.0.1:9092":      "127.0.0.1",
+		"[::1]:9092":          "0:0:0:0:0:0:0:1",
+		"[fe80::a:b0c]:1":     "fe80:0:0:0:0:0:a:b0c",
+		"[::ffff:10.0.0.1]:1": "10.0.0.1",
+		"not-an-address":      "",
+	} {
+		var a net.Addr
+		if ap, err := netip.ParseAddrPort(in); err == nil {
+			a = net.TCPAddrFromAddrPort(ap)
+		} else {
+			a = &net.UnixAddr{Name: in}
+		}
+		if got := aclHost(a); got != want {
+			t.Errorf("%s: %q, want %q", in, got, want)
+		}
+	}
+	if aclHost(nil) != "" {
+		t.Error("nil address")
 	}
 }

@@ -2,6 +2,8 @@ package broker
 
 import (
 	"net"
+	"strconv"
+	"strings"
 
 	"github.com/raftka/raftka/metadata"
 )
@@ -52,19 +54,39 @@ var (
 )
 
 // aclHost is Kafka's host of a connection for ACLs: the client's IP
-// address as text ("" when unknown, which only a "*" host matches).
+// address as Java's InetAddress.getHostAddress writes it, which ACL hosts
+// are compared with as text: dotted IPv4 (an IPv4-mapped address too),
+// IPv6 as eight uncompressed hex groups ("0:0:0:0:0:0:0:1", not "::1").
+// "" when unknown, which only a "*" host matches.
 func aclHost(a net.Addr) string {
+	var ip net.IP
 	switch x := a.(type) {
 	case *net.TCPAddr:
-		return x.IP.String()
+		ip = x.IP
 	case nil:
 		return ""
+	default:
+		host, _, err := net.SplitHostPort(a.String())
+		if err != nil {
+			return ""
+		}
+		ip = net.ParseIP(host)
 	}
-	host, _, err := net.SplitHostPort(a.String())
-	if err != nil {
+	return javaHostAddress(ip)
+}
+
+func javaHostAddress(ip net.IP) string {
+	if v4 := ip.To4(); v4 != nil {
+		return v4.String()
+	}
+	if len(ip) != net.IPv6len {
 		return ""
 	}
-	return host
+	groups := make([]string, 8)
+	for i := range groups {
+		groups[i] = strconv.FormatUint(uint64(ip[2*i])<<8|uint64(ip[2*i+1]), 16)
+	}
+	return strings.Join(groups, ":")
 }
 
 func (r *request) authImage() *metadata.Image {
