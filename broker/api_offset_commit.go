@@ -53,9 +53,13 @@ func handleOffsetCommit(ctx context.Context, rc *request, kreq kmsg.Request) (km
 
 	groups := groupsOf(rc)
 	md := rc.conn.srv.deps.Metadata
+	// As KafkaApis: READ on the group first (the whole request), then
+	// READ on each topic (TOPIC_AUTHORIZATION_FAILED per partition), and
+	// only then what the coordinator says.
+	groupReadable := rc.authorize(opRead, resGroup, req.Group)
 	groupErr := int16(0)
 	switch {
-	case !rc.authorize(opRead, resGroup, req.Group):
+	case !groupReadable:
 		groupErr = kerr.GroupAuthorizationFailed.Code
 	case groups == nil || md == nil:
 		groupErr = kerr.CoordinatorNotAvailable.Code
@@ -63,15 +67,17 @@ func handleOffsetCommit(ctx context.Context, rc *request, kreq kmsg.Request) (km
 		groupErr = kerr.InvalidGroupID.Code
 	}
 	var img *metadata.Image
-	if groupErr == 0 {
+	if md != nil {
 		img, _ = md.Current()
+	}
+	if groupErr == 0 {
 		groupErr = errorCode(groups.Ownership(img, req.Group))
 	}
 	for i, t := range req.Topics {
 		codes[i] = make([]int16, len(t.Partitions))
 		name, known, unknownCode := t.Topic, false, kerr.UnknownTopicOrPartition.Code
 		var nparts int
-		if groupErr == 0 {
+		if img != nil {
 			var ti metadata.TopicImage
 			if req.Version >= 10 {
 				ti, known = img.TopicByID(t.TopicID)
@@ -82,15 +88,17 @@ func handleOffsetCommit(ctx context.Context, rc *request, kreq kmsg.Request) (km
 			}
 			nparts = len(ti.Partitions)
 		}
-		// READ on the topic before its existence (KafkaApis), except for
-		// an id that names no topic: there is no name to authorize.
-		readable := groupErr != 0 || (req.Version >= 10 && !known) || rc.authorize(opRead, resTopic, name)
+		// READ on the topic before its existence, except for an id that
+		// names no topic: there is no name to authorize.
+		readable := !groupReadable || (req.Version >= 10 && !known) || rc.authorize(opRead, resTopic, name)
 		for j, p := range t.Partitions {
 			switch {
-			case groupErr != 0:
+			case !groupReadable:
 				codes[i][j] = groupErr
 			case !readable:
 				codes[i][j] = kerr.TopicAuthorizationFailed.Code
+			case groupErr != 0:
+				codes[i][j] = groupErr
 			case !known:
 				codes[i][j] = unknownCode
 			case p.Partition < 0 || int(p.Partition) >= nparts:
