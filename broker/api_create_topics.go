@@ -58,6 +58,8 @@ func handleCreateTopics(ctx context.Context, rc *request, kreq kmsg.Request) (km
 	fwd := kmsg.NewPtrCreateTopicsRequest()
 	fwd.TimeoutMillis, fwd.ValidateOnly = req.TimeoutMillis, req.ValidateOnly
 	clusterCreate := rc.authorizeCluster(opCreate)
+	mq := rc.mutationQuota() // controller_mutation_rate (quota.go)
+	charged := map[string]int{}
 	for _, t := range req.Topics {
 		switch {
 		case count[t.Topic] > 1:
@@ -67,13 +69,21 @@ func handleCreateTopics(ctx context.Context, rc *request, kreq kmsg.Request) (km
 		case !clusterCreate && !rc.authorize(opCreate, resTopic, t.Topic):
 			// CREATE on the cluster or on the topic (KafkaApis).
 			results[t.Topic] = createTopicError(t.Topic, kerr.TopicAuthorizationFailed.Code, "Authorization failed.")
+		case !mq.admit(createdPartitions(srv, t, req.ValidateOnly), req.Version >= 6):
+			results[t.Topic] = createTopicError(t.Topic, kerr.ThrottlingQuotaExceeded.Code, kerr.ThrottlingQuotaExceeded.Description)
 		default:
+			charged[t.Topic] = createdPartitions(srv, t, req.ValidateOnly)
 			fwd.Topics = append(fwd.Topics, t)
 		}
 	}
 
 	if len(fwd.Topics) > 0 {
 		forwardCreateTopics(ctx, srv, fwd, results)
+	}
+	for name, n := range charged {
+		if results[name].ErrorCode != 0 {
+			mq.refund(n) // not created: not a mutation
+		}
 	}
 
 	var img *metadata.Image
@@ -101,7 +111,25 @@ func handleCreateTopics(ctx context.Context, rc *request, kreq kmsg.Request) (km
 		}
 		resp.Topics = append(resp.Topics, rt)
 	}
+	rc.throttleFor(ctx, mq.throttle(), resp)
 	return resp, nil
+}
+
+// createdPartitions is what a topic costs the controller mutation quota:
+// its partitions (the broker's num.partitions when the request leaves it
+// to the default), nothing for validate_only.
+func createdPartitions(srv *Server, t kmsg.CreateTopicsRequestTopic, validateOnly bool) int {
+	switch {
+	case validateOnly:
+		return 0
+	case t.NumPartitions > 0:
+		return int(t.NumPartitions)
+	case len(t.ReplicaAssignment) > 0:
+		return len(t.ReplicaAssignment)
+	case srv.config != nil:
+		return int(srv.config.NumPartitions)
+	}
+	return 1
 }
 
 // forwardCreateTopics sends the topics that passed the local checks to the

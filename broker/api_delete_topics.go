@@ -61,6 +61,8 @@ func handleDeleteTopics(ctx context.Context, rc *request, kreq kmsg.Request) (km
 	}
 
 	img := rc.authImage()
+	mq := rc.mutationQuota() // controller_mutation_rate (quota.go)
+	charged := map[int]int{}
 	names, ids := map[string]int{}, map[[16]byte]int{}
 	for _, tg := range targets {
 		hasName, hasID := tg.name != nil && *tg.name != "", tg.id != ([16]byte{})
@@ -101,7 +103,10 @@ func handleDeleteTopics(ctx context.Context, rc *request, kreq kmsg.Request) (km
 			rt.ErrorCode, rt.ErrorMessage = kerr.InvalidRequest.Code, kmsg.StringPtr(msg)
 		} else if !mayDeleteTopic(rc, img, tg) {
 			rt.ErrorCode = kerr.TopicAuthorizationFailed.Code
+		} else if n := deletedPartitions(img, tg); !mq.admit(n, req.Version >= 5) {
+			rt.ErrorCode, rt.ErrorMessage = kerr.ThrottlingQuotaExceeded.Code, kmsg.StringPtr(kerr.ThrottlingQuotaExceeded.Description)
 		} else {
+			charged[i] = n
 			ft := kmsg.NewDeleteTopicsRequestTopic()
 			ft.Topic, ft.TopicID = tg.name, tg.id
 			if !hasName {
@@ -116,6 +121,11 @@ func handleDeleteTopics(ctx context.Context, rc *request, kreq kmsg.Request) (km
 	if len(fwd.Topics) > 0 {
 		forwardDeleteTopics(ctx, srv, fwd, targets, fwdIdx, results)
 	}
+	for i, n := range charged {
+		if results[i].ErrorCode != 0 {
+			mq.refund(n)
+		}
+	}
 	for i := range results {
 		if skip[i] {
 			continue
@@ -128,7 +138,19 @@ func handleDeleteTopics(ctx context.Context, rc *request, kreq kmsg.Request) (km
 		}
 		resp.Topics = append(resp.Topics, results[i])
 	}
+	rc.throttleFor(ctx, mq.throttle(), resp)
 	return resp, nil
+}
+
+// deletedPartitions is what deleting a topic costs the controller mutation
+// quota: its partitions (none for a topic this broker does not know).
+func deletedPartitions(img *metadata.Image, tg deleteTarget) int {
+	if tg.name != nil && *tg.name != "" {
+		t, _ := img.Topic(*tg.name)
+		return len(t.Partitions)
+	}
+	t, _ := img.TopicByID(tg.id)
+	return len(t.Partitions)
 }
 
 // forwardDeleteTopics asks the controller to delete the targets at fwdIdx

@@ -66,7 +66,9 @@
 //     entity metadata.Image.ResolveQuota names, windowed rates; over a
 //     quota the answer carries throttle_time_ms and the connection's next
 //     request waits that long (KIP-219; older versions get the answer
-//     itself delayed); follower fetches are never throttled.
+//     itself delayed); follower fetches are never throttled;
+//     controller_mutation_rate's token bucket for CreateTopics,
+//     CreatePartitions and DeleteTopics (KIP-599).
 //     api_describe_client_quotas.go and api_alter_client_quotas.go serve
 //     the quota APIs.
 //   - internal_topics.go: names no client may create or configure.

@@ -2,11 +2,13 @@ package broker
 
 import (
 	"context"
+	"math"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/raftka/raftka/metadata"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // Client quotas (KIP-13, KIP-124, KIP-257): produce and fetch byte rates
@@ -78,7 +80,8 @@ type quotaManager struct {
 	now    func() time.Time
 
 	mu       sync.Mutex
-	samplers map[string]*quotaSampler // by quota key and resolved entity
+	samplers map[string]*quotaSampler   // by quota key and resolved entity
+	buckets  map[string]*mutationBucket // controller_mutation_rate, likewise
 }
 
 // quotaManager builds the server's from quota.window.size.seconds and
@@ -98,7 +101,7 @@ func newQuotaManager(window time.Duration, n int, now func() time.Time) *quotaMa
 	if n < 2 {
 		n = 11
 	}
-	return &quotaManager{window: window, n: n, now: now, samplers: map[string]*quotaSampler{}}
+	return &quotaManager{window: window, n: n, now: now, samplers: map[string]*quotaSampler{}, buckets: map[string]*mutationBucket{}}
 }
 
 // record charges bytes to the client's quota of key and returns how long
@@ -135,6 +138,13 @@ func (r *request) throttle(ctx context.Context, key string, bytes int, clientThr
 	if d <= 0 {
 		return 0
 	}
+	r.hold(ctx, d, clientThrottles)
+	return int32(d / time.Millisecond)
+}
+
+// hold mutes the connection for d (a client that backs off by itself), or
+// waits d before the answer goes out.
+func (r *request) hold(ctx context.Context, d time.Duration, clientThrottles bool) {
 	if clientThrottles {
 		until := time.Now().Add(d).UnixNano()
 		for {
@@ -143,7 +153,7 @@ func (r *request) throttle(ctx context.Context, key string, bytes int, clientThr
 				break
 			}
 		}
-		return int32(d / time.Millisecond)
+		return
 	}
 	t := time.NewTimer(d)
 	defer t.Stop()
@@ -151,7 +161,6 @@ func (r *request) throttle(ctx context.Context, key string, bytes int, clientThr
 	case <-t.C:
 	case <-ctx.Done():
 	}
-	return int32(d / time.Millisecond)
 }
 
 // waitUnmuted holds the connection's reader while a throttle mutes it.
@@ -170,4 +179,112 @@ func (c *conn) waitUnmuted() {
 	case <-t.C:
 	case <-c.ctx.Done():
 	}
+}
+
+// Controller mutation quotas (KIP-599, controller_mutation_rate): the
+// partitions CreateTopics, CreatePartitions and DeleteTopics create, add or
+// delete, per second, measured as Kafka's ControllerMutationQuotaManager
+// does with a token bucket holding quota x quota.window.num x
+// quota.window.size.seconds tokens. In strict mode (CreateTopics v6+,
+// CreatePartitions v3+, DeleteTopics v5+) a topic asked for while the
+// bucket is below zero is refused THROTTLING_QUOTA_EXCEEDED and not sent
+// on; a topic asked for while it is not is done, and may take the bucket
+// below zero. Older versions are never refused. Either way the answer
+// carries the time until the bucket is back at zero as throttle_time_ms.
+
+// mutationBucket is one entity's token bucket.
+type mutationBucket struct {
+	tokens float64
+	last   time.Time
+}
+
+// mutationQuota is one request's view of its client's bucket.
+type mutationQuota struct {
+	m    *quotaManager
+	key  string
+	rate float64
+}
+
+// mutationQuota returns the request's client's controller mutation quota,
+// nil when it has none.
+func (r *request) mutationQuota() *mutationQuota {
+	m := r.conn.srv.quotas
+	if m == nil {
+		return nil
+	}
+	q, ok := r.authImage().ResolveQuota(strings.TrimPrefix(r.conn.principal, "User:"), r.clientID, metadata.QuotaControllerMutationRate)
+	if !ok {
+		return nil
+	}
+	return &mutationQuota{m: m, key: metadata.QuotaControllerMutationRate + "\x00" + q.Entity, rate: q.Value}
+}
+
+// bucket refills and returns the bucket; the caller holds m.mu.
+func (q *mutationQuota) bucket() *mutationBucket {
+	burst := q.rate * float64(q.m.n) * q.m.window.Seconds()
+	now := q.m.now()
+	b := q.m.buckets[q.key]
+	if b == nil {
+		b = &mutationBucket{tokens: burst, last: now}
+		q.m.buckets[q.key] = b
+	}
+	b.tokens = min(burst, b.tokens+q.rate*now.Sub(b.last).Seconds())
+	b.last = now
+	return b
+}
+
+// admit charges n mutations unless the bucket is already below zero
+// (strict mode refuses then; permissive mode always charges).
+func (q *mutationQuota) admit(n int, strict bool) bool {
+	if q == nil {
+		return true
+	}
+	q.m.mu.Lock()
+	defer q.m.mu.Unlock()
+	b := q.bucket()
+	if strict && b.tokens < 0 {
+		return false
+	}
+	b.tokens -= float64(n)
+	return true
+}
+
+// refund gives back n mutations a request charged but did not make.
+func (q *mutationQuota) refund(n int) {
+	if q == nil || n <= 0 {
+		return
+	}
+	q.m.mu.Lock()
+	defer q.m.mu.Unlock()
+	b := q.bucket()
+	b.tokens += float64(n)
+}
+
+// throttle is the time until the bucket is back at zero.
+func (q *mutationQuota) throttle() time.Duration {
+	if q == nil {
+		return 0
+	}
+	q.m.mu.Lock()
+	defer q.m.mu.Unlock()
+	b := q.bucket()
+	if b.tokens >= 0 {
+		return 0
+	}
+	return time.Duration(-b.tokens / q.rate * float64(time.Second))
+}
+
+// throttleFor holds the client back for d as request.throttle does, with
+// whether this response's version has the client back off itself.
+func (r *request) throttleFor(ctx context.Context, d time.Duration, resp kmsg.Response) {
+	tr, ok := resp.(interface {
+		kmsg.ThrottleResponse
+		SetThrottle(int32)
+	})
+	if !ok || d <= 0 {
+		return
+	}
+	_, clientThrottles := tr.Throttle()
+	tr.SetThrottle(int32(min(d, time.Duration(math.MaxInt32)*time.Millisecond) / time.Millisecond))
+	r.hold(ctx, d, clientThrottles)
 }

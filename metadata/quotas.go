@@ -36,10 +36,10 @@ var quotaKeyIsWhole = map[string]bool{
 }
 
 // QuotaEnforced reports whether the broker enforces a quota key: the byte
-// rates. The others are Kafka keys the controller refuses (it would
+// rates and controller_mutation_rate. The others are Kafka keys the controller refuses (it would
 // otherwise store a limit nothing applies).
 func QuotaEnforced(key string) bool {
-	return key == QuotaProducerByteRate || key == QuotaConsumerByteRate
+	return key == QuotaProducerByteRate || key == QuotaConsumerByteRate || key == QuotaControllerMutationRate
 }
 
 // QuotaEntityPart is one part of an entity: a name, or the default.

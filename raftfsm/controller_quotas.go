@@ -14,8 +14,7 @@ import (
 // an unknown key or a bad value fails the entry with INVALID_REQUEST and
 // writes nothing of it; removing a key that is not set succeeds without a
 // record; validate_only answers the same and writes nothing. Kafka's keys
-// raftka does not enforce (request_percentage, controller_mutation_rate,
-// connection_creation_rate) are refused INVALID_REQUEST with a message
+// raftka does not enforce (request_percentage, connection_creation_rate) are refused INVALID_REQUEST with a message
 // saying so, rather than stored without effect.
 
 // QuotaEntityOf reads a wire entity (a nil name is the default).
@@ -73,8 +72,8 @@ func decideAlterClientQuotas(req *kmsg.AlterClientQuotasRequest) decideFunc {
 					if !metadata.QuotaEnforced(op.Key) {
 						// Stored but not enforced would be a promise
 						// not kept: refused, and said so.
-						return nil, fmt.Errorf("%w: raftka does not enforce %s yet (only %s and %s)", metadata.ErrInvalidRequest,
-							op.Key, metadata.QuotaProducerByteRate, metadata.QuotaConsumerByteRate)
+						return nil, fmt.Errorf("%w: raftka does not enforce %s yet (only %s, %s and %s)", metadata.ErrInvalidRequest,
+							op.Key, metadata.QuotaProducerByteRate, metadata.QuotaConsumerByteRate, metadata.QuotaControllerMutationRate)
 					}
 					out = append(out, &metadata.ClientQuota{Entity: entity, Key: op.Key, Value: op.Value})
 				}
