@@ -98,7 +98,7 @@ func newQuotaManager(window time.Duration, n int, now func() time.Time) *quotaMa
 	if window <= 0 {
 		window = time.Second
 	}
-	if n < 2 {
+	if n < 1 {
 		n = 11
 	}
 	return &quotaManager{window: window, n: n, now: now, samplers: map[string]*quotaSampler{}, buckets: map[string]*mutationBucket{}}

@@ -401,7 +401,7 @@ var defs = []Def{
 	{Name: "quota.window.size.seconds", Type: TypeInt, Default: "1", Validate: atLeast(1),
 		set: func(c *Config, v any) error { c.QuotaWindowSize = time.Duration(v.(int32)) * time.Second; return nil },
 		Doc: "The length of one sample of a client quota's rate."},
-	{Name: "quota.window.num", Type: TypeInt, Default: "11", Validate: atLeast(2),
+	{Name: "quota.window.num", Type: TypeInt, Default: "11", Validate: atLeast(1),
 		set: to(func(c *Config) *int32 { return &c.QuotaWindowNum }),
 		Doc: "How many samples a client quota's rate is measured over."},
 
