@@ -63,6 +63,9 @@ func handleAlterConfigs(ctx context.Context, rc *request, kreq kmsg.Request) (km
 		code, msg := kerr.InvalidRequest.Code, "Each resource must appear at most once."
 		if count[key] == 1 {
 			code, msg = precheckConfigResource(key, names)
+			if ac := authorizeConfigResource(rc, opAlterConfigs, key); ac != 0 {
+				code, msg = ac, ""
+			}
 		}
 		if code == 0 && key.typ == kmsg.ConfigResourceTypeBroker {
 			code, msg = srv.checkBrokerAlter(key.name, func(map[string]string) map[string]string {

@@ -45,6 +45,9 @@ func handleCreatePartitions(ctx context.Context, rc *request, kreq kmsg.Request)
 		count[t.Topic]++
 	}
 	results := map[string]kmsg.CreatePartitionsResponseTopic{}
+	img := rc.authImage()
+	mq := rc.mutationQuota() // controller_mutation_rate (quota.go)
+	charged := map[string]int{}
 	fwd := kmsg.NewPtrCreatePartitionsRequest()
 	fwd.TimeoutMillis, fwd.ValidateOnly = req.TimeoutMillis, req.ValidateOnly
 	for _, t := range req.Topics {
@@ -52,6 +55,19 @@ func handleCreatePartitions(ctx context.Context, rc *request, kreq kmsg.Request)
 			results[t.Topic] = createPartitionsError(t.Topic, kerr.InvalidRequest.Code, kmsg.StringPtr("Duplicate topic name."))
 			continue
 		}
+		if !rc.authorize(opAlter, resTopic, t.Topic) {
+			results[t.Topic] = createPartitionsError(t.Topic, kerr.TopicAuthorizationFailed.Code, nil)
+			continue
+		}
+		added := 0
+		if ti, ok := img.Topic(t.Topic); ok && !req.ValidateOnly {
+			added = max(int(t.Count)-len(ti.Partitions), 0)
+		}
+		if !mq.admit(added, req.Version >= 3) {
+			results[t.Topic] = createPartitionsError(t.Topic, kerr.ThrottlingQuotaExceeded.Code, kmsg.StringPtr(kerr.ThrottlingQuotaExceeded.Description))
+			continue
+		}
+		charged[t.Topic] = added
 		fwd.Topics = append(fwd.Topics, t)
 	}
 
@@ -79,6 +95,11 @@ func handleCreatePartitions(ctx context.Context, rc *request, kreq kmsg.Request)
 		}
 	}
 
+	for name, n := range charged {
+		if results[name].ErrorCode != 0 {
+			mq.refund(n)
+		}
+	}
 	answered := map[string]bool{}
 	for _, t := range req.Topics {
 		if answered[t.Topic] {
@@ -91,6 +112,7 @@ func handleCreatePartitions(ctx context.Context, rc *request, kreq kmsg.Request)
 		}
 		resp.Topics = append(resp.Topics, rt)
 	}
+	rc.throttleFor(ctx, mq.throttle(), resp)
 	return resp, nil
 }
 

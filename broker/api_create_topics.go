@@ -61,22 +61,39 @@ func handleCreateTopics(ctx context.Context, rc *request, kreq kmsg.Request) (km
 	results := make(map[string]kmsg.CreateTopicsResponseTopic, len(count))
 	fwd := kmsg.NewPtrCreateTopicsRequest()
 	fwd.TimeoutMillis, fwd.ValidateOnly = req.TimeoutMillis, req.ValidateOnly
+	clusterCreate := rc.authorizeCluster(opCreate)
+	mq := rc.mutationQuota() // controller_mutation_rate (quota.go)
+	charged := map[string]int{}
 	for _, t := range req.Topics {
 		switch {
 		case count[t.Topic] > 1:
 			results[t.Topic] = createTopicError(t.Topic, kerr.InvalidRequest.Code, "Duplicate topic name.")
 		case t.Topic == metadataTopic:
 			results[t.Topic] = createTopicError(t.Topic, kerr.InvalidRequest.Code, "Creation of internal topic "+metadataTopic+" is prohibited.")
+		case !clusterCreate && !rc.authorize(opCreate, resTopic, t.Topic):
+			// CREATE on the cluster or on the topic (KafkaApis).
+			results[t.Topic] = createTopicError(t.Topic, kerr.TopicAuthorizationFailed.Code, "Authorization failed.")
+		case !mq.admit(createdPartitions(srv, t, req.ValidateOnly), req.Version >= 6):
+			results[t.Topic] = createTopicError(t.Topic, kerr.ThrottlingQuotaExceeded.Code, kerr.ThrottlingQuotaExceeded.Description)
 		default:
+			charged[t.Topic] = createdPartitions(srv, t, req.ValidateOnly)
 			fwd.Topics = append(fwd.Topics, t)
 		}
 	}
 
 	if len(fwd.Topics) > 0 && req.TimeoutMillis <= 0 {
+		for _, n := range charged {
+			mq.refund(n) // nothing is created
+		}
 		return createTopicsTimedOut(req), nil
 	}
 	if len(fwd.Topics) > 0 {
 		forwardCreateTopics(ctx, srv, fwd, results)
+	}
+	for name, n := range charged {
+		if results[name].ErrorCode != 0 {
+			mq.refund(n) // not created: not a mutation
+		}
 	}
 
 	var img *metadata.Image
@@ -95,10 +112,16 @@ func handleCreateTopics(ctx context.Context, rc *request, kreq kmsg.Request) (km
 		answered[t.Topic] = true
 		rt := results[t.Topic]
 		if rt.ErrorCode == 0 && req.Version >= 5 && img != nil {
-			rt.Configs = createdTopicConfigs(srv, img, requested[t.Topic])
+			// The configs are shown only with DESCRIBE_CONFIGS on the topic.
+			if rc.authorize(opDescribeConfigs, resTopic, t.Topic) {
+				rt.Configs = createdTopicConfigs(srv, img, requested[t.Topic])
+			} else {
+				rt.ConfigErrorCode = kerr.TopicAuthorizationFailed.Code
+			}
 		}
 		resp.Topics = append(resp.Topics, rt)
 	}
+	rc.throttleFor(ctx, mq.throttle(), resp)
 	return resp, nil
 }
 
@@ -121,6 +144,23 @@ func createTopicsTimedOut(req *kmsg.CreateTopicsRequest) *kmsg.CreateTopicsRespo
 		resp.Topics = append(resp.Topics, rt)
 	}
 	return resp
+}
+
+// createdPartitions is what a topic costs the controller mutation quota:
+// its partitions (the broker's num.partitions when the request leaves it
+// to the default), nothing for validate_only.
+func createdPartitions(srv *Server, t kmsg.CreateTopicsRequestTopic, validateOnly bool) int {
+	switch {
+	case validateOnly:
+		return 0
+	case t.NumPartitions > 0:
+		return int(t.NumPartitions)
+	case len(t.ReplicaAssignment) > 0:
+		return len(t.ReplicaAssignment)
+	case srv.config != nil:
+		return int(srv.config.NumPartitions)
+	}
+	return 1
 }
 
 // forwardCreateTopics sends the topics that passed the local checks to the

@@ -24,20 +24,33 @@ func handleDeleteGroups(ctx context.Context, rc *request, kreq kmsg.Request) (km
 	req := kreq.(*kmsg.DeleteGroupsRequest)
 	resp := req.ResponseKind().(*kmsg.DeleteGroupsResponse)
 	groups := groupsOf(rc)
+	// DELETE on each group (KafkaApis); only the authorized ones reach the
+	// coordinator.
+	var allowed []string
+	at := make([]int, len(req.Groups))
+	for i, id := range req.Groups {
+		at[i] = -1
+		if rc.authorize(opDelete, resGroup, id) {
+			at[i] = len(allowed)
+			allowed = append(allowed, id)
+		}
+	}
 	var errs []error
-	if groups != nil {
-		errs = groups.Delete(ctx, req.Groups)
+	if groups != nil && len(allowed) > 0 {
+		errs = groups.Delete(ctx, allowed)
 	}
 	for i, id := range req.Groups {
 		g := kmsg.NewDeleteGroupsResponseGroup()
 		g.Group = id
 		switch {
+		case at[i] < 0:
+			g.ErrorCode = kerr.GroupAuthorizationFailed.Code
 		case groups == nil:
 			g.ErrorCode = kerr.CoordinatorNotAvailable.Code
 		case id == "":
 			g.ErrorCode = kerr.InvalidGroupID.Code
 		default:
-			g.ErrorCode = errorCode(errs[i])
+			g.ErrorCode = errorCode(errs[at[i]])
 		}
 		resp.Groups = append(resp.Groups, g)
 	}

@@ -24,6 +24,7 @@ import (
 	"time"
 
 	"github.com/raftka/raftka/broker/replica"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -45,9 +46,15 @@ func handleDeleteRecords(ctx context.Context, rc *request, kreq kmsg.Request) (k
 	for _, t := range req.Topics {
 		rt := kmsg.NewDeleteRecordsResponseTopic()
 		rt.Topic = t.Topic
+		mayDelete := rc.authorize(opDelete, resTopic, t.Topic)
 		for _, p := range t.Partitions {
 			rp := kmsg.NewDeleteRecordsResponseTopicPartition()
 			rp.Partition, rp.LowWatermark = p.Partition, -1
+			if !mayDelete { // DELETE on the topic (KafkaApis)
+				rp.ErrorCode = kerr.TopicAuthorizationFailed.Code
+				rt.Partitions = append(rt.Partitions, rp)
+				continue
+			}
 			var del *replica.Deletion
 			err := srv.onPartition(ctx, rc, t.Topic, p.Partition, func(part *replica.Partition) error {
 				var err error

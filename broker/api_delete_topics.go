@@ -24,6 +24,7 @@ package broker
 import (
 	"context"
 
+	"github.com/raftka/raftka/metadata"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -59,6 +60,9 @@ func handleDeleteTopics(ctx context.Context, rc *request, kreq kmsg.Request) (km
 		}
 	}
 
+	img := rc.authImage()
+	mq := rc.mutationQuota() // controller_mutation_rate (quota.go)
+	charged := map[int]int{}
 	names, ids := map[string]int{}, map[[16]byte]int{}
 	for _, tg := range targets {
 		hasName, hasID := tg.name != nil && *tg.name != "", tg.id != ([16]byte{})
@@ -97,7 +101,12 @@ func handleDeleteTopics(ctx context.Context, rc *request, kreq kmsg.Request) (km
 		}
 		if msg != "" {
 			rt.ErrorCode, rt.ErrorMessage = kerr.InvalidRequest.Code, kmsg.StringPtr(msg)
+		} else if !mayDeleteTopic(rc, img, tg) {
+			rt.ErrorCode = kerr.TopicAuthorizationFailed.Code
+		} else if n := deletedPartitions(img, tg); !mq.admit(n, req.Version >= 5) {
+			rt.ErrorCode, rt.ErrorMessage = kerr.ThrottlingQuotaExceeded.Code, kmsg.StringPtr(kerr.ThrottlingQuotaExceeded.Description)
 		} else {
+			charged[i] = n
 			ft := kmsg.NewDeleteTopicsRequestTopic()
 			ft.Topic, ft.TopicID = tg.name, tg.id
 			if !hasName {
@@ -112,6 +121,11 @@ func handleDeleteTopics(ctx context.Context, rc *request, kreq kmsg.Request) (km
 	if len(fwd.Topics) > 0 {
 		forwardDeleteTopics(ctx, srv, fwd, targets, fwdIdx, results)
 	}
+	for i, n := range charged {
+		if results[i].ErrorCode != 0 {
+			mq.refund(n)
+		}
+	}
 	for i := range results {
 		if skip[i] {
 			continue
@@ -124,7 +138,19 @@ func handleDeleteTopics(ctx context.Context, rc *request, kreq kmsg.Request) (km
 		}
 		resp.Topics = append(resp.Topics, results[i])
 	}
+	rc.throttleFor(ctx, mq.throttle(), resp)
 	return resp, nil
+}
+
+// deletedPartitions is what deleting a topic costs the controller mutation
+// quota: its partitions (none for a topic this broker does not know).
+func deletedPartitions(img *metadata.Image, tg deleteTarget) int {
+	if tg.name != nil && *tg.name != "" {
+		t, _ := img.Topic(*tg.name)
+		return len(t.Partitions)
+	}
+	t, _ := img.TopicByID(tg.id)
+	return len(t.Partitions)
 }
 
 // forwardDeleteTopics asks the controller to delete the targets at fwdIdx
@@ -179,4 +205,25 @@ func forwardDeleteTopics(ctx context.Context, srv *Server, fwd *kmsg.DeleteTopic
 		}
 		results[i] = rt
 	}
+}
+
+// mayDeleteTopic is KafkaApis' check: DESCRIBE on the topic (else its
+// existence is not revealed), then DELETE on an existing one. A topic id
+// no topic has is left to the controller (UNKNOWN_TOPIC_ID).
+func mayDeleteTopic(rc *request, img *metadata.Image, tg deleteTarget) bool {
+	name := ""
+	if tg.name != nil && *tg.name != "" {
+		name = *tg.name
+	} else if t, ok := img.TopicByID(tg.id); ok {
+		name = t.Name
+	} else {
+		return true
+	}
+	if !rc.authorize(opDescribe, resTopic, name) {
+		return false
+	}
+	if _, exists := img.Topic(name); exists {
+		return rc.authorize(opDelete, resTopic, name)
+	}
+	return true
 }

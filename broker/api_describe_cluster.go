@@ -73,7 +73,12 @@ func handleDescribeCluster(_ context.Context, rc *request, kreq kmsg.Request) (k
 	resp.ControllerID = -1
 	resp.ClusterAuthorizedOperations = authorizedOpsUnset
 	if req.IncludeClusterAuthorizedOperations {
-		resp.ClusterAuthorizedOperations = clusterOps
+		// Kafka shows the set only to a principal that may DESCRIBE the
+		// cluster, 0 to anyone else.
+		resp.ClusterAuthorizedOperations = 0
+		if rc.authorizeCluster(opDescribe) {
+			resp.ClusterAuthorizedOperations = rc.authorizedOps(resCluster, metadata.ClusterResourceName)
+		}
 	}
 
 	if req.Version >= 1 && req.EndpointType != 1 {

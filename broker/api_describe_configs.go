@@ -78,6 +78,9 @@ func handleDescribeConfigs(_ context.Context, rc *request, kreq kmsg.Request) (k
 		out := kmsg.NewDescribeConfigsResponseResource()
 		out.ResourceType, out.ResourceName = r.ResourceType, r.ResourceName
 		entries, code, msg := srv.describeResource(img, r)
+		if ac := authorizeConfigResource(rc, opDescribeConfigs, configResource{r.ResourceType, r.ResourceName}); ac != 0 {
+			code, msg = ac, ""
+		}
 		if code != 0 {
 			out.ErrorCode, out.ErrorMessage = code, kmsg.StringPtr(msg)
 			out.Configs = []kmsg.DescribeConfigsResponseResourceConfig{}

@@ -47,10 +47,14 @@ func describeGroup(ctx context.Context, rc *request, req *kmsg.DescribeGroupsReq
 	g.Group = id
 	g.AuthorizedOperations = authorizedOpsUnset
 	if req.Version >= 3 && req.IncludeAuthorizedOperations {
-		g.AuthorizedOperations = groupOps
+		g.AuthorizedOperations = rc.authorizedOps(resGroup, id)
 	}
 	groups := groupsOf(rc)
 	switch {
+	case !rc.authorize(opDescribe, resGroup, id):
+		g.ErrorCode = kerr.GroupAuthorizationFailed.Code
+		g.AuthorizedOperations = authorizedOpsUnset
+		return g
 	case groups == nil:
 		g.ErrorCode = kerr.CoordinatorNotAvailable.Code
 		return g

@@ -23,6 +23,7 @@ import (
 	"path/filepath"
 	"slices"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -39,6 +40,10 @@ func handleDescribeLogDirs(_ context.Context, rc *request, kreq kmsg.Request) (k
 	req := kreq.(*kmsg.DescribeLogDirsRequest)
 	resp := req.ResponseKind().(*kmsg.DescribeLogDirsResponse)
 	srv := rc.conn.srv
+	if !rc.authorizeCluster(opDescribe) {
+		resp.ErrorCode = kerr.ClusterAuthorizationFailed.Code
+		return resp, nil
+	}
 
 	var want map[string]map[int32]bool // nil: everything
 	if req.Topics != nil {

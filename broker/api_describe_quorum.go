@@ -51,6 +51,10 @@ func handleDescribeQuorum(ctx context.Context, rc *request, kreq kmsg.Request) (
 	req := kreq.(*kmsg.DescribeQuorumRequest)
 	resp := req.ResponseKind().(*kmsg.DescribeQuorumResponse)
 	srv := rc.conn.srv
+	if !rc.authorizeCluster(opDescribe) {
+		resp.ErrorCode = kerr.ClusterAuthorizationFailed.Code
+		return resp, nil
+	}
 
 	if len(req.Topics) != 1 || req.Topics[0].Topic != metadataTopic ||
 		len(req.Topics[0].Partitions) != 1 || req.Topics[0].Partitions[0].Partition != 0 {

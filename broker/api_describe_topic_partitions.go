@@ -25,8 +25,13 @@ package broker
 //     those on brokers gone, fenced or without this listener; eligible
 //     leader replicas and the last known ELR are empty (raftka has no ELR,
 //     as Kafka with eligible.leader.replicas.version 0).
-//   - TopicAuthorizedOperations always, every topic operation (no
-//     authorizer), for the topics found.
+//   - Authorization (DescribeTopicPartitionsRequestHandler): a topic needs
+//     DESCRIBE. With no topics named, the ones without it are left out;
+//     a named one without it is TOPIC_AUTHORIZATION_FAILED, with no
+//     partitions, after the answered topics and outside the partition
+//     budget, whether it exists or not (its existence is not disclosed).
+//   - TopicAuthorizedOperations always: the topic operations the
+//     principal may perform (every one with no authorizer).
 
 import (
 	"context"
@@ -56,10 +61,30 @@ func handleDescribeTopicPartitions(_ context.Context, rc *request, kreq kmsg.Req
 	if rc.conn.srv.deps.Metadata != nil {
 		img, _ = rc.conn.srv.deps.Metadata.Current()
 	}
-	return describeTopicPartitions(img, rc.conn.listener, req), nil
+	access := topicAccess{
+		describe: func(name string) bool { return rc.authorize(opDescribe, resTopic, name) },
+		ops:      func(name string) int32 { return rc.authorizedOps(resTopic, name) },
+	}
+	return describeTopicPartitions(img, rc.conn.listener, req, access), nil
 }
 
-func describeTopicPartitions(img *metadata.Image, listener string, req *kmsg.DescribeTopicPartitionsRequest) *kmsg.DescribeTopicPartitionsResponse {
+// topicAccess is what the principal may do with a topic; the zero value
+// allows everything (no authorizer).
+type topicAccess struct {
+	describe func(name string) bool
+	ops      func(name string) int32
+}
+
+func (a topicAccess) canDescribe(name string) bool { return a.describe == nil || a.describe(name) }
+
+func (a topicAccess) opsOf(name string) int32 {
+	if a.ops == nil {
+		return topicOps
+	}
+	return a.ops(name)
+}
+
+func describeTopicPartitions(img *metadata.Image, listener string, req *kmsg.DescribeTopicPartitionsRequest, access topicAccess) *kmsg.DescribeTopicPartitionsResponse {
 	resp := req.ResponseKind().(*kmsg.DescribeTopicPartitionsResponse)
 	all := len(req.Topics) == 0
 	from := ""
@@ -87,6 +112,19 @@ func describeTopicPartitions(img *metadata.Image, listener string, req *kmsg.Des
 		return describeTopicPartitionsError(req, kerr.InvalidRequest.Code)
 	}
 	slices.Sort(names)
+	var refused []kmsg.DescribeTopicPartitionsResponseTopic
+	names = slices.DeleteFunc(names, func(name string) bool {
+		if access.canDescribe(name) {
+			return false
+		}
+		if !all {
+			rt := describeTopicPartitionsUnknown(name)
+			rt.ErrorCode, rt.IsInternal = kerr.TopicAuthorizationFailed.Code, false
+			rt.AuthorizedOperations = access.opsOf(name)
+			refused = append(refused, rt)
+		}
+		return true
+	})
 
 	remaining := max(min(int(req.ResponsePartitionLimit), maxRequestPartitionSizeLimit), 1)
 	for _, name := range names {
@@ -108,7 +146,7 @@ func describeTopicPartitions(img *metadata.Image, listener string, req *kmsg.Des
 		end := min(len(t.Partitions), start+remaining)
 		rt := kmsg.NewDescribeTopicPartitionsResponseTopic()
 		rt.Topic, rt.TopicID, rt.IsInternal = kmsg.StringPtr(t.Name), t.ID, internalTopics[t.Name]
-		rt.AuthorizedOperations = topicOps
+		rt.AuthorizedOperations = access.opsOf(t.Name)
 		rt.Partitions = []kmsg.DescribeTopicPartitionsResponseTopicPartition{}
 		for i := start; i < end; i++ {
 			rt.Partitions = append(rt.Partitions, describedPartition(img, listener, t.Partitions[i]))
@@ -120,6 +158,7 @@ func describeTopicPartitions(img *metadata.Image, listener string, req *kmsg.Des
 		}
 		remaining -= len(rt.Partitions)
 	}
+	resp.Topics = append(resp.Topics, refused...)
 	return resp
 }
 

@@ -80,7 +80,7 @@ func TestDescribeTopicPartitionsPaging(t *testing.T) {
 				rt.Topic = n
 				req.Topics = append(req.Topics, rt)
 			}
-			if got := dtpSummary(describeTopicPartitions(img, "CLIENT", req)); got != c.want {
+			if got := dtpSummary(describeTopicPartitions(img, "CLIENT", req, topicAccess{})); got != c.want {
 				t.Fatalf("got  %q\nwant %q", got, c.want)
 			}
 		})
@@ -96,7 +96,7 @@ func TestDescribeTopicPartitionsFields(t *testing.T) {
 	req.Topics = append(req.Topics, rt)
 	rt.Topic = "__consumer_offsets"
 	req.Topics = append(req.Topics, rt)
-	resp := describeTopicPartitions(img, "CLIENT", req)
+	resp := describeTopicPartitions(img, "CLIENT", req, topicAccess{})
 	if len(resp.Topics) != 2 {
 		t.Fatalf("%d topics", len(resp.Topics))
 	}
@@ -126,5 +126,45 @@ func TestDescribeTopicPartitionsFields(t *testing.T) {
 	back := kmsg.NewPtrDescribeTopicPartitionsResponse()
 	if err := back.ReadFrom(resp.AppendTo(nil)); err != nil || len(back.Topics) != 2 {
 		t.Fatalf("round trip: %v", err)
+	}
+}
+
+// A topic without DESCRIBE is left out of an all-topics answer and refused
+// by name, after the answered ones and whether it exists or not, as
+// DescribeTopicPartitionsRequestHandler does.
+func TestDescribeTopicPartitionsAuthorization(t *testing.T) {
+	img := dtpImage(t)
+	access := topicAccess{
+		describe: func(name string) bool { return name != "b" && name != "ghost" },
+		ops:      func(name string) int32 { return int32(len(name)) },
+	}
+	denied := kerr.TopicAuthorizationFailed.Code
+	for _, c := range []struct {
+		name   string
+		topics []string
+		want   string
+	}{
+		{"all topics hide b", nil, "__consumer_offsets:0:0 a:0:0,1 orders:0:0,1,2"},
+		{"named b refused last", []string{"b", "a"}, fmt.Sprintf("a:0:0,1 b:%d:", denied)},
+		{"an unknown name is refused, not disclosed", []string{"ghost"}, fmt.Sprintf("ghost:%d:", denied)},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			req := kmsg.NewPtrDescribeTopicPartitionsRequest()
+			req.ResponsePartitionLimit = 2000
+			for _, n := range c.topics {
+				rt := kmsg.NewDescribeTopicPartitionsRequestTopic()
+				rt.Topic = n
+				req.Topics = append(req.Topics, rt)
+			}
+			resp := describeTopicPartitions(img, "CLIENT", req, access)
+			if got := dtpSummary(resp); got != c.want {
+				t.Fatalf("got %q, want %q", got, c.want)
+			}
+			for _, rt := range resp.Topics {
+				if rt.AuthorizedOperations != int32(len(*rt.Topic)) {
+					t.Errorf("%s: authorized operations %d", *rt.Topic, rt.AuthorizedOperations)
+				}
+			}
+		})
 	}
 }

@@ -25,6 +25,7 @@ package broker
 import (
 	"context"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -61,6 +62,9 @@ func handleElectLeaders(ctx context.Context, rc *request, kreq kmsg.Request) (km
 			resp.Topics = append(resp.Topics, rt)
 		}
 		return resp, nil
+	}
+	if !rc.authorizeCluster(opAlter) {
+		return fail(kerr.ClusterAuthorizationFailed.Code, nil)
 	}
 	if srv.deps.Admin == nil {
 		return fail(adminUnreachable.Code, kmsg.StringPtr("no controller reachable from this broker"))

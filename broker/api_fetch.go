@@ -93,6 +93,11 @@ func handleFetch(ctx context.Context, rc *request, kreq kmsg.Request) (kmsg.Resp
 	if req.Version >= 15 {
 		replicaID = req.ReplicaState.ID
 	}
+	if replicaID >= 0 && !rc.authorizeCluster(opClusterAction) {
+		// Only brokers (CLUSTER_ACTION) fetch as replicas; Kafka answers
+		// anyone else TOPIC_AUTHORIZATION_FAILED on every partition.
+		return refuseReplicaFetch(req), nil
+	}
 	if replicaID >= 0 && srv.deps.Replicas != nil {
 		// A follower that learned of a new leadership before this leader's
 		// partitions did is refused; answered so, it would back off. Catch
@@ -128,10 +133,20 @@ func handleFetch(ctx context.Context, rc *request, kreq kmsg.Request) (kmsg.Resp
 		MaxBytes:  int(req.MaxBytes),
 		Isolation: req.IsolationLevel,
 	}
-	readAt := make([]int, len(fc.targets)) // index into fr.Parts, -1 for none
+	readAt := make([]int, len(fc.targets)) // index into fr.Parts, -1 for an unknown topic, -2 unauthorized
+	readable := map[string]bool{}
 	for i, t := range fc.targets {
 		readAt[i] = -1
 		if t.topic == "" {
+			continue
+		}
+		ok, seen := readable[t.topic]
+		if !seen {
+			ok = rc.authorize(opRead, resTopic, t.topic)
+			readable[t.topic] = ok
+		}
+		if !ok {
+			readAt[i] = -2
 			continue
 		}
 		readAt[i] = len(fr.Parts)
@@ -167,6 +182,9 @@ func handleFetch(ctx context.Context, rc *request, kreq kmsg.Request) (kmsg.Resp
 		}
 		if readAt[i] < 0 {
 			rp.ErrorCode = kerr.UnknownTopicID.Code
+			if readAt[i] == -2 {
+				rp.ErrorCode = kerr.TopicAuthorizationFailed.Code
+			}
 			rp.HighWatermark = -1
 		} else {
 			r := results[readAt[i]]
@@ -232,7 +250,35 @@ func handleFetch(ctx context.Context, rc *request, kreq kmsg.Request) (kmsg.Resp
 	if req.Version >= 16 {
 		resp.Brokers = fetchEndpoints(img, hints, rc.conn.listener)
 	}
+	// consumer_byte_rate: the answer's record bytes, held back by the
+	// throttle time (quota.go); follower fetches never get here.
+	fetched := 0
+	for _, rs := range partRegions {
+		for _, r := range rs {
+			fetched += int(r.Len)
+		}
+	}
+	resp.ThrottleMillis = rc.throttle(ctx, metadata.QuotaConsumerByteRate, fetched, req.Version >= 8)
 	return newFilesResponse(resp, nil, appendFetchResponse(resp, partRegions)...), nil
+}
+
+// refuseReplicaFetch answers a replica fetch from a principal without
+// CLUSTER_ACTION: every partition it names TOPIC_AUTHORIZATION_FAILED.
+func refuseReplicaFetch(req *kmsg.FetchRequest) *kmsg.FetchResponse {
+	resp := req.ResponseKind().(*kmsg.FetchResponse)
+	for _, t := range req.Topics {
+		rt := kmsg.NewFetchResponseTopic()
+		rt.Topic, rt.TopicID = t.Topic, t.TopicID
+		for _, p := range t.Partitions {
+			rp := kmsg.NewFetchResponseTopicPartition()
+			rp.Partition, rp.ErrorCode = p.Partition, kerr.TopicAuthorizationFailed.Code
+			rp.HighWatermark, rp.LastStableOffset, rp.LogStartOffset = -1, -1, -1
+			rp.RecordBatches = []byte{}
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		resp.Topics = append(resp.Topics, rt)
+	}
+	return resp
 }
 
 // fetchEndpoints is Fetch v16+'s NodeEndpoints: the leaders named in

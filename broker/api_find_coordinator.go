@@ -64,6 +64,10 @@ func findCoordinator(ctx context.Context, rc *request, keyType int8, key string)
 	}
 	srv := rc.conn.srv
 	switch {
+	case keyType == 0 && !rc.authorize(opDescribe, resGroup, key):
+		return fail(kerr.GroupAuthorizationFailed, "")
+	case keyType == 1 && !rc.authorize(opDescribe, resTxnID, key):
+		return fail(kerr.TransactionalIDAuthorizationFailed, "")
 	case keyType == 1:
 		return fail(kerr.CoordinatorNotAvailable, "transactions are not implemented by this broker")
 	case keyType != 0:

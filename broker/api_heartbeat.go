@@ -25,6 +25,8 @@ func handleHeartbeat(ctx context.Context, rc *request, kreq kmsg.Request) (kmsg.
 	resp := req.ResponseKind().(*kmsg.HeartbeatResponse)
 	groups := groupsOf(rc)
 	switch {
+	case !rc.authorize(opRead, resGroup, req.Group):
+		resp.ErrorCode = kerr.GroupAuthorizationFailed.Code
 	case groups == nil:
 		resp.ErrorCode = kerr.CoordinatorNotAvailable.Code
 	case req.Group == "":

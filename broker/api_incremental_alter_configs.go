@@ -68,6 +68,9 @@ func handleIncrementalAlterConfigs(ctx context.Context, rc *request, kreq kmsg.R
 		code, msg := kerr.InvalidRequest.Code, "Each resource must appear at most once."
 		if count[key] == 1 {
 			code, msg = precheckConfigResource(key, names)
+			if ac := authorizeConfigResource(rc, opAlterConfigs, key); ac != 0 {
+				code, msg = ac, ""
+			}
 		}
 		if code == 0 {
 			code, msg = checkIncrementalOps(key.typ, r.Configs)

@@ -64,6 +64,11 @@ func handleInitProducerID(ctx context.Context, rc *request, kreq kmsg.Request) (
 	case req.TransactionalID != nil:
 		resp.ErrorCode = kerr.TransactionalIDAuthorizationFailed.Code
 		return resp, nil
+	case !rc.authorizeCluster(opIdempotentWrite) && !rc.authorizeByResourceType(opWrite, resTopic):
+		// An idempotent producer needs IDEMPOTENT_WRITE on the cluster or
+		// WRITE on some topic (KafkaApis, KIP-679).
+		resp.ErrorCode = kerr.ClusterAuthorizationFailed.Code
+		return resp, nil
 	case (req.ProducerID == -1) != (req.ProducerEpoch == -1):
 		resp.ErrorCode = kerr.InvalidRequest.Code
 		return resp, nil

@@ -61,6 +61,8 @@ func handleJoinGroup(ctx context.Context, rc *request, kreq kmsg.Request) (kmsg.
 	}
 	groups := groupsOf(rc)
 	switch {
+	case !rc.authorize(opRead, resGroup, req.Group):
+		return fill(group.JoinResult{ErrorCode: kerr.GroupAuthorizationFailed.Code, MemberID: req.MemberID, Generation: -1})
 	case groups == nil:
 		return fill(group.JoinResult{ErrorCode: kerr.CoordinatorNotAvailable.Code, MemberID: req.MemberID, Generation: -1})
 	case req.Group == "":

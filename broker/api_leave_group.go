@@ -35,6 +35,9 @@ func handleLeaveGroup(ctx context.Context, rc *request, kreq kmsg.Request) (kmsg
 	}
 	groups := groupsOf(rc)
 	switch {
+	case !rc.authorize(opRead, resGroup, req.Group):
+		resp.ErrorCode = kerr.GroupAuthorizationFailed.Code
+		return resp, nil
 	case groups == nil:
 		resp.ErrorCode = kerr.CoordinatorNotAvailable.Code
 		return resp, nil

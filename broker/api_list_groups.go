@@ -51,8 +51,14 @@ func handleListGroups(ctx context.Context, rc *request, kreq kmsg.Request) (kmsg
 		classic = classic || strings.EqualFold(t, "classic")
 	}
 	resp.Groups = []kmsg.ListGroupsResponseGroup{}
+	// DESCRIBE on the cluster lists every group; otherwise only the groups
+	// the principal may DESCRIBE (KafkaApis).
+	all := rc.authorizeCluster(opDescribe)
 	for _, l := range list {
 		if (len(states) > 0 && !states[l.State]) || !classic {
+			continue
+		}
+		if !all && !rc.authorize(opDescribe, resGroup, l.Group) {
 			continue
 		}
 		g := kmsg.NewListGroupsResponseGroup()

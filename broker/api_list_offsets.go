@@ -62,6 +62,7 @@ func handleListOffsets(ctx context.Context, rc *request, kreq kmsg.Request) (kms
 		for _, p := range t.Partitions {
 			seen[p.Partition]++
 		}
+		mayDescribe := rc.authorize(opDescribe, resTopic, t.Topic)
 		for _, p := range t.Partitions {
 			rp := kmsg.NewListOffsetsResponseTopicPartition()
 			rp.Partition = p.Partition
@@ -76,6 +77,9 @@ func handleListOffsets(ctx context.Context, rc *request, kreq kmsg.Request) (kms
 			}
 			if seen[p.Partition] > 1 {
 				err = fmt.Errorf("%w: partition %d listed twice", kerr.InvalidRequest, p.Partition)
+			}
+			if !mayDescribe { // DESCRIBE on the topic (KafkaApis)
+				err = kerr.TopicAuthorizationFailed
 			}
 			if err == nil {
 				err = srv.onPartition(ctx, rc, t.Topic, p.Partition, func(part *replica.Partition) error {

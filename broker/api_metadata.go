@@ -124,17 +124,30 @@ func handleMetadata(ctx context.Context, rc *request, kreq kmsg.Request) (kmsg.R
 	}
 	slices.SortFunc(resp.Brokers, func(a, b kmsg.MetadataResponseBroker) int { return int(a.NodeID) - int(b.NodeID) })
 	if req.Version >= 8 && req.Version <= 10 && req.IncludeClusterAuthorizedOperations {
-		resp.AuthorizedOperations = clusterOps
+		resp.AuthorizedOperations = 0
+		if rc.authorizeCluster(opDescribe) {
+			resp.AuthorizedOperations = rc.authorizedOps(resCluster, metadata.ClusterResourceName)
+		}
 	}
 
 	pv := partitionView{img: img, listener: listener, live: live, version: req.Version}
 	answer := func(t metadata.TopicImage) {
-		resp.Topics = append(resp.Topics, pv.topic(t, req.IncludeTopicAuthorizedOperations))
+		mt := pv.topic(t, req.IncludeTopicAuthorizedOperations)
+		if req.IncludeTopicAuthorizedOperations && req.Version >= 8 {
+			mt.AuthorizedOperations = rc.authorizedOps(resTopic, t.Name)
+		}
+		resp.Topics = append(resp.Topics, mt)
 	}
+	// A topic the principal may not DESCRIBE is left out of a listing of
+	// all topics and answered TOPIC_AUTHORIZATION_FAILED when named, before
+	// its existence is looked at, as KafkaApis does.
+	describable := func(name string) bool { return rc.authorize(opDescribe, resTopic, name) }
 
 	if req.Topics == nil || (req.Version == 0 && len(req.Topics) == 0) {
 		for _, t := range img.Topics() {
-			answer(t)
+			if describable(t.Name) {
+				answer(t)
+			}
 		}
 		slices.SortFunc(resp.Topics, func(a, b kmsg.MetadataResponseTopic) int {
 			switch {
@@ -162,7 +175,10 @@ func handleMetadata(ctx context.Context, rc *request, kreq kmsg.Request) (kmsg.R
 				continue
 			}
 			seenIDs[rt.TopicID] = true
-			if t, ok := img.TopicByID(rt.TopicID); ok {
+			if t, ok := img.TopicByID(rt.TopicID); ok && !describable(t.Name) {
+				// Topic ids are not secret (KafkaApis): the id comes back.
+				resp.Topics = append(resp.Topics, topicError(nil, rt.TopicID, kerr.TopicAuthorizationFailed.Code))
+			} else if ok {
 				answer(t)
 			} else {
 				resp.Topics = append(resp.Topics, topicError(nil, rt.TopicID, kerr.UnknownTopicID.Code))
@@ -175,6 +191,10 @@ func handleMetadata(ctx context.Context, rc *request, kreq kmsg.Request) (kmsg.R
 				continue
 			}
 			seenNames[name] = true
+			if !describable(name) {
+				resp.Topics = append(resp.Topics, topicError(rt.Topic, [16]byte{}, kerr.TopicAuthorizationFailed.Code))
+				continue
+			}
 			if t, ok := img.Topic(name); ok {
 				answer(t)
 				continue
@@ -182,6 +202,9 @@ func handleMetadata(ctx context.Context, rc *request, kreq kmsg.Request) (kmsg.R
 			switch {
 			case metadata.ValidateTopicName(name) != nil:
 				resp.Topics = append(resp.Topics, topicError(rt.Topic, [16]byte{}, kerr.InvalidTopicException.Code))
+			case allowCreate && !internalTopics[name] && !rc.authorizeCluster(opCreate) && !rc.authorize(opCreate, resTopic, name):
+				// Auto-creation needs CREATE on the cluster or the topic.
+				resp.Topics = append(resp.Topics, topicError(rt.Topic, [16]byte{}, kerr.TopicAuthorizationFailed.Code))
 			default:
 				resp.Topics = append(resp.Topics, topicError(rt.Topic, [16]byte{}, kerr.UnknownTopicOrPartition.Code))
 				if allowCreate && !internalTopics[name] {

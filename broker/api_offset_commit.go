@@ -53,23 +53,31 @@ func handleOffsetCommit(ctx context.Context, rc *request, kreq kmsg.Request) (km
 
 	groups := groupsOf(rc)
 	md := rc.conn.srv.deps.Metadata
+	// As KafkaApis: READ on the group first (the whole request), then
+	// READ on each topic (TOPIC_AUTHORIZATION_FAILED per partition), and
+	// only then what the coordinator says.
+	groupReadable := rc.authorize(opRead, resGroup, req.Group)
 	groupErr := int16(0)
 	switch {
+	case !groupReadable:
+		groupErr = kerr.GroupAuthorizationFailed.Code
 	case groups == nil || md == nil:
 		groupErr = kerr.CoordinatorNotAvailable.Code
 	case req.Group == "":
 		groupErr = kerr.InvalidGroupID.Code
 	}
 	var img *metadata.Image
-	if groupErr == 0 {
+	if md != nil {
 		img, _ = md.Current()
+	}
+	if groupErr == 0 {
 		groupErr = errorCode(groups.Ownership(img, req.Group))
 	}
 	for i, t := range req.Topics {
 		codes[i] = make([]int16, len(t.Partitions))
 		name, known, unknownCode := t.Topic, false, kerr.UnknownTopicOrPartition.Code
 		var nparts int
-		if groupErr == 0 {
+		if img != nil {
 			var ti metadata.TopicImage
 			if req.Version >= 10 {
 				ti, known = img.TopicByID(t.TopicID)
@@ -80,8 +88,15 @@ func handleOffsetCommit(ctx context.Context, rc *request, kreq kmsg.Request) (km
 			}
 			nparts = len(ti.Partitions)
 		}
+		// READ on the topic before its existence, except for an id that
+		// names no topic: there is no name to authorize.
+		readable := !groupReadable || (req.Version >= 10 && !known) || rc.authorize(opRead, resTopic, name)
 		for j, p := range t.Partitions {
 			switch {
+			case !groupReadable:
+				codes[i][j] = groupErr
+			case !readable:
+				codes[i][j] = kerr.TopicAuthorizationFailed.Code
 			case groupErr != 0:
 				codes[i][j] = groupErr
 			case !known:

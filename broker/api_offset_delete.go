@@ -26,6 +26,9 @@ func handleOffsetDelete(ctx context.Context, rc *request, kreq kmsg.Request) (km
 	resp := req.ResponseKind().(*kmsg.OffsetDeleteResponse)
 	groups, md := groupsOf(rc), rc.conn.srv.deps.Metadata
 	switch {
+	case !rc.authorize(opDelete, resGroup, req.Group):
+		resp.ErrorCode = kerr.GroupAuthorizationFailed.Code
+		return resp, nil
 	case groups == nil || md == nil:
 		resp.ErrorCode = kerr.CoordinatorNotAvailable.Code
 		return resp, nil
@@ -41,7 +44,12 @@ func handleOffsetDelete(ctx context.Context, rc *request, kreq kmsg.Request) (km
 	for i, t := range req.Topics {
 		codes[i] = make([]int16, len(t.Partitions))
 		ti, known := img.Topic(t.Topic)
+		readable := rc.authorize(opRead, resTopic, t.Topic)
 		for j, p := range t.Partitions {
+			if !readable {
+				codes[i][j] = kerr.TopicAuthorizationFailed.Code
+				continue
+			}
 			if !known || p.Partition < 0 || int(p.Partition) >= len(ti.Partitions) {
 				codes[i][j] = kerr.UnknownTopicOrPartition.Code
 				continue

@@ -96,6 +96,8 @@ func fetchGroupOffsets(rc *request, version int16, groupID string, topics []fetc
 		return out
 	}
 	switch {
+	case !rc.authorize(opDescribe, resGroup, groupID):
+		return fail(kerr.GroupAuthorizationFailed.Code)
 	case groups == nil || md == nil:
 		return fail(kerr.CoordinatorNotAvailable.Code)
 	case groupID == "":
@@ -117,6 +119,9 @@ func fetchGroupOffsets(rc *request, version int16, groupID string, topics []fetc
 		}
 		slices.Sort(names)
 		for _, n := range names {
+			if !rc.authorize(opDescribe, resTopic, n) {
+				continue
+			}
 			ft := fetchTopic{name: n, partitions: byTopic[n]}
 			slices.Sort(ft.partitions)
 			if version >= 10 {
@@ -141,6 +146,10 @@ func fetchGroupOffsets(rc *request, version int16, groupID string, topics []fetc
 				continue
 			}
 			t.name = ti.Name
+		}
+		if !rc.authorize(opDescribe, resTopic, t.name) {
+			out.Topics = append(out.Topics, offsetsOf(t, nil, kerr.TopicAuthorizationFailed.Code))
+			continue
 		}
 		out.Topics = append(out.Topics, offsetsOf(t, func(p int32) (metadata.OffsetAndMetadata, bool) {
 			return img.Offset(groupID, t.name, p)

@@ -19,6 +19,7 @@ import (
 
 	"github.com/raftka/raftka/broker/replica"
 	"github.com/raftka/raftka/storage"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -35,13 +36,22 @@ func handleOffsetForLeaderEpoch(ctx context.Context, rc *request, kreq kmsg.Requ
 	req := kreq.(*kmsg.OffsetForLeaderEpochRequest)
 	resp := req.ResponseKind().(*kmsg.OffsetForLeaderEpochResponse)
 	srv := rc.conn.srv
+	// CLUSTER_ACTION (brokers) or DESCRIBE on the topic (consumers since
+	// KIP-320), as KafkaApis.
+	clusterAction := rc.authorizeCluster(opClusterAction)
 	for _, t := range req.Topics {
 		rt := kmsg.NewOffsetForLeaderEpochResponseTopic()
 		rt.Topic = t.Topic
+		authorized := clusterAction || rc.authorize(opDescribe, resTopic, t.Topic)
 		for _, p := range t.Partitions {
 			rp := kmsg.NewOffsetForLeaderEpochResponseTopicPartition()
 			rp.Partition = p.Partition
 			rp.LeaderEpoch, rp.EndOffset = storage.UndefinedEpoch, storage.UndefinedOffset
+			if !authorized {
+				rp.ErrorCode = kerr.TopicAuthorizationFailed.Code
+				rt.Partitions = append(rt.Partitions, rp)
+				continue
+			}
 			err := srv.onPartition(ctx, rc, t.Topic, p.Partition, func(part *replica.Partition) error {
 				eo, err := part.OffsetForLeaderEpoch(p.CurrentLeaderEpoch, p.LeaderEpoch)
 				if err == nil {

@@ -53,6 +53,7 @@ import (
 	"time"
 
 	"github.com/raftka/raftka/broker/replica"
+	"github.com/raftka/raftka/metadata"
 	"github.com/raftka/raftka/storage"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -109,7 +110,11 @@ func handleProduce(ctx context.Context, rc *request, kreq kmsg.Request) (kmsg.Re
 
 	var txnErr error
 	if req.TransactionID != nil {
+		// Kafka checks WRITE on the transactional id before anything else.
 		txnErr = errTransactionsUnsupported
+		if !rc.authorize(opWrite, resTxnID, *req.TransactionID) {
+			txnErr = kerr.TransactionalIDAuthorizationFailed
+		}
 	}
 	var acksErr error
 	if req.Acks != 0 && req.Acks != 1 && req.Acks != -1 {
@@ -130,6 +135,11 @@ func handleProduce(ctx context.Context, rc *request, kreq kmsg.Request) (kmsg.Re
 			} else {
 				topicErr = fmt.Errorf("%w: %x", kerr.UnknownTopicID, t.TopicID)
 			}
+		}
+		// WRITE on the topic, checked before the topic's existence so an
+		// unauthorized client cannot probe for names (KafkaApis order).
+		if topicErr == nil && !rc.authorize(opWrite, resTopic, name) {
+			topicErr = kerr.TopicAuthorizationFailed
 		}
 		rt.Partitions = make([]kmsg.ProduceResponseTopicPartition, len(t.Partitions))
 		for i, p := range t.Partitions {
@@ -198,6 +208,15 @@ func handleProduce(ctx context.Context, rc *request, kreq kmsg.Request) (kmsg.Re
 	if req.Version >= 10 {
 		resp.Brokers = produceEndpoints(img, hints, rc.conn.listener)
 	}
+	// producer_byte_rate: the request's record bytes, the answer held back
+	// by the throttle time (quota.go).
+	produced := 0
+	for _, t := range req.Topics {
+		for _, p := range t.Partitions {
+			produced += len(p.Records)
+		}
+	}
+	resp.ThrottleMillis = rc.throttle(ctx, metadata.QuotaProducerByteRate, produced, req.Version >= 6)
 	return resp, nil
 }
 

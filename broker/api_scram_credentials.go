@@ -13,8 +13,8 @@ package broker
 // controller_scram.go decides, Kafka's ScramControlManager rules), and
 // returns once this broker's image has the change.
 //
-// Authorization (DESCRIBE / ALTER on CLUSTER) waits for the authorizer:
-// today every client may call both.
+// Describe needs DESCRIBE on the CLUSTER (else CLUSTER_AUTHORIZATION_FAILED
+// for the request), Alter ALTER on it (else on every user), as KafkaApis.
 
 import (
 	"context"
@@ -50,6 +50,10 @@ func handleDescribeUserScramCredentials(ctx context.Context, rc *request, kreq k
 	req := kreq.(*kmsg.DescribeUserSCRAMCredentialsRequest)
 	resp := req.ResponseKind().(*kmsg.DescribeUserSCRAMCredentialsResponse)
 	srv := rc.conn.srv
+	if !rc.authorizeCluster(opDescribe) {
+		resp.ErrorCode = kerr.ClusterAuthorizationFailed.Code
+		return resp, nil
+	}
 	img := metadata.NewImage()
 	if srv.deps.Metadata != nil {
 		img, _ = srv.deps.Metadata.Current()
@@ -125,6 +129,9 @@ func handleAlterUserScramCredentials(ctx context.Context, rc *request, kreq kmsg
 			add(u.Name)
 		}
 		return resp
+	}
+	if !rc.authorizeCluster(opAlter) {
+		return failAll(kerr.ClusterAuthorizationFailed.Code, nil), nil
 	}
 	if srv.deps.Scram == nil {
 		return failAll(adminUnreachable.Code, kmsg.StringPtr("no controller reachable from this broker")), nil

@@ -39,6 +39,8 @@ func handleSyncGroup(ctx context.Context, rc *request, kreq kmsg.Request) (kmsg.
 	}
 	groups := groupsOf(rc)
 	switch {
+	case !rc.authorize(opRead, resGroup, req.Group):
+		return fill(group.SyncResult{ErrorCode: kerr.GroupAuthorizationFailed.Code})
 	case groups == nil:
 		return fill(group.SyncResult{ErrorCode: kerr.CoordinatorNotAvailable.Code})
 	case req.Group == "":

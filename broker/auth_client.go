@@ -96,11 +96,16 @@ func clientTLSConfig(sec *config.ListenerSecurity) (*tls.Config, error) {
 		}
 		tc.RootCAs = pool
 	}
-	cert, err := loadKeystore(sec)
-	if err != nil {
-		return nil, fmt.Errorf("keystore: %w", err)
+	// A broker's TLS listener always has a keystore; a client
+	// (ClientDialer) has one only for mTLS.
+	if sec.KeystoreLocation != "" || sec.KeystoreCertificateChain != "" {
+		cert, err := loadKeystore(sec)
+		if err != nil {
+			return nil, fmt.Errorf("keystore: %w", err)
+		}
+		tc.Certificates = []tls.Certificate{cert}
 	}
-	tc.Certificates = []tls.Certificate{cert}
+	var err error
 	if tc.MinVersion, tc.MaxVersion, err = tlsVersions(sec.EnabledProtocols); err != nil {
 		return nil, err
 	}
@@ -236,4 +241,19 @@ func (r *rawRoundTripper) roundTrip(req kmsg.Request, resp kmsg.Response) error 
 		}
 	}
 	return resp.ReadFrom(body)
+}
+
+// ClientDialer is InterBrokerDialer for a Kafka client's settings (the
+// CLI's --command-config): TLS with the truststore (and the keystore as
+// client certificate when one is given, for mTLS), then SASL with
+// sasl.mechanism as the username and password of sasl.jaas.config. nil
+// for PLAINTEXT.
+func ClientDialer(cs *config.ClientSecurity, dialTimeout time.Duration) (func(ctx context.Context, addr string) (net.Conn, error), error) {
+	sec := cs.Listener
+	sec.Listener = "CLIENT"
+	return InterBrokerDialer(&config.Config{
+		InterBrokerListenerName:  "CLIENT",
+		Security:                 map[string]*config.ListenerSecurity{"CLIENT": &sec},
+		SASLMechanismInterBroker: cs.Mechanism,
+	}, dialTimeout)
 }

@@ -15,6 +15,29 @@ type configResource struct {
 	name string
 }
 
+// authorizeConfigResource is KafkaApis' check of a config resource: op
+// (DESCRIBE_CONFIGS or ALTER_CONFIGS) on the topic for a topic
+// (TOPIC_AUTHORIZATION_FAILED), on the group for a group
+// (GROUP_AUTHORIZATION_FAILED), on the cluster otherwise
+// (CLUSTER_AUTHORIZATION_FAILED). 0 when allowed.
+func authorizeConfigResource(rc *request, op metadata.ACLOperation, r configResource) int16 {
+	switch r.typ {
+	case kmsg.ConfigResourceTypeTopic:
+		if !rc.authorize(op, resTopic, r.name) {
+			return kerr.TopicAuthorizationFailed.Code
+		}
+	case kmsg.ConfigResourceTypeGroupConfig:
+		if !rc.authorize(op, resGroup, r.name) {
+			return kerr.GroupAuthorizationFailed.Code
+		}
+	default:
+		if !rc.authorizeCluster(op) {
+			return kerr.ClusterAuthorizationFailed.Code
+		}
+	}
+	return 0
+}
+
 // precheckConfigResource answers what Kafka's broker answers before
 // forwarding: resource types raftka has no configs for, and names given
 // twice; and, unlike Kafka, Kafka keys raftka does not apply (kafka_keys.go).

@@ -38,6 +38,10 @@ type connState struct {
 	// is dispatched (auth_conn.go).
 	principal string
 	tlsPeer   string
+	// host is the client's address as ACLs name it (authorized_ops.go).
+	host string
+	// mutedUntil (unix ns) holds the reader back after a quota throttle.
+	mutedUntil atomic.Int64
 }
 
 type clientSoftware struct{ name, version string }
@@ -139,6 +143,7 @@ func (s *Server) newConn(nc net.Conn, listener string) *conn {
 			remote:    nc.RemoteAddr(),
 			srv:       s,
 			principal: anonymousPrincipal,
+			host:      aclHost(nc.RemoteAddr()),
 		},
 		ctx:    ctx,
 		cancel: cancel,
@@ -254,6 +259,7 @@ func (c *conn) readLoop() (eof bool) {
 	}()
 	br := bufio.NewReaderSize(c.idleReader(), 32<<10)
 	for c.ctx.Err() == nil {
+		c.waitUnmuted() // a quota throttle (quota.go)
 		fb, err := readFrame(br, c.srv.maxRequestBytes)
 		if err != nil {
 			var ce *connError

@@ -53,7 +53,24 @@
 //     apply; CONFIG-KEYS.md, the list of keys for users, generated from the
 //     tables by a test.
 //   - topic_config.go: a topic's effective config by Kafka's precedence.
-//   - authorized_ops.go: KIP-430 authorized-operations sets.
+//   - authorized_ops.go: authorization. Every handler asks
+//     request.authorize (authorizeCluster, authorizeByResourceType,
+//     authorizedOps for KIP-430 sets) with Kafka's operation and resource
+//     before it acts, and answers Kafka's code (TOPIC_, GROUP_, CLUSTER_,
+//     TRANSACTIONAL_ID_AUTHORIZATION_FAILED) where KafkaApis does; the
+//     decision is metadata.Authorizer's over the current image for the
+//     connection's principal and client IP. No authorizer (the default)
+//     allows everything. api_create_acls.go, api_describe_acls.go,
+//     api_delete_acls.go serve the ACL APIs.
+//   - quota.go: client quotas: produce and fetch bytes charged to the
+//     entity metadata.Image.ResolveQuota names, windowed rates; over a
+//     quota the answer carries throttle_time_ms and the connection's next
+//     request waits that long (KIP-219; older versions get the answer
+//     itself delayed); follower fetches are never throttled;
+//     controller_mutation_rate's token bucket for CreateTopics,
+//     CreatePartitions and DeleteTopics (KIP-599).
+//     api_describe_client_quotas.go and api_alter_client_quotas.go serve
+//     the quota APIs.
 //   - internal_topics.go: names no client may create or configure.
 //   - forward.go: forwarding admin requests to the active controller.
 //   - producer_ids.go: this broker's producer ids, in blocks the controller

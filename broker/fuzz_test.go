@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/raftka/raftka/metadata"
 	"github.com/rs/zerolog"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -70,11 +71,34 @@ func fuzzOptions(tb testing.TB) Options {
 		MaxRequestBytes: 1 << 20,
 		NodeID:          1,
 		Deps:            Deps{Metadata: staticMetadata{img: clusterImage(tb, 9092)}},
+		// The authorizer runs on every request (the image has no ACLs,
+		// so everyone is allowed and the other handlers answer as without).
+		Authorizer: &metadata.Authorizer{AllowEveryoneIfNoACL: true},
 	}
 }
 
 func seedFrames() [][]byte {
 	var seeds [][]byte
+	{
+		d := kmsg.NewPtrDescribeACLsRequest()
+		d.Version = 3
+		d.ResourceType, d.ResourcePatternType, d.Operation, d.PermissionType = 1, 2, 1, 1
+		d.ResourceName = kmsg.StringPtr("orders")
+		seeds = append(seeds, encodeRequest(d, 300))
+		c := kmsg.NewPtrCreateACLsRequest()
+		c.Version = 3
+		cr := kmsg.NewCreateACLsRequestCreation()
+		cr.ResourceType, cr.ResourceName, cr.ResourcePatternType = 2, "orders", 3
+		cr.Principal, cr.Host, cr.Operation, cr.PermissionType = "User:a", "*", 3, 3
+		c.Creations = append(c.Creations, cr)
+		seeds = append(seeds, encodeRequest(c, 301))
+		q := kmsg.NewPtrDescribeClientQuotasRequest()
+		q.Version = 1
+		qc := kmsg.NewDescribeClientQuotasRequestComponent()
+		qc.EntityType, qc.MatchType = "user", 2
+		q.Components = append(q.Components, qc)
+		seeds = append(seeds, encodeRequest(q, 302))
+	}
 	for v := int16(0); v <= 5; v++ {
 		req := kmsg.NewPtrApiVersionsRequest()
 		req.Version = v
@@ -135,7 +159,7 @@ func FuzzDescribeTopicPartitions(f *testing.F) {
 		if req.ReadFrom(body) != nil {
 			return
 		}
-		resp := describeTopicPartitions(img, "CLIENT", req)
+		resp := describeTopicPartitions(img, "CLIENT", req, topicAccess{})
 		n := 0
 		for _, rt := range resp.Topics {
 			n += len(rt.Partitions)

@@ -97,6 +97,11 @@ type Deps struct {
 	// Scram forwards AlterUserScramCredentials; nil answers it
 	// NOT_CONTROLLER.
 	Scram ScramAdmin
+	// ACLs forwards CreateAcls and DeleteAcls; nil answers them
+	// NOT_CONTROLLER.
+	ACLs ACLAdmin
+	// Quotas forwards AlterClientQuotas; nil answers it NOT_CONTROLLER.
+	Quotas QuotaAdmin
 }
 
 // Options configures a Server.
@@ -128,6 +133,9 @@ type Options struct {
 	Config *config.Config
 	// Partitions configures the partition APIs (see partitions.go).
 	Partitions PartitionOptions
+	// Authorizer decides ACLs (authorized_ops.go); nil takes it from
+	// Config (authorizer.class.name), and no authorizer allows everything.
+	Authorizer *metadata.Authorizer
 }
 
 // Server answers the Kafka protocol on its listeners.
@@ -151,6 +159,8 @@ type Server struct {
 	listeners       []boundListener
 	producerIDs     producerIDs // see producer_ids.go
 	parts           *partitionState
+	authorizer      *metadata.Authorizer // nil: everything allowed
+	quotas          *quotaManager        // client quotas (quota.go)
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -191,6 +201,8 @@ func newServer(opts Options, table *apiTable) (*Server, error) {
 		autoCreate:      opts.AutoCreateTopics,
 		config:          opts.Config,
 		parts:           newPartitionState(opts.Partitions),
+		authorizer:      opts.authorizer(),
+		quotas:          opts.quotaManager(),
 	}
 	if s.maxRequestBytes == 0 {
 		s.maxRequestBytes = DefaultMaxRequestBytes

@@ -223,6 +223,27 @@ func encodeBody(w *writer, rec Record) error {
 	case *RemoveUserScramCredential:
 		w.str(r.Name)
 		w.i8(int8(r.Mechanism))
+	case *AccessControlEntry:
+		w.uuid(r.ID)
+		w.i8(int8(r.ResourceType))
+		w.str(r.ResourceName)
+		w.i8(int8(r.PatternType))
+		w.str(r.Principal)
+		w.str(r.Host)
+		w.i8(int8(r.Operation))
+		w.i8(int8(r.Permission))
+	case *RemoveAccessControlEntry:
+		w.uuid(r.ID)
+	case *ClientQuota:
+		w.count(len(r.Entity), r.Entity == nil)
+		for _, p := range r.Entity {
+			w.str(p.Type)
+			w.str(p.Name)
+			w.bool(p.Default)
+		}
+		w.str(r.Key)
+		w.i64(int64(math.Float64bits(r.Value)))
+		w.bool(r.Remove)
 	default:
 		return fmt.Errorf("unsupported record implementation %T", rec)
 	}
@@ -314,6 +335,28 @@ func decodeBody(r *reader, typ RecordType, ver int16) (Record, error) {
 			Salt: []byte(r.str()), StoredKey: []byte(r.str()), ServerKey: []byte(r.str()), Iterations: r.i32()}
 	case TypeRemoveUserScramCredential:
 		rec = &RemoveUserScramCredential{Name: r.str(), Mechanism: ScramMechanism(r.i8())}
+	case TypeAccessControlEntry:
+		x := &AccessControlEntry{ID: r.uuid()}
+		x.ResourceType = ACLResourceType(r.i8())
+		x.ResourceName = r.str()
+		x.PatternType = ACLPatternType(r.i8())
+		x.Principal, x.Host = r.str(), r.str()
+		x.Operation, x.Permission = ACLOperation(r.i8()), ACLPermission(r.i8())
+		rec = x
+	case TypeRemoveAccessControlEntry:
+		rec = &RemoveAccessControlEntry{ID: r.uuid()}
+	case TypeClientQuota:
+		x := &ClientQuota{}
+		if n, ok := r.count(3); ok {
+			x.Entity = make(QuotaEntity, n)
+			for i := range x.Entity {
+				x.Entity[i] = QuotaEntityPart{Type: r.str(), Name: r.str(), Default: r.bool()}
+			}
+		}
+		x.Key = r.str()
+		x.Value = math.Float64frombits(uint64(r.i64()))
+		x.Remove = r.bool()
+		rec = x
 	default:
 		return nil, errors.New("unknown record type")
 	}

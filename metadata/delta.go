@@ -37,6 +37,10 @@ type Delta struct {
 	ProducerIDsChanged bool
 	// ScramChanged: a SCRAM credential was set or removed.
 	ScramChanged bool
+	// ACLsChanged: an ACL binding was added or removed.
+	ACLsChanged bool
+	// QuotasChanged: a client quota was set or removed.
+	QuotasChanged bool
 
 	// Skipped lists the records Apply did not apply, with why.
 	Skipped []SkippedRecord
@@ -85,7 +89,7 @@ func (d *Delta) Empty() bool {
 		len(d.BrokersRegistered) == 0 && len(d.BrokersUnregistered) == 0 && len(d.BrokersFenced) == 0 &&
 		len(d.BrokersUnfenced) == 0 && len(d.BrokersShuttingDown) == 0 && len(d.BrokersChanged) == 0 && len(d.ConfigsChanged) == 0 &&
 		len(d.OffsetsCommitted) == 0 && len(d.GroupsChanged) == 0 && !d.ClusterIDChanged &&
-		!d.FeaturesChanged && !d.ProducerIDsChanged && !d.ScramChanged
+		!d.FeaturesChanged && !d.ProducerIDsChanged && !d.ScramChanged && !d.ACLsChanged && !d.QuotasChanged
 }
 
 // Apply replays a batch of records onto the image and returns the new image
@@ -122,6 +126,8 @@ type applier struct {
 	configs configApplier
 	groups  groupApplier
 	scram   scramApplier
+	acls    aclApplier
+	quotas  quotaApplier
 }
 
 func newApplier(old *Image) *applier {
@@ -134,6 +140,8 @@ func newApplier(old *Image) *applier {
 	b.configs = configApplier{img: &b.img, topics: &b.topics}
 	b.groups = newGroupApplier(&b.img)
 	b.scram = scramApplier{img: &b.img}
+	b.acls = aclApplier{img: &b.img}
+	b.quotas = quotaApplier{img: &b.img}
 	return b
 }
 
@@ -188,6 +196,12 @@ func (b *applier) replay(rec Record) error {
 		return b.scram.upsert(r)
 	case *RemoveUserScramCredential:
 		return b.scram.remove(r)
+	case *AccessControlEntry:
+		return b.acls.add(r)
+	case *RemoveAccessControlEntry:
+		return b.acls.remove(r)
+	case *ClientQuota:
+		return b.quotas.apply(r)
 	case nil:
 		return invalid("nil record")
 	}
@@ -207,5 +221,8 @@ func (b *applier) finish() (*Image, *Delta) {
 	b.configs.diff(b.old, next, d)
 	b.groups.diff(b.old, next, d)
 	d.ScramChanged = b.scram.changed
+	b.acls.seal()
+	d.ACLsChanged = b.acls.changed
+	d.QuotasChanged = b.quotas.changed
 	return next, d
 }

@@ -21,6 +21,14 @@
 //	apply_groups.go   committed offsets, group generations, deletions
 //	scram.go          SCRAM credentials: records, their applier, the key
 //	                  derivation of RFC 5802 (NewScramCredential)
+//	acl.go            ACL bindings (Kafka's resource, pattern, operation and
+//	                  permission codes), their records, filters, validation
+//	apply_acls.go     the ACL applier and the authorizer's index
+//	authorizer.go     Authorizer: Kafka's StandardAuthorizer decision as a
+//	                  pure function of the image (super.users,
+//	                  allow.everyone.if.no.acl.found, implied operations)
+//	quotas.go         client quotas (KIP-13/124/257): the record, entity and
+//	                  key rules, the applier, Kafka's precedence (ResolveQuota)
 //	local_changes.go  Delta.LocalChanges: one broker's view of a delta (the
 //	                  partitions it now leads, follows, or drops)
 //	image_records.go  Image.Records: the image as records (Raft snapshots)

@@ -26,6 +26,9 @@ type Image struct {
 	groups         shardMap[string, *groupImage]
 	producerIDs    ProducerIds // the last block allocated; zero when none
 	scram          map[scramKey]ScramCredential
+	acls           map[[16]byte]ACLBinding // by id
+	aclIndex       *aclIndex               // acls as the authorizer reads them; nil when none
+	quotas         map[string]*quotaImage  // client quotas by canonical entity
 }
 
 // BrokerRegistration is a registered broker.
@@ -232,7 +235,8 @@ func (img *Image) Equal(o *Image) bool {
 		!maps.Equal(img.features, o.features) || !maps.Equal(img.clusterConfigs, o.clusterConfigs) ||
 		!maps.EqualFunc(img.brokerConfigs, o.brokerConfigs, func(a, b map[string]string) bool { return maps.Equal(a, b) }) ||
 		!maps.EqualFunc(img.brokers, o.brokers, func(a, b *BrokerRegistration) bool { return a.equal(b) }) ||
-		!maps.EqualFunc(img.scram, o.scram, ScramCredential.equal) {
+		!maps.EqualFunc(img.scram, o.scram, ScramCredential.equal) || !maps.Equal(img.acls, o.acls) ||
+		!maps.EqualFunc(img.quotas, o.quotas, quotaImagesEqual) {
 		return false
 	}
 	return shardEqual(&img.topics, &o.topics, func(a, b *TopicImage) bool { return a.equal(b) }) &&

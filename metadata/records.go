@@ -27,6 +27,11 @@ const (
 
 	TypeUserScramCredential       RecordType = 18
 	TypeRemoveUserScramCredential RecordType = 19
+
+	// 30-39: authorization and quotas.
+	TypeAccessControlEntry       RecordType = 30
+	TypeRemoveAccessControlEntry RecordType = 31
+	TypeClientQuota              RecordType = 35
 )
 
 func (t RecordType) String() string {
@@ -69,6 +74,12 @@ func (t RecordType) String() string {
 		return "UserScramCredential"
 	case TypeRemoveUserScramCredential:
 		return "RemoveUserScramCredential"
+	case TypeAccessControlEntry:
+		return "AccessControlEntry"
+	case TypeRemoveAccessControlEntry:
+		return "RemoveAccessControlEntry"
+	case TypeClientQuota:
+		return "ClientQuota"
 	}
 	return "RecordType(unknown)"
 }
@@ -336,6 +347,9 @@ func (*ProducerIds) Type() RecordType      { return TypeProducerIds }
 func (*UserScramCredential) Type() RecordType       { return TypeUserScramCredential }
 func (*RemoveUserScramCredential) Type() RecordType { return TypeRemoveUserScramCredential }
 
+func (*AccessControlEntry) Type() RecordType       { return TypeAccessControlEntry }
+func (*RemoveAccessControlEntry) Type() RecordType { return TypeRemoveAccessControlEntry }
+
 // Every record is at version 0. A record that gains a field gets version 1,
 // and the decoder keeps reading version 0.
 func (*ClusterID) Version() int16        { return 0 }
@@ -358,3 +372,6 @@ func (*ProducerIds) Version() int16      { return 0 }
 
 func (*UserScramCredential) Version() int16       { return 0 }
 func (*RemoveUserScramCredential) Version() int16 { return 0 }
+
+func (*AccessControlEntry) Version() int16       { return 0 }
+func (*RemoveAccessControlEntry) Version() int16 { return 0 }

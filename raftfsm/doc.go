@@ -25,6 +25,8 @@
 //	controller_configs.go     AlterConfigs, IncrementalAlterConfigs
 //	controller_scram.go       AlterUserScramCredentials (salted password in,
 //	                          stored and server keys out)
+//	controller_acls.go        CreateAcls, DeleteAcls (AclControlManager's rules)
+//	controller_quotas.go      AlterClientQuotas (ClientQuotaControlManager's rules)
 //	controller_groups.go      offsets, generations, group and offset deletes,
 //	                          offset expiry (offsets.retention.minutes)
 //	rpc_server.go  Kafka-framed controller RPCs, forwarding to the leader
@@ -51,7 +53,8 @@
 // captures decode them as Kafka. Served: BrokerRegistration, BrokerHeartbeat,
 // UnregisterBroker, CreateTopics, DeleteTopics, CreatePartitions,
 // AlterConfigs, IncrementalAlterConfigs, AlterPartition, AllocateProducerIDs,
-// ElectLeaders, DescribeQuorum, AlterUserScramCredentials, AddRaftVoter with
+// ElectLeaders, DescribeQuorum, AlterUserScramCredentials, CreateAcls,
+// DeleteAcls (controller_acls.go), AlterClientQuotas, AddRaftVoter with
 // NonvoterTag (a broker-only node joining as a Raft non-voter), and the
 // group coordinators' writes below.
 //

@@ -225,6 +225,24 @@ func hasCode(resp kmsg.Response, code int16) bool {
 				return true
 			}
 		}
+	case *kmsg.CreateACLsResponse:
+		for _, x := range r.Results {
+			if x.ErrorCode == code {
+				return true
+			}
+		}
+	case *kmsg.DeleteACLsResponse:
+		for _, x := range r.Results {
+			if x.ErrorCode == code {
+				return true
+			}
+		}
+	case *kmsg.AlterClientQuotasResponse:
+		for _, x := range r.Entries {
+			if x.ErrorCode == code {
+				return true
+			}
+		}
 	}
 	return false
 }
@@ -287,6 +305,21 @@ func (c *ControllerClient) AlterConfigs(ctx context.Context, req *kmsg.AlterConf
 // AlterUserScramCredentials sends AlterUserScramCredentials.
 func (c *ControllerClient) AlterUserScramCredentials(ctx context.Context, req *kmsg.AlterUserSCRAMCredentialsRequest) (*kmsg.AlterUserSCRAMCredentialsResponse, error) {
 	return call[*kmsg.AlterUserSCRAMCredentialsResponse](ctx, c, req)
+}
+
+// CreateACLs sends CreateAcls.
+func (c *ControllerClient) CreateACLs(ctx context.Context, req *kmsg.CreateACLsRequest) (*kmsg.CreateACLsResponse, error) {
+	return call[*kmsg.CreateACLsResponse](ctx, c, req)
+}
+
+// DeleteACLs sends DeleteAcls.
+func (c *ControllerClient) DeleteACLs(ctx context.Context, req *kmsg.DeleteACLsRequest) (*kmsg.DeleteACLsResponse, error) {
+	return call[*kmsg.DeleteACLsResponse](ctx, c, req)
+}
+
+// AlterClientQuotas sends AlterClientQuotas.
+func (c *ControllerClient) AlterClientQuotas(ctx context.Context, req *kmsg.AlterClientQuotasRequest) (*kmsg.AlterClientQuotasResponse, error) {
+	return call[*kmsg.AlterClientQuotasResponse](ctx, c, req)
 }
 
 // IncrementalAlterConfigs sends IncrementalAlterConfigs.

@@ -124,6 +124,12 @@ func (n *Node) decideFor(req kmsg.Request) decideFunc {
 		return decideDeleteGroups(r)
 	case *kmsg.AlterUserSCRAMCredentialsRequest:
 		return decideAlterUserScramCredentials(r)
+	case *kmsg.CreateACLsRequest:
+		return decideCreateAcls(r)
+	case *kmsg.DeleteACLsRequest:
+		return decideDeleteAcls(r)
+	case *kmsg.AlterClientQuotasRequest:
+		return decideAlterClientQuotas(r)
 	case *kmsg.AddRaftVoterRequest, *kmsg.DescribeQuorumRequest:
 		// Answered outside the loop (a Raft configuration change, a read of
 		// Raft state); the non-nil func only marks them as served.
@@ -204,6 +210,12 @@ func respTags(resp kmsg.Response) *kmsg.Tags {
 	case *kmsg.DeleteGroupsResponse:
 		return &r.UnknownTags
 	case *kmsg.AlterUserSCRAMCredentialsResponse:
+		return &r.UnknownTags
+	case *kmsg.CreateACLsResponse:
+		return &r.UnknownTags
+	case *kmsg.DeleteACLsResponse:
+		return &r.UnknownTags
+	case *kmsg.AlterClientQuotasResponse:
 		return &r.UnknownTags
 	}
 	return nil
@@ -300,6 +312,32 @@ func errorResponse(req kmsg.Request, code int16) kmsg.Response {
 		}
 		for _, u := range r.Upsertions {
 			add(u.Name)
+		}
+	case *kmsg.CreateACLsRequest:
+		x := resp.(*kmsg.CreateACLsResponse)
+		for range r.Creations {
+			rr := kmsg.NewCreateACLsResponseResult()
+			rr.ErrorCode = code
+			x.Results = append(x.Results, rr)
+		}
+	case *kmsg.DeleteACLsRequest:
+		x := resp.(*kmsg.DeleteACLsResponse)
+		for range r.Filters {
+			rr := kmsg.NewDeleteACLsResponseResult()
+			rr.ErrorCode = code
+			x.Results = append(x.Results, rr)
+		}
+	case *kmsg.AlterClientQuotasRequest:
+		x := resp.(*kmsg.AlterClientQuotasResponse)
+		for _, en := range r.Entries {
+			rr := kmsg.NewAlterClientQuotasResponseEntry()
+			rr.ErrorCode = code
+			for _, e := range en.Entity {
+				re := kmsg.NewAlterClientQuotasResponseEntryEntity()
+				re.Type, re.Name = e.Type, e.Name
+				rr.Entity = append(rr.Entity, re)
+			}
+			x.Entries = append(x.Entries, rr)
 		}
 	}
 	resp.SetVersion(req.GetVersion())

@@ -407,10 +407,24 @@ var defs = []Def{
 		set: to(func(c *Config) *int32 { return &c.GroupMaxSize }),
 		Doc: "The most members one group may have."},
 
-	// Security: raftka has none yet, so keys that would promise some are refused, not ignored.
-	{Name: "authorizer.class.name", Type: TypeClass, Default: "", Validate: mustBeEmpty("raftka has no authorizer; every client may do everything"),
-		set: validatedOnly,
-		Doc: "Kafka's ACL authorizer. raftka has none, so only the empty value is accepted."},
+	// Client quotas (broker/quota.go).
+	{Name: "quota.window.size.seconds", Type: TypeInt, Default: "1", Validate: atLeast(1),
+		set: func(c *Config, v any) error { c.QuotaWindowSize = time.Duration(v.(int32)) * time.Second; return nil },
+		Doc: "The length of one sample of a client quota's rate."},
+	{Name: "quota.window.num", Type: TypeInt, Default: "11", Validate: atLeast(1),
+		set: to(func(c *Config) *int32 { return &c.QuotaWindowNum }),
+		Doc: "How many samples a client quota's rate is measured over."},
+
+	// Authorization (raftka's StandardAuthorizer, metadata/authorizer.go).
+	{Name: "authorizer.class.name", Type: TypeClass, Default: "", Validate: authorizerClass,
+		set: setAuthorizer,
+		Doc: "The ACL authorizer: org.apache.kafka.metadata.authorizer.StandardAuthorizer (or raftka's short name, standard) keeps ACLs in the Raft metadata with Kafka's semantics; empty means no authorization (everything allowed, the ACL APIs answer SECURITY_DISABLED)."},
+	{Name: "super.users", Type: TypeString, Default: "",
+		set: to(func(c *Config) *string { return &c.SuperUsers }),
+		Doc: "Principals (User:name, separated by ';') that the authorizer allows everything."},
+	{Name: "allow.everyone.if.no.acl.found", Type: TypeBool, Default: "false",
+		set: to(func(c *Config) *bool { return &c.AllowEveryoneIfNoACLFound }),
+		Doc: "With an authorizer: whether a resource no ACL names is open to everyone (Kafka's default is false: closed)."},
 }
 
 // Validators. Numbers arrive as int32 or int64 depending on the key's type.
@@ -498,13 +512,24 @@ func nonNegativeFloat(v any) error {
 	return nil
 }
 
-func mustBeEmpty(why string) func(any) error {
-	return func(v any) error {
-		if s, ok := v.(string); ok && s != "" {
-			return fmt.Errorf("must be empty: %s", why)
-		}
+// StandardAuthorizerClass is Kafka's KRaft authorizer, the one raftka
+// implements; AuthorizerShortName is raftka's name for it.
+const (
+	StandardAuthorizerClass = "org.apache.kafka.metadata.authorizer.StandardAuthorizer"
+	AuthorizerShortName     = "standard"
+)
+
+func authorizerClass(v any) error {
+	switch v.(string) {
+	case "", StandardAuthorizerClass, AuthorizerShortName:
 		return nil
 	}
+	return fmt.Errorf("must be empty, %s or %s: raftka implements only Kafka's StandardAuthorizer", StandardAuthorizerClass, AuthorizerShortName)
+}
+
+func setAuthorizer(c *Config, v any) error {
+	c.AuthorizerEnabled = v.(string) != ""
+	return nil
 }
 
 func rolesValid(v any) error {

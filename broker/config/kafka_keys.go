@@ -18,7 +18,7 @@ var kafkaIgnored = toSet(
 	"max.connection.creation.rate",
 	"fetch.purgatory.purge.interval.requests", "producer.purgatory.purge.interval.requests",
 	"delete.records.purgatory.purge.interval.requests", "num.quota.samples",
-	"quota.window.num", "quota.window.size.seconds", "num.replica.alter.log.dirs.threads",
+	"num.replica.alter.log.dirs.threads",
 	"request.timeout.ms",
 
 	// Log details raftka fixes or does not offer.
@@ -86,10 +86,10 @@ var kafkaIgnored = toSet(
 	"client.telemetry.max.bytes", "telemetry.max.bytes", "auto.include.jmx.reporter",
 
 	// Security keys raftka does not act on yet (those it applies are in
-	// security.go): outgoing TLS, principal mapping, authorization.
+	// security.go): outgoing TLS, principal mapping.
 	"ssl.protocol", "sasl.mechanism.controller.protocol",
 	"sasl.jaas.config", "sasl.kerberos.service.name", "sasl.server.callback.handler.class",
-	"principal.builder.class", "super.users", "allow.everyone.if.no.acl.found",
+	"principal.builder.class",
 	"delegation.token.master.key", "delegation.token.secret.key", "delegation.token.max.lifetime.ms",
 	"delegation.token.expiry.time.ms", "password.encoder.secret", "password.encoder.old.secret",
 	"config.providers", "security.providers", "allowed.listener.names",

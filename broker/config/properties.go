@@ -44,6 +44,15 @@ type Config struct {
 	// SASLMechanismInterBroker is sasl.mechanism.inter.broker.protocol,
 	// upper-case.
 	SASLMechanismInterBroker string
+	// AuthorizerEnabled: authorizer.class.name names the StandardAuthorizer.
+	AuthorizerEnabled bool
+	// SuperUsers is super.users as given (metadata.ParseSuperUsers reads it).
+	SuperUsers string
+	// AllowEveryoneIfNoACLFound is allow.everyone.if.no.acl.found.
+	AllowEveryoneIfNoACLFound bool
+	// Client quota sampling: quota.window.size.seconds, quota.window.num.
+	QuotaWindowSize time.Duration
+	QuotaWindowNum  int32
 
 	LogDirs        []string
 	MetadataLogDir string

@@ -68,10 +68,6 @@ func secondsToDuration(field func(*Config) *time.Duration) setter {
 	}
 }
 
-// validatedOnly is the setter of a key whose validator is its whole effect
-// (it accepts only the value that means what raftka does anyway).
-func validatedOnly(*Config, any) error { return nil }
-
 func setRoles(c *Config, v any) error {
 	for _, r := range v.([]string) {
 		c.Roles.Broker = c.Roles.Broker || r == "broker"

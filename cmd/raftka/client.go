@@ -1,7 +1,8 @@
 package main
 
 // Shared pieces of the client-side commands (topics, produce, consume,
-// leader-election, bench): the --bootstrap-server flag, the kgo client, Kafka
+// leader-election, bench, acls): the --bootstrap-server and --command-config
+// flags, the kgo client, Kafka
 // error formatting, and the flag parsers they have in common. Nothing here
 // knows about raftka's server; every command speaks the plain Kafka protocol
 // and works against any broker.
@@ -11,6 +12,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"net"
 	"os"
 	"os/signal"
 	"strconv"
@@ -18,6 +20,9 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/magiconair/properties"
+	"github.com/raftka/raftka/broker"
+	"github.com/raftka/raftka/broker/config"
 	"github.com/rs/zerolog"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -63,7 +68,75 @@ func newClient(c *cli.Context, opts ...kgo.Opt) (*kgo.Client, error) {
 		kgo.WithLogger(kgoLogger{l: logger}),
 		kgo.ClientID("raftka-cli"),
 	}
+	if path := commandConfigPath(c); path != "" {
+		dial, err := commandConfigDialer(path)
+		if err != nil {
+			return nil, err
+		}
+		if dial != nil {
+			base = append(base, kgo.Dialer(func(ctx context.Context, _, host string) (net.Conn, error) { return dial(ctx, host) }))
+		}
+	}
 	return kgo.NewClient(append(base, opts...)...)
+}
+
+// commandConfigFlag is Kafka's tools' --command-config: a properties file
+// of client keys (security.protocol, sasl.mechanism, sasl.jaas.config,
+// ssl.truststore.*, ssl.keystore.* ...). newApp gives it to every command
+// that has --bootstrap-server.
+func commandConfigFlag() cli.Flag {
+	return &cli.StringFlag{Name: "command-config", Usage: "client properties file (security.protocol, sasl.mechanism, sasl.jaas.config, ssl.truststore.location, ...), as Kafka's tools take"}
+}
+
+// commandConfigPath is the command's --command-config, looked up through
+// the parent commands' contexts too.
+func commandConfigPath(c *cli.Context) string {
+	for _, x := range c.Lineage() {
+		if x.IsSet("command-config") {
+			return x.String("command-config")
+		}
+	}
+	return ""
+}
+
+// commandConfigDialer reads a --command-config file into the dialer that
+// secures each connection (nil for PLAINTEXT). Keys raftka does not apply
+// are warned about, once each.
+func commandConfigDialer(path string) (func(ctx context.Context, addr string) (net.Conn, error), error) {
+	p, err := properties.LoadFile(path, properties.UTF8)
+	if err != nil {
+		return nil, fmt.Errorf("--command-config: %w", err)
+	}
+	cs, warnings, err := config.ParseClientSecurity(p.Map())
+	if err != nil {
+		return nil, fmt.Errorf("--command-config %s: %w", path, err)
+	}
+	for _, w := range warnings {
+		logger.Warn().Str("file", path).Msg(w)
+	}
+	dial, err := broker.ClientDialer(cs, 10*time.Second)
+	if err != nil {
+		return nil, fmt.Errorf("--command-config %s: %w", path, err)
+	}
+	return dial, nil
+}
+
+// addCommandConfig gives --command-config to every command (and
+// subcommand) that has --bootstrap-server.
+func addCommandConfig(cmds []*cli.Command) {
+	for _, cmd := range cmds {
+		addCommandConfig(cmd.Subcommands)
+		has, already := false, false
+		for _, f := range cmd.Flags {
+			for _, n := range f.Names() {
+				has = has || n == "bootstrap-server"
+				already = already || n == "command-config"
+			}
+		}
+		if has && !already {
+			cmd.Flags = append(cmd.Flags, commandConfigFlag())
+		}
+	}
 }
 
 // kgoLogger adapts kgo's logger to zerolog. kgo is chatty at info, so its

@@ -2,7 +2,9 @@
 // runs a node from a Kafka-style server.properties, `raftka local` runs a
 // cluster on one machine (what `make run` does), and the other subcommands
 // (storage, topics, groups, produce, consume, cluster, top, leader-election,
-// bench, dump-log) mirror Kafka's shell tools over the wire with franz-go.
+// bench, dump-log, acls, quotas) mirror Kafka's shell tools over the wire with
+// franz-go; every client-side one takes --command-config with Kafka's client
+// keys.
 //
 // The server's operator listener (metrics.go) serves /metrics, the probes
 // and, with console.enable, the read-only web console (console.go, its
@@ -17,6 +19,6 @@
 //arch:imports github.com/twmb/franz-go/pkg/kadm github.com/twmb/franz-go/pkg/kfake
 //arch:imports github.com/urfave/cli/v2 github.com/rs/zerolog
 //arch:imports github.com/prometheus/client_golang/... github.com/HdrHistogram/hdrhistogram-go
-//arch:imports github.com/mattn/go-isatty
+//arch:imports github.com/mattn/go-isatty github.com/magiconair/properties
 //arch:importers none
 package main

@@ -17,6 +17,7 @@ func register(c *cli.Command) { commands = append(commands, c) }
 
 func newApp() *cli.App {
 	sort.Slice(commands, func(i, j int) bool { return commands[i].Name < commands[j].Name })
+	addCommandConfig(commands)
 	return &cli.App{
 		Name:     "raftka",
 		Usage:    "a Kafka-compatible message broker with a Raft metadata quorum",

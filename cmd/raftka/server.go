@@ -154,6 +154,8 @@ func runServer(ctx context.Context, cfg *config.Config, log zerolog.Logger, shut
 			Replicas:   replicas,
 			Groups:     groups,
 			Scram:      node.Client(),
+			ACLs:       node.Client(),
+			Quotas:     node.Client(),
 		},
 		Partitions: broker.PartitionOptions{
 			LogDirs:                 cfg.LogDirs,

@@ -811,7 +811,7 @@ func TestConformance(t *testing.T) {
 		ranges[k.ApiKey] = [2]int16{k.MinVersion, k.MaxVersion}
 	}
 
-	all := slices.Concat(rows, groupRows(), adminRows(), edgeRows(), securityRows())
+	all := slices.Concat(rows, groupRows(), adminRows(), edgeRows(), securityRows(), aclRows(), quotaRows())
 	covered := map[int16][2]bool{}
 	for _, r := range all {
 		rg, ok := ranges[r.key]
@@ -1281,5 +1281,107 @@ func securityRows() []row {
 				}
 				return want("user", resp.Results[0].ErrorCode, kerr.UnacceptableCredential.Code)
 			}},
+	}
+}
+
+// aclRows: the ACL APIs on a cluster without authorizer.class.name, Kafka's
+// default (the authorizing paths are test/e2e's ACL tests).
+func aclRows() []row {
+	describe := func(v int16, _ *env) kmsg.Request {
+		r := kmsg.NewPtrDescribeACLsRequest()
+		r.Version = v
+		r.ResourceType, r.ResourcePatternType = kmsg.ACLResourceTypeAny, kmsg.ACLResourcePatternTypeAny
+		r.Operation, r.PermissionType = kmsg.ACLOperationAny, kmsg.ACLPermissionTypeAny
+		return r
+	}
+	create := func(v int16, _ *env) kmsg.Request {
+		r := kmsg.NewPtrCreateACLsRequest()
+		r.Version = v
+		c := kmsg.NewCreateACLsRequestCreation()
+		c.ResourceType, c.ResourceName, c.ResourcePatternType = kmsg.ACLResourceTypeTopic, topic, kmsg.ACLResourcePatternTypeLiteral
+		c.Principal, c.Host, c.Operation, c.PermissionType = "User:conformance", "*", kmsg.ACLOperationRead, kmsg.ACLPermissionTypeAllow
+		r.Creations = append(r.Creations, c)
+		return r
+	}
+	del := func(v int16, _ *env) kmsg.Request {
+		r := kmsg.NewPtrDeleteACLsRequest()
+		r.Version = v
+		f := kmsg.NewDeleteACLsRequestFilter()
+		f.ResourceType, f.ResourcePatternType = kmsg.ACLResourceTypeAny, kmsg.ACLResourcePatternTypeAny
+		f.Operation, f.PermissionType = kmsg.ACLOperationAny, kmsg.ACLPermissionTypeAny
+		r.Filters = append(r.Filters, f)
+		return r
+	}
+	describeDisabled := func(r kmsg.Response, _ *env) error {
+		return want("request", r.(*kmsg.DescribeACLsResponse).ErrorCode, kerr.SecurityDisabled.Code)
+	}
+	createDisabled := func(r kmsg.Response, _ *env) error {
+		resp := r.(*kmsg.CreateACLsResponse)
+		if len(resp.Results) != 1 {
+			return fmt.Errorf("%d results, want 1", len(resp.Results))
+		}
+		return want("creation", resp.Results[0].ErrorCode, kerr.SecurityDisabled.Code)
+	}
+	deleteDisabled := func(r kmsg.Response, _ *env) error {
+		resp := r.(*kmsg.DeleteACLsResponse)
+		if len(resp.Results) != 1 {
+			return fmt.Errorf("%d results, want 1", len(resp.Results))
+		}
+		return want("filter", resp.Results[0].ErrorCode, kerr.SecurityDisabled.Code)
+	}
+	return []row{
+		{29, lowest, "no authorizer", "AclApis.handleDescribeAcls: without an authorizer the answer is SECURITY_DISABLED (\"No Authorizer is configured.\")", describe, describeDisabled},
+		{29, highest, "no authorizer", "AclApis.handleDescribeAcls, as at the lowest version", describe, describeDisabled},
+		{30, lowest, "no authorizer", "AclApis.handleCreateAcls: without an authorizer every creation is SECURITY_DISABLED", create, createDisabled},
+		{30, highest, "no authorizer", "AclApis.handleCreateAcls, as at the lowest version", create, createDisabled},
+		{31, lowest, "no authorizer", "AclApis.handleDeleteAcls: without an authorizer every filter is SECURITY_DISABLED", del, deleteDisabled},
+		{31, highest, "no authorizer", "AclApis.handleDeleteAcls, as at the lowest version", del, deleteDisabled},
+	}
+}
+
+// quotaRows: the client quota APIs' refusals (nothing is changed).
+func quotaRows() []row {
+	describe := func(types ...string) func(v int16, _ *env) kmsg.Request {
+		return func(v int16, _ *env) kmsg.Request {
+			r := kmsg.NewPtrDescribeClientQuotasRequest()
+			r.Version = v
+			for _, t := range types {
+				c := kmsg.NewDescribeClientQuotasRequestComponent()
+				c.EntityType, c.MatchType = t, kmsg.QuotasMatchTypeAny
+				r.Components = append(r.Components, c)
+			}
+			return r
+		}
+	}
+	alter := func(key string, value float64) func(v int16, _ *env) kmsg.Request {
+		return func(v int16, _ *env) kmsg.Request {
+			r := kmsg.NewPtrAlterClientQuotasRequest()
+			r.Version, r.ValidateOnly = v, true
+			e := kmsg.NewAlterClientQuotasRequestEntry()
+			en := kmsg.NewAlterClientQuotasRequestEntryEntity()
+			en.Type, en.Name = "user", kmsg.StringPtr("conformance-user")
+			e.Entity = append(e.Entity, en)
+			op := kmsg.NewAlterClientQuotasRequestEntryOp()
+			op.Key, op.Value = key, value
+			e.Ops = append(e.Ops, op)
+			r.Entries = append(r.Entries, e)
+			return r
+		}
+	}
+	describeRefused := func(r kmsg.Response, _ *env) error {
+		return want("request", r.(*kmsg.DescribeClientQuotasResponse).ErrorCode, kerr.InvalidRequest.Code)
+	}
+	alterRefused := func(r kmsg.Response, _ *env) error {
+		resp := r.(*kmsg.AlterClientQuotasResponse)
+		if len(resp.Entries) != 1 {
+			return fmt.Errorf("%d entries, want 1", len(resp.Entries))
+		}
+		return want("entry", resp.Entries[0].ErrorCode, kerr.InvalidRequest.Code)
+	}
+	return []row{
+		{48, lowest, "ip with user", "ClientQuotasImage.describe: an ip component beside user or client-id is INVALID_REQUEST", describe("ip", "user"), describeRefused},
+		{48, highest, "a type twice", "ClientQuotasImage.describe: an entity type named twice in the filter is INVALID_REQUEST", describe("user", "user"), describeRefused},
+		{49, lowest, "unknown key", "ClientQuotaControlManager.validateQuotaKeyValue: a key the entity type does not define is INVALID_REQUEST", alter("bogus_rate", 1), alterRefused},
+		{49, highest, "fractional byte rate", "ClientQuotaControlManager.validateQuotaKeyValue: producer_byte_rate is a LONG, so 1.5 is INVALID_REQUEST", alter("producer_byte_rate", 1.5), alterRefused},
 	}
 }

@@ -234,6 +234,32 @@ func TestSecurityListenersWithRealClients(t *testing.T) {
 		roundTripKgo(t, ctx, sc, "SSL", sc.tls(false), nil, "sec-ssl", 50)
 	})
 
+	t.Run("raftka CLI with --command-config", func(t *testing.T) {
+		dir := t.TempDir()
+		for _, c := range []struct{ name, listener, props string }{
+			{"sasl_ssl", "SASL_SSL", "security.protocol=SASL_SSL\nsasl.mechanism=SCRAM-SHA-512\n" +
+				`sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required username="admin" password="` + adminPassword + `";` + "\n" +
+				"ssl.truststore.type=PEM\nssl.truststore.location=" + sc.certs.Files.CAPEM + "\n"},
+			{"mtls", "MTLS", "security.protocol=SSL\nssl.truststore.location=" + sc.certs.Files.CAPEM + "\n" +
+				"ssl.keystore.type=PKCS12\nssl.keystore.location=" + sc.certs.Files.ClientP12 + "\nssl.keystore.password=" + certs.Password + "\n"},
+			{"sasl_plaintext", "SASL_PLAINTEXT", "security.protocol=SASL_PLAINTEXT\nsasl.mechanism=PLAIN\n" +
+				`sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required username="carol" password="` + carolPassword + `";` + "\n"},
+		} {
+			path := dir + "/" + c.name + ".properties"
+			if err := os.WriteFile(path, []byte(c.props), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			topic := "sec-cli-" + c.name
+			if out, err := cluster.Run(t, "topics", "create", "--bootstrap-server", sc.addrs[c.listener][0], "--command-config", path,
+				"--topic", topic, "--partitions", "1", "--replication-factor", "3"); err != nil {
+				t.Fatalf("%s: %v\n%s", c.name, err, out)
+			}
+			if out, err := cluster.Run(t, "topics", "list", "--bootstrap-server", sc.addrs[c.listener][0], "--command-config", path); err != nil || !strings.Contains(out, topic) {
+				t.Fatalf("%s: list: %v\n%s", c.name, err, out)
+			}
+		}
+	})
+
 	t.Run("sarama SASL PLAIN", func(t *testing.T) { saramaPlain(t, sc, "sec-sarama") })
 
 	t.Run("kafka-go SCRAM-SHA-512 over TLS", func(t *testing.T) { kafkaGoScram(t, ctx, sc, "sec-kafka-go") })
