@@ -66,6 +66,14 @@ func sampleRecords() []Record {
 		&UserScramCredential{Name: "alice", Mechanism: ScramSHA512, Salt: []byte{0, 1, 2}, StoredKey: []byte("stored"), ServerKey: []byte("server"), Iterations: 8192},
 		&UserScramCredential{Salt: []byte{}, StoredKey: []byte{}, ServerKey: []byte{}},
 		&RemoveUserScramCredential{Name: "alice", Mechanism: ScramSHA256},
+		&Transaction{TransactionalID: "tx-1", ProducerID: 1 << 40, PrevProducerID: -1, ProducerEpoch: 32766, LastProducerEpoch: -1,
+			TimeoutMs: 60000, State: TxnOngoing, Partitions: []TopicPartition{{"a", 0}, {"b", 2147483647}},
+			TxnStartMs: 1700000000000, LastUpdateMs: 1700000000001, CoordinatorEpoch: 7, TxnVersion: 2},
+		&Transaction{TransactionalID: "ünï", Partitions: []TopicPartition{}, State: TxnPrepareEpochFence},
+		&Transaction{},
+		&TxnOffsetCommit{TransactionalID: "tx-1", ProducerID: 3, ProducerEpoch: 4, Group: "g",
+			Offsets: []OffsetCommit{{Topic: "a", Partition: 1, Offset: 9, LeaderEpoch: -1, Metadata: "m"}}},
+		&TxnOffsetCommit{Offsets: []OffsetCommit{}},
 	}
 }
 
@@ -86,7 +94,7 @@ func TestRecordRoundTripEveryType(t *testing.T) {
 			t.Fatalf("round trip of %T:\n got %#v\nwant %#v", r, got, r)
 		}
 	}
-	for typ := TypeClusterID; typ <= TypeRemoveUserScramCredential; typ++ {
+	for typ := TypeClusterID; typ <= TypeTxnOffsetCommit; typ++ {
 		if !seen[typ] {
 			t.Errorf("no sample record of type %v (%d)", typ, typ)
 		}

@@ -37,6 +37,9 @@ type Delta struct {
 	ProducerIDsChanged bool
 	// ScramChanged: a SCRAM credential was set or removed.
 	ScramChanged bool
+	// TxnsChanged lists the transactional ids whose state or pending
+	// offsets changed (Dead ones included: they are gone).
+	TxnsChanged []string
 
 	// Skipped lists the records Apply did not apply, with why.
 	Skipped []SkippedRecord
@@ -85,7 +88,7 @@ func (d *Delta) Empty() bool {
 		len(d.BrokersRegistered) == 0 && len(d.BrokersUnregistered) == 0 && len(d.BrokersFenced) == 0 &&
 		len(d.BrokersUnfenced) == 0 && len(d.BrokersShuttingDown) == 0 && len(d.BrokersChanged) == 0 && len(d.ConfigsChanged) == 0 &&
 		len(d.OffsetsCommitted) == 0 && len(d.GroupsChanged) == 0 && !d.ClusterIDChanged &&
-		!d.FeaturesChanged && !d.ProducerIDsChanged && !d.ScramChanged
+		!d.FeaturesChanged && !d.ProducerIDsChanged && !d.ScramChanged && len(d.TxnsChanged) == 0
 }
 
 // Apply replays a batch of records onto the image and returns the new image
@@ -122,6 +125,7 @@ type applier struct {
 	configs configApplier
 	groups  groupApplier
 	scram   scramApplier
+	txns    txnApplier
 }
 
 func newApplier(old *Image) *applier {
@@ -134,6 +138,7 @@ func newApplier(old *Image) *applier {
 	b.configs = configApplier{img: &b.img, topics: &b.topics}
 	b.groups = newGroupApplier(&b.img)
 	b.scram = scramApplier{img: &b.img}
+	b.txns = newTxnApplier(&b.img, &b.groups)
 	return b
 }
 
@@ -188,6 +193,10 @@ func (b *applier) replay(rec Record) error {
 		return b.scram.upsert(r)
 	case *RemoveUserScramCredential:
 		return b.scram.remove(r)
+	case *Transaction:
+		return b.txns.transaction(r)
+	case *TxnOffsetCommit:
+		return b.txns.offsetCommit(r)
 	case nil:
 		return invalid("nil record")
 	}
@@ -200,6 +209,7 @@ func (b *applier) finish() (*Image, *Delta) {
 	// The sharded maps first: the diffs (topic configs among them) read
 	// the sealed image.
 	b.topics.seal()
+	b.txns.seal()
 	b.groups.seal()
 	next, d := &b.img, &b.delta
 	b.topics.diff(b.old, next, d)
@@ -207,5 +217,6 @@ func (b *applier) finish() (*Image, *Delta) {
 	b.configs.diff(b.old, next, d)
 	b.groups.diff(b.old, next, d)
 	d.ScramChanged = b.scram.changed
+	b.txns.diff(b.old, next, d)
 	return next, d
 }

@@ -26,6 +26,7 @@ type Image struct {
 	groups         shardMap[string, *groupImage]
 	producerIDs    ProducerIds // the last block allocated; zero when none
 	scram          map[scramKey]ScramCredential
+	txns           shardMap[string, *txnImage]
 }
 
 // BrokerRegistration is a registered broker.
@@ -237,7 +238,8 @@ func (img *Image) Equal(o *Image) bool {
 	}
 	return shardEqual(&img.topics, &o.topics, func(a, b *TopicImage) bool { return a.equal(b) }) &&
 		shardEqual(&img.topicNames, &o.topicNames, func(a, b [16]byte) bool { return a == b }) &&
-		shardEqual(&img.groups, &o.groups, func(a, b *groupImage) bool { return a.equal(b) })
+		shardEqual(&img.groups, &o.groups, func(a, b *groupImage) bool { return a.equal(b) }) &&
+		shardEqual(&img.txns, &o.txns, func(a, b *txnImage) bool { return a.equal(b) })
 }
 
 func shardEqual[K comparable, V any](a, b *shardMap[K, V], eq func(V, V) bool) bool {

@@ -27,6 +27,10 @@ const (
 
 	TypeUserScramCredential       RecordType = 18
 	TypeRemoveUserScramCredential RecordType = 19
+
+	// Transaction state (20-29 are the transaction coordinator's).
+	TypeTransaction     RecordType = 20
+	TypeTxnOffsetCommit RecordType = 21
 )
 
 func (t RecordType) String() string {
@@ -69,6 +73,10 @@ func (t RecordType) String() string {
 		return "UserScramCredential"
 	case TypeRemoveUserScramCredential:
 		return "RemoveUserScramCredential"
+	case TypeTransaction:
+		return "Transaction"
+	case TypeTxnOffsetCommit:
+		return "TxnOffsetCommit"
 	}
 	return "RecordType(unknown)"
 }
@@ -335,6 +343,8 @@ func (*ProducerIds) Type() RecordType      { return TypeProducerIds }
 
 func (*UserScramCredential) Type() RecordType       { return TypeUserScramCredential }
 func (*RemoveUserScramCredential) Type() RecordType { return TypeRemoveUserScramCredential }
+func (*Transaction) Type() RecordType               { return TypeTransaction }
+func (*TxnOffsetCommit) Type() RecordType           { return TypeTxnOffsetCommit }
 
 // Every record is at version 0. A record that gains a field gets version 1,
 // and the decoder keeps reading version 0.
@@ -358,3 +368,5 @@ func (*ProducerIds) Version() int16      { return 0 }
 
 func (*UserScramCredential) Version() int16       { return 0 }
 func (*RemoveUserScramCredential) Version() int16 { return 0 }
+func (*Transaction) Version() int16               { return 0 }
+func (*TxnOffsetCommit) Version() int16           { return 0 }

@@ -213,6 +213,8 @@ func hasCode(resp kmsg.Response, code int16) bool {
 		}
 	case *kmsg.SyncGroupResponse:
 		return r.ErrorCode == code
+	case *kmsg.EnvelopeResponse:
+		return r.ErrorCode == code
 	case *kmsg.AlterUserSCRAMCredentialsResponse:
 		for _, u := range r.Results {
 			if u.ErrorCode == code {
