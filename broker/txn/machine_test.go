@@ -19,7 +19,9 @@ func state(s metadata.TxnState, pid int64, epoch int16, parts ...metadata.TopicP
 	return t
 }
 
-func tp(topic string, p int32) metadata.TopicPartition { return metadata.TopicPartition{Topic: topic, Partition: p} }
+func tp(topic string, p int32) metadata.TopicPartition {
+	return metadata.TopicPartition{Topic: topic, Partition: p}
+}
 
 // Every next state a decision returns must be one the recorded-state rule
 // accepts: the coordinator never asks the controller for a refused write.
