@@ -97,6 +97,13 @@ type Deps struct {
 	// Scram forwards AlterUserScramCredentials; nil answers it
 	// NOT_CONTROLLER.
 	Scram ScramAdmin
+	// Txns is the transaction coordinator (see txns.go); nil answers the
+	// transaction APIs COORDINATOR_NOT_AVAILABLE and refuses
+	// transactional produces.
+	Txns TxnCoordinator
+	// Peers reaches other brokers' inter-broker listeners (a produce's
+	// transaction verification with a remote coordinator).
+	Peers InterBroker
 }
 
 // Options configures a Server.

@@ -1,0 +1,224 @@
+package e2e
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/raftka/raftka/test/cluster"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// consumeAll reads topic from the start with the isolation level until
+// want records arrived or quiet passes without a new one.
+func consumeAll(t *testing.T, ctx context.Context, c *cluster.Cluster, topic string, iso kgo.IsolationLevel, want int) []string {
+	t.Helper()
+	cl := kgoWith(t, c, kgo.ConsumeTopics(topic), kgo.FetchIsolationLevel(iso), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+		kgo.FetchMaxWait(200*time.Millisecond))
+	var got []string
+	quiet := time.Now().Add(10 * time.Second)
+	for len(got) < want && time.Now().Before(quiet) && ctx.Err() == nil {
+		pctx, cancel := context.WithTimeout(ctx, time.Second)
+		fs := cl.PollFetches(pctx)
+		cancel()
+		fs.EachRecord(func(r *kgo.Record) {
+			got = append(got, string(r.Value))
+			quiet = time.Now().Add(10 * time.Second)
+		})
+	}
+	return got
+}
+
+// A franz-go transactional producer on three nodes: committed transactions
+// are seen by a read_committed consumer, aborted ones are not (a
+// read_uncommitted one sees both, as in Kafka), the offsets committed in
+// a transaction become the group's only when it commits, and a second
+// producer with the same transactional id fences the first.
+func TestTransactionalProducer(t *testing.T) {
+	c := cluster.Start(t, cluster.Nodes(3), cluster.LogLevel("info"))
+	ctx := ctxFor(t, 150*time.Second)
+	adm := kadm.NewClient(client(t, c))
+	const topic = "txn-out"
+	if err := createTopic(ctx, adm, topic, 3, 3); err != nil {
+		t.Fatal(err)
+	}
+
+	p := kgoWith(t, c, kgo.TransactionalID("tx-e2e"), kgo.DefaultProduceTopic(topic), kgo.TransactionTimeout(30*time.Second))
+	var committed, aborted []string
+	for round := range 6 {
+		if err := p.BeginTransaction(); err != nil {
+			t.Fatal(err)
+		}
+		var vals []string
+		for i := range 20 {
+			v := fmt.Sprintf("r%d-%d", round, i)
+			vals = append(vals, v)
+			if err := p.ProduceSync(ctx, &kgo.Record{Key: []byte(strconv.Itoa(i)), Value: []byte(v)}).FirstErr(); err != nil {
+				t.Fatalf("round %d produce: %v", round, err)
+			}
+		}
+		commit := round%2 == 0
+		if err := p.EndTransaction(ctx, kgo.TransactionEndTry(commit)); err != nil {
+			t.Fatalf("round %d end (commit %v): %v", round, commit, err)
+		}
+		if commit {
+			committed = append(committed, vals...)
+		} else {
+			aborted = append(aborted, vals...)
+		}
+	}
+
+	got := consumeAll(t, ctx, c, topic, kgo.ReadCommitted(), len(committed))
+	slices.Sort(got)
+	slices.Sort(committed)
+	if !slices.Equal(got, committed) {
+		t.Fatalf("read_committed saw %d records, want the %d committed ones", len(got), len(committed))
+	}
+	all := consumeAll(t, ctx, c, topic, kgo.ReadUncommitted(), len(committed)+len(aborted))
+	if len(all) != len(committed)+len(aborted) {
+		t.Fatalf("read_uncommitted saw %d records, want %d", len(all), len(committed)+len(aborted))
+	}
+
+	// A zombie: the second producer's InitProducerId fences the first,
+	// whose next transaction fails and writes nothing readable.
+	p2 := kgoWith(t, c, kgo.TransactionalID("tx-e2e"), kgo.DefaultProduceTopic(topic))
+	if err := p2.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	if err := p2.ProduceSync(ctx, &kgo.Record{Value: []byte("new-instance")}).FirstErr(); err != nil {
+		t.Fatalf("new instance: %v", err)
+	}
+	if err := p.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	zerr := p.ProduceSync(ctx, &kgo.Record{Value: []byte("zombie")}).FirstErr()
+	if zerr == nil {
+		zerr = p.EndTransaction(ctx, kgo.TryCommit)
+	}
+	if zerr == nil {
+		t.Fatal("the fenced producer committed")
+	}
+	if !errors.Is(zerr, kerr.ProducerFenced) && !errors.Is(zerr, kerr.InvalidProducerEpoch) && !errors.Is(zerr, kerr.InvalidProducerIDMapping) {
+		t.Logf("zombie failed with %v", zerr)
+	}
+	if err := p2.EndTransaction(ctx, kgo.TryCommit); err != nil {
+		t.Fatalf("new instance commit: %v", err)
+	}
+	got = consumeAll(t, ctx, c, topic, kgo.ReadCommitted(), len(committed)+1)
+	if slices.Contains(got, "zombie") || !slices.Contains(got, "new-instance") || len(got) != len(committed)+1 {
+		t.Fatalf("after the zombie: %d records, zombie %v, new instance %v", len(got), slices.Contains(got, "zombie"), slices.Contains(got, "new-instance"))
+	}
+
+	// The transaction admin calls see the id; the markers follow EndTxn,
+	// so the commit completes shortly after it is answered.
+	for deadline := time.Now().Add(20 * time.Second); ; {
+		desc, err := adm.DescribeTransactions(ctx, "tx-e2e")
+		if err != nil {
+			t.Fatal(err)
+		}
+		d, ok := desc["tx-e2e"]
+		if ok && d.Err == nil && d.State == "CompleteCommit" {
+			break
+		}
+		if !ok || d.Err != nil || d.State != "PrepareCommit" || time.Now().After(deadline) {
+			t.Fatalf("DescribeTransactions: %+v", desc)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	list, err := adm.ListTransactions(ctx, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := list["tx-e2e"]; !ok {
+		t.Fatalf("ListTransactions: %+v", list)
+	}
+}
+
+// franz-go's GroupTransactSession consume-transform-produce: every input
+// record lands in the output exactly once, read_committed, and the group's
+// committed offsets (made in the transactions) reach the input's end.
+func TestGroupTransactSessionExactlyOnce(t *testing.T) {
+	c := cluster.Start(t, cluster.Nodes(3), cluster.LogLevel("info"))
+	ctx := ctxFor(t, 150*time.Second)
+	adm := kadm.NewClient(client(t, c))
+	const in, out, group, n = "etl-in", "etl-out", "etl", 300
+	for _, tp := range []string{in, out} {
+		if err := createTopic(ctx, adm, tp, 3, 3); err != nil {
+			t.Fatal(err)
+		}
+	}
+	src := kgoWith(t, c, kgo.DefaultProduceTopic(in))
+	for i := range n {
+		if err := src.ProduceSync(ctx, &kgo.Record{Key: []byte(strconv.Itoa(i)), Value: []byte(strconv.Itoa(i))}).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sess, err := kgo.NewGroupTransactSession(kgo.SeedBrokers(seedAddrs(c)...), kgo.RetryTimeout(20*time.Second),
+		kgo.TransactionalID("etl-1"), kgo.ConsumerGroup(group), kgo.ConsumeTopics(in), kgo.DefaultProduceTopic(out),
+		kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+		kgo.FetchMaxWait(200*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sess.Close()
+	seen := 0
+	for seen < n && ctx.Err() == nil {
+		pctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		fs := sess.PollFetches(pctx)
+		cancel()
+		if fs.Empty() {
+			continue
+		}
+		if err := sess.Begin(); err != nil {
+			t.Fatal(err)
+		}
+		var recs []*kgo.Record
+		fs.EachRecord(func(r *kgo.Record) {
+			recs = append(recs, &kgo.Record{Key: r.Key, Value: append([]byte("out-"), r.Value...)})
+		})
+		for _, r := range recs {
+			sess.Produce(ctx, r, func(_ *kgo.Record, err error) {
+				if err != nil {
+					t.Errorf("produce: %v", err)
+				}
+			})
+		}
+		committed, err := sess.End(ctx, kgo.TryCommit)
+		if err != nil {
+			t.Fatalf("End: %v", err)
+		}
+		if committed {
+			seen += len(recs)
+		}
+	}
+	got := consumeAll(t, ctx, c, out, kgo.ReadCommitted(), n)
+	slices.Sort(got)
+	got = slices.Compact(got)
+	if len(got) != n {
+		t.Fatalf("output holds %d distinct records, want %d", len(got), n)
+	}
+	all := consumeAll(t, ctx, c, out, kgo.ReadCommitted(), n+1)
+	if len(all) != n {
+		t.Fatalf("output holds %d records (duplicates), want %d", len(all), n)
+	}
+	offs, err := adm.FetchOffsets(ctx, group)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ends, err := adm.ListEndOffsets(ctx, in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ends.Each(func(e kadm.ListedOffset) {
+		o, ok := offs.Lookup(in, e.Partition)
+		if !ok || o.At != e.Offset {
+			t.Errorf("partition %d: committed %+v, end %d", e.Partition, o, e.Offset)
+		}
+	})
+}
