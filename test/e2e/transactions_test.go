@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/IBM/sarama"
 	"github.com/raftka/raftka/test/cluster"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -221,4 +222,168 @@ func TestGroupTransactSessionExactlyOnce(t *testing.T) {
 			t.Errorf("partition %d: committed %+v, end %d", e.Partition, o, e.Offset)
 		}
 	})
+}
+
+// sarama's transactional producer: commits and aborts, and a
+// read_committed consumer that sees only the committed records, each
+// partition's in the order they were sent.
+func TestSaramaTransactionalProducer(t *testing.T) {
+	c := cluster.Start(t, cluster.Nodes(3), cluster.LogLevel("info"))
+	ctx := ctxFor(t, 120*time.Second)
+	adm := kadm.NewClient(client(t, c))
+	const topic = "sarama-txn"
+	if err := createTopic(ctx, adm, topic, 3, 3); err != nil {
+		t.Fatal(err)
+	}
+	cfg := saramaConfig(sarama.V4_0_0_0)
+	cfg.Producer.Idempotent = true
+	cfg.Producer.Transaction.ID = "sarama-txn-1"
+	cfg.Producer.Transaction.Retry.Max = 50
+	cfg.Producer.Transaction.Retry.Backoff = 100 * time.Millisecond
+	cfg.Net.MaxOpenRequests = 1
+	p, err := sarama.NewSyncProducer(seedAddrs(c), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	var committed []string
+	for round := range 4 {
+		if err := p.BeginTxn(); err != nil {
+			t.Fatal(err)
+		}
+		var vals []string
+		for i := range 10 {
+			v := fmt.Sprintf("s%d-%02d", round, i)
+			vals = append(vals, v)
+			if _, _, err := p.SendMessage(&sarama.ProducerMessage{Topic: topic, Key: sarama.StringEncoder(strconv.Itoa(i % 3)), Value: sarama.StringEncoder(v)}); err != nil {
+				t.Fatalf("round %d: %v", round, err)
+			}
+		}
+		if round == 1 {
+			if err := p.AbortTxn(); err != nil {
+				t.Fatalf("abort: %v", err)
+			}
+			continue
+		}
+		if err := p.CommitTxn(); err != nil {
+			t.Fatalf("commit: %v", err)
+		}
+		committed = append(committed, vals...)
+	}
+	cl := kgoWith(t, c, kgo.ConsumeTopics(topic), kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+		kgo.FetchMaxWait(200*time.Millisecond))
+	byKey := map[string][]string{}
+	n := 0
+	for quiet := time.Now().Add(10 * time.Second); n < len(committed) && time.Now().Before(quiet); {
+		pctx, cancel := context.WithTimeout(ctx, time.Second)
+		fs := cl.PollFetches(pctx)
+		cancel()
+		fs.EachRecord(func(r *kgo.Record) {
+			byKey[string(r.Key)] = append(byKey[string(r.Key)], string(r.Value))
+			n++
+		})
+	}
+	if n != len(committed) {
+		t.Fatalf("read_committed saw %d records, want %d", n, len(committed))
+	}
+	for k, vals := range byKey {
+		if !slices.IsSorted(vals) {
+			t.Errorf("key %s out of order: %v", k, vals)
+		}
+		for _, v := range vals {
+			if !slices.Contains(committed, v) {
+				t.Errorf("read an aborted record %s", v)
+			}
+		}
+	}
+}
+
+// SIGKILL the transaction coordinator right after it answered an EndTxn
+// (the commit recorded, its markers on the way): the node that takes the
+// slot over writes the markers again, the producer carries on, and a
+// read_committed consumer sees every acknowledged committed transaction
+// whole, no aborted record and no record twice.
+func TestTransactionsSurviveCoordinatorKill(t *testing.T) {
+	c := cluster.Start(t, cluster.Nodes(3), cluster.LogLevel("info"))
+	ctx := ctxFor(t, 180*time.Second)
+	adm := kadm.NewClient(client(t, c))
+	const topic, id = "txn-kill", "tx-kill"
+	if err := createTopic(ctx, adm, topic, 3, 3); err != nil {
+		t.Fatal(err)
+	}
+	p := kgoWith(t, c, kgo.TransactionalID(id), kgo.DefaultProduceTopic(topic), kgo.TransactionTimeout(20*time.Second),
+		kgo.RetryBackoffFn(func(int) time.Duration { return 100 * time.Millisecond }), kgo.RetryTimeout(60*time.Second))
+	var committed, aborted []string
+	unsure := map[string]bool{}
+	killed := false
+	for round := range 10 {
+		if err := p.BeginTransaction(); err != nil {
+			t.Fatal(err)
+		}
+		var vals []string
+		for i := range 10 {
+			v := fmt.Sprintf("k%d-%d", round, i)
+			vals = append(vals, v)
+			if err := p.ProduceSync(ctx, &kgo.Record{Key: []byte(strconv.Itoa(i)), Value: []byte(v)}).FirstErr(); err != nil {
+				t.Fatalf("round %d produce: %v", round, err)
+			}
+		}
+		commit := round%4 != 3
+		err := p.EndTransaction(ctx, kgo.TransactionEndTry(commit))
+		switch {
+		case err != nil:
+			t.Logf("round %d: EndTxn %v: outcome unknown", round, err)
+			for _, v := range vals {
+				unsure[v] = true
+			}
+		case commit:
+			committed = append(committed, vals...)
+		default:
+			aborted = append(aborted, vals...)
+		}
+		if round == 4 && !killed {
+			desc, err := adm.DescribeTransactions(ctx, id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			coord := desc[id].Coordinator
+			t.Logf("killing coordinator %d after the commit of round %d", coord, round)
+			c.Node(coord).Kill()
+			killed = true
+		}
+	}
+	if !killed {
+		t.Fatal("the coordinator was not killed")
+	}
+	got := consumeAll(t, ctx, c, topic, kgo.ReadCommitted(), len(committed)+len(unsure))
+	seen := map[string]bool{}
+	for _, v := range got {
+		if seen[v] {
+			t.Errorf("%s read twice", v)
+		}
+		seen[v] = true
+	}
+	for _, v := range committed {
+		if !seen[v] {
+			t.Errorf("committed %s not read", v)
+		}
+	}
+	for _, v := range aborted {
+		if seen[v] {
+			t.Errorf("aborted %s read", v)
+		}
+	}
+	// An unsure transaction is whole or absent.
+	for round := range 10 {
+		n := 0
+		for i := range 10 {
+			if seen[fmt.Sprintf("k%d-%d", round, i)] {
+				n++
+			}
+		}
+		if n != 0 && n != 10 {
+			t.Errorf("round %d torn: %d of 10 records visible", round, n)
+		}
+	}
+	t.Logf("committed %d, aborted %d, unsure %d, read %d", len(committed), len(aborted), len(unsure), len(got))
 }
