@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -138,6 +139,41 @@ func TestTransactionalProducer(t *testing.T) {
 	}
 	if _, ok := list["tx-e2e"]; !ok {
 		t.Fatalf("ListTransactions: %+v", list)
+	}
+
+	// A hanging transaction, found and aborted with the command line as
+	// with kafka-transactions.sh: the partition's open transaction ends.
+	hang := kgoWith(t, c, kgo.TransactionalID("tx-hang"), kgo.DefaultProduceTopic(topic), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	if err := hang.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	if err := hang.ProduceSync(ctx, &kgo.Record{Value: []byte("hanging"), Partition: 0}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	bs := strings.Join(seedAddrs(c), ",")
+	out, err := cluster.Run(t, "transactions", "list", "--bootstrap-server", bs)
+	if err != nil || !strings.Contains(out, "tx-hang") || !strings.Contains(out, "Ongoing") {
+		t.Fatalf("transactions list: %v\n%s", err, out)
+	}
+	out, err = cluster.Run(t, "transactions", "describe-producers", "--bootstrap-server", bs, "--topic", topic, "--partition", "0")
+	if err != nil {
+		t.Fatalf("describe-producers: %v\n%s", err, out)
+	}
+	start := ""
+	for _, l := range strings.Split(strings.TrimSpace(out), "\n")[1:] {
+		if f := strings.Fields(l); len(f) == 6 && f[5] != "None" {
+			start = f[5]
+		}
+	}
+	if start == "" {
+		t.Fatalf("no open transaction on %s-0:\n%s", topic, out)
+	}
+	if out, err := cluster.Run(t, "transactions", "abort", "--bootstrap-server", bs, "--topic", topic, "--partition", "0", "--start-offset", start); err != nil {
+		t.Fatalf("abort: %v\n%s", err, out)
+	}
+	out, err = cluster.Run(t, "transactions", "describe-producers", "--bootstrap-server", bs, "--topic", topic, "--partition", "0")
+	if err != nil || strings.Contains(out, " "+start+"\n") {
+		t.Fatalf("describe-producers after the abort: %v\n%s", err, out)
 	}
 }
 
