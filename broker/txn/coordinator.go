@@ -274,6 +274,10 @@ func (c *Coordinator) createSlots(ctx context.Context) error {
 // state to record (nil: none) and the code to answer. A recorded Prepare*
 // state starts its markers.
 func (c *Coordinator) step(ctx context.Context, id string, decide func(cur *metadata.Transaction, coordEpoch int32) (*metadata.Transaction, int16)) error {
+	if id == "" {
+		// Kafka's coordinator refuses an empty transactional id so.
+		return kerr.InvalidRequest
+	}
 	unlock := c.lock(id)
 	defer unlock()
 	img, _ := c.md.Current()
@@ -367,6 +371,9 @@ func (c *Coordinator) EndTxn(ctx context.Context, id string, pid int64, epoch in
 // (TxnOffsetCommit; the group checks are the caller's). They become the
 // group's committed offsets when the transaction commits.
 func (c *Coordinator) CommitOffsets(ctx context.Context, id string, pid int64, epoch int16, group string, offsets []metadata.OffsetCommit) error {
+	if id == "" {
+		return kerr.InvalidRequest
+	}
 	rec := &metadata.TxnOffsetCommit{TransactionalID: id, ProducerID: pid, ProducerEpoch: epoch, Group: group, Offsets: offsets}
 	wctx, cancel := context.WithTimeout(ctx, c.cfg.WriteTimeout)
 	defer cancel()

@@ -200,6 +200,9 @@ func TestCoordinatorCommit(t *testing.T) {
 			t.Fatalf("marker %+v", s)
 		}
 	}
+	if err := c.EndTxn(ctx(t), "", pid, epoch, true); !errors.Is(err, kerr.InvalidRequest) {
+		t.Fatalf("empty transactional id: %v", err)
+	}
 	// Retried commit: done; abort of it: INVALID_TXN_STATE.
 	if err := c.EndTxn(ctx(t), "t1", pid, epoch, true); err != nil {
 		t.Fatal(err)
