@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os/exec"
 	"slices"
 	"strconv"
 	"strings"
@@ -422,4 +423,38 @@ func TestTransactionsSurviveCoordinatorKill(t *testing.T) {
 		}
 	}
 	t.Logf("committed %d, aborted %d, unsure %d, read %d", len(committed), len(aborted), len(unsure), len(got))
+}
+
+// librdkafka's transactional producer (confluent-kafka-python): commits and
+// aborts, read_committed sees exactly the committed records in order,
+// read_uncommitted the aborted ones too; kcat reading the same topic
+// counts the same with -X isolation.level.
+func TestConfluentAndKcatTransactions(t *testing.T) {
+	python, pythonMissing := findConfluentPython()
+	if pythonMissing != "" {
+		missingTool(t, pythonMissing)
+	}
+	c := cluster.Start(t, cluster.Nodes(3), cluster.LogLevel("info"))
+	ctx := ctxFor(t, 150*time.Second)
+	adm := kadm.NewClient(client(t, c))
+	const topic, parts = "compat-txn", 3
+	createAndWait(t, ctx, c, adm, topic, parts)
+	runScript(t, ctx, exec.CommandContext(ctx, python, "../compat/confluent_txn.py",
+		"--bootstrap", c.Bootstrap(), "--topic", topic, "--partitions", strconv.Itoa(parts)), python)
+
+	kcat, kcatMissing := findKcat()
+	if kcatMissing != "" {
+		missingTool(t, kcatMissing)
+	}
+	// 6 rounds of 30, rounds 1 and 4 aborted.
+	for iso, want := range map[string]int{"read_committed": 120, "read_uncommitted": 180} {
+		out, err := exec.CommandContext(ctx, kcat, "-b", c.Bootstrap(), "-C", "-t", topic, "-o", "beginning", "-e", "-q",
+			"-X", "isolation.level="+iso, "-f", "%s\n").Output()
+		if err != nil {
+			t.Fatalf("kcat %s: %v", iso, err)
+		}
+		if n := strings.Count(string(out), "\n"); n != want {
+			t.Errorf("kcat %s read %d records, want %d", iso, n, want)
+		}
+	}
 }
