@@ -23,8 +23,10 @@ package broker
 //   - TransactionalID set: the transaction coordinator of the id's slot
 //     (broker/txn, Init): NOT_COORDINATOR elsewhere; the epoch bumped (or a
 //     new producer id once it is exhausted), a previous producer fenced;
-//     an open transaction is aborted first with the bumped epoch and the
-//     client answered CONCURRENT_TRANSACTIONS until the abort is complete;
+//     an open transaction is aborted first with the bumped epoch (the call
+//     waits for the abort's markers, up to 2 s, and answers the epoch after
+//     it; CONCURRENT_TRANSACTIONS, which clients retry, when that is not
+//     enough, as Kafka answers at once);
 //     INVALID_TRANSACTION_TIMEOUT for a timeout outside
 //     (0, transaction.max.timeout.ms]; with ProducerID/ProducerEpoch
 //     (KIP-360) that do not match the recorded ones PRODUCER_FENCED (v4+)

@@ -94,7 +94,9 @@ type Coordinator struct {
 
 	mu         sync.Mutex // guards locks, completing, closed, adding to wg
 	locks      map[string]*idLock
-	completing map[string]bool
+	// completing holds, per id with a marker writer running, a channel
+	// closed when it ends.
+	completing map[string]chan struct{}
 	closed     bool
 
 	createMu sync.Mutex
@@ -145,7 +147,7 @@ func NewCoordinator(cfg Config, md MetadataSource, ctrl Controller, markers Mark
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	c := &Coordinator{cfg: cfg, md: md, ctrl: ctrl, markers: markers, log: cfg.Logger, ctx: ctx, cancel: cancel,
-		locks: map[string]*idLock{}, completing: map[string]bool{}}
+		locks: map[string]*idLock{}, completing: map[string]chan struct{}{}}
 	c.wg.Add(1)
 	go c.scan()
 	return c
@@ -269,15 +271,49 @@ func (c *Coordinator) createSlots(ctx context.Context) error {
 	return nil
 }
 
+// concurrentWait bounds how long an operation answered
+// CONCURRENT_TRANSACTIONS waits for the id's marker writer before it is
+// decided again.
+const concurrentWait = 2 * time.Second
+
 // step runs one operation on id under its lock: decide reads the recorded
 // state (nil when none) and the coordinator epoch and returns the next
 // state to record (nil: none) and the code to answer. A recorded Prepare*
 // state starts its markers.
+//
+// An operation that meets the previous transaction still completing
+// (CONCURRENT_TRANSACTIONS) waits for its marker writer, bounded by
+// concurrentWait, and is decided again, a few times at most: the answer
+// Kafka gives is retriable, and a client told to retry waits its backoff
+// (tens of milliseconds) for what is usually a few milliseconds of
+// markers, which made every transaction after the first pay it.
 func (c *Coordinator) step(ctx context.Context, id string, decide func(cur *metadata.Transaction, coordEpoch int32) (*metadata.Transaction, int16)) error {
 	if id == "" {
 		// Kafka's coordinator refuses an empty transactional id so.
 		return kerr.InvalidRequest
 	}
+	for attempt := 0; ; attempt++ {
+		err := c.stepOnce(ctx, id, decide)
+		if !errors.Is(err, kerr.ConcurrentTransactions) || attempt == 3 {
+			return err
+		}
+		c.mu.Lock()
+		done := c.completing[id]
+		c.mu.Unlock()
+		if done == nil {
+			return err
+		}
+		select {
+		case <-done:
+		case <-time.After(concurrentWait):
+			return err
+		case <-ctx.Done():
+			return err
+		}
+	}
+}
+
+func (c *Coordinator) stepOnce(ctx context.Context, id string, decide func(cur *metadata.Transaction, coordEpoch int32) (*metadata.Transaction, int16)) error {
 	unlock := c.lock(id)
 	defer unlock()
 	img, _ := c.md.Current()
@@ -385,10 +421,11 @@ func (c *Coordinator) CommitOffsets(ctx context.Context, id string, pid int64, e
 func (c *Coordinator) startCompleting(id string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.closed || c.completing[id] {
+	if c.closed || c.completing[id] != nil {
 		return
 	}
-	c.completing[id] = true
+	done := make(chan struct{})
+	c.completing[id] = done
 	c.wg.Add(1)
 	go func() {
 		defer c.wg.Done()
@@ -396,6 +433,7 @@ func (c *Coordinator) startCompleting(id string) {
 		c.mu.Lock()
 		delete(c.completing, id)
 		c.mu.Unlock()
+		close(done)
 	}()
 }
 

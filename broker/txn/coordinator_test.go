@@ -236,17 +236,29 @@ func TestCoordinatorFencesAndTimesOut(t *testing.T) {
 	if err := c.AddPartitions(ctx(t), "t2", pid, epoch, []metadata.TopicPartition{{Topic: "d", Partition: 0}}); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := c.InitProducerID(ctx(t), "t2", in); !errors.Is(err, kerr.ConcurrentTransactions) {
-		t.Fatalf("init over an open transaction: %v", err)
+	// The fencing abort's markers are written while the call waits, and
+	// its answer is the epoch after the abort's (what Kafka's client gets
+	// by retrying CONCURRENT_TRANSACTIONS).
+	_, e2, err := c.InitProducerID(ctx(t), "t2", in)
+	if err != nil || e2 != epoch+2 {
+		t.Fatalf("init over an open transaction: %d %v", e2, err)
 	}
-	waitState(t, w, "t2", metadata.TxnCompleteAbort)
 	if s := m.got(); len(s) != 1 || s[0].commit || s[0].epoch != epoch+1 {
 		t.Fatalf("fencing abort markers %+v", s)
 	}
-	_, e2, err := c.InitProducerID(ctx(t), "t2", in)
-	if err != nil || e2 != epoch+2 {
-		t.Fatalf("retried init: %d %v", e2, err)
+	// With the markers held, the wait gives up: CONCURRENT_TRANSACTIONS.
+	m.hold.Store(true)
+	if err := c.AddPartitions(ctx(t), "t2", pid, e2, []metadata.TopicPartition{{Topic: "d", Partition: 0}}); err != nil {
+		t.Fatal(err)
 	}
+	if err := c.EndTxn(ctx(t), "t2", pid, e2, false); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.AddPartitions(ctx(t), "t2", pid, e2, []metadata.TopicPartition{{Topic: "d", Partition: 1}}); !errors.Is(err, kerr.ConcurrentTransactions) {
+		t.Fatalf("add while the abort cannot complete: %v", err)
+	}
+	m.hold.Store(false)
+	waitState(t, w, "t2", metadata.TxnCompleteAbort)
 
 	if err := c.AddPartitions(ctx(t), "t2", pid, e2, []metadata.TopicPartition{{Topic: "d", Partition: 1}}); err != nil {
 		t.Fatal(err)
