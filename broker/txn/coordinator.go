@@ -92,8 +92,8 @@ type Coordinator struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 
-	mu         sync.Mutex // guards locks, completing, closed, adding to wg
-	locks      map[string]*idLock
+	mu    sync.Mutex // guards locks, completing, closed, adding to wg
+	locks map[string]*idLock
 	// completing holds, per id with a marker writer running, a channel
 	// closed when it ends.
 	completing map[string]chan struct{}
