@@ -45,8 +45,9 @@ type InterBroker interface {
 func txnsOf(rc *request) TxnCoordinator { return rc.conn.srv.deps.Txns }
 
 // InterBrokerClient sends requests to other brokers at their endpoint on
-// the inter-broker listener, as Kafka's inter-broker send threads do: one
-// connection per broker, one request in flight on it, no ApiVersions
+// the inter-broker listener: up to maxPeerConns connections per broker,
+// one request in flight on each (a marker request waits for its
+// replication, and many transactions complete at once), no ApiVersions
 // exchange (the broker is ours, at the versions set on each request). A
 // connection that fails is dropped and dialled again on the next request.
 type InterBrokerClient struct {
@@ -60,8 +61,12 @@ type InterBrokerClient struct {
 	ClientID string
 
 	mu    sync.Mutex
-	conns map[int32]*ibConn
+	conns map[int32][]*ibConn
+	next  int // round robin when every connection is busy
 }
+
+// maxPeerConns bounds the connections to one broker.
+const maxPeerConns = 8
 
 type ibConn struct {
 	mu   sync.Mutex
@@ -87,17 +92,7 @@ func (c *InterBrokerClient) Request(ctx context.Context, broker int32, req kmsg.
 		return nil, fmt.Errorf("broker %d has no %s endpoint", broker, c.Listener)
 	}
 	addr := net.JoinHostPort(ep.Host, strconv.Itoa(int(ep.Port)))
-	c.mu.Lock()
-	if c.conns == nil {
-		c.conns = map[int32]*ibConn{}
-	}
-	ic := c.conns[broker]
-	if ic == nil || ic.addr != addr {
-		ic = &ibConn{addr: addr, fmtr: kmsg.NewRequestFormatter(kmsg.FormatterClientID(c.ClientID))}
-		c.conns[broker] = ic
-	}
-	c.mu.Unlock()
-	ic.mu.Lock()
+	ic := c.conn(broker, addr)
 	defer ic.mu.Unlock()
 	if ic.c == nil {
 		dial := c.Dial
@@ -120,6 +115,49 @@ func (c *InterBrokerClient) Request(ctx context.Context, broker int32, req kmsg.
 		return nil, fmt.Errorf("broker %d at %s: %w", broker, addr, err)
 	}
 	return resp, nil
+}
+
+// conn returns a connection to broker, locked: an idle one, a new one
+// while there are fewer than maxPeerConns, else the next in turn (waiting
+// for it).
+func (c *InterBrokerClient) conn(broker int32, addr string) *ibConn {
+	c.mu.Lock()
+	if c.conns == nil {
+		c.conns = map[int32][]*ibConn{}
+	}
+	list := c.conns[broker]
+	if len(list) > 0 && list[0].addr != addr {
+		// The broker moved: close the idle connections to its old
+		// address; one in use ends with its request's failure.
+		for _, ic := range list {
+			if ic.mu.TryLock() {
+				if ic.c != nil {
+					_ = ic.c.Close()
+					ic.c = nil
+				}
+				ic.mu.Unlock()
+			}
+		}
+		list = nil
+	}
+	for _, ic := range list {
+		if ic.mu.TryLock() {
+			c.mu.Unlock()
+			return ic
+		}
+	}
+	if len(list) < maxPeerConns {
+		ic := &ibConn{addr: addr, fmtr: kmsg.NewRequestFormatter(kmsg.FormatterClientID(c.ClientID))}
+		ic.mu.Lock()
+		c.conns[broker] = append(list, ic)
+		c.mu.Unlock()
+		return ic
+	}
+	c.next++
+	ic := list[c.next%len(list)]
+	c.mu.Unlock()
+	ic.mu.Lock()
+	return ic
 }
 
 func (ic *ibConn) roundTrip(ctx context.Context, req kmsg.Request) (kmsg.Response, error) {
@@ -168,13 +206,15 @@ func (ic *ibConn) roundTrip(ctx context.Context, req kmsg.Request) (kmsg.Respons
 func (c *InterBrokerClient) Close() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	for _, ic := range c.conns {
-		ic.mu.Lock()
-		if ic.c != nil {
-			_ = ic.c.Close()
-			ic.c = nil
+	for _, list := range c.conns {
+		for _, ic := range list {
+			ic.mu.Lock()
+			if ic.c != nil {
+				_ = ic.c.Close()
+				ic.c = nil
+			}
+			ic.mu.Unlock()
 		}
-		ic.mu.Unlock()
 	}
 }
 

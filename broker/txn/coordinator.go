@@ -516,6 +516,13 @@ func (c *Coordinator) markerRound(img *metadata.Image, t *metadata.Transaction, 
 		}
 		m[tp.Topic] = append(m[tp.Topic], tp.Partition)
 	}
+	// One request per leader, all at once: each waits for its markers'
+	// replication (acks=all), and the transaction completes only when the
+	// slowest leader answers.
+	var (
+		mu sync.Mutex
+		wg sync.WaitGroup
+	)
 	for leader, topics := range byLeader {
 		req := kmsg.NewPtrWriteTxnMarkersRequest()
 		mk := kmsg.NewWriteTxnMarkersRequestMarker()
@@ -526,40 +533,55 @@ func (c *Coordinator) markerRound(img *metadata.Image, t *metadata.Transaction, 
 			mk.Topics = append(mk.Topics, mt)
 		}
 		req.Markers = append(req.Markers, mk)
-		ctx, cancel := context.WithTimeout(c.ctx, c.cfg.WriteTimeout)
-		resp, err := c.markers.WriteMarkers(ctx, leader, req)
-		cancel()
-		if err != nil {
-			c.log.Debug().Err(err).Int32("leader", leader).Str("transactional_id", t.TransactionalID).Msg("WriteTxnMarkers failed; retrying")
-			continue
-		}
-		for _, rm := range resp.Markers {
-			for _, rt := range rm.Topics {
-				for _, rp := range rt.Partitions {
-					tp := metadata.TopicPartition{Topic: rt.Topic, Partition: rp.Partition}
-					switch rp.ErrorCode {
-					case 0:
-						done[tp] = true
-					case kerr.TransactionCoordinatorFenced.Code:
-						c.log.Info().Str("transactional_id", t.TransactionalID).Str("topic", rt.Topic).Int32("partition", rp.Partition).
-							Msg("a newer transaction coordinator wrote to this partition; leaving the transaction to it")
-						return true
-					case kerr.InvalidProducerEpoch.Code, kerr.ProducerFenced.Code:
-						// The partition has seen a newer epoch of this
-						// producer, whose marker ended this transaction
-						// there.
-						c.log.Warn().Str("transactional_id", t.TransactionalID).Str("topic", rt.Topic).Int32("partition", rp.Partition).
-							Msg("partition refused the marker for a stale producer epoch; counting it written")
-						done[tp] = true
-					default:
-						c.log.Debug().Int16("error", rp.ErrorCode).Str("topic", rt.Topic).Int32("partition", rp.Partition).
-							Str("transactional_id", t.TransactionalID).Msg("marker not written; retrying")
-					}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ctx, cancel := context.WithTimeout(c.ctx, c.cfg.WriteTimeout)
+			resp, err := c.markers.WriteMarkers(ctx, leader, req)
+			cancel()
+			if err != nil {
+				c.log.Debug().Err(err).Int32("leader", leader).Str("transactional_id", t.TransactionalID).Msg("WriteTxnMarkers failed; retrying")
+				return
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if c.markerAnswer(t, resp, done) {
+				stop = true
+			}
+		}()
+	}
+	wg.Wait()
+	return stop
+}
+
+// markerAnswer marks the partitions a WriteTxnMarkers answer wrote; true
+// when a leader says this coordinator is fenced.
+func (c *Coordinator) markerAnswer(t *metadata.Transaction, resp *kmsg.WriteTxnMarkersResponse, done map[metadata.TopicPartition]bool) (fenced bool) {
+	for _, rm := range resp.Markers {
+		for _, rt := range rm.Topics {
+			for _, rp := range rt.Partitions {
+				tp := metadata.TopicPartition{Topic: rt.Topic, Partition: rp.Partition}
+				switch rp.ErrorCode {
+				case 0:
+					done[tp] = true
+				case kerr.TransactionCoordinatorFenced.Code:
+					c.log.Info().Str("transactional_id", t.TransactionalID).Str("topic", rt.Topic).Int32("partition", rp.Partition).
+						Msg("a newer transaction coordinator wrote to this partition; leaving the transaction to it")
+					fenced = true
+				case kerr.InvalidProducerEpoch.Code, kerr.ProducerFenced.Code:
+					// The partition has seen a newer epoch of this
+					// producer, whose marker ended this transaction there.
+					c.log.Warn().Str("transactional_id", t.TransactionalID).Str("topic", rt.Topic).Int32("partition", rp.Partition).
+						Msg("partition refused the marker for a stale producer epoch; counting it written")
+					done[tp] = true
+				default:
+					c.log.Debug().Int16("error", rp.ErrorCode).Str("topic", rt.Topic).Int32("partition", rp.Partition).
+						Str("transactional_id", t.TransactionalID).Msg("marker not written; retrying")
 				}
 			}
 		}
 	}
-	return false
+	return fenced
 }
 
 // scan finishes what a failed coordinator left (Prepare* states of the

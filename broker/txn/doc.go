@@ -37,7 +37,10 @@
 // Operations run on the caller's goroutine, serialized per id by its lock,
 // so different ids' writes reach the controller together and share Raft
 // entries. One goroutine per transaction being completed writes its
-// markers (at most one per id). One scanner goroutine, every
+// markers (at most one per id), with one more per partition leader during
+// each round of marker requests (the round waits for them all). An
+// operation that finds the id's previous transaction still completing
+// waits for its writer (bounded) before it is decided again. One scanner goroutine, every
 // ResumeInterval, starts the marker writer of each Prepare* state in this
 // broker's slots that has none (a coordinator took the slot over, or one
 // failed mid-commit); every AbortTimedOutInterval it aborts the open
