@@ -317,7 +317,8 @@ func writeMarkersLocal(ctx context.Context, replicas ReplicaManager, req *kmsg.W
 }
 
 // verifyTxnPartition is the partition leader's check of KIP-890 before a
-// transactional batch is appended: the producer's open transaction at the
+// transactional batch is appended (transaction.partition.verification.enable,
+// on by default as in Kafka): the producer's open transaction at the
 // coordinator must include the partition. A producer that already has a
 // transaction open in this partition at this epoch needs no check (Kafka
 // skips it too). The coordinator is asked in process when it is this
@@ -330,6 +331,9 @@ func writeMarkersLocal(ctx context.Context, replicas ReplicaManager, req *kmsg.W
 // next marker for the producer (its next transaction or the fencing abort
 // of its next InitProducerId) ends.
 func (s *Server) verifyTxnPartition(ctx context.Context, txnID string, topic string, partition int32, b storage.Batch) error {
+	if s.config != nil && !s.config.TransactionPartitionVerification {
+		return nil
+	}
 	pid, epoch := b.ProducerID(), b.ProducerEpoch()
 	if s.deps.Replicas != nil {
 		if p, err := s.deps.Replicas.Partition(topic, partition); err == nil && p.Log().InTransaction(pid, epoch) {

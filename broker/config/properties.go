@@ -70,6 +70,7 @@ type Config struct {
 	TransactionalIDExpiration            time.Duration
 	TransactionAbortTimedOutInterval     time.Duration
 	TransactionRemoveExpiredInterval     time.Duration
+	TransactionPartitionVerification     bool
 	ProducerIDExpiration                 time.Duration
 
 	// LogRetentionMs is -1 for no time limit (any negative setting).
