@@ -12,11 +12,16 @@ package broker
 // INVALID_PRODUCER_ID_MAPPING, PRODUCER_FENCED (INVALID_PRODUCER_EPOCH
 // before v2) as for AddPartitionsToTxn.
 //
+// Transaction version 2 (KIP-890; EndTxn v5+ while transaction.version 2
+// is finalized, broker/txn EndV2): the Prepare* state bumps the producer
+// epoch and the answer carries the producer id and epoch to continue
+// with; an abort with nothing open bumps the epoch; a retry whose bump is
+// recorded is answered as done.
+//
 // Version notes: v1 is v0; v2 answers PRODUCER_FENCED; v3 is flexible; v4
-// may answer TRANSACTION_ABORTABLE; v5 (KIP-890 transaction version 2)
-// returns the producer id and epoch, which here are the request's: the
-// epoch is not bumped at EndTxn while transaction.version is not
-// finalized, and clients use the classic protocol then.
+// may answer TRANSACTION_ABORTABLE; v5 is transaction version 2 (below v5
+// the classic protocol, and ProducerID/ProducerEpoch are not in the
+// answer).
 
 import (
 	"context"
@@ -38,9 +43,14 @@ func handleEndTxn(ctx context.Context, rc *request, kreq kmsg.Request) (kmsg.Res
 		resp.ErrorCode = kerr.CoordinatorNotAvailable.Code
 		return resp, nil
 	}
-	resp.ErrorCode = fencedCode(errorCode(txns.EndTxn(ctx, req.TransactionalID, req.ProducerID, req.ProducerEpoch, req.Commit)), req.Version, 2)
-	if resp.ErrorCode == 0 {
-		resp.ProducerID, resp.ProducerEpoch = req.ProducerID, req.ProducerEpoch
+	if req.Version >= 5 && txnV2(rc) {
+		pid, epoch, err := txns.EndTxnV2(ctx, req.TransactionalID, req.ProducerID, req.ProducerEpoch, req.Commit)
+		resp.ErrorCode = errorCode(err)
+		if err == nil {
+			resp.ProducerID, resp.ProducerEpoch = pid, epoch
+		}
+		return resp, nil
 	}
+	resp.ErrorCode = fencedCode(errorCode(txns.EndTxn(ctx, req.TransactionalID, req.ProducerID, req.ProducerEpoch, req.Commit)), req.Version, 2)
 	return resp, nil
 }

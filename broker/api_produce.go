@@ -37,7 +37,10 @@ package broker
 //     at that epoch (verifyTxnPartition, txns.go): INVALID_TXN_STATE when it
 //     does not, INVALID_PRODUCER_EPOCH for a fenced producer,
 //     NOT_ENOUGH_REPLICAS (retriable) while the coordinator cannot answer.
-//     Nothing of a refused batch is appended.
+//     Under transaction version 2 (produce v12+ while transaction.version 2
+//     is finalized) the leader adds the partition to the transaction
+//     instead of asking (KIP-890 part 2). Nothing of a refused batch is
+//     appended.
 //   - Idempotent producers: the partition log checks a batch with a
 //     producer id against that producer's last five batches under its
 //     writer lock (storage/producer_state.go): a retried batch is answered
@@ -146,7 +149,7 @@ func handleProduce(ctx context.Context, rc *request, kreq kmsg.Request) (kmsg.Re
 			var res storage.AppendResult
 			var ack *replica.Ack
 			if err == nil {
-				res, ack, err = srv.appendBatch(ctx, rc, req.TransactionID, name, p.Partition, p.Records, req.Acks)
+				res, ack, err = srv.appendBatch(ctx, rc, req.TransactionID, req.Version, name, p.Partition, p.Records, req.Acks)
 			}
 			if err != nil {
 				failed = true
@@ -209,12 +212,16 @@ func handleProduce(ctx context.Context, rc *request, kreq kmsg.Request) (kmsg.Re
 // Sequence checks for idempotent producers happen inside the log's append
 // (storage.AppendResult.Duplicate marks a retry answered from the producer
 // state), so every path into a log gets them.
-func (s *Server) appendBatch(ctx context.Context, rc *request, txnID *string, topic string, partition int32, records []byte, acks int16) (storage.AppendResult, *replica.Ack, error) {
+func (s *Server) appendBatch(ctx context.Context, rc *request, txnID *string, version int16, topic string, partition int32, records []byte, acks int16) (storage.AppendResult, *replica.Ack, error) {
 	if len(records) >= storage.BatchHeaderSize && storage.Batch(records).Transactional() {
 		if txnID == nil || *txnID == "" {
 			return storage.AppendResult{}, nil, errNoTransactionalID
 		}
-		if err := s.verifyTxnPartition(ctx, *txnID, topic, partition, storage.Batch(records)); err != nil {
+		// Transaction version 2 (produce v12+ while it is finalized): the
+		// leader adds the partition to the transaction, the client does
+		// not (KIP-890 part 2).
+		add := version >= 12 && txnV2(rc)
+		if err := s.verifyTxnPartition(ctx, *txnID, add, topic, partition, storage.Batch(records)); err != nil {
 			return storage.AppendResult{}, nil, err
 		}
 	}

@@ -30,6 +30,7 @@ type TxnCoordinator interface {
 	AddOffsets(ctx context.Context, id string, pid int64, epoch int16, group string) error
 	Verify(ctx context.Context, id string, pid int64, epoch int16, parts []metadata.TopicPartition) ([]int16, error)
 	EndTxn(ctx context.Context, id string, pid int64, epoch int16, commit bool) error
+	EndTxnV2(ctx context.Context, id string, pid int64, epoch int16, commit bool) (int64, int16, error)
 	CommitOffsets(ctx context.Context, id string, pid int64, epoch int16, group string, offsets []metadata.OffsetCommit) error
 }
 
@@ -330,8 +331,8 @@ func writeMarkersLocal(ctx context.Context, replicas ReplicaManager, req *kmsg.W
 // transaction the coordinator does not know of, which the coordinator's
 // next marker for the producer (its next transaction or the fencing abort
 // of its next InitProducerId) ends.
-func (s *Server) verifyTxnPartition(ctx context.Context, txnID string, topic string, partition int32, b storage.Batch) error {
-	if s.config != nil && !s.config.TransactionPartitionVerification {
+func (s *Server) verifyTxnPartition(ctx context.Context, txnID string, add bool, topic string, partition int32, b storage.Batch) error {
+	if !add && s.config != nil && !s.config.TransactionPartitionVerification {
 		return nil
 	}
 	pid, epoch := b.ProducerID(), b.ProducerEpoch()
@@ -347,6 +348,9 @@ func (s *Server) verifyTxnPartition(ctx context.Context, txnID string, topic str
 	img, _ := s.deps.Metadata.Current()
 	var codes []int16
 	if s.deps.Txns.Ownership(img, txnID) == nil {
+		if add {
+			return verifyErr(s.deps.Txns.AddPartitions(ctx, txnID, pid, epoch, parts))
+		}
 		var err error
 		if codes, err = s.deps.Txns.Verify(ctx, txnID, pid, epoch, parts); err != nil {
 			return verifyErr(err)
@@ -358,8 +362,11 @@ func (s *Server) verifyTxnPartition(ctx context.Context, txnID string, topic str
 		}
 		req := kmsg.NewPtrAddPartitionsToTxnRequest()
 		req.SetVersion(4)
+		if add {
+			req.SetVersion(5)
+		}
 		tx := kmsg.NewAddPartitionsToTxnRequestTransaction()
-		tx.TransactionalID, tx.ProducerID, tx.ProducerEpoch, tx.VerifyOnly = txnID, pid, epoch, true
+		tx.TransactionalID, tx.ProducerID, tx.ProducerEpoch, tx.VerifyOnly = txnID, pid, epoch, !add
 		tt := kmsg.NewAddPartitionsToTxnRequestTransactionTopic()
 		tt.Topic, tt.Partitions = topic, []int32{partition}
 		tx.Topics = append(tx.Topics, tt)
@@ -397,6 +404,9 @@ func (s *Server) verifyTxnPartition(ctx context.Context, txnID string, topic str
 // is NOT_ENOUGH_REPLICAS (retriable: Kafka maps the coordinator errors
 // so), and a partition outside the transaction INVALID_TXN_STATE.
 func verifyErr(err error) error {
+	if err == nil {
+		return nil
+	}
 	var ke *kerr.Error
 	if !errors.As(err, &ke) {
 		return fmt.Errorf("%w: %v", kerr.NotEnoughReplicas, err)
@@ -409,4 +419,17 @@ func verifyErr(err error) error {
 		return fmt.Errorf("%w: %v", kerr.NotEnoughReplicas, err)
 	}
 	return fmt.Errorf("%w: %v", kerr.InvalidTxnState, err)
+}
+
+// txnV2 reports whether transaction version 2 is finalized in this node's
+// image: clients then use KIP-890's protocol (EndTxn v5+, produce v12+
+// without AddPartitionsToTxn).
+func txnV2(rc *request) bool {
+	md := rc.conn.srv.deps.Metadata
+	if md == nil {
+		return false
+	}
+	img, _ := md.Current()
+	l, ok := img.Feature(metadata.TransactionVersionFeature)
+	return ok && l >= 2
 }

@@ -75,7 +75,9 @@ func (s TxnState) validPrevious(prev TxnState) bool {
 	case TxnPrepareCommit:
 		return prev == TxnOngoing
 	case TxnPrepareAbort:
-		return prev == TxnOngoing || prev == TxnPrepareEpochFence
+		// From Empty or Complete*: transaction version 2's abort with
+		// nothing open, which bumps the epoch (KIP-890).
+		return prev == TxnOngoing || prev == TxnPrepareEpochFence || prev == TxnEmpty || prev == TxnCompleteCommit || prev == TxnCompleteAbort
 	case TxnCompleteCommit:
 		return prev == TxnPrepareCommit
 	case TxnCompleteAbort:
@@ -117,6 +119,10 @@ type Transaction struct {
 	// TxnVersion is the client's transaction version (KIP-890): 0 or 1
 	// for the classic protocol, 2 for the epoch bump at every EndTxn.
 	TxnVersion int8
+	// NextProducerID is, in a Prepare* state of transaction version 2
+	// whose bumped epoch is the last usable one, the producer id the
+	// Complete* state moves to (at epoch 0); -1 otherwise.
+	NextProducerID int64
 }
 
 // TxnOffsetCommit holds a group's offsets committed in a transaction
@@ -147,7 +153,8 @@ func (t *Transaction) equal(o *Transaction) bool {
 	return t.TransactionalID == o.TransactionalID && t.ProducerID == o.ProducerID && t.PrevProducerID == o.PrevProducerID &&
 		t.ProducerEpoch == o.ProducerEpoch && t.LastProducerEpoch == o.LastProducerEpoch && t.TimeoutMs == o.TimeoutMs &&
 		t.State == o.State && t.TxnStartMs == o.TxnStartMs && t.LastUpdateMs == o.LastUpdateMs &&
-		t.CoordinatorEpoch == o.CoordinatorEpoch && t.TxnVersion == o.TxnVersion && slices.Equal(t.Partitions, o.Partitions)
+		t.CoordinatorEpoch == o.CoordinatorEpoch && t.TxnVersion == o.TxnVersion && t.NextProducerID == o.NextProducerID &&
+		slices.Equal(t.Partitions, o.Partitions)
 }
 
 // CheckTxnTransition is the rule every write of a transaction's state obeys,

@@ -17,7 +17,7 @@ func TestCheckTxnTransition(t *testing.T) {
 		TxnEmpty:             {TxnEmpty, TxnCompleteCommit, TxnCompleteAbort},
 		TxnOngoing:           {TxnOngoing, TxnEmpty, TxnCompleteCommit, TxnCompleteAbort},
 		TxnPrepareCommit:     {TxnOngoing},
-		TxnPrepareAbort:      {TxnOngoing, TxnPrepareEpochFence},
+		TxnPrepareAbort:      {TxnOngoing, TxnPrepareEpochFence, TxnEmpty, TxnCompleteCommit, TxnCompleteAbort},
 		TxnCompleteCommit:    {TxnPrepareCommit},
 		TxnCompleteAbort:     {TxnPrepareAbort},
 		TxnDead:              {TxnEmpty, TxnCompleteAbort, TxnCompleteCommit},

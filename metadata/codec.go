@@ -240,6 +240,7 @@ func encodeBody(w *writer, rec Record) error {
 		w.i64(r.LastUpdateMs)
 		w.i32(r.CoordinatorEpoch)
 		w.i8(r.TxnVersion)
+		w.i64(r.NextProducerID)
 	case *TxnOffsetCommit:
 		w.str(r.TransactionalID)
 		w.i64(r.ProducerID)
@@ -354,7 +355,7 @@ func decodeBody(r *reader, typ RecordType, ver int16) (Record, error) {
 				x.Partitions[i] = TopicPartition{Topic: r.str(), Partition: r.i32()}
 			}
 		}
-		x.TxnStartMs, x.LastUpdateMs, x.CoordinatorEpoch, x.TxnVersion = r.i64(), r.i64(), r.i32(), r.i8()
+		x.TxnStartMs, x.LastUpdateMs, x.CoordinatorEpoch, x.TxnVersion, x.NextProducerID = r.i64(), r.i64(), r.i32(), r.i8(), r.i64()
 		rec = x
 	case TypeTxnOffsetCommit:
 		x := &TxnOffsetCommit{TransactionalID: r.str(), ProducerID: r.i64(), ProducerEpoch: r.i16(), Group: r.str()}

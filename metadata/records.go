@@ -111,6 +111,15 @@ type FeatureLevel struct {
 	Level int16
 }
 
+// TransactionVersionFeature is Kafka's transaction.version; level 2 is
+// KIP-890's transactions (the epoch bumped at every EndTxn, partitions
+// added by their leaders), which the active controller finalizes
+// (TransactionVersionLevel) and clients choose by.
+const (
+	TransactionVersionFeature       = "transaction.version"
+	TransactionVersionLevel   int16 = 2
+)
+
 // MetadataVersionFeature is the feature whose level Image.FeatureLevel returns.
 const MetadataVersionFeature = "metadata.version"
 
@@ -118,11 +127,12 @@ const MetadataVersionFeature = "metadata.version"
 // 4.1's latest, 4.1-IV1 (27), whose protocol maxima (Fetch v18 among them)
 // are the ones the broker advertises. The active controller finalizes it
 // when the image holds a lower level (raftfsm), so clients read it from
-// ApiVersions' FinalizedFeatures as they do from Kafka. The other features
-// Kafka 4.1 finalizes (transaction.version, group.version, share.version,
-// eligible.leader.replicas.version, kraft.version) stay at 0, which is
-// absent: raftka serves neither transactions v2, KIP-848 or share groups,
-// ELR, nor a dynamic quorum, and clients choose protocols by these levels.
+// ApiVersions' FinalizedFeatures as they do from Kafka. transaction.version
+// is finalized too (TransactionVersionLevel). The other features Kafka 4.1
+// finalizes (group.version, share.version, eligible.leader.replicas.version,
+// kraft.version) stay at 0, which is absent: raftka serves neither KIP-848
+// or share groups, ELR, nor a dynamic quorum, and clients choose protocols
+// by these levels.
 const MetadataVersionLevel int16 = 27
 
 // Endpoint is one listener a broker advertises.

@@ -403,6 +403,27 @@ func (c *Coordinator) EndTxn(ctx context.Context, id string, pid int64, epoch in
 	})
 }
 
+// EndTxnV2 is EndTxn for a client of transaction version 2 (EndTxn v5+
+// with transaction.version 2 finalized, see EndV2): it returns the
+// producer id and epoch the client continues with.
+func (c *Coordinator) EndTxnV2(ctx context.Context, id string, pid int64, epoch int16, commit bool) (int64, int16, error) {
+	var res EndResult
+	err := c.step(ctx, id, func(cur *metadata.Transaction, ce int32) (*metadata.Transaction, int16) {
+		res = EndV2(cur, pid, epoch, commit, c.now(), ce, func() (int64, int16) {
+			npid, err := c.cfg.ProducerIDs(ctx)
+			if err != nil {
+				return -1, kerr.CoordinatorLoadInProgress.Code
+			}
+			return npid, 0
+		})
+		return res.Next, res.Code
+	})
+	if err != nil {
+		return -1, -1, err
+	}
+	return res.ProducerID, res.ProducerEpoch, nil
+}
+
 // CommitOffsets holds a group's offsets in the producer's open transaction
 // (TxnOffsetCommit; the group checks are the caller's). They become the
 // group's committed offsets when the transaction commits.

@@ -58,7 +58,7 @@ type InitResult struct {
 // fresh is the state of a new id.
 func fresh(id string, pid int64, timeoutMs int32, now int64) *metadata.Transaction {
 	return &metadata.Transaction{TransactionalID: id, ProducerID: pid, PrevProducerID: -1, ProducerEpoch: 0,
-		LastProducerEpoch: -1, TimeoutMs: timeoutMs, State: metadata.TxnEmpty, TxnStartMs: -1, LastUpdateMs: now}
+		LastProducerEpoch: -1, TimeoutMs: timeoutMs, State: metadata.TxnEmpty, TxnStartMs: -1, LastUpdateMs: now, NextProducerID: -1}
 }
 
 func fencedCode(version int16) int16 {
@@ -277,7 +277,95 @@ func Complete(cur *metadata.Transaction, now int64, coordEpoch int32) *metadata.
 		return nil
 	}
 	next.Partitions, next.LastUpdateMs, next.CoordinatorEpoch = nil, now, max(coordEpoch, cur.CoordinatorEpoch)
+	if cur.NextProducerID >= 0 {
+		// Transaction version 2 used the last epoch: the producer goes on
+		// with the id chosen at Prepare*.
+		next.PrevProducerID, next.ProducerID = cur.ProducerID, cur.NextProducerID
+		next.ProducerEpoch, next.LastProducerEpoch, next.NextProducerID = 0, -1, -1
+	}
 	return next
+}
+
+// EndResult is what an EndTxn of transaction version 2 answers: the
+// producer id and epoch the client continues with.
+type EndResult struct {
+	Next          *metadata.Transaction
+	Code          int16
+	ProducerID    int64
+	ProducerEpoch int16
+}
+
+// EndV2 decides an EndTxn of transaction version 2 (KIP-890, EndTxn v5+
+// with transaction.version 2 finalized): as End, but the Prepare* state
+// bumps the epoch (the markers carry it, so a late batch of the ended
+// transaction, at the old epoch, cannot land in the next one), the answer
+// is the bumped epoch, and an abort with nothing open is allowed (it bumps
+// the epoch and writes no marker). A retry whose bump is already recorded
+// (the epoch before it) is answered as done. Once the bump reaches the
+// last usable epoch, allocPID gives the producer id the Complete* state
+// moves to, and the answer is that id at epoch 0.
+func EndV2(cur *metadata.Transaction, pid int64, epoch int16, commit bool, now int64, coordEpoch int32, allocPID func() (int64, int16)) EndResult {
+	fail := func(code int16) EndResult { return EndResult{Code: code, ProducerID: -1, ProducerEpoch: -1} }
+	if cur == nil || cur.State == metadata.TxnDead {
+		return fail(kerr.InvalidProducerIDMapping.Code)
+	}
+	current := func() EndResult {
+		if cur.NextProducerID >= 0 {
+			return EndResult{ProducerID: cur.NextProducerID, ProducerEpoch: 0}
+		}
+		return EndResult{ProducerID: cur.ProducerID, ProducerEpoch: cur.ProducerEpoch}
+	}
+	retry := false
+	switch {
+	case pid == cur.ProducerID && epoch == cur.ProducerEpoch:
+	case pid == cur.ProducerID && cur.LastProducerEpoch >= 0 && epoch == cur.LastProducerEpoch && epoch+1 == cur.ProducerEpoch:
+		retry = true
+	case pid == cur.PrevProducerID && cur.ProducerEpoch == 0 && stable(cur.State):
+		// Retry of the EndTxn that moved the producer to a new id.
+		retry = true
+	case pid != cur.ProducerID:
+		return fail(kerr.InvalidProducerIDMapping.Code)
+	default:
+		return fail(kerr.ProducerFenced.Code)
+	}
+	if retry {
+		if (commit && (cur.State == metadata.TxnPrepareCommit || cur.State == metadata.TxnCompleteCommit)) ||
+			(!commit && (cur.State == metadata.TxnPrepareAbort || cur.State == metadata.TxnCompleteAbort)) {
+			return current()
+		}
+		return fail(kerr.InvalidTxnState.Code)
+	}
+	switch cur.State {
+	case metadata.TxnOngoing:
+	case metadata.TxnEmpty, metadata.TxnCompleteCommit, metadata.TxnCompleteAbort:
+		if commit {
+			return fail(kerr.InvalidTxnState.Code)
+		}
+	case metadata.TxnPrepareCommit, metadata.TxnPrepareAbort:
+		return fail(kerr.ConcurrentTransactions.Code)
+	default:
+		return fail(kerr.InvalidTxnState.Code)
+	}
+	next := cloneTxn(cur)
+	next.State = metadata.TxnPrepareAbort
+	if commit {
+		next.State = metadata.TxnPrepareCommit
+	}
+	if cur.State != metadata.TxnOngoing {
+		next.Partitions, next.TxnStartMs = nil, -1
+	}
+	next.ProducerEpoch, next.LastProducerEpoch, next.NextProducerID = cur.ProducerEpoch+1, cur.ProducerEpoch, -1
+	next.LastUpdateMs, next.CoordinatorEpoch, next.TxnVersion = now, coordEpoch, 2
+	r := EndResult{Next: next, ProducerID: next.ProducerID, ProducerEpoch: next.ProducerEpoch}
+	if next.ProducerEpoch >= maxEpoch {
+		npid, code := allocPID()
+		if code != 0 {
+			return fail(code)
+		}
+		next.NextProducerID = npid
+		r.ProducerID, r.ProducerEpoch = npid, 0
+	}
+	return r
 }
 
 // Expire is the coordinator's periodic decision for one id: an open

@@ -12,7 +12,7 @@ var lim = Limits{MaxTimeoutMs: 900000, IDExpirationMs: 1000000}
 
 func state(s metadata.TxnState, pid int64, epoch int16, parts ...metadata.TopicPartition) *metadata.Transaction {
 	t := &metadata.Transaction{TransactionalID: "t", ProducerID: pid, PrevProducerID: -1, ProducerEpoch: epoch,
-		LastProducerEpoch: epoch - 1, TimeoutMs: 60000, State: s, Partitions: parts, TxnStartMs: -1, LastUpdateMs: 100}
+		LastProducerEpoch: epoch - 1, TimeoutMs: 60000, State: s, Partitions: parts, TxnStartMs: -1, LastUpdateMs: 100, NextProducerID: -1}
 	if s == metadata.TxnOngoing || s == metadata.TxnPrepareCommit || s == metadata.TxnPrepareAbort {
 		t.TxnStartMs = 100
 	}
@@ -277,5 +277,72 @@ func TestSlotMatchesKafka(t *testing.T) {
 	// -1061187895, masked 1086295753, % 50 = 3.
 	if got := Slot("my-txn", 50); got != 3 {
 		t.Fatalf("slot %d", got)
+	}
+}
+
+// Transaction version 2: the Prepare* state bumps the epoch and the answer
+// carries it; a retry with the epoch before the bump is done; an abort
+// with nothing open bumps the epoch; the last usable epoch moves the
+// producer to a new id at Complete*.
+func TestEndV2(t *testing.T) {
+	alloc := func() (int64, int16) { return 900, 0 }
+	open := state(metadata.TxnOngoing, 7, 4, tp("a", 0))
+	r := EndV2(open, 7, 4, true, 9000, 2, alloc)
+	checkLegal(t, open, r.Next)
+	if r.Code != 0 || r.Next.State != metadata.TxnPrepareCommit || r.Next.ProducerEpoch != 5 || r.Next.LastProducerEpoch != 4 ||
+		r.ProducerID != 7 || r.ProducerEpoch != 5 || r.Next.TxnVersion != 2 || !slices.Equal(r.Next.Partitions, open.Partitions) {
+		t.Fatalf("commit: %+v next %+v", r, r.Next)
+	}
+	done := Complete(r.Next, 9001, 2)
+	checkLegal(t, r.Next, done)
+	for _, c := range []struct {
+		name   string
+		cur    *metadata.Transaction
+		epoch  int16
+		commit bool
+		code   int16
+		write  bool
+	}{
+		{"retried commit, prepared", r.Next, 4, true, 0, false},
+		{"retried commit, complete", done, 4, true, 0, false},
+		{"retried as an abort", done, 4, false, kerr.InvalidTxnState.Code, false},
+		{"commit with nothing open", done, 5, true, kerr.InvalidTxnState.Code, false},
+		{"empty abort", done, 5, false, 0, true},
+		{"while completing", r.Next, 5, false, kerr.ConcurrentTransactions.Code, false},
+		{"zombie epoch", done, 3, true, kerr.ProducerFenced.Code, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			got := EndV2(c.cur, 7, c.epoch, c.commit, 9002, 2, alloc)
+			if got.Code != c.code || (got.Next != nil) != c.write {
+				t.Fatalf("%+v", got)
+			}
+			if c.code == 0 && !c.write && (got.ProducerID != 7 || got.ProducerEpoch != 5) {
+				t.Fatalf("retry answered %d/%d, want 7/5", got.ProducerID, got.ProducerEpoch)
+			}
+			if got.Next != nil {
+				checkLegal(t, c.cur, got.Next)
+				if got.Next.State != metadata.TxnPrepareAbort || got.Next.ProducerEpoch != 6 || got.Next.Partitions != nil {
+					t.Fatalf("empty abort next %+v", got.Next)
+				}
+			}
+		})
+	}
+	if r := EndV2(nil, 7, 0, true, 0, 0, alloc); r.Code != kerr.InvalidProducerIDMapping.Code {
+		t.Fatalf("unknown id: %+v", r)
+	}
+	// The last usable epoch: a new producer id from Complete* on.
+	last := state(metadata.TxnOngoing, 7, maxEpoch-1, tp("a", 0))
+	r = EndV2(last, 7, maxEpoch-1, false, 9000, 2, alloc)
+	checkLegal(t, last, r.Next)
+	if r.Next.NextProducerID != 900 || r.ProducerID != 900 || r.ProducerEpoch != 0 || r.Next.ProducerID != 7 || r.Next.ProducerEpoch != maxEpoch {
+		t.Fatalf("overflow: %+v next %+v", r, r.Next)
+	}
+	moved := Complete(r.Next, 9001, 2)
+	checkLegal(t, r.Next, moved)
+	if moved.ProducerID != 900 || moved.ProducerEpoch != 0 || moved.PrevProducerID != 7 || moved.NextProducerID != -1 {
+		t.Fatalf("moved %+v", moved)
+	}
+	if got := EndV2(moved, 7, maxEpoch-1, false, 9002, 2, alloc); got.Code != 0 || got.ProducerID != 900 || got.ProducerEpoch != 0 {
+		t.Fatalf("retry across the move: %+v", got)
 	}
 }

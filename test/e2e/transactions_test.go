@@ -78,6 +78,11 @@ func TestTransactionalProducer(t *testing.T) {
 		}
 	}
 
+	// franz-go runs transaction version 2 (finalized by raftka): every
+	// EndTxn bumped the epoch.
+	if desc, err := adm.DescribeTransactions(ctx, "tx-e2e"); err != nil || desc["tx-e2e"].ProducerEpoch < 6 {
+		t.Fatalf("after 6 transactions: %+v %v, want the epoch bumped at each EndTxn", desc, err)
+	}
 	got := consumeAll(t, ctx, c, topic, kgo.ReadCommitted(), len(committed))
 	slices.Sort(got)
 	slices.Sort(committed)
