@@ -16,9 +16,10 @@
 //   - machine.go: the state machine (Empty, Ongoing, PrepareCommit,
 //     PrepareAbort, CompleteCommit, CompleteAbort, PrepareEpochFence,
 //     Dead) as pure functions of the recorded state, the request and the
-//     time: Init, AddPartitions, Verify, End, Complete, Expire. Each
-//     returns the next state to record and Kafka's error code. No I/O, no
-//     clock: table-tested.
+//     time: Init, AddPartitions, Verify, End (and EndV2, transaction
+//     version 2's: the epoch bumped at every EndTxn), Complete, Expire.
+//     Each returns the next state to record and Kafka's error code. No
+//     I/O, no clock: table-tested.
 //   - coordinator.go: Coordinator, what the broker's handlers call. Each
 //     operation on an id runs under that id's lock: it reads the recorded
 //     state from the image, decides with machine.go, records the next
