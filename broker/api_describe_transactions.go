@@ -15,6 +15,9 @@ package broker
 // id, by v1's DurationFilterMillis (only transactions open longer; < 0 is
 // no filter) and v2's TransactionalIDPattern (a regular expression over
 // the whole id; one that does not compile is INVALID_REGULAR_EXPRESSION).
+// Both show the coordinator's latest write of a state, which this node's
+// image may apply up to a Raft heartbeat later; an id created that
+// recently may be listed a moment later.
 
 import (
 	"context"
@@ -49,7 +52,7 @@ func handleDescribeTransactions(_ context.Context, rc *request, kreq kmsg.Reques
 		case txns.Ownership(img, id) != nil:
 			st.ErrorCode = kerr.NotCoordinator.Code
 		default:
-			t, ok := img.Transaction(id)
+			t, ok := txns.Transaction(id)
 			if !ok {
 				st.ErrorCode = kerr.TransactionalIDNotFound.Code
 				break
@@ -101,6 +104,9 @@ func handleListTransactions(_ context.Context, rc *request, kreq kmsg.Request) (
 	img, _ := md.Current()
 	nowMs := time.Now().UnixMilli()
 	for _, t := range img.Transactions() {
+		if latest, ok := txns.Transaction(t.TransactionalID); ok {
+			t = latest
+		}
 		switch {
 		case txns.Ownership(img, t.TransactionalID) != nil:
 		case len(req.StateFilters) > 0 && !slices.Contains(states, t.State):

@@ -24,6 +24,8 @@ import (
 // decides.
 type TxnCoordinator interface {
 	Ownership(img *metadata.Image, id string) error
+	// Transaction is id's state, the coordinator's latest write included.
+	Transaction(id string) (metadata.Transaction, bool)
 	Locate(ctx context.Context, id string) (int32, error)
 	InitProducerID(ctx context.Context, id string, in txn.InitInput) (int64, int16, error)
 	AddPartitions(ctx context.Context, id string, pid int64, epoch int16, parts []metadata.TopicPartition) error

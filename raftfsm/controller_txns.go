@@ -69,6 +69,20 @@ func txnErrCode(err error) int16 { return kafkacode.OfDecision(err) }
 // PRODUCER_FENCED, or NOT_COORDINATOR for a coordinator whose slot epoch
 // is older than the last writer's.
 func (c *ControllerClient) WriteTxn(ctx context.Context, rec metadata.Record) (uint64, error) {
+	return c.writeTxn(ctx, rec, true)
+}
+
+// WriteTxnNoWait is WriteTxn returning as soon as the controller has
+// committed the write, without waiting for this node's image to apply it.
+// A follower learns a commit with the leader's next AppendEntries, up to a
+// heartbeat later when the log is idle; a transaction coordinator that
+// knows what it wrote (broker/txn) need not wait for that, and three such
+// writes per transaction otherwise cost three heartbeats.
+func (c *ControllerClient) WriteTxnNoWait(ctx context.Context, rec metadata.Record) (uint64, error) {
+	return c.writeTxn(ctx, rec, false)
+}
+
+func (c *ControllerClient) writeTxn(ctx context.Context, rec metadata.Record, wait bool) (uint64, error) {
 	switch rec.(type) {
 	case *metadata.Transaction, *metadata.TxnOffsetCommit:
 	default:
@@ -80,7 +94,7 @@ func (c *ControllerClient) WriteTxn(ctx context.Context, rec metadata.Record) (u
 	}
 	req := kmsg.NewPtrEnvelopeRequest()
 	req.RequestData = data
-	resp, index, err := c.Request(ctx, req)
+	resp, index, err := c.request(ctx, req, wait)
 	if err != nil {
 		return 0, err
 	}

@@ -25,14 +25,17 @@ type MetadataSource interface {
 	Current() (*metadata.Image, uint64)
 }
 
-// Controller is what the coordinator needs of the active controller. Every
-// call returns once this node's MetadataSource has the change.
-// *raftfsm.ControllerClient satisfies it.
+// Controller is what the coordinator needs of the active controller.
+// *raftfsm.ControllerClient satisfies it; WriteTxn may also return before
+// this node's MetadataSource has the change (raftfsm's WriteTxnNoWait):
+// the coordinator reads its own writes from what it wrote until the image
+// has them.
 type Controller interface {
 	// CreateTopics creates the slots topic on the first FindCoordinator.
 	CreateTopics(ctx context.Context, req *kmsg.CreateTopicsRequest) (*kmsg.CreateTopicsResponse, error)
-	// WriteTxn records a *metadata.Transaction or *metadata.TxnOffsetCommit;
-	// the rule metadata.CheckTxnTransition refuses with Kafka's error.
+	// WriteTxn records a *metadata.Transaction or *metadata.TxnOffsetCommit
+	// and returns the Raft index that committed it; the rule
+	// metadata.CheckTxnTransition refuses with Kafka's error.
 	WriteTxn(ctx context.Context, rec metadata.Record) (uint64, error)
 }
 
@@ -97,9 +100,18 @@ type Coordinator struct {
 	// completing holds, per id with a marker writer running, a channel
 	// closed when it ends.
 	completing map[string]chan struct{}
-	closed     bool
+	// written holds each id's last state written by this coordinator
+	// with the Raft index that committed it, until the image has it (see
+	// current).
+	written map[string]writtenTxn
+	closed  bool
 
 	createMu sync.Mutex
+}
+
+type writtenTxn struct {
+	txn   metadata.Transaction
+	index uint64
 }
 
 type idLock struct {
@@ -147,7 +159,7 @@ func NewCoordinator(cfg Config, md MetadataSource, ctrl Controller, markers Mark
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	c := &Coordinator{cfg: cfg, md: md, ctrl: ctrl, markers: markers, log: cfg.Logger, ctx: ctx, cancel: cancel,
-		locks: map[string]*idLock{}, completing: map[string]chan struct{}{}}
+		locks: map[string]*idLock{}, completing: map[string]chan struct{}{}, written: map[string]writtenTxn{}}
 	c.wg.Add(1)
 	go c.scan()
 	return c
@@ -316,28 +328,66 @@ func (c *Coordinator) step(ctx context.Context, id string, decide func(cur *meta
 func (c *Coordinator) stepOnce(ctx context.Context, id string, decide func(cur *metadata.Transaction, coordEpoch int32) (*metadata.Transaction, int16)) error {
 	unlock := c.lock(id)
 	defer unlock()
-	img, _ := c.md.Current()
+	img, idx := c.md.Current()
 	code, epoch := ownership(img, c.cfg.NodeID, id)
 	if code != 0 {
 		return codeErr(code)
 	}
-	var cur *metadata.Transaction
-	if t, ok := img.Transaction(id); ok {
-		cur = &t
-	}
+	cur := c.current(img, idx, id)
 	next, code := decide(cur, epoch)
 	if next != nil {
 		wctx, cancel := context.WithTimeout(ctx, c.cfg.WriteTimeout)
-		_, err := c.ctrl.WriteTxn(wctx, next)
+		index, err := c.ctrl.WriteTxn(wctx, next)
 		cancel()
 		if err != nil {
 			return controllerErr(err)
 		}
+		c.mu.Lock()
+		c.written[id] = writtenTxn{txn: *next, index: index}
+		c.mu.Unlock()
 		if next.State == metadata.TxnPrepareCommit || next.State == metadata.TxnPrepareAbort {
 			c.startCompleting(id)
 		}
 	}
 	return codeErr(code)
+}
+
+// current is id's state: the image's, or the one this coordinator last
+// wrote when the image has not applied it yet. The controller's commit is
+// the truth (it checked the write against the leader's image); this
+// node's image follows it a heartbeat later when the log is idle, and an
+// operation deciding on the older state would be refused or, worse,
+// repeat a step. Once the image has the index, the image wins (another
+// coordinator may have written since).
+func (c *Coordinator) current(img *metadata.Image, idx uint64, id string) *metadata.Transaction {
+	c.mu.Lock()
+	w, ok := c.written[id]
+	if ok && w.index <= idx {
+		delete(c.written, id)
+		ok = false
+	}
+	c.mu.Unlock()
+	if ok {
+		if w.txn.State == metadata.TxnDead {
+			return nil
+		}
+		t := w.txn
+		return &t
+	}
+	if t, ok := img.Transaction(id); ok {
+		return &t
+	}
+	return nil
+}
+
+// Transaction is id's state as this coordinator knows it (its own last
+// write until the image has it): what DescribeTransactions shows.
+func (c *Coordinator) Transaction(id string) (metadata.Transaction, bool) {
+	img, idx := c.md.Current()
+	if t := c.current(img, idx, id); t != nil {
+		return *t, true
+	}
+	return metadata.Transaction{}, false
 }
 
 // InitProducerID answers InitProducerId for a transactional id.
@@ -469,12 +519,13 @@ func (c *Coordinator) complete(id string) {
 		if c.ctx.Err() != nil {
 			return
 		}
-		img, _ := c.md.Current()
+		img, idx := c.md.Current()
 		code, epoch := ownership(img, c.cfg.NodeID, id)
-		t, ok := img.Transaction(id)
-		if code != 0 || !ok || (t.State != metadata.TxnPrepareCommit && t.State != metadata.TxnPrepareAbort) {
+		cur := c.current(img, idx, id)
+		if code != 0 || cur == nil || (cur.State != metadata.TxnPrepareCommit && cur.State != metadata.TxnPrepareAbort) {
 			return
 		}
+		t := *cur
 		if forState == nil || forState.ProducerID != t.ProducerID || forState.ProducerEpoch != t.ProducerEpoch || forState.State != t.State {
 			forState, done = &t, map[metadata.TopicPartition]bool{}
 		}

@@ -124,9 +124,17 @@ func newCoordinator(t *testing.T, w *twin, m *markers, clk *fakeClock, node int3
 		ResumeInterval: 20 * time.Millisecond, MarkerRetryBackoff: 10 * time.Millisecond,
 		ProducerIDs: func(context.Context) (int64, error) { return next.Add(1), nil },
 		Now:         clk.now, Logger: zerolog.Nop(),
-	}, w, w.node.Client(), m)
+	}, w, noWait{w.node.Client()}, m)
 	t.Cleanup(c.Close)
 	return c
+}
+
+// noWait is the controller as cmd gives it to the coordinator: writes do
+// not wait for the local image, so the tests go through current's overlay.
+type noWait struct{ *raftfsm.ControllerClient }
+
+func (n noWait) WriteTxn(ctx context.Context, rec metadata.Record) (uint64, error) {
+	return n.WriteTxnNoWait(ctx, rec)
 }
 
 func waitState(t *testing.T, w *twin, id string, want metadata.TxnState) metadata.Transaction {

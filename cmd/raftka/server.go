@@ -149,7 +149,7 @@ func runServer(ctx context.Context, cfg *config.Config, log zerolog.Logger, shut
 		RemoveExpiredInterval: cfg.TransactionRemoveExpiredInterval,
 		ProducerIDs:           func(ctx context.Context) (int64, error) { return srv.NextProducerID(ctx) },
 		Logger:                log.With().Str("component", "transactions").Logger(),
-	}, node.Publisher(), node.Client(), &broker.TxnMarkers{NodeID: cfg.NodeID, Replicas: replicas, Peers: peers})
+	}, node.Publisher(), txnController{node.Client()}, &broker.TxnMarkers{NodeID: cfg.NodeID, Replicas: replicas, Peers: peers})
 	defer txns.Close()
 
 	metrics := newPromMetrics()
@@ -242,6 +242,15 @@ func runServer(ctx context.Context, cfg *config.Config, log zerolog.Logger, shut
 		cancel()
 	}
 	return nil
+}
+
+// txnController is the controller as the transaction coordinator uses it:
+// its state writes return once committed, without waiting for this node's
+// image (the coordinator keeps what it wrote until the image has it).
+type txnController struct{ *raftfsm.ControllerClient }
+
+func (t txnController) WriteTxn(ctx context.Context, rec metadata.Record) (uint64, error) {
+	return t.WriteTxnNoWait(ctx, rec)
 }
 
 // startReplicas starts the partition layer and feeds it every published

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -83,6 +84,7 @@ func TestTransactionalProducer(t *testing.T) {
 	if desc, err := adm.DescribeTransactions(ctx, "tx-e2e"); err != nil || desc["tx-e2e"].ProducerEpoch < 6 {
 		t.Fatalf("after 6 transactions: %+v %v, want the epoch bumped at each EndTxn", desc, err)
 	}
+
 	got := consumeAll(t, ctx, c, topic, kgo.ReadCommitted(), len(committed))
 	slices.Sort(got)
 	slices.Sort(committed)
@@ -158,11 +160,18 @@ func TestTransactionalProducer(t *testing.T) {
 		t.Fatal(err)
 	}
 	bs := strings.Join(seedAddrs(c), ",")
-	out, err := cluster.Run(t, "transactions", "list", "--bootstrap-server", bs)
-	if err != nil || !strings.Contains(out, "tx-hang") || !strings.Contains(out, "Ongoing") {
-		t.Fatalf("transactions list: %v\n%s", err, out)
+	// The list is the coordinator's image, which has a new id within a
+	// Raft heartbeat.
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		out, err := cluster.Run(t, "transactions", "list", "--bootstrap-server", bs)
+		if err == nil && strings.Contains(out, "tx-hang") && strings.Contains(out, "Ongoing") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("transactions list: %v\n%s", err, out)
+		}
 	}
-	out, err = cluster.Run(t, "transactions", "describe-producers", "--bootstrap-server", bs, "--topic", topic, "--partition", "0")
+	out, err := cluster.Run(t, "transactions", "describe-producers", "--bootstrap-server", bs, "--topic", topic, "--partition", "0")
 	if err != nil {
 		t.Fatalf("describe-producers: %v\n%s", err, out)
 	}
@@ -498,6 +507,12 @@ func TestTransactionsUnderFaults(t *testing.T) {
 		}
 		return cl
 	}
+	var logged atomic.Int32
+	logErr := func(i int, what string, err error) {
+		if logged.Add(1) <= 10 {
+			t.Logf("producer %d: %s: %v", i, what, err)
+		}
+	}
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
 	for i := range producers {
@@ -516,7 +531,16 @@ func TestTransactionsUnderFaults(t *testing.T) {
 				for j := range vals {
 					vals[j] = fmt.Sprintf("p%d-r%d-%d", i, round, j)
 				}
-				err := p.BeginTransaction()
+				if err := p.BeginTransaction(); err != nil {
+					// A producer that cannot begin (fatally failed) is
+					// replaced; its successor's InitProducerId fences it.
+					logErr(i, "begin", err)
+					p.Close()
+					p = newProducer(i)
+					time.Sleep(50 * time.Millisecond)
+					continue
+				}
+				var err error
 				for j := 0; err == nil && j < perTxn; j++ {
 					err = p.ProduceSync(ctx, &kgo.Record{Key: []byte(strconv.Itoa(j)), Value: []byte(vals[j])}).FirstErr()
 				}
@@ -535,6 +559,7 @@ func TestTransactionsUnderFaults(t *testing.T) {
 					record(vals, "unsure")
 				}
 				if err != nil {
+					logErr(i, "transaction", err)
 					// As kgo asks: abort what is buffered and the
 					// transaction; a producer that cannot is replaced (its
 					// successor's InitProducerId fences it).
@@ -548,6 +573,7 @@ func TestTransactionsUnderFaults(t *testing.T) {
 						p.Close()
 						p = newProducer(i)
 					}
+					time.Sleep(50 * time.Millisecond)
 				}
 			}
 		}()
