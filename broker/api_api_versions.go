@@ -25,14 +25,15 @@ package broker
 //
 // Features (KIP-584): SupportedFeatures lists the levels this binary can
 // run: metadata.version at metadata.MetadataVersionLevel only (Kafka 4.1's
-// 4.1-IV1, matching the protocol maxima advertised). FinalizedFeatures come
-// from the metadata image, where the active controller writes
-// metadata.version when the quorum forms (raftfsm); levels above 0 only,
-// min = max = level, and FinalizedFeaturesEpoch the image's Raft index, as
-// Kafka reports them. transaction.version, group.version and share.version
-// are 0 and so absent, as Kafka lists them until they are finalized: kgo and
-// the Java client switch to transactions v2 (transaction.version 2) and read
-// these levels to choose protocols, and raftka serves none of those.
+// 4.1-IV1, matching the protocol maxima advertised) and transaction.version
+// 0-2. FinalizedFeatures come from the metadata image, where the active
+// controller writes metadata.version and transaction.version 2 (KIP-890,
+// served: broker/txn EndV2, the leaders' implicit AddPartitionsToTxn) when
+// the quorum forms (raftfsm); levels above 0 only, min = max = level, and
+// FinalizedFeaturesEpoch the image's Raft index, as Kafka reports them.
+// group.version and share.version are 0 and so absent, as Kafka lists them
+// until they are finalized: kgo and the Java client read these levels to
+// choose protocols (KIP-848, share groups), and raftka serves neither.
 
 import (
 	"context"
@@ -64,6 +65,7 @@ type supportedFeature struct {
 // only is not listed, as Kafka's BrokerFeatures leaves such features out.
 var supportedFeatures = []supportedFeature{
 	{name: metadata.MetadataVersionFeature, min: metadata.MetadataVersionLevel, max: metadata.MetadataVersionLevel},
+	{name: metadata.TransactionVersionFeature, min: 0, max: metadata.TransactionVersionLevel},
 }
 
 func handleAPIVersions(_ context.Context, rc *request, kreq kmsg.Request) (kmsg.Response, error) {

@@ -79,9 +79,10 @@ func TestAPIVersionsHandler(t *testing.T) {
 			t.Errorf("v%d: finalized features without a metadata source: %+v", v, resp)
 		}
 		// What the binary supports does not depend on the image.
-		if sf := resp.SupportedFeatures; v >= 3 && (len(sf) != 1 || sf[0].Name != "metadata.version" ||
-			sf[0].MinVersion != metadata.MetadataVersionLevel || sf[0].MaxVersion != metadata.MetadataVersionLevel) {
-			t.Errorf("v%d: supported features %+v, want metadata.version %d only", v, sf, metadata.MetadataVersionLevel)
+		if sf := resp.SupportedFeatures; v >= 3 && (len(sf) != 2 || sf[0].Name != "metadata.version" ||
+			sf[0].MinVersion != metadata.MetadataVersionLevel || sf[0].MaxVersion != metadata.MetadataVersionLevel ||
+			sf[1].Name != "transaction.version" || sf[1].MinVersion != 0 || sf[1].MaxVersion != 2) {
+			t.Errorf("v%d: supported features %+v, want metadata.version %d and transaction.version 0-2", v, sf, metadata.MetadataVersionLevel)
 		}
 	}
 }

@@ -11,9 +11,11 @@ package broker
 //     Kafka does; while that cannot happen (fewer registered brokers than
 //     the replication factor) or the slot has no live leader, the answer is
 //     COORDINATOR_NOT_AVAILABLE, which clients retry.
-//   - Transaction keys (type 1) answer COORDINATOR_NOT_AVAILABLE with a
-//     message saying so: this broker has no transaction coordinator yet.
-//     Clients keep retrying; a transactional producer cannot start.
+//   - Transaction keys (type 1) map the same way to a slot of
+//     __transaction_state (broker/txn), created on first use with
+//     transaction.state.log.num.partitions, .replication.factor and
+//     .min.isr; COORDINATOR_NOT_AVAILABLE while it cannot be. An empty
+//     transactional id is INVALID_REQUEST, as in Kafka.
 //   - Other key types (2, share groups) answer INVALID_REQUEST.
 //
 // Version notes: v1 adds the key type and error message; v3 is flexible;
@@ -63,19 +65,26 @@ func findCoordinator(ctx context.Context, rc *request, keyType int8, key string)
 		return c
 	}
 	srv := rc.conn.srv
+	var locate func(context.Context, string) (int32, error)
 	switch {
 	case keyType == 0 && !rc.authorize(opDescribe, resGroup, key):
 		return fail(kerr.GroupAuthorizationFailed, "")
 	case keyType == 1 && !rc.authorize(opDescribe, resTxnID, key):
 		return fail(kerr.TransactionalIDAuthorizationFailed, "")
+	case keyType == 1 && key == "":
+		return fail(kerr.InvalidRequest, "the transactional id must not be empty")
+	case keyType == 1 && (srv.deps.Txns == nil || srv.deps.Metadata == nil):
+		return fail(kerr.CoordinatorNotAvailable, "")
 	case keyType == 1:
-		return fail(kerr.CoordinatorNotAvailable, "transactions are not implemented by this broker")
+		locate = srv.deps.Txns.Locate
 	case keyType != 0:
 		return fail(kerr.InvalidRequest, "unsupported coordinator key type")
 	case srv.deps.Groups == nil || srv.deps.Metadata == nil:
 		return fail(kerr.CoordinatorNotAvailable, "")
+	default:
+		locate = srv.deps.Groups.Locate
 	}
-	node, err := srv.deps.Groups.Locate(ctx, key)
+	node, err := locate(ctx, key)
 	if err != nil {
 		return fail(err, "")
 	}

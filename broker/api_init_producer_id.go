@@ -20,22 +20,28 @@ package broker
 //   - No block available within producerIDWait (controller unreachable,
 //     broker not registered yet): COORDINATOR_LOAD_IN_PROGRESS, which every
 //     client retries, as Kafka answers while its next block is on the way.
-//   - TransactionalID set: raftka has no transaction coordinator, so the
-//     answer is TRANSACTIONAL_ID_AUTHORIZATION_FAILED, which the Java
-//     client, librdkafka and kgo all treat as fatal for the transactional
-//     producer: it fails at once with a clear error instead of retrying a
-//     coordinator that will never come (COORDINATOR_NOT_AVAILABLE would
-//     make them retry until their timeouts). An empty TransactionalID is
-//     INVALID_REQUEST, as in Kafka. Nothing advertises transactions:
-//     ApiVersions lists no transactional API and no transaction.version
-//     feature.
+//   - TransactionalID set: the transaction coordinator of the id's slot
+//     (broker/txn, Init): NOT_COORDINATOR elsewhere; the epoch bumped (or a
+//     new producer id once it is exhausted), a previous producer fenced;
+//     an open transaction is aborted first with the bumped epoch (the call
+//     waits for the abort's markers, up to 2 s, and answers the epoch after
+//     it; CONCURRENT_TRANSACTIONS, which clients retry, when that is not
+//     enough, as Kafka answers at once);
+//     INVALID_TRANSACTION_TIMEOUT for a timeout outside
+//     (0, transaction.max.timeout.ms]; with ProducerID/ProducerEpoch
+//     (KIP-360) that do not match the recorded ones PRODUCER_FENCED (v4+)
+//     or INVALID_PRODUCER_EPOCH. An empty TransactionalID is
+//     INVALID_REQUEST, as in Kafka.
 //
 // Version notes: v1 is v0; v2 is flexible; v3 adds ProducerID and
 // ProducerEpoch (KIP-360); v4 adds PRODUCER_FENCED for transactional ids,
-// v5 TRANSACTION_ABORTABLE; neither can occur here.
+// v5 TRANSACTION_ABORTABLE (not answered: it belongs to transaction
+// version 2, which raftka does not finalize).
 
 import (
 	"context"
+
+	"github.com/raftka/raftka/broker/txn"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -61,16 +67,33 @@ func handleInitProducerID(ctx context.Context, rc *request, kreq kmsg.Request) (
 	case req.TransactionalID != nil && *req.TransactionalID == "":
 		resp.ErrorCode = kerr.InvalidRequest.Code
 		return resp, nil
-	case req.TransactionalID != nil:
+	case req.TransactionalID != nil && !rc.authorize(opWrite, resTxnID, *req.TransactionalID):
+		// A transactional producer needs WRITE on its transactional id
+		// (KafkaApis.handleInitProducerIdRequest).
 		resp.ErrorCode = kerr.TransactionalIDAuthorizationFailed.Code
 		return resp, nil
-	case !rc.authorizeCluster(opIdempotentWrite) && !rc.authorizeByResourceType(opWrite, resTopic):
+	case req.TransactionalID == nil && !rc.authorizeCluster(opIdempotentWrite) && !rc.authorizeByResourceType(opWrite, resTopic):
 		// An idempotent producer needs IDEMPOTENT_WRITE on the cluster or
 		// WRITE on some topic (KafkaApis, KIP-679).
 		resp.ErrorCode = kerr.ClusterAuthorizationFailed.Code
 		return resp, nil
 	case (req.ProducerID == -1) != (req.ProducerEpoch == -1):
 		resp.ErrorCode = kerr.InvalidRequest.Code
+		return resp, nil
+	case req.TransactionalID != nil:
+		txns := txnsOf(rc)
+		if txns == nil {
+			resp.ErrorCode = kerr.CoordinatorNotAvailable.Code
+			return resp, nil
+		}
+		pid, epoch, err := txns.InitProducerID(ctx, *req.TransactionalID, txn.InitInput{
+			TimeoutMs: req.TransactionTimeoutMillis, ProducerID: req.ProducerID, ProducerEpoch: req.ProducerEpoch, Version: req.Version,
+		})
+		if err != nil {
+			resp.ErrorCode = errorCode(err)
+			return resp, nil
+		}
+		resp.ProducerID, resp.ProducerEpoch = pid, epoch
 		return resp, nil
 	}
 

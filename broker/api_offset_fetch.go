@@ -7,8 +7,10 @@ package broker
 // failover. A partition without a committed offset answers offset -1,
 // leader epoch -1, metadata "" and no error, as Kafka does; a null topic
 // list (v2+) asks for every committed offset of the group. RequireStable
-// (v7+) is answered normally: without transactions no offset is ever
-// pending.
+// (v7+): a partition for which an open transaction holds an offset of the
+// group (TxnOffsetCommit not yet committed or aborted) answers
+// UNSTABLE_OFFSET_COMMIT, which the client retries, as Kafka's
+// GroupMetadata.hasPendingOffsetCommitsForTopicPartition makes it.
 //
 // Version notes: v1 per-partition errors only (a group error is put on
 // every requested partition); v2 top-level error; v3 throttle; v5 leader
@@ -49,7 +51,7 @@ func handleOffsetFetch(_ context.Context, rc *request, kreq kmsg.Request) (kmsg.
 				topics = append(topics, fetchTopic{name: t.Topic, partitions: t.Partitions})
 			}
 		}
-		g := fetchGroupOffsets(rc, req.Version, req.Group, topics)
+		g := fetchGroupOffsets(rc, req.Version, req.Group, topics, req.RequireStable)
 		resp.ErrorCode = g.ErrorCode
 		for _, t := range g.Topics {
 			rt := kmsg.NewOffsetFetchResponseTopic()
@@ -74,14 +76,14 @@ func handleOffsetFetch(_ context.Context, rc *request, kreq kmsg.Request) (kmsg.
 				topics = append(topics, fetchTopic{name: t.Topic, id: t.TopicID, partitions: t.Partitions})
 			}
 		}
-		resp.Groups = append(resp.Groups, fetchGroupOffsets(rc, req.Version, rg.Group, topics))
+		resp.Groups = append(resp.Groups, fetchGroupOffsets(rc, req.Version, rg.Group, topics, req.RequireStable))
 	}
 	return resp, nil
 }
 
 // fetchGroupOffsets answers one group in the v8+ shape; older versions
 // are translated by the caller. topics nil means every committed offset.
-func fetchGroupOffsets(rc *request, version int16, groupID string, topics []fetchTopic) kmsg.OffsetFetchResponseGroup {
+func fetchGroupOffsets(rc *request, version int16, groupID string, topics []fetchTopic, requireStable bool) kmsg.OffsetFetchResponseGroup {
 	out := kmsg.NewOffsetFetchResponseGroup()
 	out.Group = groupID
 	groups, md := groupsOf(rc), rc.conn.srv.deps.Metadata
@@ -136,6 +138,9 @@ func fetchGroupOffsets(rc *request, version int16, groupID string, topics []fetc
 				return o, ok
 			}, 0))
 		}
+		if requireStable {
+			markUnstable(img, groupID, &out)
+		}
 		return out
 	}
 	for _, t := range topics {
@@ -155,7 +160,24 @@ func fetchGroupOffsets(rc *request, version int16, groupID string, topics []fetc
 			return img.Offset(groupID, t.name, p)
 		}, 0))
 	}
+	if requireStable {
+		markUnstable(img, groupID, &out)
+	}
 	return out
+}
+
+// markUnstable answers UNSTABLE_OFFSET_COMMIT for each partition with an
+// offset pending in an open transaction.
+func markUnstable(img *metadata.Image, groupID string, out *kmsg.OffsetFetchResponseGroup) {
+	for i := range out.Topics {
+		t := &out.Topics[i]
+		for j := range t.Partitions {
+			p := &t.Partitions[j]
+			if p.ErrorCode == 0 && img.HasPendingTxnOffset(groupID, t.Topic, p.Partition) {
+				p.ErrorCode, p.Offset, p.LeaderEpoch = kerr.UnstableOffsetCommit.Code, -1, -1
+			}
+		}
+	}
 }
 
 // offsetsOf answers one topic: lookup gives the committed offsets (nil when

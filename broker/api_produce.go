@@ -28,9 +28,19 @@ package broker
 //     (its next request may start) and the answer waits for the high watermark
 //     to pass every batch (the delayed-produce purgatory). Other acks values
 //     are INVALID_REQUIRED_ACKS.
-//   - Transactions are not implemented: a transactional id or a batch with
-//     the transactional bit is refused with INVALID_TXN_STATE and a message
-//     saying so, rather than stored without the guarantees it asks for.
+//   - Transactional batches (KIP-98, verification of KIP-890): a batch with
+//     the transactional bit needs the request's transactional id
+//     (INVALID_TXN_STATE without one, or with no transaction coordinator
+//     on this node), and the producer's open transaction at the
+//     coordinator must include the partition, asked of the coordinator
+//     unless the producer already has a transaction open in the partition
+//     at that epoch (verifyTxnPartition, txns.go): INVALID_TXN_STATE when it
+//     does not, INVALID_PRODUCER_EPOCH for a fenced producer,
+//     NOT_ENOUGH_REPLICAS (retriable) while the coordinator cannot answer.
+//     Under transaction version 2 (produce v12+ while transaction.version 2
+//     is finalized) the leader adds the partition to the transaction
+//     instead of asking (KIP-890 part 2). Nothing of a refused batch is
+//     appended.
 //   - Idempotent producers: the partition log checks a batch with a
 //     producer id against that producer's last five batches under its
 //     writer lock (storage/producer_state.go): a retried batch is answered
@@ -74,8 +84,9 @@ func init() {
 	})
 }
 
-// errTransactionsUnsupported is the answer to transactional produces.
-var errTransactionsUnsupported = fmt.Errorf("%w: transactions are not implemented by raftka", kerr.InvalidTxnState)
+// errNoTransactionalID refuses a transactional batch sent without the
+// request's transactional id.
+var errNoTransactionalID = fmt.Errorf("%w: a transactional batch needs the request's transactional id", kerr.InvalidTxnState)
 
 // rejectProduce answers Produce v0-v2 with UNSUPPORTED_VERSION for every
 // partition.
@@ -109,12 +120,10 @@ func handleProduce(ctx context.Context, rc *request, kreq kmsg.Request) (kmsg.Re
 	img := srv.image()
 
 	var txnErr error
-	if req.TransactionID != nil {
-		// Kafka checks WRITE on the transactional id before anything else.
-		txnErr = errTransactionsUnsupported
-		if !rc.authorize(opWrite, resTxnID, *req.TransactionID) {
-			txnErr = kerr.TransactionalIDAuthorizationFailed
-		}
+	if req.TransactionID != nil && !rc.authorize(opWrite, resTxnID, *req.TransactionID) {
+		// Kafka checks WRITE on the transactional id before anything else
+		// and fails every partition with it.
+		txnErr = kerr.TransactionalIDAuthorizationFailed
 	}
 	var acksErr error
 	if req.Acks != 0 && req.Acks != 1 && req.Acks != -1 {
@@ -148,11 +157,11 @@ func handleProduce(ctx context.Context, rc *request, kreq kmsg.Request) (kmsg.Re
 			rp.Partition = p.Partition
 			rp.BaseOffset, rp.LogAppendTime, rp.LogStartOffset = -1, -1, -1
 
-			err := firstErr(topicErr, acksErr, txnErr)
+			err := firstErr(txnErr, topicErr, acksErr)
 			var res storage.AppendResult
 			var ack *replica.Ack
 			if err == nil {
-				res, ack, err = srv.appendBatch(ctx, rc, name, p.Partition, p.Records, req.Acks)
+				res, ack, err = srv.appendBatch(ctx, rc, req.TransactionID, req.Version, name, p.Partition, p.Records, req.Acks)
 			}
 			if err != nil {
 				failed = true
@@ -226,9 +235,18 @@ func handleProduce(ctx context.Context, rc *request, kreq kmsg.Request) (kmsg.Re
 // Sequence checks for idempotent producers happen inside the log's append
 // (storage.AppendResult.Duplicate marks a retry answered from the producer
 // state), so every path into a log gets them.
-func (s *Server) appendBatch(ctx context.Context, rc *request, topic string, partition int32, records []byte, acks int16) (storage.AppendResult, *replica.Ack, error) {
+func (s *Server) appendBatch(ctx context.Context, rc *request, txnID *string, version int16, topic string, partition int32, records []byte, acks int16) (storage.AppendResult, *replica.Ack, error) {
 	if len(records) >= storage.BatchHeaderSize && storage.Batch(records).Transactional() {
-		return storage.AppendResult{}, nil, errTransactionsUnsupported
+		if txnID == nil || *txnID == "" {
+			return storage.AppendResult{}, nil, errNoTransactionalID
+		}
+		// Transaction version 2 (produce v12+ while it is finalized): the
+		// leader adds the partition to the transaction, the client does
+		// not (KIP-890 part 2).
+		add := version >= 12 && txnV2(rc)
+		if err := s.verifyTxnPartition(ctx, *txnID, add, topic, partition, storage.Batch(records)); err != nil {
+			return storage.AppendResult{}, nil, err
+		}
 	}
 	// Server.onPartition's retry, written out: a closure here would cost an
 	// allocation per partition on the produce path.

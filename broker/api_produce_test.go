@@ -106,7 +106,8 @@ func TestProduceErrors(t *testing.T) {
 		{"corrupt", 9, 1, "t", [16]byte{}, 0, corrupt, 0, nil, kerr.CorruptMessage.Code},
 		{"offset deltas", 9, 1, "t", [16]byte{}, 0, gap, 0, nil, kerr.InvalidRecord.Code},
 		{"transactional batch", 9, 1, "t", [16]byte{}, 0, txn, 0, nil, kerr.InvalidTxnState.Code},
-		{"transactional id", 9, 1, "t", [16]byte{}, 0, good(), 0, kmsg.StringPtr("tx"), kerr.InvalidTxnState.Code},
+		// With no transaction coordinator to verify with.
+		{"transactional id", 9, 1, "t", [16]byte{}, 0, txn, 0, kmsg.StringPtr("tx"), kerr.InvalidTxnState.Code},
 		{"bad acks", 9, 2, "t", [16]byte{}, 0, good(), 0, nil, kerr.InvalidRequiredAcks.Code},
 		{"old timestamp", 9, 1, "old", [16]byte{}, 0, recordbatch.BuildValues(now-3600000, []byte("v")), 0, nil, kerr.InvalidTimestamp.Code},
 		{"acks=all times out", 9, -1, "slow", [16]byte{}, 0, good(), 50, nil, kerr.RequestTimedOut.Code},

@@ -45,6 +45,11 @@
 //     NodeEndpoints of Produce and Fetch).
 //   - groups.go: the group APIs' view of the group coordinator
 //     (GroupCoordinator) and their shared request helpers.
+//   - txns.go: the transaction APIs' view of the transaction coordinator
+//     (TxnCoordinator); the inter-broker client (InterBrokerClient) and the
+//     coordinator's marker path (TxnMarkers: local replicas or
+//     WriteTxnMarkers to the leader); a produce's KIP-890 verification
+//     with the coordinator.
 //   - configs.go: what the config APIs share (resource prechecks, broker/
 //     config's key table indexed for DescribeConfigs and
 //     IncrementalAlterConfigs).
@@ -125,7 +130,7 @@
 // anything from cmd or test. PKCS12 keystores are decoded by go-pkcs12
 // (a maintained decoder; the format is not parsed by hand).
 //
-//arch:imports std storage metadata broker/config broker/group broker/kafkacode broker/replica
+//arch:imports std storage metadata broker/config broker/group broker/txn broker/kafkacode broker/replica
 //arch:imports github.com/twmb/franz-go/pkg/kmsg github.com/twmb/franz-go/pkg/kerr
 //arch:imports github.com/rs/zerolog
 //arch:imports software.sslmate.com/src/go-pkcs12 github.com/xdg-go/scram

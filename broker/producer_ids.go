@@ -131,6 +131,11 @@ func (p *producerIDs) startFetch(fetch blockFetcher, spawn spawner) bool {
 // controller is slow.
 const producerIDWait = 5 * time.Second
 
+// NextProducerID returns a fresh producer id from this broker's block
+// (the transaction coordinator's source of ids, as Kafka's coordinator
+// shares its broker's ProducerIdManager).
+func (s *Server) NextProducerID(ctx context.Context) (int64, error) { return s.nextProducerID(ctx) }
+
 // nextProducerID returns a fresh producer id for this broker.
 func (s *Server) nextProducerID(ctx context.Context) (int64, error) {
 	ctx, cancel := context.WithTimeout(ctx, producerIDWait)

@@ -102,6 +102,13 @@ type Deps struct {
 	ACLs ACLAdmin
 	// Quotas forwards AlterClientQuotas; nil answers it NOT_CONTROLLER.
 	Quotas QuotaAdmin
+	// Txns is the transaction coordinator (see txns.go); nil answers the
+	// transaction APIs COORDINATOR_NOT_AVAILABLE and refuses
+	// transactional produces.
+	Txns TxnCoordinator
+	// Peers reaches other brokers' inter-broker listeners (a produce's
+	// transaction verification with a remote coordinator).
+	Peers InterBroker
 }
 
 // Options configures a Server.

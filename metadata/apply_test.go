@@ -345,7 +345,7 @@ func genRecord(t *rapid.T, img *Image) Record {
 		}
 		return id, epoch.Draw(t, "e")
 	}
-	kind := rapid.IntRange(0, 21).Draw(t, "kind")
+	kind := rapid.IntRange(0, 23).Draw(t, "kind")
 	if kind > 18 {
 		kind = 9 // PartitionChange is the record that matters most
 	}
@@ -442,6 +442,24 @@ func genRecord(t *rapid.T, img *Image) Record {
 		return &UserScramCredential{Name: name, Mechanism: mech, Salt: []byte(str.Draw(t, "salt")),
 			StoredKey: make([]byte, size), ServerKey: bytes.Repeat([]byte{byte(rapid.IntRange(0, 2).Draw(t, "key"))}, size),
 			Iterations: rapid.Int32Range(0, 5000).Draw(t, "iter")}
+	case 22:
+		tx := &Transaction{TransactionalID: rapid.SampledFrom([]string{"", "t1", "t2"}).Draw(t, "txid"), ProducerID: rapid.Int64Range(-1, 2).Draw(t, "tpid"),
+			PrevProducerID: rapid.Int64Range(-1, 2).Draw(t, "tprev"), ProducerEpoch: rapid.Int16Range(-1, 3).Draw(t, "tepoch"),
+			TimeoutMs: rapid.Int32Range(0, 2).Draw(t, "ttimeout"), State: TxnState(rapid.Int8Range(0, 8).Draw(t, "tstate")),
+			LastUpdateMs: rapid.Int64Range(0, 5).Draw(t, "tupdate"), CoordinatorEpoch: rapid.Int32Range(0, 2).Draw(t, "tce")}
+		for _, p := range []int32{0, 1} {
+			if rapid.Bool().Draw(t, "tpart") {
+				tx.Partitions = append(tx.Partitions, TopicPartition{rapid.SampledFrom(topicNames).Draw(t, "ttopic"), p})
+			}
+		}
+		if len(tx.Partitions) == 2 && tx.Partitions[0].Topic > tx.Partitions[1].Topic && rapid.Bool().Draw(t, "tsort") {
+			tx.Partitions[0], tx.Partitions[1] = tx.Partitions[1], tx.Partitions[0]
+		}
+		return tx
+	case 23:
+		return &TxnOffsetCommit{TransactionalID: rapid.SampledFrom([]string{"", "t1", "t2"}).Draw(t, "otxid"), ProducerID: rapid.Int64Range(0, 2).Draw(t, "opid"),
+			ProducerEpoch: rapid.Int16Range(0, 3).Draw(t, "oepoch"), Group: str.Draw(t, "ogroup"),
+			Offsets: []OffsetCommit{{Topic: rapid.SampledFrom(topicNames).Draw(t, "oot"), Partition: rapid.Int32Range(-1, 1).Draw(t, "oop"), Offset: rapid.Int64Range(0, 9).Draw(t, "ooff"), LeaderEpoch: -1}}}
 	case 15:
 		return &GroupGeneration{Group: str.Draw(t, "group"), Generation: rapid.Int32Range(-1, 4).Draw(t, "gen"), Protocol: str.Draw(t, "proto"),
 			Members: []GroupMember{{MemberID: str.Draw(t, "member")}}}

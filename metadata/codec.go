@@ -244,6 +244,38 @@ func encodeBody(w *writer, rec Record) error {
 		w.str(r.Key)
 		w.i64(int64(math.Float64bits(r.Value)))
 		w.bool(r.Remove)
+	case *Transaction:
+		w.str(r.TransactionalID)
+		w.i64(r.ProducerID)
+		w.i64(r.PrevProducerID)
+		w.i16(r.ProducerEpoch)
+		w.i16(r.LastProducerEpoch)
+		w.i32(r.TimeoutMs)
+		w.i8(int8(r.State))
+		w.count(len(r.Partitions), r.Partitions == nil)
+		for _, tp := range r.Partitions {
+			w.str(tp.Topic)
+			w.i32(tp.Partition)
+		}
+		w.i64(r.TxnStartMs)
+		w.i64(r.LastUpdateMs)
+		w.i32(r.CoordinatorEpoch)
+		w.i8(r.TxnVersion)
+		w.i64(r.NextProducerID)
+	case *TxnOffsetCommit:
+		w.str(r.TransactionalID)
+		w.i64(r.ProducerID)
+		w.i16(r.ProducerEpoch)
+		w.str(r.Group)
+		w.count(len(r.Offsets), r.Offsets == nil)
+		for _, o := range r.Offsets {
+			w.str(o.Topic)
+			w.i32(o.Partition)
+			w.i64(o.Offset)
+			w.i32(o.LeaderEpoch)
+			w.str(o.Metadata)
+			w.i64(o.CommitTimeMs)
+		}
 	default:
 		return fmt.Errorf("unsupported record implementation %T", rec)
 	}
@@ -356,6 +388,26 @@ func decodeBody(r *reader, typ RecordType, ver int16) (Record, error) {
 		x.Key = r.str()
 		x.Value = math.Float64frombits(uint64(r.i64()))
 		x.Remove = r.bool()
+		rec = x
+	case TypeTransaction:
+		x := &Transaction{TransactionalID: r.str(), ProducerID: r.i64(), PrevProducerID: r.i64(),
+			ProducerEpoch: r.i16(), LastProducerEpoch: r.i16(), TimeoutMs: r.i32(), State: TxnState(r.i8())}
+		if n, ok := r.count(5); ok {
+			x.Partitions = make([]TopicPartition, n)
+			for i := range x.Partitions {
+				x.Partitions[i] = TopicPartition{Topic: r.str(), Partition: r.i32()}
+			}
+		}
+		x.TxnStartMs, x.LastUpdateMs, x.CoordinatorEpoch, x.TxnVersion, x.NextProducerID = r.i64(), r.i64(), r.i32(), r.i8(), r.i64()
+		rec = x
+	case TypeTxnOffsetCommit:
+		x := &TxnOffsetCommit{TransactionalID: r.str(), ProducerID: r.i64(), ProducerEpoch: r.i16(), Group: r.str()}
+		if n, ok := r.count(26); ok {
+			x.Offsets = make([]OffsetCommit, n)
+			for i := range x.Offsets {
+				x.Offsets[i] = OffsetCommit{Topic: r.str(), Partition: r.i32(), Offset: r.i64(), LeaderEpoch: r.i32(), Metadata: r.str(), CommitTimeMs: r.i64()}
+			}
+		}
 		rec = x
 	default:
 		return nil, errors.New("unknown record type")

@@ -73,6 +73,14 @@ func sampleRecords() []Record {
 		&ClientQuota{Entity: QuotaEntity{{Type: "client-id", Default: true}, {Type: "user", Name: "alice"}}, Key: QuotaProducerByteRate, Value: 1048576},
 		&ClientQuota{Entity: QuotaEntity{}, Key: "k", Remove: true},
 		&ClientQuota{},
+		&Transaction{TransactionalID: "tx-1", ProducerID: 1 << 40, PrevProducerID: -1, ProducerEpoch: 32766, LastProducerEpoch: -1,
+			TimeoutMs: 60000, State: TxnOngoing, Partitions: []TopicPartition{{"a", 0}, {"b", 2147483647}},
+			TxnStartMs: 1700000000000, LastUpdateMs: 1700000000001, CoordinatorEpoch: 7, TxnVersion: 2, NextProducerID: -1},
+		&Transaction{TransactionalID: "ünï", Partitions: []TopicPartition{}, State: TxnPrepareEpochFence},
+		&Transaction{},
+		&TxnOffsetCommit{TransactionalID: "tx-1", ProducerID: 3, ProducerEpoch: 4, Group: "g",
+			Offsets: []OffsetCommit{{Topic: "a", Partition: 1, Offset: 9, LeaderEpoch: -1, Metadata: "m"}}},
+		&TxnOffsetCommit{Offsets: []OffsetCommit{}},
 	}
 }
 

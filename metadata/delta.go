@@ -41,6 +41,9 @@ type Delta struct {
 	ACLsChanged bool
 	// QuotasChanged: a client quota was set or removed.
 	QuotasChanged bool
+	// TxnsChanged lists the transactional ids whose state or pending
+	// offsets changed (Dead ones included: they are gone).
+	TxnsChanged []string
 
 	// Skipped lists the records Apply did not apply, with why.
 	Skipped []SkippedRecord
@@ -89,7 +92,8 @@ func (d *Delta) Empty() bool {
 		len(d.BrokersRegistered) == 0 && len(d.BrokersUnregistered) == 0 && len(d.BrokersFenced) == 0 &&
 		len(d.BrokersUnfenced) == 0 && len(d.BrokersShuttingDown) == 0 && len(d.BrokersChanged) == 0 && len(d.ConfigsChanged) == 0 &&
 		len(d.OffsetsCommitted) == 0 && len(d.GroupsChanged) == 0 && !d.ClusterIDChanged &&
-		!d.FeaturesChanged && !d.ProducerIDsChanged && !d.ScramChanged && !d.ACLsChanged && !d.QuotasChanged
+		!d.FeaturesChanged && !d.ProducerIDsChanged && !d.ScramChanged && !d.ACLsChanged && !d.QuotasChanged &&
+		len(d.TxnsChanged) == 0
 }
 
 // Apply replays a batch of records onto the image and returns the new image
@@ -128,6 +132,7 @@ type applier struct {
 	scram   scramApplier
 	acls    aclApplier
 	quotas  quotaApplier
+	txns    txnApplier
 }
 
 func newApplier(old *Image) *applier {
@@ -142,6 +147,7 @@ func newApplier(old *Image) *applier {
 	b.scram = scramApplier{img: &b.img}
 	b.acls = aclApplier{img: &b.img}
 	b.quotas = quotaApplier{img: &b.img}
+	b.txns = newTxnApplier(&b.img, &b.groups)
 	return b
 }
 
@@ -202,6 +208,10 @@ func (b *applier) replay(rec Record) error {
 		return b.acls.remove(r)
 	case *ClientQuota:
 		return b.quotas.apply(r)
+	case *Transaction:
+		return b.txns.transaction(r)
+	case *TxnOffsetCommit:
+		return b.txns.offsetCommit(r)
 	case nil:
 		return invalid("nil record")
 	}
@@ -214,6 +224,7 @@ func (b *applier) finish() (*Image, *Delta) {
 	// The sharded maps first: the diffs (topic configs among them) read
 	// the sealed image.
 	b.topics.seal()
+	b.txns.seal()
 	b.groups.seal()
 	next, d := &b.img, &b.delta
 	b.topics.diff(b.old, next, d)
@@ -224,5 +235,6 @@ func (b *applier) finish() (*Image, *Delta) {
 	b.acls.seal()
 	d.ACLsChanged = b.acls.changed
 	d.QuotasChanged = b.quotas.changed
+	b.txns.diff(b.old, next, d)
 	return next, d
 }

@@ -19,6 +19,9 @@
 //	apply_topics.go   topics and partitions (create, add, change, remove)
 //	apply_configs.go  cluster, broker and topic configs
 //	apply_groups.go   committed offsets, group generations, deletions
+//	apply_txns.go     transaction state: TxnState, the transition rule
+//	                  (CheckTxnTransition, CheckTxnOffsetCommit), pending
+//	                  transactional offsets, their applier and records
 //	scram.go          SCRAM credentials: records, their applier, the key
 //	                  derivation of RFC 5802 (NewScramCredential)
 //	acl.go            ACL bindings (Kafka's resource, pattern, operation and
@@ -49,7 +52,8 @@
 // The controller decides with the pure functions here against the current
 // Image (CheckNewTopicName, ValidateTopicConfigs, ValidateBrokerConfig,
 // PlaceReplicas, NewPartitions, BuildPartitionChange, ValidateAlterPartition,
-// PreferredLeaderElections, CheckOffsetCommit), commits the resulting
+// PreferredLeaderElections, CheckOffsetCommit, CheckTxnTransition,
+// CheckTxnOffsetCommit), commits the resulting
 // records through Raft, and every node replays the committed batch with
 // Image.Apply. Apply re-checks what a record needs to be meaningful (with
 // the same functions where a decision checks the same rule) and skips (and

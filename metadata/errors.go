@@ -56,6 +56,16 @@ var (
 	ErrUnacceptableCredential = errors.New("metadata: unacceptable credential")
 	// ErrUnsupportedSaslMechanism: UNSUPPORTED_SASL_MECHANISM.
 	ErrUnsupportedSaslMechanism = errors.New("metadata: unsupported SASL mechanism")
+	// ErrInvalidTxnState: INVALID_TXN_STATE (a transaction state change
+	// Kafka's TransactionState does not allow, or a pending offset for a
+	// transaction that is not open).
+	ErrInvalidTxnState = errors.New("metadata: invalid transaction state transition")
+	// ErrProducerFenced: PRODUCER_FENCED (a transaction write for an older
+	// producer id or epoch than the recorded one).
+	ErrProducerFenced = errors.New("metadata: producer fenced")
+	// ErrTxnCoordinatorFenced: NOT_COORDINATOR (a transaction write from a
+	// coordinator whose slot epoch is older than the last writer's).
+	ErrTxnCoordinatorFenced = errors.New("metadata: transaction coordinator fenced")
 	// ErrInvalidRecord marks a record that Apply skipped because its content is
 	// inconsistent (a leader outside the replicas, partitions not dense, ...).
 	ErrInvalidRecord = errors.New("metadata: invalid record")

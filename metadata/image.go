@@ -29,6 +29,7 @@ type Image struct {
 	acls           map[[16]byte]ACLBinding // by id
 	aclIndex       *aclIndex               // acls as the authorizer reads them; nil when none
 	quotas         map[string]*quotaImage  // client quotas by canonical entity
+	txns           shardMap[string, *txnImage]
 }
 
 // BrokerRegistration is a registered broker.
@@ -241,7 +242,8 @@ func (img *Image) Equal(o *Image) bool {
 	}
 	return shardEqual(&img.topics, &o.topics, func(a, b *TopicImage) bool { return a.equal(b) }) &&
 		shardEqual(&img.topicNames, &o.topicNames, func(a, b [16]byte) bool { return a == b }) &&
-		shardEqual(&img.groups, &o.groups, func(a, b *groupImage) bool { return a.equal(b) })
+		shardEqual(&img.groups, &o.groups, func(a, b *groupImage) bool { return a.equal(b) }) &&
+		shardEqual(&img.txns, &o.txns, func(a, b *txnImage) bool { return a.equal(b) })
 }
 
 func shardEqual[K comparable, V any](a, b *shardMap[K, V], eq func(V, V) bool) bool {

@@ -13,7 +13,7 @@ import (
 // persist an image this way, so log replay, snapshot restore and follower
 // catch-up share one replay path. The order is deterministic (cluster id,
 // features, brokers, cluster then broker configs, topics by name, groups by
-// name, producer ids, SCRAM credentials, ACLs, client quotas), so equal images give equal records and equal bytes.
+// name, producer ids, SCRAM credentials, ACLs, client quotas, transactions by id), so equal images give equal records and equal bytes.
 func (img *Image) Records() []Record {
 	recs := make([]Record, 0, 8+len(img.brokers)+img.topics.len()+2*img.groups.len())
 	if img.clusterID != "" {
@@ -74,5 +74,6 @@ func (img *Image) Records() []Record {
 	recs = append(recs, img.scramRecords()...)
 	recs = append(recs, img.aclRecords()...)
 	recs = append(recs, img.quotaRecords()...)
+	recs = append(recs, img.txnRecords()...)
 	return recs
 }

@@ -28,6 +28,10 @@ const (
 	TypeUserScramCredential       RecordType = 18
 	TypeRemoveUserScramCredential RecordType = 19
 
+	// Transaction state (20-29 are the transaction coordinator's).
+	TypeTransaction     RecordType = 20
+	TypeTxnOffsetCommit RecordType = 21
+
 	// 30-39: authorization and quotas.
 	TypeAccessControlEntry       RecordType = 30
 	TypeRemoveAccessControlEntry RecordType = 31
@@ -80,6 +84,10 @@ func (t RecordType) String() string {
 		return "RemoveAccessControlEntry"
 	case TypeClientQuota:
 		return "ClientQuota"
+	case TypeTransaction:
+		return "Transaction"
+	case TypeTxnOffsetCommit:
+		return "TxnOffsetCommit"
 	}
 	return "RecordType(unknown)"
 }
@@ -114,6 +122,15 @@ type FeatureLevel struct {
 	Level int16
 }
 
+// TransactionVersionFeature is Kafka's transaction.version; level 2 is
+// KIP-890's transactions (the epoch bumped at every EndTxn, partitions
+// added by their leaders), which the active controller finalizes
+// (TransactionVersionLevel) and clients choose by.
+const (
+	TransactionVersionFeature       = "transaction.version"
+	TransactionVersionLevel   int16 = 2
+)
+
 // MetadataVersionFeature is the feature whose level Image.FeatureLevel returns.
 const MetadataVersionFeature = "metadata.version"
 
@@ -121,11 +138,12 @@ const MetadataVersionFeature = "metadata.version"
 // 4.1's latest, 4.1-IV1 (27), whose protocol maxima (Fetch v18 among them)
 // are the ones the broker advertises. The active controller finalizes it
 // when the image holds a lower level (raftfsm), so clients read it from
-// ApiVersions' FinalizedFeatures as they do from Kafka. The other features
-// Kafka 4.1 finalizes (transaction.version, group.version, share.version,
-// eligible.leader.replicas.version, kraft.version) stay at 0, which is
-// absent: raftka serves neither transactions v2, KIP-848 or share groups,
-// ELR, nor a dynamic quorum, and clients choose protocols by these levels.
+// ApiVersions' FinalizedFeatures as they do from Kafka. transaction.version
+// is finalized too (TransactionVersionLevel). The other features Kafka 4.1
+// finalizes (group.version, share.version, eligible.leader.replicas.version,
+// kraft.version) stay at 0, which is absent: raftka serves neither KIP-848
+// or share groups, ELR, nor a dynamic quorum, and clients choose protocols
+// by these levels.
 const MetadataVersionLevel int16 = 27
 
 // Endpoint is one listener a broker advertises.
@@ -346,6 +364,8 @@ func (*ProducerIds) Type() RecordType      { return TypeProducerIds }
 
 func (*UserScramCredential) Type() RecordType       { return TypeUserScramCredential }
 func (*RemoveUserScramCredential) Type() RecordType { return TypeRemoveUserScramCredential }
+func (*Transaction) Type() RecordType               { return TypeTransaction }
+func (*TxnOffsetCommit) Type() RecordType           { return TypeTxnOffsetCommit }
 
 func (*AccessControlEntry) Type() RecordType       { return TypeAccessControlEntry }
 func (*RemoveAccessControlEntry) Type() RecordType { return TypeRemoveAccessControlEntry }
@@ -375,3 +395,5 @@ func (*RemoveUserScramCredential) Version() int16 { return 0 }
 
 func (*AccessControlEntry) Version() int16       { return 0 }
 func (*RemoveAccessControlEntry) Version() int16 { return 0 }
+func (*Transaction) Version() int16              { return 0 }
+func (*TxnOffsetCommit) Version() int16          { return 0 }

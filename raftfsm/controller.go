@@ -156,6 +156,18 @@ func (c *controller) run() {
 		}
 		log.Info().Int16("metadata_version", metadata.MetadataVersionLevel).Msg("finalized metadata.version")
 	}
+	// transaction.version 2 (KIP-890), which the transaction coordinators
+	// serve; as for metadata.version, a higher level is left alone.
+	if img, _ = c.n.pub.Current(); func() bool {
+		l, _ := img.Feature(metadata.TransactionVersionFeature)
+		return l < metadata.TransactionVersionLevel
+	}() {
+		if err := c.commit([]metadata.Record{&metadata.FeatureLevel{Name: metadata.TransactionVersionFeature, Level: metadata.TransactionVersionLevel}}); err != nil {
+			log.Warn().Err(err).Msg("writing transaction.version")
+			return
+		}
+		log.Info().Int16("transaction_version", metadata.TransactionVersionLevel).Msg("finalized transaction.version")
+	}
 	tick := time.NewTicker(c.tickEvery())
 	defer tick.Stop()
 	// The preferred-leader check runs only with auto.leader.rebalance.enable;

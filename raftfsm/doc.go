@@ -29,6 +29,7 @@
 //	controller_quotas.go      AlterClientQuotas (ClientQuotaControlManager's rules)
 //	controller_groups.go      offsets, generations, group and offset deletes,
 //	                          offset expiry (offsets.retention.minutes)
+//	controller_txns.go        transaction state writes (WriteTxn)
 //	rpc_server.go  Kafka-framed controller RPCs, forwarding to the leader
 //	rpc_client.go  ControllerClient (retries, read-your-writes)
 //	frame.go       frame and header codec, the index tag
@@ -54,7 +55,8 @@
 // UnregisterBroker, CreateTopics, DeleteTopics, CreatePartitions,
 // AlterConfigs, IncrementalAlterConfigs, AlterPartition, AllocateProducerIDs,
 // ElectLeaders, DescribeQuorum, AlterUserScramCredentials, CreateAcls,
-// DeleteAcls (controller_acls.go), AlterClientQuotas, AddRaftVoter with
+// DeleteAcls (controller_acls.go), AlterClientQuotas, Envelope (transaction
+// state, below), AddRaftVoter with
 // NonvoterTag (a broker-only node joining as a Raft non-voter), and the
 // group coordinators' writes below.
 //
@@ -114,6 +116,24 @@
 // ILLEGAL_GENERATION for a generation not above the recorded one,
 // UNKNOWN_TOPIC_OR_PARTITION for an offset replay could not store
 // (metadata.CheckOffsetCommit, the rule replay applies too).
+//
+// # Transaction state on the wire
+//
+// Kafka keeps transaction state in __transaction_state; raftka keeps it in
+// the image. A transaction coordinator (broker/txn) sends each write as
+// Envelope v0 (Kafka's wrapper for requests a broker sends the controller
+// on another's behalf) whose RequestData is one metadata record batch
+// (metadata.EncodeRecords) of exactly one record:
+//
+//	Transaction       the id's whole new state; checked with
+//	                  metadata.CheckTxnTransition against the image
+//	TxnOffsetCommit   a group's offsets pending in an open transaction;
+//	                  checked with metadata.CheckTxnOffsetCommit
+//
+// The answer's ErrorCode is 0, INVALID_REQUEST (not one such record),
+// INVALID_TXN_STATE, PRODUCER_FENCED, or NOT_COORDINATOR (a coordinator
+// epoch below the recorded one). Writes queue on the controller loop like
+// offset commits, so concurrent transactions share Raft entries.
 //
 // A request that lands on a follower is forwarded once to the Raft leader
 // (with client id "raftka-controller-forward"); a forwarded request that

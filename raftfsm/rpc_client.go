@@ -92,6 +92,11 @@ func clientVersion(req kmsg.Request) int16 {
 // (a CreateTopics that committed before a lost answer comes back
 // TOPIC_ALREADY_EXISTS).
 func (c *ControllerClient) Request(ctx context.Context, req kmsg.Request) (kmsg.Response, uint64, error) {
+	return c.request(ctx, req, true)
+}
+
+// request is Request; wait false skips the wait for the local image.
+func (c *ControllerClient) request(ctx context.Context, req kmsg.Request, wait bool) (kmsg.Response, uint64, error) {
 	if _, ok := ctx.Deadline(); !ok {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, c.cfg.DefaultTimeout)
@@ -109,7 +114,7 @@ func (c *ControllerClient) Request(ctx context.Context, req kmsg.Request) (kmsg.
 			if tags := respTags(resp); tags != nil {
 				index = indexFromTags(tags)
 			}
-			if index > 0 && c.cfg.Waiter != nil {
+			if wait && index > 0 && c.cfg.Waiter != nil {
 				if werr := c.cfg.Waiter.WaitForIndex(ctx, index); werr != nil {
 					return resp, index, fmt.Errorf("raftfsm: waiting for commit index %d locally: %w", index, werr)
 				}
@@ -212,6 +217,8 @@ func hasCode(resp kmsg.Response, code int16) bool {
 			}
 		}
 	case *kmsg.SyncGroupResponse:
+		return r.ErrorCode == code
+	case *kmsg.EnvelopeResponse:
 		return r.ErrorCode == code
 	case *kmsg.AlterUserSCRAMCredentialsResponse:
 		for _, u := range r.Results {

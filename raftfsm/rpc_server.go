@@ -130,6 +130,8 @@ func (n *Node) decideFor(req kmsg.Request) decideFunc {
 		return decideDeleteAcls(r)
 	case *kmsg.AlterClientQuotasRequest:
 		return decideAlterClientQuotas(r)
+	case *kmsg.EnvelopeRequest:
+		return decideTxnWrite(r)
 	case *kmsg.AddRaftVoterRequest, *kmsg.DescribeQuorumRequest:
 		// Answered outside the loop (a Raft configuration change, a read of
 		// Raft state); the non-nil func only marks them as served.
@@ -217,6 +219,8 @@ func respTags(resp kmsg.Response) *kmsg.Tags {
 		return &r.UnknownTags
 	case *kmsg.AlterClientQuotasResponse:
 		return &r.UnknownTags
+	case *kmsg.EnvelopeResponse:
+		return &r.UnknownTags
 	}
 	return nil
 }
@@ -289,6 +293,8 @@ func errorResponse(req kmsg.Request, code int16) kmsg.Response {
 		resp = offsetCommitAnswer(r, code)
 	case *kmsg.SyncGroupRequest:
 		resp.(*kmsg.SyncGroupResponse).ErrorCode = code
+	case *kmsg.EnvelopeRequest:
+		resp.(*kmsg.EnvelopeResponse).ErrorCode = code
 	case *kmsg.DeleteGroupsRequest:
 		x := resp.(*kmsg.DeleteGroupsResponse)
 		for _, g := range r.Groups {

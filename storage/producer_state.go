@@ -500,6 +500,18 @@ func (l *Log) Producers() []ProducerState {
 	return l.producers.snapshot(l.nextOffset).Producers
 }
 
+// InTransaction reports whether the producer has an open transaction in
+// this partition at epoch: the leader then needs no verification of its
+// next transactional batch with the coordinator (KIP-890), as Kafka skips
+// it for a producer whose currentTxnFirstOffset is set. Safe to call from
+// any goroutine.
+func (l *Log) InTransaction(producerID int64, epoch int16) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	e := l.producers[producerID]
+	return e != nil && e.epoch == epoch && e.txnFirstOffset >= 0
+}
+
 // ExpireProducers drops producers whose last batch is
 // producer.id.expiration.ms or more older than now and that have no open
 // transaction; it returns how many went. The Manager's Tick calls it every

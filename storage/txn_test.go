@@ -585,3 +585,27 @@ func TestCopyTxnIndexThroughASwap(t *testing.T) {
 	}
 	ns.close()
 }
+
+// InTransaction: open from the producer's first transactional batch to its
+// marker, at that epoch only; a plain producer or an unknown one never is.
+func TestInTransaction(t *testing.T) {
+	clk := newClock()
+	l, _ := openTestLog(t, partDir(t), DefaultConfig(), LogOptions{Now: clk.now})
+	defer l.Close()
+	ts := clk.now().UnixMilli()
+	if l.InTransaction(10, 0) {
+		t.Fatal("an unknown producer is in a transaction")
+	}
+	appendOK(t, l, txnBatch(10, 0, 0, 2, ts))
+	if !l.InTransaction(10, 0) || l.InTransaction(10, 1) || l.InTransaction(11, 0) {
+		t.Fatal("after a transactional batch: wrong answer")
+	}
+	appendMarkerOK(t, l, marker(10, 0, 0, true))
+	if l.InTransaction(10, 0) {
+		t.Fatal("still in a transaction after its marker")
+	}
+	appendOK(t, l, txnBatch(10, 0, 2, 1, ts))
+	if !l.InTransaction(10, 0) {
+		t.Fatal("the next transaction is not open")
+	}
+}

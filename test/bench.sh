@@ -26,6 +26,13 @@
 # (Measured directly on one idle node: a scrape of its ~800 series costs
 # about 4 ms of broker CPU, the console overview about 1 ms.)
 #
+# Transactions (three nodes only): rows txn10 and txn1000, `raftka bench
+# produce --transaction-records 10 / 1000` of 1 KiB records (one
+# transactional producer, each transaction committed before the next), beside
+# the plain 1 KiB acks=all row; transactions/s and the EndTxn p50/p99 are
+# printed under the table, and the topic is read back read_committed (the
+# row's cons MB/s) and read_uncommitted, to compare the two.
+#
 # Failover (three nodes only): `raftka bench produce` of 1 KiB records at a
 # fixed rate (20,000 records/s, 20 MB/s) for a bounded time; a few seconds
 # in, the script SIGKILLs the node leading partition 0 (raftka local
@@ -53,8 +60,8 @@
 # BENCH_REPEAT (3), BENCH_MIN_FREE_GB (30: no produce run starts with less
 # free disk under the work dir; each topic is deleted once read back),
 # BENCH_E2E_RECORDS (10000), BENCH_PORT (19100, first of the ports used),
-# BENCH_TARGETS ("one three kfake"), BENCH_ROWS ("100 scraped 1024 lz4 zstd":
-# the produce rows), BENCH_BROKER_BIN (bin/raftka: the binary the brokers run;
+# BENCH_TARGETS ("one three kfake"), BENCH_ROWS ("100 scraped 1024 lz4 zstd txn10
+# txn1000": the produce rows), BENCH_BROKER_BIN (bin/raftka: the binary the brokers run;
 # the bench client is always bin/raftka), BENCH_FAILOVER_DURATION (20s),
 # BENCH_FAILOVER_RATE (20000 records/s of 1 KiB), BENCH_FAILOVER_KILL_AFTER
 # (5, seconds after the produce starts); BENCH_FAILOVER_DURATION=0 skips the
@@ -77,7 +84,7 @@ DURATION=${BENCH_DURATION:-10s}
 E2E_RECORDS=${BENCH_E2E_RECORDS:-10000}
 PORT=${BENCH_PORT:-19100}
 TARGETS=${BENCH_TARGETS:-one three kfake}
-ROWS=${BENCH_ROWS:-100 scraped 1024 lz4 zstd}
+ROWS=${BENCH_ROWS:-100 scraped 1024 lz4 zstd txn10 txn1000}
 BROKER_BIN=${BENCH_BROKER_BIN:-$BIN}
 FAILOVER_DURATION=${BENCH_FAILOVER_DURATION:-20s}
 FAILOVER_RATE=${BENCH_FAILOVER_RATE:-20000}
@@ -280,8 +287,12 @@ bench_target() {
 			[ "$name" = three ] || continue
 			size=1024 extra=(--compression "$row" --payload events)
 			;;
+		txn10 | txn1000)
+			[ "$name" = three ] || continue
+			size=1024 extra=(--transaction-records "${row#txn}" --transactional-id "bench-$row")
+			;;
 		*)
-			echo "bench.sh: unknown row $row in BENCH_ROWS (want 100, scraped, 1024, lz4, zstd)" >&2
+			echo "bench.sh: unknown row $row in BENCH_ROWS (want 100, scraped, 1024, lz4, zstd, txn10, txn1000)" >&2
 			continue
 			;;
 		esac
@@ -336,8 +347,18 @@ bench_target() {
 		for k in "${!topics[@]}"; do
 			[ "$k" = "$mid" ] || drop_topic "$name" "${topics[$k]}"
 		done
-		out=$(run_bench "$name" "bench consume ($row B)" consume --topic "${topics[$mid]}" --records "$n" --duration "$DURATION")
-		R[$name|$row|cons]=$(jget "$out" mb_per_sec)
+		if [[ $row == txn* ]]; then
+			R[$name|$row|txps]=$(jget "$out" transactions_per_sec)
+			R[$name|$row|endp50]=$(jget "$out" end_txn_p50_ms)
+			R[$name|$row|endp99]=$(jget "$out" end_txn_p99_ms)
+			out=$(run_bench "$name" "bench consume ($row read_committed)" consume --topic "${topics[$mid]}" --records "$n" --duration "$DURATION" --isolation-level read_committed)
+			R[$name|$row|cons]=$(jget "$out" mb_per_sec)
+			out=$(run_bench "$name" "bench consume ($row read_uncommitted)" consume --topic "${topics[$mid]}" --records "$n" --duration "$DURATION")
+			R[$name|$row|consru]=$(jget "$out" mb_per_sec)
+		else
+			out=$(run_bench "$name" "bench consume ($row B)" consume --topic "${topics[$mid]}" --records "$n" --duration "$DURATION")
+			R[$name|$row|cons]=$(jget "$out" mb_per_sec)
+		fi
 		drop_topic "$name" "${topics[$mid]}"
 	done
 	R[$name|rss]=$(peak_rss_mb "${BROKERS[@]}")
@@ -452,7 +473,7 @@ for t in $TARGETS; do
 	rows=
 	for row in $ROWS; do
 		case $row in
-		lz4 | zstd | scraped) [ "$t" = three ] && rows="$rows $row" ;;
+		lz4 | zstd | scraped | txn10 | txn1000) [ "$t" = three ] && rows="$rows $row" ;;
 		*) rows="$rows $row" ;;
 		esac
 	done
@@ -493,6 +514,12 @@ for t in $TARGETS; do
 		fi
 	done
 done
+for row in txn10 txn1000; do
+	if [ -n "${R[three|$row|rps]:-}" ]; then
+		echo "$row: transactions of ${row#txn} records of 1 KiB, RF=3: $(fmt "${R[three|$row|txps]:-}" 1) transactions/s, EndTxn p50 $(fmt "${R[three|$row|endp50]:-}" 2) ms," \
+			"p99 $(fmt "${R[three|$row|endp99]:-}" 2) ms; consume read_committed $(fmt "${R[three|$row|cons]:-}" 1) MB/s, read_uncommitted $(fmt "${R[three|$row|consru]:-}" 1) MB/s"
+	fi
+done
 if [ -n "${R[three|fail|rps]:-}" ]; then
 	echo "fail: $FAILOVER_RATE records/s of 1 KiB for $FAILOVER_DURATION; node ${R[three|fail|node]:-?} (leader of partition 0) SIGKILLed at ${R[three|fail|at]:-?} s;" \
 		"longest ack gap $(fmt "${R[three|fail|gap]:-}" 0) ms overall, $(fmt "${R[three|fail|pgap]:-}" 0) ms within one partition; ${R[three|fail|errors]:-?} records failed."
@@ -523,6 +550,15 @@ if [[ " $ROWS " == *" scraped "* ]]; then
 		v=$(awk -v a="${R[three|scraped|mbps]}" -v b="${R[three|100|mbps]}" 'BEGIN {if (b > 0) print a / b}')
 	fi
 	verdict "RF=3 produce 100 B scraped every second >= 0.97x unscraped ($(ratio "${R[three|scraped|mbps]:-}" "${R[three|100|mbps]:-}"))" "$v" 'v >= 0.97'
+fi
+if [[ " $ROWS " == *" txn1000 "* ]]; then
+	verdict "RF=3 1,000-record transactions >= 0.8x non-transactional 1 KiB MB/s ($(ratio "${R[three|txn1000|mbps]:-}" "${R[three|1024|mbps]:-}"))" \
+		"$(awk -v a="${R[three|txn1000|mbps]:-}" -v b="${R[three|1024|mbps]:-}" 'BEGIN {if (a != "" && b > 0) print a / b}')" 'v >= 0.8'
+	verdict "RF=3 consume read_committed >= 0.9x read_uncommitted ($(ratio "${R[three|txn1000|cons]:-}" "${R[three|txn1000|consru]:-}"))" \
+		"$(awk -v a="${R[three|txn1000|cons]:-}" -v b="${R[three|txn1000|consru]:-}" 'BEGIN {if (a != "" && b > 0) print a / b}')" 'v >= 0.9'
+fi
+if [[ " $ROWS " == *" txn10 "* ]]; then
+	verdict "RF=3 10-record transactions >= 500 transactions/s ($(fmt "${R[three|txn10|txps]:-}" 1))" "${R[three|txn10|txps]:-}" 'v >= 500'
 fi
 verdict "RF=3 e2e p99 < 10 ms at 1000/s ($(fmt "${R[three|e2e|p99]:-}" 2) ms)" "${R[three|e2e|p99]:-}" 'v < 10'
 verdict "failover gap <= broker.session.timeout.ms + 2 s = $((SESSION_MS + 2000)) ms (overall $(fmt "${R[three|fail|gap]:-}" 0) ms, one partition $(fmt "${R[three|fail|pgap]:-}" 0) ms)" \

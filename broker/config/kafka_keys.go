@@ -34,9 +34,7 @@ var kafkaIgnored = toSet(
 	"offsets.topic.segment.bytes", "offsets.topic.compression.codec", "offsets.load.buffer.size",
 	"offsets.commit.timeout.ms", "offsets.commit.required.acks",
 	"transaction.state.log.segment.bytes", "transaction.state.log.load.buffer.size",
-	"transaction.abort.timed.out.transaction.cleanup.interval.ms",
-	"transaction.remove.expired.transaction.cleanup.interval.ms",
-	"transaction.partition.verification.enable", "producer.id.expiration.check.interval.ms",
+	"producer.id.expiration.check.interval.ms",
 	"transaction.two.phase.commit.enable",
 
 	// KRaft internals hashicorp/raft replaces.

@@ -79,6 +79,9 @@ type Config struct {
 	TransactionStateLogNumPartitions     int32
 	TransactionMaxTimeout                time.Duration
 	TransactionalIDExpiration            time.Duration
+	TransactionAbortTimedOutInterval     time.Duration
+	TransactionRemoveExpiredInterval     time.Duration
+	TransactionPartitionVerification     bool
 	ProducerIDExpiration                 time.Duration
 
 	// LogRetentionMs is -1 for no time limit (any negative setting).

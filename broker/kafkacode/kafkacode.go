@@ -60,6 +60,12 @@ var kinds = []kind{
 	{metadata.ErrLeaderNotAvailable, kerr.EligibleLeadersNotAvailable},
 	{metadata.ErrUnacceptableCredential, kerr.UnacceptableCredential},
 	{metadata.ErrUnsupportedSaslMechanism, kerr.UnsupportedSaslMechanism},
+	// metadata: the rules of transaction state writes.
+	{metadata.ErrInvalidTxnState, kerr.InvalidTxnState},
+	{metadata.ErrProducerFenced, kerr.ProducerFenced},
+	// A coordinator that lost its slot: Kafka's log append fails then
+	// with NOT_COORDINATOR, and the client finds the new one.
+	{metadata.ErrTxnCoordinatorFenced, kerr.NotCoordinator},
 }
 
 // lookup is the code of err's kind, if the table or the protocol names it.

@@ -82,6 +82,9 @@ func TestMapping(t *testing.T) {
 		{metadata.ErrElectionNotNeeded, kerr.ElectionNotNeeded},
 		{metadata.ErrPreferredLeaderNotAvailable, kerr.PreferredLeaderNotAvailable},
 		{metadata.ErrLeaderNotAvailable, kerr.EligibleLeadersNotAvailable},
+		{metadata.ErrInvalidTxnState, kerr.InvalidTxnState},
+		{metadata.ErrProducerFenced, kerr.ProducerFenced},
+		{metadata.ErrTxnCoordinatorFenced, kerr.NotCoordinator},
 		{metadata.ErrUnacceptableCredential, kerr.UnacceptableCredential},
 		{metadata.ErrUnsupportedSaslMechanism, kerr.UnsupportedSaslMechanism},
 	}

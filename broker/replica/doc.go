@@ -76,7 +76,7 @@
 //     reads stop at the LSO) the aborted transactions in the region.
 //     ServeFetch does the same from a kmsg request without sessions,
 //     copying the bytes.
-//   - WriteTxnMarkers (not served yet): AppendMarker(marker, -1) per
+//   - WriteTxnMarkers: AppendMarker(marker, -1) per
 //     partition, then WaitAcks as for a produce.
 //   - OffsetForLeaderEpoch: Partition.OffsetForLeaderEpoch, or
 //     ServeOffsetForLeaderEpoch for a whole request.

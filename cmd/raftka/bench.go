@@ -63,13 +63,16 @@ func init() {
 				Flags: benchFlags(append(producerBenchFlags(),
 					&cli.Float64Flag{Name: "throughput", Value: -1, Usage: "records per second cap (-1: none)"},
 					&cli.StringFlag{Name: "payload", Value: "text", Usage: "text: every record carries one random-text value; " +
-						"events: records cycle through 4096 distinct JSON event values that compress about as application data does (for compressed runs)"})...),
+						"events: records cycle through 4096 distinct JSON event values that compress about as application data does (for compressed runs)"},
+					&cli.IntFlag{Name: "transaction-records", Usage: "produce in transactions of this many records, each committed before the next (0: no transactions; --throughput is ignored)"},
+					&cli.StringFlag{Name: "transactional-id", Value: "raftka-bench", Usage: "with --transaction-records: the producer's transactional.id"})...),
 				Action: benchProduce,
 			},
 			{
-				Name:   "consume",
-				Usage:  "read the topic from the beginning and report records/s and MB/s",
-				Flags:  benchFlags(&cli.DurationFlag{Name: "idle-timeout", Value: 10 * time.Second, Usage: "stop when no record arrived for this long"}),
+				Name:  "consume",
+				Usage: "read the topic from the beginning and report records/s and MB/s",
+				Flags: benchFlags(&cli.DurationFlag{Name: "idle-timeout", Value: 10 * time.Second, Usage: "stop when no record arrived for this long"},
+					&cli.StringFlag{Name: "isolation-level", Value: "read_uncommitted", Usage: "read_uncommitted or read_committed (stops at the last stable offset, skips aborted records)"}),
 				Action: benchConsume,
 			},
 			{
@@ -351,6 +354,12 @@ type benchResult struct {
 	// between two of them, overall and within one partition.
 	MaxAckGapMs          float64 `json:"max_ack_gap_ms,omitempty"`
 	MaxPartitionAckGapMs float64 `json:"max_partition_ack_gap_ms,omitempty"`
+	// Transactional produce only: committed transactions, their rate, and
+	// the EndTxn (commit) latency.
+	Transactions int64   `json:"transactions,omitempty"`
+	TxnPerSec    float64 `json:"transactions_per_sec,omitempty"`
+	EndTxnP50Ms  float64 `json:"end_txn_p50_ms,omitempty"`
+	EndTxnP99Ms  float64 `json:"end_txn_p99_ms,omitempty"`
 }
 
 func durationMs(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
@@ -474,6 +483,16 @@ func benchProduce(c *cli.Context) error {
 		return fmt.Errorf("bench produce: --payload %q: want text or events", c.String("payload"))
 	}
 	opts = append(opts, kgo.DefaultProduceTopic(plan.topic))
+	perTxn := c.Int("transaction-records")
+	if perTxn < 0 {
+		return fmt.Errorf("bench produce: --transaction-records %d: want 0 (no transactions) or more", perTxn)
+	}
+	if perTxn > 0 {
+		if c.String("acks") != "all" && c.String("acks") != "-1" {
+			return errors.New("bench produce: transactions need --acks all")
+		}
+		opts = append(opts, kgo.TransactionalID(c.String("transactional-id")))
+	}
 	cl, err := newClient(c, opts...)
 	if err != nil {
 		return err
@@ -482,6 +501,14 @@ func benchProduce(c *cli.Context) error {
 	ctx, stop := signalContext(c.Context)
 	defer stop()
 	if err := ensureTopic(ctx, cl, plan.topic, c.Int("partitions"), c.Int("replication-factor"), c.App.ErrWriter); err != nil {
+		return err
+	}
+	if perTxn > 0 {
+		res, err := runTxnProduce(ctx, cl, plan, values, perTxn)
+		if rerr := plan.report(res, fmt.Sprintf("%d records sent in %d transactions, %.1f records/sec (%.2f MB/sec), %.1f transactions/sec, EndTxn %.2f ms 50th, %.2f ms 99th.",
+			res.Records, res.Transactions, res.RecordsPerSec, res.MBPerSec, res.TxnPerSec, res.EndTxnP50Ms, res.EndTxnP99Ms)); err == nil {
+			err = rerr
+		}
 		return err
 	}
 	res, err := runProduce(ctx, cl, plan, values, c.Float64("throughput"))
@@ -538,6 +565,68 @@ func runProduce(ctx context.Context, cl *kgo.Client, plan benchPlan, values [][]
 	return res, nil
 }
 
+// runTxnProduce sends transactions of perTxn records, each committed
+// before the next begins (a transactional producer has one open at a
+// time), until plan.records or plan.deadline; the EndTxn latency is the
+// commit's, from the flush of its records to its answer.
+func runTxnProduce(ctx context.Context, cl *kgo.Client, plan benchPlan, values [][]byte, perTxn int) (benchResult, error) {
+	stats := newLatencyStats()
+	ends := newLatencyStats()
+	start := plan.start()
+	var txns int64
+	stopProgress := everySecond(func(window time.Duration) {
+		n, b, _, _ := stats.takeWindow()
+		s := window.Seconds()
+		fmt.Fprintf(plan.progress, "%d records sent, %.1f records/sec (%.2f MB/sec).\n", n, float64(n)/s, float64(b)/mib/s)
+	})
+	var sent int64
+	var runErr error
+	for sent < plan.records && ctx.Err() == nil && time.Now().Before(plan.deadline) {
+		if err := cl.BeginTransaction(); err != nil {
+			runErr = err
+			break
+		}
+		for range perTxn {
+			at := time.Now()
+			cl.Produce(ctx, &kgo.Record{Value: values[sent%int64(len(values))]}, func(r *kgo.Record, err error) {
+				stats.recordAck(time.Since(at), len(r.Value)+len(r.Key), r.Partition, err)
+			})
+			sent++
+		}
+		if err := cl.Flush(ctx); err != nil {
+			runErr = err
+			break
+		}
+		at := time.Now()
+		if err := cl.EndTransaction(ctx, kgo.TryCommit); err != nil {
+			runErr = err
+			break
+		}
+		ends.record(time.Since(at), 0, nil)
+		txns++
+	}
+	elapsed := time.Since(start)
+	stopProgress()
+	stats.mu.Lock()
+	defer stats.mu.Unlock()
+	res := benchResult{Mode: "produce", Topic: plan.topic, Records: stats.count, Errors: stats.errors, Bytes: stats.bytes, RecordSize: plan.recordSize, Transactions: txns}
+	res.rates(elapsed)
+	if res.Seconds > 0 {
+		res.TxnPerSec = float64(txns) / res.Seconds
+	}
+	res.LatAvgMs, res.LatP50Ms, res.LatP99Ms, res.LatP999Ms, res.LatMaxMs = percentiles(stats.hist)
+	ends.mu.Lock()
+	_, res.EndTxnP50Ms, res.EndTxnP99Ms, _, _ = percentiles(ends.hist)
+	ends.mu.Unlock()
+	switch {
+	case runErr != nil:
+		return res, fmt.Errorf("bench produce: transaction %d: %w", txns+1, runErr)
+	case stats.errors > 0:
+		return res, fmt.Errorf("bench produce: %d of %d records failed; first error: %w", stats.errors, sent, stats.firstErr)
+	}
+	return res, nil
+}
+
 func benchConsume(c *cli.Context) error {
 	plan, err := newBenchPlan(c)
 	if err != nil {
@@ -547,7 +636,16 @@ func benchConsume(c *cli.Context) error {
 	if idle <= 0 {
 		return errors.New("bench consume: --idle-timeout must be positive")
 	}
-	cl, err := newClient(c, kgo.ConsumeTopics(plan.topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxWait(500*time.Millisecond))
+	iso := kgo.ReadUncommitted()
+	switch c.String("isolation-level") {
+	case "read_uncommitted":
+	case "read_committed":
+		iso = kgo.ReadCommitted()
+	default:
+		return fmt.Errorf("bench consume: --isolation-level %q: want read_uncommitted or read_committed", c.String("isolation-level"))
+	}
+	cl, err := newClient(c, kgo.ConsumeTopics(plan.topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxWait(500*time.Millisecond),
+		kgo.FetchIsolationLevel(iso))
 	if err != nil {
 		return err
 	}

@@ -316,3 +316,34 @@ func TestBenchProduceTopicCreatedElsewhere(t *testing.T) {
 		t.Fatalf("JSON %q: %+v, %v", stdout, res, err)
 	}
 }
+
+// Transactional produce: transactions of --transaction-records records,
+// counted with their commit latency; read_committed consume reads them.
+func TestBenchTransactionalProduce(t *testing.T) {
+	bs := startKfake(t)
+	stdout, _, err := runCLI(t, "", "bench", "produce", "--bootstrap-server", bs, "--topic", "tx", "--records", "500", "--record-size", "100",
+		"--partitions", "3", "--transaction-records", "50", "--json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var res benchResult
+	if err := json.Unmarshal([]byte(stdout), &res); err != nil {
+		t.Fatalf("bench produce --json printed %q: %v", stdout, err)
+	}
+	if res.Records != 500 || res.Transactions != 10 || res.TxnPerSec <= 0 || res.EndTxnP50Ms <= 0 || res.EndTxnP99Ms < res.EndTxnP50Ms {
+		t.Fatalf("transactional produce JSON %+v", res)
+	}
+	out := mustRun(t, "", "bench", "consume", "--bootstrap-server", bs, "--topic", "tx", "--records", "500", "--isolation-level", "read_committed")
+	if !strings.HasPrefix(lastLine(out), "500 records consumed") {
+		t.Fatalf("read_committed consume: %q", lastLine(out))
+	}
+	for _, args := range [][]string{
+		{"bench", "produce", "--topic", "tx", "--records", "10", "--transaction-records", "-1"},
+		{"bench", "produce", "--topic", "tx", "--records", "10", "--transaction-records", "5", "--acks", "1"},
+		{"bench", "consume", "--topic", "tx", "--records", "10", "--isolation-level", "dirty"},
+	} {
+		if _, _, err := runCLI(t, "", append(args, "--bootstrap-server", bs)...); err == nil {
+			t.Errorf("%v succeeded", args)
+		}
+	}
+}

@@ -15,6 +15,7 @@ import (
 	"github.com/raftka/raftka/broker/config"
 	"github.com/raftka/raftka/broker/group"
 	"github.com/raftka/raftka/broker/replica"
+	"github.com/raftka/raftka/broker/txn"
 	"github.com/raftka/raftka/metadata"
 	"github.com/raftka/raftka/raftfsm"
 	"github.com/raftka/raftka/storage"
@@ -130,6 +131,35 @@ func runServer(ctx context.Context, cfg *config.Config, log zerolog.Logger, shut
 	}, node.Publisher(), node.Client())
 	defer groups.Close()
 
+	// The transaction coordinator's producer ids come from the broker's
+	// block (broker.Server.NextProducerID), and its markers go to the local
+	// replicas or over the inter-broker listener.
+	peers := &broker.InterBrokerClient{
+		Metadata: node, Listener: cfg.InterBrokerListenerName,
+		ClientID: fmt.Sprintf("raftka-txn-%d", cfg.NodeID),
+	}
+	if peers.Dial, err = broker.InterBrokerDialer(cfg, 10*time.Second); err != nil {
+		return err
+	}
+	defer peers.Close()
+	var srv *broker.Server
+	txns := txn.NewCoordinator(txn.Config{
+		NodeID:                      cfg.NodeID,
+		StateTopicPartitions:        cfg.TransactionStateLogNumPartitions,
+		StateTopicReplicationFactor: cfg.TransactionStateLogReplicationFactor,
+		StateTopicMinISR:            int16(cfg.TransactionStateLogMinISR),
+		OffsetsTopicPartitions:      cfg.OffsetsTopicNumPartitions,
+		Limits: txn.Limits{
+			MaxTimeoutMs:   int32(cfg.TransactionMaxTimeout.Milliseconds()),
+			IDExpirationMs: cfg.TransactionalIDExpiration.Milliseconds(),
+		},
+		AbortTimedOutInterval: cfg.TransactionAbortTimedOutInterval,
+		RemoveExpiredInterval: cfg.TransactionRemoveExpiredInterval,
+		ProducerIDs:           func(ctx context.Context) (int64, error) { return srv.NextProducerID(ctx) },
+		Logger:                log.With().Str("component", "transactions").Logger(),
+	}, node.Publisher(), txnController{node.Client()}, &broker.TxnMarkers{NodeID: cfg.NodeID, Replicas: replicas, Peers: peers})
+	defer txns.Close()
+
 	var listeners []broker.Listener
 	for _, l := range cfg.Listeners {
 		if cfg.IsControllerListener(l.Name) {
@@ -137,7 +167,7 @@ func runServer(ctx context.Context, cfg *config.Config, log zerolog.Logger, shut
 		}
 		listeners = append(listeners, broker.Listener{Name: l.Name, Addr: l.Addr(), Security: cfg.Security[l.Name]})
 	}
-	srv, err := broker.New(broker.Options{
+	srv, err = broker.New(broker.Options{
 		Logger:             log.With().Str("component", "broker").Logger(),
 		Listeners:          listeners,
 		MaxRequestBytes:    cfg.SocketRequestMaxBytes,
@@ -156,6 +186,8 @@ func runServer(ctx context.Context, cfg *config.Config, log zerolog.Logger, shut
 			Scram:      node.Client(),
 			ACLs:       node.Client(),
 			Quotas:     node.Client(),
+			Txns:       txns,
+			Peers:      peers,
 		},
 		Partitions: broker.PartitionOptions{
 			LogDirs:                 cfg.LogDirs,
@@ -254,6 +286,15 @@ func runServer(ctx context.Context, cfg *config.Config, log zerolog.Logger, shut
 		cancel()
 	}
 	return nil
+}
+
+// txnController is the controller as the transaction coordinator uses it:
+// its state writes return once committed, without waiting for this node's
+// image (the coordinator keeps what it wrote until the image has it).
+type txnController struct{ *raftfsm.ControllerClient }
+
+func (t txnController) WriteTxn(ctx context.Context, rec metadata.Record) (uint64, error) {
+	return t.WriteTxnNoWait(ctx, rec)
 }
 
 // startReplicas starts the partition layer and feeds it every published

@@ -811,7 +811,7 @@ func TestConformance(t *testing.T) {
 		ranges[k.ApiKey] = [2]int16{k.MinVersion, k.MaxVersion}
 	}
 
-	all := slices.Concat(rows, groupRows(), adminRows(), edgeRows(), securityRows(), aclRows(), quotaRows())
+	all := slices.Concat(rows, groupRows(), adminRows(), edgeRows(), securityRows(), aclRows(), quotaRows(), txnRows())
 	covered := map[int16][2]bool{}
 	for _, r := range all {
 		rg, ok := ranges[r.key]
@@ -904,6 +904,20 @@ func setup(t *testing.T, w *wire) *env {
 			return false, err.Error()
 		}
 		if code := resp.(*kmsg.OffsetFetchResponse).ErrorCode; code != 0 {
+			return false, kerr.ErrorForCode(code).Error()
+		}
+		return true, ""
+	})
+	// Transaction rows need the id's coordinator, found the same way
+	// (FindCoordinator creates __transaction_state).
+	cluster.WaitFor(t, 30*time.Second, func() (bool, string) {
+		fc := kmsg.NewPtrFindCoordinatorRequest()
+		fc.Version, fc.CoordinatorType, fc.CoordinatorKey = 3, 1, noTxn
+		resp, err := w.do(fc)
+		if err != nil {
+			return false, err.Error()
+		}
+		if code := resp.(*kmsg.FindCoordinatorResponse).ErrorCode; code != 0 {
 			return false, kerr.ErrorForCode(code).Error()
 		}
 		return true, ""

@@ -81,10 +81,10 @@ func testDeleteThenReadPartitions(t *testing.T, c *cluster.Cluster, adm *kadm.Cl
 	})
 }
 
-// Every node's ApiVersions lists metadata.version as finalized at the level
-// the binary serves, with the metadata offset as the epoch, and nothing
-// that would switch a client to a protocol raftka does not serve
-// (transaction.version 2 makes kgo use transactions v2).
+// Every node's ApiVersions lists metadata.version and transaction.version
+// as finalized at the levels the binary serves, with the metadata offset as
+// the epoch, and nothing that would switch a client to a protocol raftka
+// does not serve (group.version 1 would make kgo use KIP-848).
 func testFinalizedFeatures(t *testing.T, c *cluster.Cluster) {
 	ctx := ctxFor(t, 30*time.Second)
 	for _, n := range c.Nodes() {
@@ -98,9 +98,9 @@ func testFinalizedFeatures(t *testing.T, c *cluster.Cluster) {
 		if resp.FinalizedFeaturesEpoch <= 0 {
 			t.Errorf("%s: finalized features epoch %d", n.ClientAddr(), resp.FinalizedFeaturesEpoch)
 		}
-		if len(resp.FinalizedFeatures) != 1 || resp.FinalizedFeatures[0].Name != "metadata.version" ||
-			resp.FinalizedFeatures[0].MaxVersionLevel != 27 || resp.FinalizedFeatures[0].MinVersionLevel != 27 {
-			t.Errorf("%s: finalized features %+v, want metadata.version 27 (4.1-IV1) only", n.ClientAddr(), resp.FinalizedFeatures)
+		if ff := resp.FinalizedFeatures; len(ff) != 2 || ff[0].Name != "metadata.version" || ff[0].MaxVersionLevel != 27 || ff[0].MinVersionLevel != 27 ||
+			ff[1].Name != "transaction.version" || ff[1].MaxVersionLevel != 2 || ff[1].MinVersionLevel != 2 {
+			t.Errorf("%s: finalized features %+v, want metadata.version 27 (4.1-IV1) and transaction.version 2", n.ClientAddr(), ff)
 		}
 	}
 }

@@ -1,0 +1,105 @@
+package raftfsm
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/raftka/raftka/broker/kafkacode"
+	"github.com/raftka/raftka/metadata"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// Transaction state the transaction coordinators (broker/txn) keep in the
+// image. Kafka writes it to __transaction_state and has no KRaft message
+// for it; a coordinator sends each write as an Envelope (the KRaft message
+// brokers already wrap requests to the controller in) whose RequestData is
+// one metadata record batch holding one Transaction or TxnOffsetCommit
+// record (see doc.go, "Transaction state on the wire"). The controller
+// checks the record with the rule replay applies
+// (metadata.CheckTxnTransition, metadata.CheckTxnOffsetCommit) and records
+// it; the coordinator owns every decision about the transaction. Writes
+// queue on the controller loop like offset commits, so hundreds of
+// concurrent transactions leave in one Raft entry.
+
+// decideTxnWrite records a coordinator's transaction write.
+func decideTxnWrite(req *kmsg.EnvelopeRequest) decideFunc {
+	recs, derr := metadata.DecodeRecords(req.RequestData)
+	return func(c *controller, img *metadata.Image, now time.Time) decision {
+		resp := req.ResponseKind().(*kmsg.EnvelopeResponse)
+		if derr != nil || len(recs) != 1 {
+			resp.ErrorCode = kerr.InvalidRequest.Code
+			return decision{resp: resp}
+		}
+		var err error
+		switch r := recs[0].(type) {
+		case *metadata.Transaction:
+			var cur *metadata.Transaction
+			if t, ok := img.Transaction(r.TransactionalID); ok {
+				cur = &t
+			}
+			err = metadata.CheckTxnTransition(cur, r)
+		case *metadata.TxnOffsetCommit:
+			var cur *metadata.Transaction
+			if t, ok := img.Transaction(r.TransactionalID); ok {
+				cur = &t
+			}
+			err = metadata.CheckTxnOffsetCommit(cur, r)
+		default:
+			resp.ErrorCode = kerr.InvalidRequest.Code
+			return decision{resp: resp}
+		}
+		if err != nil {
+			resp.ErrorCode = txnErrCode(err)
+			return decision{resp: resp}
+		}
+		return decision{recs: recs, resp: resp}
+	}
+}
+
+// txnErrCode is the Kafka code of a transaction write the rules refuse
+// (broker/kafkacode's table: INVALID_TXN_STATE, PRODUCER_FENCED,
+// NOT_COORDINATOR, INVALID_REQUEST for a malformed record).
+func txnErrCode(err error) int16 { return kafkacode.OfDecision(err) }
+
+// WriteTxn records one transaction write (a *metadata.Transaction or
+// *metadata.TxnOffsetCommit) and returns once this node's image has it. A
+// write the rules refuse fails with its Kafka error: INVALID_TXN_STATE,
+// PRODUCER_FENCED, or NOT_COORDINATOR for a coordinator whose slot epoch
+// is older than the last writer's.
+func (c *ControllerClient) WriteTxn(ctx context.Context, rec metadata.Record) (uint64, error) {
+	return c.writeTxn(ctx, rec, true)
+}
+
+// WriteTxnNoWait is WriteTxn returning as soon as the controller has
+// committed the write, without waiting for this node's image to apply it.
+// A follower learns a commit with the leader's next AppendEntries, up to a
+// heartbeat later when the log is idle; a transaction coordinator that
+// knows what it wrote (broker/txn) need not wait for that, and three such
+// writes per transaction otherwise cost three heartbeats.
+func (c *ControllerClient) WriteTxnNoWait(ctx context.Context, rec metadata.Record) (uint64, error) {
+	return c.writeTxn(ctx, rec, false)
+}
+
+func (c *ControllerClient) writeTxn(ctx context.Context, rec metadata.Record, wait bool) (uint64, error) {
+	switch rec.(type) {
+	case *metadata.Transaction, *metadata.TxnOffsetCommit:
+	default:
+		return 0, fmt.Errorf("raftfsm: WriteTxn of a %T", rec)
+	}
+	data, err := metadata.EncodeRecords([]metadata.Record{rec})
+	if err != nil {
+		return 0, err
+	}
+	req := kmsg.NewPtrEnvelopeRequest()
+	req.RequestData = data
+	resp, index, err := c.request(ctx, req, wait)
+	if err != nil {
+		return 0, err
+	}
+	if code := resp.(*kmsg.EnvelopeResponse).ErrorCode; code != 0 {
+		return index, fmt.Errorf("raftfsm: %v: %w", rec.Type(), kerr.ErrorForCode(code))
+	}
+	return index, nil
+}
