@@ -29,6 +29,11 @@ func handleAddOffsetsToTxn(ctx context.Context, rc *request, kreq kmsg.Request) 
 	resp := req.ResponseKind().(*kmsg.AddOffsetsToTxnResponse)
 	txns := txnsOf(rc)
 	switch {
+	case !rc.authorize(opWrite, resTxnID, req.TransactionalID):
+		// KafkaApis: WRITE on the transactional id, then READ on the group.
+		resp.ErrorCode = kerr.TransactionalIDAuthorizationFailed.Code
+	case !rc.authorize(opRead, resGroup, req.Group):
+		resp.ErrorCode = kerr.GroupAuthorizationFailed.Code
 	case txns == nil:
 		resp.ErrorCode = kerr.CoordinatorNotAvailable.Code
 	case req.Group == "":

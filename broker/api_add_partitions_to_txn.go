@@ -12,11 +12,16 @@ package broker
 //     CONCURRENT_TRANSACTIONS (the previous transaction is still ending),
 //     or none. A partition of an unknown topic is
 //     UNKNOWN_TOPIC_OR_PARTITION and the others OPERATION_NOT_ATTEMPTED,
-//     with nothing added.
+//     with nothing added. Authorization first: WRITE on the transactional
+//     id (else TRANSACTIONAL_ID_AUTHORIZATION_FAILED for every partition)
+//     and on each topic (else TOPIC_AUTHORIZATION_FAILED, the others
+//     OPERATION_NOT_ATTEMPTED).
 //   - v4+ (brokers): a batch of transactions; VerifyOnly asks, per
 //     partition, whether the producer's open transaction includes it
 //     (KIP-890's produce verification: INVALID_TXN_STATE when not), with no
 //     change; without VerifyOnly the partitions are added as for v0-v3.
+//     The sender needs CLUSTER_ACTION (else the top-level
+//     CLUSTER_AUTHORIZATION_FAILED) and WRITE on each topic.
 //
 // Version notes: v1 is v0; v2 answers PRODUCER_FENCED (KIP-588); v3 is
 // flexible; v4 batches transactions and adds VerifyOnly (KIP-890); v5 may
@@ -50,8 +55,11 @@ type txnTopic struct {
 }
 
 // addTxnPartitions adds (or verifies) one transaction's partitions and
-// answers each with its code.
-func addTxnPartitions(ctx context.Context, rc *request, id string, pid int64, epoch int16, verify bool, topics []txnTopic) map[string][]int16 {
+// answers each with its code. A client's request (v0-v3) needs WRITE on the
+// transactional id; every version needs WRITE on each topic, a partition of
+// one without it TOPIC_AUTHORIZATION_FAILED and the others
+// OPERATION_NOT_ATTEMPTED, as KafkaApis.handleAddPartitionsToTxnRequest.
+func addTxnPartitions(ctx context.Context, rc *request, id string, pid int64, epoch int16, verify, client bool, topics []txnTopic) map[string][]int16 {
 	out := make(map[string][]int16, len(topics))
 	answer := func(code func(topic string, i int) int16) map[string][]int16 {
 		for _, t := range topics {
@@ -62,6 +70,23 @@ func addTxnPartitions(ctx context.Context, rc *request, id string, pid int64, ep
 			out[t.topic] = append(out[t.topic], codes...)
 		}
 		return out
+	}
+	if client && !rc.authorize(opWrite, resTxnID, id) {
+		return answer(func(string, int) int16 { return kerr.TransactionalIDAuthorizationFailed.Code })
+	}
+	denied := map[string]bool{}
+	for _, t := range topics {
+		if !rc.authorize(opWrite, resTopic, t.topic) {
+			denied[t.topic] = true
+		}
+	}
+	if len(denied) > 0 {
+		return answer(func(topic string, _ int) int16 {
+			if denied[topic] {
+				return kerr.TopicAuthorizationFailed.Code
+			}
+			return kerr.OperationNotAttempted.Code
+		})
 	}
 	txns := txnsOf(rc)
 	if txns == nil || rc.conn.srv.deps.Metadata == nil {
@@ -111,7 +136,7 @@ func handleAddPartitionsToTxn(ctx context.Context, rc *request, kreq kmsg.Reques
 		for i, t := range req.Topics {
 			topics[i] = txnTopic{t.Topic, t.Partitions}
 		}
-		codes := addTxnPartitions(ctx, rc, req.TransactionalID, req.ProducerID, req.ProducerEpoch, false, topics)
+		codes := addTxnPartitions(ctx, rc, req.TransactionalID, req.ProducerID, req.ProducerEpoch, false, true, topics)
 		for _, t := range req.Topics {
 			rt := kmsg.NewAddPartitionsToTxnResponseTopic()
 			rt.Topic = t.Topic
@@ -126,12 +151,17 @@ func handleAddPartitionsToTxn(ctx context.Context, rc *request, kreq kmsg.Reques
 		}
 		return resp, nil
 	}
+	if !rc.authorizeCluster(opClusterAction) {
+		// The v4+ form is a broker's (KIP-890 verification).
+		resp.ErrorCode = kerr.ClusterAuthorizationFailed.Code
+		return resp, nil
+	}
 	for _, tx := range req.Transactions {
 		topics := make([]txnTopic, len(tx.Topics))
 		for i, t := range tx.Topics {
 			topics[i] = txnTopic{t.Topic, t.Partitions}
 		}
-		codes := addTxnPartitions(ctx, rc, tx.TransactionalID, tx.ProducerID, tx.ProducerEpoch, tx.VerifyOnly, topics)
+		codes := addTxnPartitions(ctx, rc, tx.TransactionalID, tx.ProducerID, tx.ProducerEpoch, tx.VerifyOnly, false, topics)
 		rtx := kmsg.NewAddPartitionsToTxnResponseTransaction()
 		rtx.TransactionalID = tx.TransactionalID
 		for _, t := range tx.Topics {

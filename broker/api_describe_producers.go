@@ -29,9 +29,15 @@ func handleDescribeProducers(_ context.Context, rc *request, kreq kmsg.Request) 
 		rt := kmsg.NewDescribeProducersResponseTopic()
 		rt.Topic = t.Topic
 		ti, topicOK := img.Topic(t.Topic)
+		readable := rc.authorize(opRead, resTopic, t.Topic) // KafkaApis: READ on the topic
 		for _, p := range t.Partitions {
 			rp := kmsg.NewDescribeProducersResponseTopicPartition()
 			rp.Partition = p
+			if !readable {
+				rp.ErrorCode = kerr.TopicAuthorizationFailed.Code
+				rt.Partitions = append(rt.Partitions, rp)
+				continue
+			}
 			if _, ok := ti.Partition(p); !topicOK || !ok {
 				rp.ErrorCode = kerr.UnknownTopicOrPartition.Code
 				rt.Partitions = append(rt.Partitions, rp)

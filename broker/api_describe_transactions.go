@@ -47,6 +47,8 @@ func handleDescribeTransactions(_ context.Context, rc *request, kreq kmsg.Reques
 		st := kmsg.NewDescribeTransactionsResponseTransactionState()
 		st.TransactionalID, st.ProducerID, st.ProducerEpoch, st.StartTimestamp = id, -1, -1, -1
 		switch {
+		case !rc.authorize(opDescribe, resTxnID, id):
+			st.ErrorCode = kerr.TransactionalIDAuthorizationFailed.Code
 		case txns == nil || img == nil:
 			st.ErrorCode = kerr.CoordinatorNotAvailable.Code
 		case txns.Ownership(img, id) != nil:
@@ -62,6 +64,9 @@ func handleDescribeTransactions(_ context.Context, rc *request, kreq kmsg.Reques
 				st.StartTimestamp = t.TxnStartMs
 			}
 			for _, tp := range t.Partitions {
+				if !rc.authorize(opDescribe, resTopic, tp.Topic) {
+					continue // only the partitions the principal may describe (KafkaApis)
+				}
 				if n := len(st.Topics); n > 0 && st.Topics[n-1].Topic == tp.Topic {
 					st.Topics[n-1].Partitions = append(st.Topics[n-1].Partitions, tp.Partition)
 					continue
@@ -109,6 +114,7 @@ func handleListTransactions(_ context.Context, rc *request, kreq kmsg.Request) (
 		}
 		switch {
 		case txns.Ownership(img, t.TransactionalID) != nil:
+		case !rc.authorize(opDescribe, resTxnID, t.TransactionalID):
 		case len(req.StateFilters) > 0 && !slices.Contains(states, t.State):
 		case len(req.ProducerIDFilters) > 0 && !slices.Contains(req.ProducerIDFilters, t.ProducerID):
 		case req.Version >= 1 && req.DurationFilterMillis >= 0 && (t.TxnStartMs < 0 || nowMs-t.TxnStartMs <= req.DurationFilterMillis):

@@ -38,6 +38,11 @@ func handleEndTxn(ctx context.Context, rc *request, kreq kmsg.Request) (kmsg.Res
 	req := kreq.(*kmsg.EndTxnRequest)
 	resp := req.ResponseKind().(*kmsg.EndTxnResponse)
 	resp.ProducerID, resp.ProducerEpoch = -1, -1
+	if !rc.authorize(opWrite, resTxnID, req.TransactionalID) {
+		// KafkaApis.handleEndTxnRequest: WRITE on the transactional id.
+		resp.ErrorCode = kerr.TransactionalIDAuthorizationFailed.Code
+		return resp, nil
+	}
 	txns := txnsOf(rc)
 	if txns == nil {
 		resp.ErrorCode = kerr.CoordinatorNotAvailable.Code

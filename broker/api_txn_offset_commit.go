@@ -21,6 +21,11 @@ package broker
 // offsets held; they commit only with its transaction, which the fencing
 // producer's InitProducerId aborts.
 //
+// Authorization (KafkaApis.handleTxnOffsetCommitRequest): WRITE on the
+// transactional id (TRANSACTIONAL_ID_AUTHORIZATION_FAILED), READ on the
+// group (GROUP_AUTHORIZATION_FAILED), both for every partition, then READ
+// on each topic (TOPIC_AUTHORIZATION_FAILED for its partitions).
+//
 // Version notes: v1 is v0; v2 adds LeaderEpoch; v3 is flexible and adds
 // the member fields (KIP-447) and PRODUCER_FENCED; v4/v5 may answer
 // TRANSACTION_ABORTABLE (transaction version 2, not answered).
@@ -56,6 +61,12 @@ func handleTxnOffsetCommit(ctx context.Context, rc *request, kreq kmsg.Request) 
 	}
 	txns, groups, md := txnsOf(rc), groupsOf(rc), rc.conn.srv.deps.Metadata
 	switch {
+	case !rc.authorize(opWrite, resTxnID, req.TransactionalID):
+		// KafkaApis: WRITE on the transactional id, READ on the group, then
+		// READ on each topic.
+		all(kerr.TransactionalIDAuthorizationFailed.Code)
+	case !rc.authorize(opRead, resGroup, req.Group):
+		all(kerr.GroupAuthorizationFailed.Code)
 	case txns == nil || groups == nil || md == nil:
 		all(kerr.CoordinatorNotAvailable.Code)
 	case req.Group == "":
@@ -69,7 +80,12 @@ func handleTxnOffsetCommit(ctx context.Context, rc *request, kreq kmsg.Request) 
 		var offsets []metadata.OffsetCommit
 		for i, t := range req.Topics {
 			ti, ok := img.Topic(t.Topic)
+			readable := rc.authorize(opRead, resTopic, t.Topic)
 			for j, p := range t.Partitions {
+				if !readable {
+					codes[i][j] = kerr.TopicAuthorizationFailed.Code
+					continue
+				}
 				if _, pok := ti.Partition(p.Partition); !ok || !pok {
 					codes[i][j] = kerr.UnknownTopicOrPartition.Code
 					continue

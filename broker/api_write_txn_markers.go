@@ -20,6 +20,7 @@ package broker
 import (
 	"context"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -29,5 +30,30 @@ func init() {
 
 func handleWriteTxnMarkers(ctx context.Context, rc *request, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.WriteTxnMarkersRequest)
+	if !rc.authorizeCluster(opClusterAction) {
+		// Only brokers write markers (KafkaApis: CLUSTER_ACTION).
+		return writeMarkersRefused(req, kerr.ClusterAuthorizationFailed.Code), nil
+	}
 	return writeMarkersLocal(ctx, rc.conn.srv.deps.Replicas, req), nil
+}
+
+// writeMarkersRefused answers every partition of every marker with code.
+func writeMarkersRefused(req *kmsg.WriteTxnMarkersRequest, code int16) *kmsg.WriteTxnMarkersResponse {
+	resp := req.ResponseKind().(*kmsg.WriteTxnMarkersResponse)
+	for _, mk := range req.Markers {
+		rm := kmsg.NewWriteTxnMarkersResponseMarker()
+		rm.ProducerID = mk.ProducerID
+		for _, t := range mk.Topics {
+			rt := kmsg.NewWriteTxnMarkersResponseMarkerTopic()
+			rt.Topic = t.Topic
+			for _, p := range t.Partitions {
+				rp := kmsg.NewWriteTxnMarkersResponseMarkerTopicPartition()
+				rp.Partition, rp.ErrorCode = p, code
+				rt.Partitions = append(rt.Partitions, rp)
+			}
+			rm.Topics = append(rm.Topics, rt)
+		}
+		resp.Markers = append(resp.Markers, rm)
+	}
+	return resp
 }
