@@ -290,6 +290,7 @@ func startReplicas(node *raftfsm.Node, logs *storage.Manager, cfg *config.Config
 	if err != nil {
 		return nil, nil, err
 	}
+	offsetsLog := broker.NewOffsetsLog(cfg.NodeID, m, log.With().Str("component", "offsets-log").Logger())
 	sub := node.Subscribe()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
@@ -314,6 +315,9 @@ func startReplicas(node *raftfsm.Node, logs *storage.Manager, cfg *config.Config
 			}
 			m.Apply(ev.Image, ev.Delta, ev.Reset)
 			m.MarkApplied(ev.Index)
+			// After the replica manager, so the slots the image gives
+			// this broker are led by their local partitions.
+			offsetsLog.Apply(ev.Image, ev.Delta, ev.Reset)
 		}
 	}()
 	stop := func() {
