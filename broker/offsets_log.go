@@ -25,9 +25,10 @@ import (
 //   - Afterwards each image's changes to the slot's groups are written as
 //     they are applied: new or changed offsets, tombstones for deleted
 //     offsets and groups, the group record when its generation changes.
-//   - An append that fails (leadership moved, a log closed) forgets the
-//     slot, so it is written in full on the next image if still led here.
-//
+//   - An append that fails (leadership moving, a log closing) leaves the
+//     slot at the last image it was written up to; the next image writes
+//     the difference from there, tombstones included.
+
 // Not covered: a key deleted while no broker led its slot (or before the
 // new leader took over) keeps its last record in the log, as the new
 // leader knows only the image, not what the log holds.
@@ -42,7 +43,14 @@ type OffsetsLog struct {
 	now    func() time.Time
 
 	prev *metadata.Image
-	led  map[int32]int32 // slot -> leader epoch written in full
+	led  map[int32]ledSlot
+}
+
+// ledSlot is a slot led here: at which leader epoch, and up to which image
+// its log holds the groups' state (nil: nothing known yet).
+type ledSlot struct {
+	epoch   int32
+	written *metadata.Image
 }
 
 // NewOffsetsLog returns the writer for broker node, appending through the
@@ -60,7 +68,7 @@ func NewOffsetsLog(node int32, m *replica.Manager, log zerolog.Logger) *OffsetsL
 }
 
 func newOffsetsLog(node int32, appendFn func(int32, []byte) error, log zerolog.Logger, now func() time.Time) *OffsetsLog {
-	return &OffsetsLog{node: node, append: appendFn, log: log, now: now, led: map[int32]int32{}}
+	return &OffsetsLog{node: node, append: appendFn, log: log, now: now, led: map[int32]ledSlot{}}
 }
 
 // Apply writes what img changed for the slots this broker leads. d is the
@@ -75,37 +83,37 @@ func (w *OffsetsLog) Apply(img *metadata.Image, d *metadata.Delta, reset bool) {
 		return
 	}
 	nSlots := len(t.Partitions)
-	fresh, known := map[int32]bool{}, map[int32]bool{}
-	epochs := map[int32]int32{}
+	led := make(map[int32]ledSlot, len(w.led))
+	// Slots grouped by where their log stands, so each group of slots
+	// costs one comparison of images.
+	type from struct {
+		base        *metadata.Image
+		incremental bool
+	}
+	todo := map[from]map[int32]bool{}
 	for _, p := range t.Partitions {
 		if p.Leader != w.node {
 			continue
 		}
-		epochs[p.Partition] = p.LeaderEpoch
-		if e, ok := w.led[p.Partition]; ok && e == p.LeaderEpoch && prev != nil {
-			known[p.Partition] = true
-		} else {
-			fresh[p.Partition] = true
+		ls, ok := w.led[p.Partition]
+		if !ok || ls.epoch != p.LeaderEpoch {
+			ls = ledSlot{epoch: p.LeaderEpoch}
 		}
-	}
-	for slot := range w.led {
-		if _, ok := epochs[slot]; !ok {
-			delete(w.led, slot)
+		led[p.Partition] = ls
+		f := from{base: ls.written, incremental: ls.written != nil && ls.written == prev && d != nil && !reset}
+		if todo[f] == nil {
+			todo[f] = map[int32]bool{}
 		}
+		todo[f][p.Partition] = true
 	}
+	w.led = led
 	nowMs := w.now().UnixMilli()
-	if len(fresh) > 0 {
-		for slot := range fresh {
-			w.led[slot] = epochs[slot]
-		}
-		w.write(group.OffsetsDiff(nil, img, nil, fresh, nSlots), fresh, nowMs)
-	}
-	if len(known) > 0 {
-		var groups []string
-		if !reset && d != nil {
+	for f, slots := range todo {
+		var groups []string // nil: every group
+		if f.incremental {
 			groups = group.DeltaGroups(d)
 		}
-		w.write(group.OffsetsDiff(prev, img, groups, known, nSlots), known, nowMs)
+		w.write(img, group.OffsetsDiff(f.base, img, groups, slots, nSlots), slots, nowMs)
 	}
 }
 
@@ -113,20 +121,26 @@ func (w *OffsetsLog) Apply(img *metadata.Image, d *metadata.Delta, reset bool) {
 // default max.message.bytes (1 MiB) for ordinary group and topic names.
 const offsetsBatchRecords = 500
 
-func (w *OffsetsLog) write(recs map[int32][]group.OffsetsRecord, slots map[int32]bool, nowMs int64) {
+// write appends each slot's records and moves the slot to img when all
+// of them are in. Part of a slot's records may be in when a later batch
+// fails: the retry writes them again, which a compacted log absorbs.
+func (w *OffsetsLog) write(img *metadata.Image, recs map[int32][]group.OffsetsRecord, slots map[int32]bool, nowMs int64) {
 	for slot := range slots {
 		rs := recs[slot]
-		for len(rs) > 0 {
+		var err error
+		for len(rs) > 0 && err == nil {
 			n := min(len(rs), offsetsBatchRecords)
-			if err := w.append(slot, offsetsBatch(rs[:n], nowMs)); err != nil {
-				// Written in full on the next image if still led here.
-				delete(w.led, slot)
-				w.log.Warn().Err(err).Str("topic", group.OffsetsTopic).Int32("partition", slot).
-					Msg("writing group commits to the offsets topic failed; the slot is rewritten from the image on the next metadata change")
-				break
-			}
+			err = w.append(slot, offsetsBatch(rs[:n], nowMs))
 			rs = rs[n:]
 		}
+		if err != nil {
+			w.log.Warn().Err(err).Str("topic", group.OffsetsTopic).Int32("partition", slot).
+				Msg("writing group commits to the offsets topic failed; the next metadata change writes them again")
+			continue
+		}
+		ls := w.led[slot]
+		ls.written = img
+		w.led[slot] = ls
 	}
 }
 
