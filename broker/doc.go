@@ -55,6 +55,10 @@
 //   - topic_config.go: a topic's effective config by Kafka's precedence.
 //   - authorized_ops.go: KIP-430 authorized-operations sets.
 //   - internal_topics.go: names no client may create or configure.
+//   - offsets_log.go: OffsetsLog, which writes the image's commits and
+//     generations into the __consumer_offsets partitions this broker leads
+//     (records from broker/group, batches from storage/recordbatch: off the
+//     client hot path); clients' produce to internal topics is refused.
 //   - forward.go: forwarding admin requests to the active controller.
 //   - producer_ids.go: this broker's producer ids, in blocks the controller
 //     allocates.
