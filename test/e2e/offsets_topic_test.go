@@ -13,6 +13,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -28,7 +30,7 @@ const offsetsTopic = "__consumer_offsets"
 // produceTo writes n records to each of partitions 0..parts-1 of topic.
 func produceTo(ctx context.Context, t *testing.T, c *cluster.Cluster, topic string, parts, n int) {
 	t.Helper()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(c.Bootstrap()), kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.RetryTimeout(20*time.Second))
+	cl, err := kgo.NewClient(kgo.SeedBrokers(seedsOf(c.Nodes())...), kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.RetryTimeout(20*time.Second))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -42,6 +44,14 @@ func produceTo(ctx context.Context, t *testing.T, c *cluster.Cluster, topic stri
 	if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
 		t.Fatal(err)
 	}
+}
+
+func seedsOf(nodes []*cluster.Node) []string {
+	var seeds []string
+	for _, n := range nodes {
+		seeds = append(seeds, n.ClientAddr())
+	}
+	return seeds
 }
 
 // offsetsView is what a reader of __consumer_offsets ends up with: the
@@ -111,7 +121,7 @@ func TestOffsetsTopicShowsGroupCommits(t *testing.T) {
 	}
 	produceTo(ctx, t, c, topic, parts, perPart)
 
-	consumer, err := kgo.NewClient(kgo.SeedBrokers(c.Bootstrap()), kgo.ConsumerGroup(group), kgo.ConsumeTopics(topic),
+	consumer, err := kgo.NewClient(kgo.SeedBrokers(seedsOf(c.Nodes())...), kgo.ConsumerGroup(group), kgo.ConsumeTopics(topic),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.DisableAutoCommit())
 	if err != nil {
 		t.Fatal(err)
@@ -190,11 +200,7 @@ func TestOffsetsTopicShowsGroupCommits(t *testing.T) {
 // with nodes, until done says the view is complete or ctx ends.
 func readOffsetsTopic(ctx context.Context, t *testing.T, nodes []*cluster.Node, done func(*offsetsView) bool) *offsetsView {
 	t.Helper()
-	var seeds []string
-	for _, n := range nodes {
-		seeds = append(seeds, n.ClientAddr())
-	}
-	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.ConsumeTopics(offsetsTopic),
+	cl, err := kgo.NewClient(kgo.SeedBrokers(seedsOf(nodes)...), kgo.ConsumeTopics(offsetsTopic),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxWait(500*time.Millisecond))
 	if err != nil {
 		t.Fatal(err)
@@ -295,7 +301,11 @@ func TestBurrowReadsOffsetsTopic(t *testing.T) {
 
 	ports := cluster.FreePorts(t, 2)
 	dir := t.TempDir()
-	servers := fmt.Sprintf("[%q]", c.Bootstrap())
+	var quoted []string
+	for _, a := range seedsOf(c.Nodes()) {
+		quoted = append(quoted, strconv.Quote(a))
+	}
+	servers := "[" + strings.Join(quoted, ", ") + "]"
 	conf := fmt.Sprintf(`[general]
 pidfile=%[1]q
 [logging]
