@@ -161,6 +161,28 @@ func TestOffsetsLog(t *testing.T) {
 		t.Fatalf("after a failed append wrote %v, want %v", got, want)
 	}
 
+	// Images taken together (no delta): every group compared, only the
+	// changes written.
+	img6b, _ := img6.Apply([]metadata.Record{&metadata.CommitOffsets{Group: group1, Offsets: []metadata.OffsetCommit{{Topic: "t", Partition: 1, Offset: 11, LeaderEpoch: -1, CommitTimeMs: 7}}}})
+	img6c, _ := img6b.Apply([]metadata.Record{&metadata.CommitOffsets{Group: "other", Offsets: []metadata.OffsetCommit{{Topic: "t", Partition: 0, Offset: 1, LeaderEpoch: -1, CommitTimeMs: 7}}}})
+	w.Apply(img6c, nil, true)
+	if got, want := apps.take(t, 0), []string{"offset:g/t/1=11", "offset:other/t/0=1"}; !sameStrings(got, want) {
+		t.Fatalf("coalesced images wrote %v, want %v", got, want)
+	}
+	img6 = img6c
+
+	// A new leader epoch (leadership lost and regained between two
+	// images): the slot is written in full again.
+	img6d, d := img6.Apply([]metadata.Record{&metadata.PartitionChange{TopicID: offsetsTopicID, Partition: 0, Leader: 1, ISR: []int32{1}}})
+	if reg, _ := img6d.Partition(offsetsTopicID, 0); reg.LeaderEpoch == 0 {
+		t.Fatalf("the ISR change did not move the leader epoch: %+v", reg)
+	}
+	w.Apply(img6d, d, false)
+	if got, want := apps.take(t, 0), []string{"offset:g/t/1=11", "group:g=1", "offset:other/t/0=1"}; !sameStrings(got, want) {
+		t.Fatalf("new leader epoch wrote %v, want %v", got, want)
+	}
+	img6 = img6d
+
 	// A deleted group: tombstones for its keys.
 	img7, d := img6.Apply([]metadata.Record{&metadata.DeleteGroup{Group: group1}})
 	w.Apply(img7, d, false)
