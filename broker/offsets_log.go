@@ -26,8 +26,9 @@ import (
 //     they are applied: new or changed offsets, tombstones for deleted
 //     offsets and groups, the group record when its generation changes.
 //   - An append that fails (leadership moving, a log closing) leaves the
-//     slot at the last image it was written up to; the next image writes
-//     the difference from there, tombstones included.
+//     slot at the last image it was written up to; the next image, or
+//     Retry while none comes (Pending), writes the difference from there,
+//     tombstones included.
 
 // Not covered: a key deleted while no broker led its slot (or before the
 // new leader took over) keeps its last record in the log, as the new
@@ -100,6 +101,9 @@ func (w *OffsetsLog) Apply(img *metadata.Image, d *metadata.Delta, reset bool) {
 			ls = ledSlot{epoch: p.LeaderEpoch}
 		}
 		led[p.Partition] = ls
+		if ls.written == img {
+			continue // a Retry: this slot is up to date
+		}
 		f := from{base: ls.written, incremental: ls.written != nil && ls.written == prev && d != nil && !reset}
 		if todo[f] == nil {
 			todo[f] = map[int32]bool{}
@@ -114,6 +118,25 @@ func (w *OffsetsLog) Apply(img *metadata.Image, d *metadata.Delta, reset bool) {
 			groups = group.DeltaGroups(d)
 		}
 		w.write(img, group.OffsetsDiff(f.base, img, groups, slots, nSlots), slots, nowMs)
+	}
+}
+
+// Pending reports whether a slot led here lags the last image (an append
+// failed), so the caller should Retry if no new image comes soon.
+func (w *OffsetsLog) Pending() bool {
+	for _, ls := range w.led {
+		if ls.written != w.prev {
+			return true
+		}
+	}
+	return false
+}
+
+// Retry writes what the slots led here lack of the last image. It is
+// called from Apply's goroutine, between images.
+func (w *OffsetsLog) Retry() {
+	if w.prev != nil && w.Pending() {
+		w.Apply(w.prev, nil, true)
 	}
 }
 

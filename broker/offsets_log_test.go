@@ -161,6 +161,31 @@ func TestOffsetsLog(t *testing.T) {
 		t.Fatalf("after a failed append wrote %v, want %v", got, want)
 	}
 
+	// Or, with no new image, Retry does it.
+	apps.fail = errors.New("not leader")
+	img6r, d := img6.Apply([]metadata.Record{&metadata.CommitOffsets{Group: group1, Offsets: []metadata.OffsetCommit{{Topic: "t", Partition: 2, Offset: 4, LeaderEpoch: -1, CommitTimeMs: 7}}}})
+	w.Apply(img6r, d, false)
+	if !w.Pending() {
+		t.Fatal("a failed append left nothing pending")
+	}
+	w.Retry()
+	apps.fail = nil
+	if !w.Pending() {
+		t.Fatal("a failed retry left nothing pending")
+	}
+	w.Retry()
+	if got, want := apps.take(t, 0), []string{"offset:g/t/2=4"}; !sameStrings(got, want) {
+		t.Fatalf("retry wrote %v, want %v", got, want)
+	}
+	if w.Pending() {
+		t.Fatal("pending after a successful retry")
+	}
+	w.Retry()
+	if len(apps.written) != 0 {
+		t.Fatalf("a retry with nothing pending wrote %v", apps.written)
+	}
+	img6 = img6r
+
 	// Images taken together (no delta): every group compared, only the
 	// changes written.
 	img6b, _ := img6.Apply([]metadata.Record{&metadata.CommitOffsets{Group: group1, Offsets: []metadata.OffsetCommit{{Topic: "t", Partition: 1, Offset: 11, LeaderEpoch: -1, CommitTimeMs: 7}}}})
@@ -178,7 +203,7 @@ func TestOffsetsLog(t *testing.T) {
 		t.Fatalf("the ISR change did not move the leader epoch: %+v", reg)
 	}
 	w.Apply(img6d, d, false)
-	if got, want := apps.take(t, 0), []string{"offset:g/t/1=11", "group:g=1", "offset:other/t/0=1"}; !sameStrings(got, want) {
+	if got, want := apps.take(t, 0), []string{"offset:g/t/1=11", "offset:g/t/2=4", "group:g=1", "offset:other/t/0=1"}; !sameStrings(got, want) {
 		t.Fatalf("new leader epoch wrote %v, want %v", got, want)
 	}
 	img6 = img6d
@@ -186,7 +211,7 @@ func TestOffsetsLog(t *testing.T) {
 	// A deleted group: tombstones for its keys.
 	img7, d := img6.Apply([]metadata.Record{&metadata.DeleteGroup{Group: group1}})
 	w.Apply(img7, d, false)
-	if got, want := apps.take(t, 0), []string{"offset:g/t/1=tombstone", "group:g=tombstone"}; !sameStrings(got, want) {
+	if got, want := apps.take(t, 0), []string{"offset:g/t/1=tombstone", "offset:g/t/2=tombstone", "group:g=tombstone"}; !sameStrings(got, want) {
 		t.Fatalf("group deletion wrote %v, want %v", got, want)
 	}
 
