@@ -28,6 +28,9 @@ package broker
 //     (its next request may start) and the answer waits for the high watermark
 //     to pass every batch (the delayed-produce purgatory). Other acks values
 //     are INVALID_REQUIRED_ACKS.
+//   - Internal topics (__consumer_offsets, __transaction_state) are
+//     refused per partition with INVALID_TOPIC_EXCEPTION, as Kafka's
+//     appendToLocalLog refuses them to clients: only the broker writes them.
 //   - Transactional batches (KIP-98, verification of KIP-890): a batch with
 //     the transactional bit needs the request's transactional id
 //     (INVALID_TXN_STATE without one, or with no transaction coordinator
@@ -157,7 +160,7 @@ func handleProduce(ctx context.Context, rc *request, kreq kmsg.Request) (kmsg.Re
 			rp.Partition = p.Partition
 			rp.BaseOffset, rp.LogAppendTime, rp.LogStartOffset = -1, -1, -1
 
-			err := firstErr(txnErr, topicErr, acksErr)
+			err := firstErr(txnErr, topicErr, acksErr, internalTopicErr(topicErr, name))
 			var res storage.AppendResult
 			var ack *replica.Ack
 			if err == nil {
@@ -266,6 +269,18 @@ func (s *Server) appendOnce(topic string, partition int32, records []byte, acks 
 		return storage.AppendResult{}, nil, err
 	}
 	return p.AppendAsLeader(records, acks)
+}
+
+// internalTopicErr refuses a client's write to an internal topic as
+// Kafka's ReplicaManager.appendToLocalLog does (INVALID_TOPIC_EXCEPTION,
+// "Cannot append to internal topic"): __consumer_offsets is written only by
+// its slot leader from the Raft image (OffsetsLog), and a client record
+// there would be read by Burrow and the like as a group's commit.
+func internalTopicErr(topicErr error, name string) error {
+	if topicErr != nil || !internalTopics[name] {
+		return nil
+	}
+	return fmt.Errorf("%w: Cannot append to internal topic %s", kerr.InvalidTopicException, name)
 }
 
 func firstErr(errs ...error) error {

@@ -77,6 +77,7 @@ func TestProduceErrors(t *testing.T) {
 	f.topic("strict", map[string]string{"min.insync.replicas": "2"}, []int32{1})
 	f.topic("old", map[string]string{"message.timestamp.before.max.ms": "60000"}, []int32{1})
 	f.topic("slow", nil, []int32{1, 2})
+	f.topic("__consumer_offsets", map[string]string{"cleanup.policy": "compact"}, []int32{1})
 	now := time.Now().UnixMilli()
 	good := func() []byte { return recordbatch.BuildValues(now, []byte("v")) }
 	corrupt := good()
@@ -111,6 +112,7 @@ func TestProduceErrors(t *testing.T) {
 		{"bad acks", 9, 2, "t", [16]byte{}, 0, good(), 0, nil, kerr.InvalidRequiredAcks.Code},
 		{"old timestamp", 9, 1, "old", [16]byte{}, 0, recordbatch.BuildValues(now-3600000, []byte("v")), 0, nil, kerr.InvalidTimestamp.Code},
 		{"acks=all times out", 9, -1, "slow", [16]byte{}, 0, good(), 50, nil, kerr.RequestTimedOut.Code},
+		{"internal topic", 9, 1, "__consumer_offsets", [16]byte{}, 0, recordbatch.Build(now, recordbatch.Record{Key: []byte("k"), Value: []byte("v")}), 0, nil, kerr.InvalidTopicException.Code},
 		{"v2 refused", 2, 1, "t", [16]byte{}, 0, good(), 0, nil, kerr.UnsupportedVersion.Code},
 		{"v0 refused", 0, 1, "t", [16]byte{}, 0, good(), 0, nil, kerr.UnsupportedVersion.Code},
 	}
@@ -147,7 +149,7 @@ func TestProduceErrors(t *testing.T) {
 	}
 	// Nothing refused reached a log; only the one acks=1 success and the
 	// timed-out acks=all append (which is in the leader's log) did.
-	for topic, want := range map[string]int64{"t": 0, "small": 0, "strict": 1, "old": 0, "slow": 1} {
+	for topic, want := range map[string]int64{"t": 0, "small": 0, "strict": 1, "old": 0, "slow": 1, "__consumer_offsets": 0} {
 		p, err := f.rm.Partition(topic, 0)
 		if err != nil {
 			t.Fatal(err)

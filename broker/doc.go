@@ -77,6 +77,10 @@
 //     api_describe_client_quotas.go and api_alter_client_quotas.go serve
 //     the quota APIs.
 //   - internal_topics.go: names no client may create or configure.
+//   - offsets_log.go: OffsetsLog, which writes the image's commits and
+//     generations into the __consumer_offsets partitions this broker leads
+//     (records from broker/group, batches from storage/recordbatch: off the
+//     client hot path); clients' produce to internal topics is refused.
 //   - forward.go: forwarding admin requests to the active controller.
 //   - producer_ids.go: this broker's producer ids, in blocks the controller
 //     allocates.
@@ -130,7 +134,7 @@
 // anything from cmd or test. PKCS12 keystores are decoded by go-pkcs12
 // (a maintained decoder; the format is not parsed by hand).
 //
-//arch:imports std storage metadata broker/config broker/group broker/txn broker/kafkacode broker/replica
+//arch:imports std storage storage/recordbatch metadata broker/config broker/group broker/txn broker/kafkacode broker/replica
 //arch:imports github.com/twmb/franz-go/pkg/kmsg github.com/twmb/franz-go/pkg/kerr
 //arch:imports github.com/rs/zerolog
 //arch:imports software.sslmate.com/src/go-pkcs12 github.com/xdg-go/scram

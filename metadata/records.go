@@ -284,7 +284,8 @@ type OffsetCommit struct {
 }
 
 // CommitOffsets stores committed offsets of a consumer group. Offsets live in
-// the image (unlike Kafka's __consumer_offsets) so they survive any failover.
+// the image (Kafka keeps them in __consumer_offsets, which raftka writes only
+// as a view of the image) so they survive any failover.
 type CommitOffsets struct {
 	Group   string
 	Offsets []OffsetCommit

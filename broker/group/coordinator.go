@@ -186,8 +186,9 @@ func (c *Coordinator) createSlots(ctx context.Context) error {
 	t.Topic = OffsetsTopic
 	t.NumPartitions = c.cfg.OffsetsTopicPartitions
 	t.ReplicationFactor = c.cfg.OffsetsTopicReplicationFactor
-	// Kafka's internal-topic configs; no records are ever written here,
-	// but tools that describe the topic see what they expect.
+	// Kafka's internal-topic configs: the slot leaders write the image's
+	// commits here (broker.OffsetsLog), which compaction keeps to the last
+	// record per key.
 	for _, kv := range [][2]string{{"cleanup.policy", "compact"}, {"compression.type", "producer"}} {
 		cfg := kmsg.NewCreateTopicsRequestTopicConfig()
 		cfg.Name, cfg.Value = kv[0], kmsg.StringPtr(kv[1])

@@ -8,10 +8,15 @@
 //     internal topic __consumer_offsets (offsets.topic.num.partitions slots),
 //     chosen as Kafka does (Java String.hashCode of the group id, sign bit
 //     masked, modulo the slot count), and the partition's leader coordinates
-//     it. The topic holds no records here: offsets and generations live in
-//     the Raft metadata image, so its leaders only say who coordinates, and
-//     a coordinator that moves (a broker fails or shuts down, leadership is
-//     rebalanced) finds every committed offset already in its image.
+//     it. Offsets and generations live in the Raft metadata image, so a
+//     coordinator that moves (a broker fails or shuts down, leadership is
+//     rebalanced) finds every committed offset already in its image; the
+//     topic's records are only a view of it for tools.
+//   - offsets_log.go: that view. Kafka's __consumer_offsets records (offset
+//     commit key v1 / value v3, group metadata key v2 / value v3,
+//     tombstones), encoded with kmsg, and OffsetsDiff, the pure comparison
+//     of two images that says which records a slot needs; the broker's
+//     OffsetsLog appends them.
 //   - The group state machine, Group (Empty, PreparingRebalance,
 //     CompletingRebalance, Stable, Dead). Inputs carry the time; replies go
 //     to callbacks; timers are a NextDeadline/Tick pair; generation records

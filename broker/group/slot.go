@@ -8,10 +8,10 @@ import (
 )
 
 // OffsetsTopic is the internal topic whose partitions are the coordinator
-// slots. It holds no records in raftka (offsets and generations live in the
-// Raft image); its partition leaders say which broker coordinates which
-// groups, and move like any partition leader when a broker fails or shuts
-// down.
+// slots. Its partition leaders say which broker coordinates which groups,
+// and move like any partition leader when a broker fails or shuts down.
+// Its records are a view of the Raft image (offsets_log.go), written for
+// the tools that read them; the coordinator never reads them back.
 const OffsetsTopic = "__consumer_offsets"
 
 // javaStringHash is Java's String.hashCode: s[0]*31^(n-1) + ... over UTF-16

@@ -305,6 +305,10 @@ func (t txnController) WriteTxn(ctx context.Context, rec metadata.Record) (uint6
 // metadata replay at start (see startReplicas).
 const initialCatchUpWait = 5 * time.Second
 
+// offsetsLogRetry is how long the replica feed waits for a new image
+// before retrying failed __consumer_offsets writes.
+const offsetsLogRetry = 2 * time.Second
+
 func startReplicas(node *raftfsm.Node, logs *storage.Manager, cfg *config.Config, log zerolog.Logger) (*replica.Manager, func(), error) {
 	clientID := fmt.Sprintf("raftka-replica-%d", cfg.NodeID)
 	dial := replica.TCPDialer(clientID, 10*time.Second)
@@ -335,6 +339,7 @@ func startReplicas(node *raftfsm.Node, logs *storage.Manager, cfg *config.Config
 	if err != nil {
 		return nil, nil, err
 	}
+	offsetsLog := broker.NewOffsetsLog(cfg.NodeID, m, log.With().Str("component", "offsets-log").Logger())
 	sub := node.Subscribe()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
@@ -350,7 +355,18 @@ func startReplicas(node *raftfsm.Node, logs *storage.Manager, cfg *config.Config
 		node.CatchUp(wctx)
 		wcancel()
 		for {
-			ev, err := sub.NextLatest(ctx)
+			// Offsets-topic writes that failed are retried when no image
+			// comes for a while (a quiet cluster brings none).
+			nctx, ncancel := ctx, context.CancelFunc(func() {})
+			if offsetsLog.Pending() {
+				nctx, ncancel = context.WithTimeout(ctx, offsetsLogRetry)
+			}
+			ev, err := sub.NextLatest(nctx)
+			ncancel()
+			if err != nil && ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded) {
+				offsetsLog.Retry()
+				continue
+			}
 			if err != nil {
 				if ctx.Err() == nil {
 					log.Error().Err(err).Msg("metadata feed to the replica manager stopped")
@@ -359,6 +375,9 @@ func startReplicas(node *raftfsm.Node, logs *storage.Manager, cfg *config.Config
 			}
 			m.Apply(ev.Image, ev.Delta, ev.Reset)
 			m.MarkApplied(ev.Index)
+			// After the replica manager, so the slots the image gives
+			// this broker are led by their local partitions.
+			offsetsLog.Apply(ev.Image, ev.Delta, ev.Reset)
 		}
 	}()
 	stop := func() {

@@ -1,0 +1,435 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/raftka/raftka/test/cluster"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+const offsetsTopic = "__consumer_offsets"
+
+// produceTo writes n records to each of partitions 0..parts-1 of topic.
+func produceTo(ctx context.Context, t *testing.T, c *cluster.Cluster, topic string, parts, n int) {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(seedsOf(c.Nodes())...), kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.RetryTimeout(20*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	var recs []*kgo.Record
+	for p := range parts {
+		for i := range n {
+			recs = append(recs, &kgo.Record{Topic: topic, Partition: int32(p), Value: fmt.Appendf(nil, "%d-%d", p, i)})
+		}
+	}
+	if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func seedsOf(nodes []*cluster.Node) []string {
+	var seeds []string
+	for _, n := range nodes {
+		seeds = append(seeds, n.ClientAddr())
+	}
+	return seeds
+}
+
+// offsetsView is what a reader of __consumer_offsets ends up with: the
+// latest commit per key and the latest generation per group.
+type offsetsView struct {
+	offsets     map[string]int64 // "group/topic/partition"
+	generations map[string]int32
+	records     int
+}
+
+func (v *offsetsView) add(r *kgo.Record) error {
+	v.records++
+	if len(r.Key) < 2 {
+		return fmt.Errorf("offset %d: key % x too short", r.Offset, r.Key)
+	}
+	switch binary.BigEndian.Uint16(r.Key) {
+	case 0, 1:
+		var k kmsg.OffsetCommitKey
+		if err := k.ReadFrom(r.Key); err != nil {
+			return fmt.Errorf("offset %d: commit key: %w", r.Offset, err)
+		}
+		id := fmt.Sprintf("%s/%s/%d", k.Group, k.Topic, k.Partition)
+		if r.Value == nil {
+			delete(v.offsets, id)
+			return nil
+		}
+		var val kmsg.OffsetCommitValue
+		if err := val.ReadFrom(r.Value); err != nil {
+			return fmt.Errorf("offset %d: commit value: %w", r.Offset, err)
+		}
+		if val.Version != 3 {
+			return fmt.Errorf("offset %d: commit value version %d, want 3", r.Offset, val.Version)
+		}
+		v.offsets[id] = val.Offset
+	case 2:
+		var k kmsg.GroupMetadataKey
+		if err := k.ReadFrom(r.Key); err != nil {
+			return fmt.Errorf("offset %d: group key: %w", r.Offset, err)
+		}
+		if r.Value == nil {
+			delete(v.generations, k.Group)
+			return nil
+		}
+		var val kmsg.GroupMetadataValue
+		if err := val.ReadFrom(r.Value); err != nil {
+			return fmt.Errorf("offset %d: group value: %w", r.Offset, err)
+		}
+		v.generations[k.Group] = val.Generation
+	default:
+		return fmt.Errorf("offset %d: unknown key version in % x", r.Offset, r.Key)
+	}
+	return nil
+}
+
+// TestOffsetsTopicShowsGroupCommits: on three nodes, a franz-go consumer
+// group's commits and generation are in __consumer_offsets in Kafka's
+// schemas, read by franz-go and by kcat; a later commit after the slot's
+// leader is killed is there too (the new leader writes the slot from the
+// image); clients cannot write the topic.
+func TestOffsetsTopicShowsGroupCommits(t *testing.T) {
+	c := cluster.Start(t, cluster.Nodes(3))
+	ctx := ctxFor(t, 3*time.Minute)
+	adm := kadm.NewClient(client(t, c))
+	const topic, group, parts, perPart = "committed", "offsets-reader", 3, 10
+	if err := createTopic(ctx, adm, topic, parts, 3); err != nil {
+		t.Fatal(err)
+	}
+	produceTo(ctx, t, c, topic, parts, perPart)
+
+	consumer, err := kgo.NewClient(kgo.SeedBrokers(seedsOf(c.Nodes())...), kgo.ConsumerGroup(group), kgo.ConsumeTopics(topic),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.DisableAutoCommit())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer consumer.Close()
+	for got := 0; got < parts*perPart; {
+		fs := consumer.PollFetches(ctx)
+		if ctx.Err() != nil {
+			t.Fatalf("consumed %d of %d records", got, parts*perPart)
+		}
+		fs.EachError(func(_ string, _ int32, err error) { t.Logf("fetch: %v", err) })
+		got += fs.NumRecords()
+	}
+	if err := consumer.CommitUncommittedOffsets(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	want := func(off int64) func(*offsetsView) bool {
+		return func(v *offsetsView) bool {
+			for p := range parts {
+				if v.offsets[fmt.Sprintf("%s/%s/%d", group, topic, p)] != off {
+					return false
+				}
+			}
+			return v.generations[group] >= 1
+		}
+	}
+	rctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+	v := readOffsetsTopic(rctx, t, c.Nodes(), want(perPart))
+	cancel()
+	t.Logf("franz-go read %d records of %s: %v, generation %d", v.records, offsetsTopic, v.offsets, v.generations[group])
+
+	kcatShows(ctx, t, c, group, topic)
+
+	// Clients' writes are refused as Kafka refuses them.
+	perr := client(t, c).ProduceSync(ctx, &kgo.Record{Topic: offsetsTopic, Key: []byte("k"), Value: []byte("v")}).FirstErr()
+	if !errors.Is(perr, kerr.InvalidTopicException) {
+		t.Errorf("producing to %s: %v, want INVALID_TOPIC_EXCEPTION", offsetsTopic, perr)
+	}
+
+	// The slot's leader dies; the group's next commit reaches the topic
+	// through the new leader.
+	coord, ok := adm.FindGroupCoordinators(ctx, group)[group]
+	if !ok || coord.Err != nil {
+		t.Fatalf("FindCoordinator: %v", coord.Err)
+	}
+	leader := coord.NodeID
+	consumer.Close()
+	c.Node(leader).Kill()
+	t.Logf("killed node %d, the leader of the group's slot", leader)
+	var rest []*cluster.Node
+	for _, n := range c.Nodes() {
+		if n.ID() != leader {
+			rest = append(rest, n)
+		}
+	}
+	adm2 := kadm.NewClient(client(t, c, rest...))
+	commits := kadm.Offsets{}
+	for p := range parts {
+		commits.Add(kadm.Offset{Topic: topic, Partition: int32(p), At: 3, LeaderEpoch: -1})
+	}
+	cluster.WaitFor(t, 60*time.Second, func() (bool, string) {
+		resp, err := adm2.CommitOffsets(ctx, group, commits)
+		if err == nil {
+			err = resp.Error()
+		}
+		return err == nil, fmt.Sprint("commit after failover: ", err)
+	})
+	rctx, cancel = context.WithTimeout(ctx, 60*time.Second)
+	defer cancel()
+	v = readOffsetsTopic(rctx, t, rest, want(3))
+	t.Logf("after failover: %v", v.offsets)
+}
+
+// readOffsetsTopic consumes __consumer_offsets from the start, seeded
+// with nodes, until done says the view is complete or ctx ends.
+func readOffsetsTopic(ctx context.Context, t *testing.T, nodes []*cluster.Node, done func(*offsetsView) bool) *offsetsView {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(seedsOf(nodes)...), kgo.ConsumeTopics(offsetsTopic),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxWait(500*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	v := &offsetsView{offsets: map[string]int64{}, generations: map[string]int32{}}
+	for !done(v) {
+		fs := cl.PollFetches(ctx)
+		if ctx.Err() != nil {
+			t.Fatalf("__consumer_offsets never showed the commits; read %d records: offsets %v", v.records, v.offsets)
+		}
+		var bad error
+		fs.EachRecord(func(r *kgo.Record) {
+			if err := v.add(r); err != nil && bad == nil {
+				bad = err
+			}
+		})
+		if bad != nil {
+			t.Fatal(bad)
+		}
+	}
+	return v
+}
+
+// kcatShows reads the topic with kcat (librdkafka) and checks that the
+// group's commit keys are there: kcat prints keys as bytes, so it is the
+// key layout (int16 version 1, then group, topic and partition) that is
+// looked for.
+func kcatShows(ctx context.Context, t *testing.T, c *cluster.Cluster, group, topic string) {
+	t.Helper()
+	kcat, missing := findKcat()
+	if missing != "" {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("kcat missing under CI=true: %s", missing)
+		}
+		t.Logf("kcat part skipped: %s", missing)
+		return
+	}
+	kctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+	defer cancel()
+	out, err := exec.CommandContext(kctx, kcat, "-C", "-b", c.Bootstrap(), "-t", offsetsTopic, "-o", "beginning", "-e", "-q",
+		"-f", "%k\n").Output()
+	if err != nil {
+		t.Fatalf("kcat: %v", err)
+	}
+	var key bytes.Buffer
+	_ = binary.Write(&key, binary.BigEndian, int16(1))
+	_ = binary.Write(&key, binary.BigEndian, int16(len(group)))
+	key.WriteString(group)
+	_ = binary.Write(&key, binary.BigEndian, int16(len(topic)))
+	key.WriteString(topic)
+	if n := bytes.Count(out, key.Bytes()); n < 3 {
+		t.Errorf("kcat printed %d commit keys of %s for %s, want one per partition at least; output %q", n, group, topic, out)
+	}
+}
+
+// TestBurrowReadsOffsetsTopic starts Debian's Burrow (1.2.1) on the
+// cluster and checks that its kafka consumer module decodes the group's
+// commits from __consumer_offsets (offset commit key v1, value v3) with the
+// committed offsets, and that its HTTP API knows the cluster.
+//
+// Burrow 1.2.1 requires a [zookeeper] section for its own coordination
+// (notifier locks) and creates its root path there at start; with
+// root-path "/" there is nothing to create and no notifier is configured,
+// so it never needs a ZooKeeper: the server named is a closed loopback port.
+//
+// Its lag endpoint (/v3/kafka/<cluster>/consumer/<group>/lag) is not
+// checked: Burrow before 1.9.4 fetches the partitions' end offsets with
+// ListOffsets v0, which Kafka 4 removed (KIP-896) and raftka, as Kafka 4.1,
+// does not serve, and its storage drops commits of partitions whose end
+// offset it does not know. Debian's Burrow reports no lag from Kafka 4.1
+// either.
+func TestBurrowReadsOffsetsTopic(t *testing.T) {
+	burrow := ""
+	for _, name := range []string{"Burrow", "burrow"} {
+		if p, err := exec.LookPath(name); err == nil {
+			burrow = p
+			break
+		}
+	}
+	if burrow == "" {
+		missingTool(t, "Burrow is not on PATH (Debian/Ubuntu: apt-get install burrow)")
+	}
+	c := cluster.Start(t, cluster.Nodes(1))
+	ctx := ctxFor(t, 3*time.Minute)
+	adm := kadm.NewClient(client(t, c))
+	const topic, group = "burrowed", "burrow-group"
+	if err := createTopic(ctx, adm, topic, 2, 1); err != nil {
+		t.Fatal(err)
+	}
+	produceTo(ctx, t, c, topic, 2, 20)
+	commits := kadm.Offsets{}
+	commits.Add(kadm.Offset{Topic: topic, Partition: 0, At: 15, LeaderEpoch: -1})
+	commits.Add(kadm.Offset{Topic: topic, Partition: 1, At: 12, LeaderEpoch: -1})
+	if resp, err := adm.CommitOffsets(ctx, group, commits); err != nil || resp.Error() != nil {
+		t.Fatalf("commit: %v %v", err, resp.Error())
+	}
+
+	ports := cluster.FreePorts(t, 2)
+	dir := t.TempDir()
+	var quoted []string
+	for _, a := range seedsOf(c.Nodes()) {
+		quoted = append(quoted, strconv.Quote(a))
+	}
+	servers := "[" + strings.Join(quoted, ", ") + "]"
+	conf := fmt.Sprintf(`[general]
+pidfile=%[1]q
+[logging]
+filename=%[2]q
+level="debug"
+[zookeeper]
+servers=["127.0.0.1:%[3]d"]
+timeout=6
+root-path="/"
+[client-profile.raftka]
+client-id="burrow-e2e"
+kafka-version="2.0.0"
+[cluster.raftka]
+class-name="kafka"
+servers=%[4]s
+client-profile="raftka"
+topic-refresh=2
+offset-refresh=2
+[consumer.raftka]
+class-name="kafka"
+cluster="raftka"
+servers=%[4]s
+client-profile="raftka"
+offsets-topic="__consumer_offsets"
+start-latest=false
+[httpserver.default]
+address="127.0.0.1:%[5]d"
+[storage.default]
+class-name="inmemory"
+workers=2
+intervals=10
+expire-group=604800
+min-distance=1
+[evaluator.default]
+class-name="caching"
+expire-cache=1
+`, filepath.Join(dir, "burrow.pid"), filepath.Join(dir, "burrow.log"), ports[0], servers, ports[1])
+	if err := os.WriteFile(filepath.Join(dir, "burrow.toml"), []byte(conf), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, err := os.Create(filepath.Join(dir, "burrow.out"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer out.Close()
+	cmd := exec.Command(burrow, "--config-dir", dir)
+	cmd.Dir, cmd.Stdout, cmd.Stderr = dir, out, out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	pid := cmd.Process.Pid
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	t.Cleanup(func() {
+		// Only the Burrow started here, by its pid.
+		_ = cmd.Process.Kill()
+		<-exited
+		if t.Failed() {
+			for _, f := range []string{"burrow.out", "burrow.log"} {
+				b, _ := os.ReadFile(filepath.Join(dir, f))
+				t.Logf("%s (pid %d):\n%s", f, pid, tail(string(b), 60))
+			}
+		}
+	})
+
+	// Burrow logs each commit it decodes (zap JSON lines: "consumer
+	// offset" with group, topic, partition and offset).
+	want := map[int32]int64{0: 15, 1: 12}
+	cluster.WaitFor(t, 90*time.Second, func() (bool, string) {
+		select {
+		case err := <-exited:
+			exited <- err
+			t.Fatalf("Burrow exited: %v", err)
+		default:
+		}
+		b, _ := os.ReadFile(filepath.Join(dir, "burrow.log"))
+		seen := map[int32]int64{}
+		for _, line := range bytes.Split(b, []byte("\n")) {
+			var e struct {
+				Msg       string `json:"msg"`
+				Group     string `json:"group"`
+				Topic     string `json:"topic"`
+				Partition int32  `json:"partition"`
+				Offset    int64  `json:"offset"`
+			}
+			if json.Unmarshal(line, &e) == nil && e.Msg == "consumer offset" && e.Group == group && e.Topic == topic {
+				seen[e.Partition] = e.Offset
+			}
+		}
+		return seen[0] == want[0] && seen[1] == want[1], fmt.Sprintf("Burrow decoded %v, want %v", seen, want)
+	})
+	st, body, err := burrowGet(ctx, fmt.Sprintf("http://127.0.0.1:%d/v3/kafka", ports[1]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Error || !slices.Contains(st.Clusters, "raftka") {
+		t.Errorf("Burrow's cluster list: %s", body)
+	}
+}
+
+type burrowClusters struct {
+	Error    bool     `json:"error"`
+	Clusters []string `json:"clusters"`
+}
+
+func burrowGet(ctx context.Context, url string) (burrowClusters, string, error) {
+	var st burrowClusters
+	rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(rctx, http.MethodGet, url, nil)
+	if err != nil {
+		return st, "", err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return st, "", err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	if err != nil {
+		return st, "", err
+	}
+	if err := json.Unmarshal(b, &st); err != nil {
+		return st, string(b), fmt.Errorf("Burrow answered %d %q: %w", resp.StatusCode, b, err)
+	}
+	return st, string(b), nil
+}
