@@ -60,6 +60,7 @@ var kinds = []kind{
 	{metadata.ErrLeaderNotAvailable, kerr.EligibleLeadersNotAvailable},
 	{metadata.ErrUnacceptableCredential, kerr.UnacceptableCredential},
 	{metadata.ErrUnsupportedSaslMechanism, kerr.UnsupportedSaslMechanism},
+	{metadata.ErrNoReassignmentInProgress, kerr.NoReassignmentInProgress},
 }
 
 // lookup is the code of err's kind, if the table or the protocol names it.

@@ -84,6 +84,7 @@ func TestMapping(t *testing.T) {
 		{metadata.ErrLeaderNotAvailable, kerr.EligibleLeadersNotAvailable},
 		{metadata.ErrUnacceptableCredential, kerr.UnacceptableCredential},
 		{metadata.ErrUnsupportedSaslMechanism, kerr.UnsupportedSaslMechanism},
+		{metadata.ErrNoReassignmentInProgress, kerr.NoReassignmentInProgress},
 	}
 	tested := make(map[error]bool)
 	for _, c := range cases {
