@@ -1,7 +1,8 @@
 // Command raftka is the raftka broker and its operator tools: `raftka server`
 // runs a node from a Kafka-style server.properties, `raftka local` runs a
 // cluster on one machine (what `make run` does), and the other subcommands
-// (storage, topics, produce, consume, cluster, top, leader-election, bench,
+// (storage, topics, produce, consume, cluster, top, leader-election, reassign,
+// bench,
 // dump-log) mirror Kafka's shell tools over the wire with franz-go.
 //
 // The server's operator listener (metrics.go) serves /metrics, the probes
