@@ -2,8 +2,7 @@
 // runs a node from a Kafka-style server.properties, `raftka local` runs a
 // cluster on one machine (what `make run` does), and the other subcommands
 // (storage, topics, produce, consume, cluster, top, leader-election, reassign,
-// bench,
-// dump-log) mirror Kafka's shell tools over the wire with franz-go.
+// bench, dump-log) mirror Kafka's shell tools over the wire with franz-go.
 //
 // The server's operator listener (metrics.go) serves /metrics, the probes
 // and, with console.enable, the read-only web console (console.go, its
