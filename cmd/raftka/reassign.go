@@ -23,6 +23,7 @@ import (
 	"github.com/raftka/raftka/metadata"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/urfave/cli/v2"
 )
 
@@ -281,11 +282,11 @@ func reassignExecute(c *cli.Context) error {
 	return adminCall(c, func(ctx context.Context, cl *kgo.Client) error {
 		adm := kadm.NewClient(cl)
 		if !c.Bool("additional") {
-			ongoing, err := adm.ListPartitionReassignments(ctx, nil)
+			n, err := countReassignments(ctx, cl)
 			if err != nil {
 				return requestError(c, "reassign execute", err)
 			}
-			if len(ongoing.Sorted()) > 0 {
+			if n > 0 {
 				return errors.New("reassign execute: cannot execute because there is an existing partition assignment; use --additional to start this one in addition to it")
 			}
 		}
@@ -316,6 +317,26 @@ func reassignExecute(c *cli.Context) error {
 		}
 		return alterAssignments(c, ctx, adm, req, "Successfully started partition reassignments for", "start")
 	})
+}
+
+// countReassignments counts every ongoing reassignment: a
+// ListPartitionReassignments with null topics, which kadm does not send
+// (it answers an empty set itself).
+func countReassignments(ctx context.Context, cl *kgo.Client) (int, error) {
+	req := kmsg.NewPtrListPartitionReassignmentsRequest()
+	req.TimeoutMillis = 30000
+	resp, err := req.RequestWith(ctx, cl)
+	if err != nil {
+		return 0, err
+	}
+	if err := responseError(resp.ErrorCode, resp.ErrorMessage); err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, t := range resp.Topics {
+		n += len(t.Partitions)
+	}
+	return n, nil
 }
 
 // alterAssignments sends req and reports per partition, failing when any
