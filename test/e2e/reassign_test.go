@@ -4,7 +4,11 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -266,4 +270,62 @@ func waitMoved(t *testing.T, ctx context.Context, h harness, a pinned, topic str
 		}
 		return true, ""
 	})
+}
+
+// `raftka reassign drain` then `verify` on real processes: every replica on
+// broker 3 moves to the others, verify exits 1 while anything moves and 0
+// once all of it has, and afterwards no partition lists broker 3.
+func TestReassignCLIDrain(t *testing.T) {
+	const topic, partitions = "drained", 4
+	c := cluster.Start(t, cluster.Nodes(4), cluster.LogLevel("info"))
+	h := harness{Cluster: c}
+	ctx := ctxFor(t, 3*time.Minute)
+	cl := client(t, c)
+	createAssigned(t, ctx, cl, topic, map[int32][]int32{0: {1, 3}, 1: {3, 2}, 2: {2, 4}, 3: {4, 3}})
+	cluster.WaitFor(t, 60*time.Second, func() (bool, string) { return invariants.FullISR(ctx, h, topic, partitions) })
+	p, err := invariants.StartProducer(invariants.ProducerConfig{Seeds: h.Seeds(), Topic: topic, Partitions: partitions,
+		Name: "drain", Rate: 200, MaxRecords: 1000}, &invariants.Recorder{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Stop(5 * time.Second)
+
+	bin := cluster.Binary(t)
+	run := func(args ...string) (string, error) {
+		cmd := exec.CommandContext(ctx, bin, append(args, "--bootstrap-server", c.Node(1).ClientAddr())...)
+		out, err := cmd.CombinedOutput()
+		return string(out), err
+	}
+	out, err := run("reassign", "drain", "--broker", "3")
+	if err != nil {
+		t.Fatalf("drain: %v\n%s", err, out)
+	}
+	_, rest, ok := strings.Cut(out, "Reassignment (use it with reassign verify or cancel)\n")
+	plan, _, ok2 := strings.Cut(rest, "\n")
+	if !ok || !ok2 || !strings.Contains(out, "Successfully started partition reassignments for drained-0,drained-1,drained-3") {
+		t.Fatalf("drain printed:\n%s", out)
+	}
+	file := filepath.Join(t.TempDir(), "plan.json")
+	if err := os.WriteFile(file, []byte(plan), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cluster.WaitFor(t, 60*time.Second, func() (bool, string) {
+		out, err := run("reassign", "verify", "--reassignment-json-file", file)
+		return err == nil, fmt.Sprintf("verify: %v\n%s", err, out)
+	})
+	cluster.WaitFor(t, 30*time.Second, func() (bool, string) {
+		st, err := invariants.TopicState(ctx, h.ClientAddr(1), topic)
+		if err != nil {
+			return false, err.Error()
+		}
+		for p, s := range st {
+			if slices.Contains(s.Replicas, 3) || len(s.ISR) != 2 {
+				return false, fmt.Sprintf("partition %d: %+v", p, s)
+			}
+		}
+		return true, ""
+	})
+	if out, err := run("reassign", "drain", "--broker", "3"); err != nil || !strings.Contains(out, "Broker 3 holds no replicas.") {
+		t.Fatalf("second drain: %v\n%s", err, out)
+	}
 }
