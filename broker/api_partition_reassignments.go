@@ -59,7 +59,7 @@ func init() {
 
 func (s *Server) reassignmentAdmin() (ReassignmentAdmin, bool) {
 	ra, ok := s.deps.Admin.(ReassignmentAdmin)
-	return ra, ok && s.deps.Admin != nil
+	return ra, ok
 }
 
 func handleAlterPartitionReassignments(ctx context.Context, rc *request, kreq kmsg.Request) (kmsg.Response, error) {

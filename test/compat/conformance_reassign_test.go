@@ -8,7 +8,8 @@ import (
 )
 
 // reassignRows are the rows of the partition reassignment APIs (KIP-455):
-// AlterPartitionReassignments (45) and ListPartitionReassignments (46).
+// AlterPartitionReassignments (45) and ListPartitionReassignments (46), and
+// of UnregisterBroker (64), the broker-membership step after a drain.
 // The cluster has one broker and one single-replica topic, so every
 // answer here is a refusal or an empty list: the moves themselves are
 // tested on real multi-node clusters (test/e2e).
@@ -75,7 +76,24 @@ func reassignRows() []row {
 				}
 				return nil
 			}},
+		// UnregisterBroker (64), one version.
+		{64, lowest, "unknown broker id", "QuorumController.unregisterBroker via ClusterControlManager: an id with no registration is BROKER_ID_NOT_REGISTERED (forwarded by the broker, KafkaApis UNREGISTER_BROKER)",
+			func(v int16, e *env) kmsg.Request { return unregisterBroker(v, 99) },
+			func(r kmsg.Response, _ *env) error {
+				return want("top level", r.(*kmsg.UnregisterBrokerResponse).ErrorCode, kerr.BrokerIDNotRegistered.Code)
+			}},
+		{64, highest, "negative broker id", "QuorumController.unregisterBroker: no broker is registered under a negative id, BROKER_ID_NOT_REGISTERED",
+			func(v int16, e *env) kmsg.Request { return unregisterBroker(v, -1) },
+			func(r kmsg.Response, _ *env) error {
+				return want("top level", r.(*kmsg.UnregisterBrokerResponse).ErrorCode, kerr.BrokerIDNotRegistered.Code)
+			}},
 	}
+}
+
+func unregisterBroker(v int16, id int32) *kmsg.UnregisterBrokerRequest {
+	r := kmsg.NewPtrUnregisterBrokerRequest()
+	r.Version, r.BrokerID = v, id
+	return r
 }
 
 func alterReassignments(v int16, partition int32, replicas []int32) *kmsg.AlterPartitionAssignmentsRequest {

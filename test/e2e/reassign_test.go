@@ -274,7 +274,8 @@ func waitMoved(t *testing.T, ctx context.Context, h harness, a pinned, topic str
 
 // `raftka reassign drain` then `verify` on real processes: every replica on
 // broker 3 moves to the others, verify exits 1 while anything moves and 0
-// once all of it has, and afterwards no partition lists broker 3.
+// once all of it has, and afterwards no partition lists broker 3, which is
+// then stopped and unregistered (UnregisterBroker on the client listener).
 func TestReassignCLIDrain(t *testing.T) {
 	const topic, partitions = "drained", 4
 	c := cluster.Start(t, cluster.Nodes(4), cluster.LogLevel("info"))
@@ -327,5 +328,34 @@ func TestReassignCLIDrain(t *testing.T) {
 	})
 	if out, err := run("reassign", "drain", "--broker", "3"); err != nil || !strings.Contains(out, "Broker 3 holds no replicas.") {
 		t.Fatalf("second drain: %v\n%s", err, out)
+	}
+
+	// Retire broker 3: stop it, then UnregisterBroker through the client
+	// listener; Metadata no longer lists it, a second unregister is
+	// BROKER_ID_NOT_REGISTERED.
+	c.Node(3).Term()
+	unreg := func() int16 {
+		req := kmsg.NewPtrUnregisterBrokerRequest()
+		req.BrokerID = 3
+		resp, err := req.RequestWith(ctx, cl.Broker(1))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp.ErrorCode
+	}
+	if code := unreg(); code != 0 {
+		t.Fatalf("unregister broker 3: %v", kerr.ErrorForCode(code))
+	}
+	md, err := nodeMetadata(ctx, c.Node(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, b := range md.Brokers {
+		if b.NodeID == 3 {
+			t.Fatalf("broker 3 still in Metadata after UnregisterBroker: %+v", md.Brokers)
+		}
+	}
+	if code := unreg(); code != kerr.BrokerIDNotRegistered.Code {
+		t.Fatalf("second unregister: %v", kerr.ErrorForCode(code))
 	}
 }
