@@ -12,7 +12,7 @@ import (
 // reassignCtrl is a controller client that answers only the reassignment
 // APIs and UnregisterBroker, recording what the broker forwarded.
 type reassignCtrl struct {
-	ControllerAdmin // nil: the other admin APIs are not called here
+	ControllerAdmin            // nil: the other admin APIs are not called here
 	mu              sync.Mutex // the handlers run on the server's goroutines
 	err             error
 	alters          []*kmsg.AlterPartitionAssignmentsRequest
