@@ -359,3 +359,91 @@ func TestReassignCLIDrain(t *testing.T) {
 		t.Fatalf("second unregister: %v", kerr.ErrorForCode(code))
 	}
 }
+
+// A reassignment is Raft state: the active controller is killed (-9) while
+// every move is in progress (broker 4 frozen; five nodes, so a quorum
+// remains), the new controller still
+// lists them, and they complete under it once 4 runs again, with nothing
+// acknowledged lost or duplicated.
+func TestReassignmentSurvivesControllerFailover(t *testing.T) {
+	const topic, partitions = "failover-move", 3
+	// Five voters: one killed and one frozen still leave a quorum.
+	c := cluster.Start(t, cluster.Nodes(5), cluster.LogLevel("info"),
+		cluster.Override("min.insync.replicas", "2"))
+	h := harness{Cluster: c}
+	ctx := ctxFor(t, 4*time.Minute)
+	cl := client(t, c)
+	original := map[int32][]int32{0: {1, 2, 3}, 1: {2, 3, 1}, 2: {3, 1, 2}}
+	createAssigned(t, ctx, cl, topic, original)
+	cluster.WaitFor(t, 60*time.Second, func() (bool, string) { return invariants.FullISR(ctx, h, topic, partitions) })
+
+	var rec invariants.Recorder
+	prod, err := invariants.StartProducer(invariants.ProducerConfig{Seeds: h.Seeds(), Topic: topic, Partitions: partitions,
+		Name: "failover-move", Rate: 300, MaxRecords: 200_000}, &rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer prod.Stop(5 * time.Second)
+	cluster.WaitFor(t, 60*time.Second, func() (bool, string) { return rec.Count() >= 500, fmt.Sprintf("%d acknowledged", rec.Count()) })
+
+	var leader int32
+	for try := 0; ; try++ {
+		leader, err = quorumLeader(ctx, cl)
+		if err == nil && leader != 4 {
+			break
+		}
+		if try == 3 {
+			t.Fatalf("node 4 still leads the quorum (%v)", err)
+		}
+		if err == nil {
+			c.Node(4).Restart()
+		}
+		time.Sleep(time.Second)
+	}
+	// Admin calls go through a node that stays up and unfrozen.
+	via := int32(1)
+	for via == leader {
+		via++
+	}
+	adm := pinned{cl.Broker(int(via))}
+	target := map[int32][]int32{}
+	for p, reps := range original {
+		target[p] = slices.Clone(reps)
+		target[p][slices.Index(reps, 1)] = 4
+	}
+	c.Node(4).Stop()
+	alter(t, ctx, adm, topic, target)
+	if l := list(t, ctx, adm, topic); len(l) != partitions {
+		t.Fatalf("before failover: %+v", l)
+	}
+
+	c.Node(leader).Kill()
+	cluster.WaitFor(t, 60*time.Second, func() (bool, string) {
+		l, err := adm.listAll(ctx, topic)
+		if err != nil {
+			return false, err.Error()
+		}
+		for p, e := range l {
+			if !slices.Equal(e.AddingReplicas, []int32{4}) || !slices.Equal(e.RemovingReplicas, []int32{1}) {
+				return false, fmt.Sprintf("partition %d listed %+v", p, e)
+			}
+		}
+		return len(l) == partitions, fmt.Sprintf("%d partitions listed after the failover", len(l))
+	})
+	c.Node(4).Cont()
+	c.Node(leader).Restart()
+	waitMoved(t, ctx, h, adm, topic, target)
+
+	if _, err := prod.Stop(30 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	read, err := invariants.ReadAll(ctx, h.Seeds(), topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := invariants.Check(rec.Acks(), read)
+	checkReport(t, h, topic, "reassignment across a controller failover", r)
+	if r.Duplicated > 0 || r.Lost > 0 {
+		t.Fatalf("lost %d, duplicated %d", r.Lost, r.Duplicated)
+	}
+}
