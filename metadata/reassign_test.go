@@ -2,8 +2,11 @@ package metadata
 
 import (
 	"errors"
+	"fmt"
 	"slices"
 	"testing"
+
+	"pgregory.net/rapid"
 )
 
 // fourBrokers is threeBrokers plus an unfenced broker 4 and the orders
@@ -227,5 +230,128 @@ func checkSnapshot(t *testing.T, img *Image) {
 	again, _ := mustApply(t, NewImage(), recs...)
 	if !again.Equal(img) {
 		t.Fatal("image differs after a snapshot round trip")
+	}
+}
+
+// Random reassignments, cancels, ISR changes and broker fencing against a
+// five-broker image: every decided batch replays without a skipped record,
+// the snapshot round trip holds, the replicas always contain the target,
+// and a partition whose ISR holds its whole target is never left moving
+// after CompleteReassignment.
+func TestReassignmentProperties(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		recs := []Record{&ClusterID{ID: "c"}}
+		for id := int32(1); id <= 5; id++ {
+			recs = append(recs, &RegisterBroker{BrokerID: id, BrokerEpoch: int64(id)}, &UnfenceBroker{BrokerID: id, BrokerEpoch: int64(id)})
+		}
+		recs = append(recs, &CreateTopic{Name: "p", ID: idA, Partitions: []PartitionRegistration{
+			{Partition: 0, Replicas: []int32{1, 2, 3}, ISR: []int32{1, 2, 3}, Leader: 1},
+		}})
+		img, d := NewImage().Apply(recs)
+		if len(d.Skipped) > 0 {
+			t.Fatal(d.Skipped[0].Err)
+		}
+		apply := func(what string, rs []Record) {
+			next, d := img.Apply(rs)
+			if len(d.Skipped) > 0 {
+				t.Fatalf("%s: %T skipped: %v", what, d.Skipped[0].Record, d.Skipped[0].Err)
+			}
+			img = next
+		}
+		for step := range rapid.IntRange(1, 12).Draw(t, "steps") {
+			p, _ := img.Partition(idA, 0)
+			switch rapid.IntRange(0, 3).Draw(t, fmt.Sprint("op", step)) {
+			case 0: // reassign to a random target
+				n := rapid.IntRange(1, 4).Draw(t, "rf")
+				target := rapid.SliceOfNDistinct(rapid.Int32Range(1, 5), n, n, rapid.ID[int32]).Draw(t, "target")
+				rs, err := img.PlanReassignment(ReassignRequest{Topic: "p", Target: target, AllowReplicationFactorChange: true})
+				if err != nil {
+					t.Fatalf("reassign to %v: %v", target, err)
+				}
+				apply("reassign", rs)
+				q, _ := img.Partition(idA, 0)
+				for _, r := range target {
+					if !slices.Contains(q.Replicas, r) {
+						t.Fatalf("target %v not within replicas %+v", target, q)
+					}
+				}
+				if q.Reassigning() && !slices.Equal(q.TargetReplicas(), target) {
+					t.Fatalf("target %v recorded as %v", target, q.TargetReplicas())
+				}
+			case 1: // cancel
+				rs, err := img.PlanReassignment(ReassignRequest{Topic: "p", Unclean: rapid.Bool().Draw(t, "unclean")})
+				if !p.Reassigning() {
+					if !errors.Is(err, ErrNoReassignmentInProgress) {
+						t.Fatalf("cancel without a move: %v", err)
+					}
+					continue
+				}
+				if err != nil {
+					if !errors.Is(err, ErrInvalidReplicaAssignment) {
+						t.Fatalf("cancel: %v", err)
+					}
+					continue
+				}
+				apply("cancel", rs)
+				if q, _ := img.Partition(idA, 0); q.Reassigning() || !slices.Equal(q.Replicas, p.OriginalReplicas()) {
+					t.Fatalf("after cancel %+v, original %v", q, p.OriginalReplicas())
+				}
+			case 2: // the leader adds a caught-up replica to the ISR
+				if p.Leader == NoLeader {
+					continue
+				}
+				out := without(p.Replicas, p.ISR)
+				if len(out) == 0 {
+					continue
+				}
+				add := rapid.SampledFrom(out).Draw(t, "add")
+				b, _ := img.Broker(p.Leader)
+				rec, err := img.ValidateAlterPartition(AlterPartitionRequest{BrokerID: p.Leader, BrokerEpoch: b.Epoch, TopicID: idA,
+					LeaderEpoch: p.LeaderEpoch, PartitionEpoch: p.PartitionEpoch, NewISR: append(slices.Clone(p.ISR), add)})
+				if err != nil {
+					continue // a fenced replica may not join
+				}
+				apply("expand", []Record{rec})
+				apply("complete", img.CompleteReassignment(idA, 0))
+			case 3: // a replica's broker is fenced and leaves the ISR
+				id := rapid.Int32Range(1, 5).Draw(t, "fence")
+				b, _ := img.Broker(id)
+				rs := []Record{&FenceBroker{BrokerID: id, BrokerEpoch: b.Epoch}}
+				next, _ := img.Apply(rs)
+				if q, _ := next.Partition(idA, 0); slices.Contains(q.ISR, id) || q.Leader == id {
+					rec, err := BuildPartitionChange(PartitionChangeRequest{TopicID: idA, Partition: q, Reason: ReasonBrokerFenced, Usable: next.UsableBrokers()})
+					if err == nil && rec != nil {
+						rs = append(rs, rec)
+					}
+				}
+				rs = append(rs, &UnfenceBroker{BrokerID: id, BrokerEpoch: b.Epoch})
+				apply("fence", rs)
+			}
+			// A fence step changes the ISR without an AlterPartition;
+			// complete what is ready as a new controller's sweep would.
+			if rs := img.CompletableReassignments(); len(rs) > 0 {
+				apply("sweep", rs)
+			}
+			q, _ := img.Partition(idA, 0)
+			if q.Reassigning() && !slices.ContainsFunc(q.TargetReplicas(), func(r int32) bool { return !slices.Contains(q.ISR, r) }) {
+				t.Fatalf("every target replica is in the ISR but the move is not complete: %+v", q)
+			}
+			checkSnapshotRapid(t, img)
+		}
+	})
+}
+
+func checkSnapshotRapid(t *rapid.T, img *Image) {
+	b, err := EncodeRecords(img.Records())
+	if err != nil {
+		t.Fatal(err)
+	}
+	recs, err := DecodeRecords(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, d := NewImage().Apply(recs)
+	if len(d.Skipped) > 0 || !again.Equal(img) {
+		t.Fatalf("snapshot round trip differs (%d skipped)", len(d.Skipped))
 	}
 }
