@@ -89,8 +89,8 @@ func TestRecordRoundTripEveryType(t *testing.T) {
 		}
 	}
 	for typ := TypeClusterID; typ <= TypePartitionReassignment; typ++ {
-		if typ > TypeRemoveUserScramCredential && typ < TypePartitionReassignment {
-			continue // unused numbers (other branches' ranges)
+		if typ.String() == "RecordType(unknown)" {
+			continue // a number no record type uses
 		}
 		if !seen[typ] {
 			t.Errorf("no sample record of type %v (%d)", typ, typ)
