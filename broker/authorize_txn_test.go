@@ -124,3 +124,30 @@ func TestTransactionAPIsAuthorization(t *testing.T) {
 		t.Errorf("DescribeProducers: %d", r.Topics[0].Partitions[0].ErrorCode)
 	}
 }
+
+// Reassignment and UnregisterBroker need ALTER on the cluster, listing
+// reassignments DESCRIBE (ControllerApis), checked before forwarding.
+func TestReassignmentAPIsAuthorization(t *testing.T) {
+	md := &swappableMetadata{}
+	md.cur.Store(clusterImage(t, 0))
+	_, addr := startServer(t, defaultAPIs, Options{NodeID: 1, Authorizer: &metadata.Authorizer{}, Deps: Deps{Metadata: md}})
+	raw := dialRaw(t, addr)
+	denied := kerr.ClusterAuthorizationFailed.Code
+
+	ar := kmsg.NewPtrAlterPartitionAssignmentsRequest()
+	at := kmsg.NewAlterPartitionAssignmentsRequestTopic()
+	at.Topic = "orders"
+	at.Partitions = append(at.Partitions, kmsg.NewAlterPartitionAssignmentsRequestTopicPartition())
+	ar.Topics = append(ar.Topics, at)
+	if r := raw.roundTrip(ar, 1).(*kmsg.AlterPartitionAssignmentsResponse); r.ErrorCode != denied || r.Topics[0].Partitions[0].ErrorCode != denied {
+		t.Errorf("AlterPartitionReassignments: %+v", r)
+	}
+	if r := raw.roundTrip(kmsg.NewPtrListPartitionReassignmentsRequest(), 0).(*kmsg.ListPartitionReassignmentsResponse); r.ErrorCode != denied {
+		t.Errorf("ListPartitionReassignments: %d", r.ErrorCode)
+	}
+	ub := kmsg.NewPtrUnregisterBrokerRequest()
+	ub.BrokerID = 2
+	if r := raw.roundTrip(ub, 0).(*kmsg.UnregisterBrokerResponse); r.ErrorCode != denied {
+		t.Errorf("UnregisterBroker: %d", r.ErrorCode)
+	}
+}

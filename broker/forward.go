@@ -3,7 +3,8 @@ package broker
 // Forwarding admin requests to the active controller.
 //
 // Clients send admin requests (CreateTopics, DeleteTopics, CreatePartitions,
-// AlterConfigs, IncrementalAlterConfigs, ElectLeaders, DescribeQuorum) to the
+// AlterConfigs, IncrementalAlterConfigs, ElectLeaders, DescribeQuorum,
+// Alter/ListPartitionReassignments, UnregisterBroker) to the
 // broker Metadata names as controller, or, for config resources, to any
 // broker. Every broker accepts them, checks what Kafka checks before
 // forwarding (duplicates, reserved names, unsupported resource types), and

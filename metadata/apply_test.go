@@ -345,7 +345,20 @@ func genRecord(t *rapid.T, img *Image) Record {
 		}
 		return id, epoch.Draw(t, "e")
 	}
-	kind := rapid.IntRange(0, 23).Draw(t, "kind")
+	kind := rapid.IntRange(0, 24).Draw(t, "kind")
+	if kind == 24 {
+		id := topicID()
+		pr := &PartitionReassignment{TopicID: id, Partition: rapid.Int32Range(0, 3).Draw(t, "rp"), Adding: maybeSet("adding"), Removing: maybeSet("removing")}
+		if top, ok := img.TopicByID(id); ok && rapid.Bool().Draw(t, "fits") {
+			p := rapid.SampledFrom(top.Partitions).Draw(t, "rpart")
+			n := rapid.IntRange(0, len(p.Replicas)).Draw(t, "rn")
+			pr.Partition, pr.Adding, pr.Removing = p.Partition, slices.Clone(p.Replicas[:n]), nil
+			if n < len(p.Replicas)-1 {
+				pr.Removing = slices.Clone(p.Replicas[len(p.Replicas)-1:])
+			}
+		}
+		return pr
+	}
 	if kind > 18 {
 		kind = 9 // PartitionChange is the record that matters most
 	}

@@ -44,6 +44,9 @@ func checkPartition(p *PartitionRegistration) error {
 			return invalid("partition %d ISR %v not a set within replicas %v", p.Partition, p.ISR, p.Replicas)
 		}
 	}
+	if err := checkReassignment(p); err != nil {
+		return err
+	}
 	if p.Leader != NoLeader && !slices.Contains(p.Replicas, p.Leader) {
 		return invalid("partition %d leader %d not in replicas %v", p.Partition, p.Leader, p.Replicas)
 	}
@@ -56,6 +59,17 @@ func checkPartition(p *PartitionRegistration) error {
 func clonePartition(p PartitionRegistration) PartitionRegistration {
 	p.Replicas = slices.Clone(p.Replicas)
 	p.ISR = slices.Clone(p.ISR)
+	p.AddingReplicas = slices.Clone(p.AddingReplicas)
+	p.RemovingReplicas = slices.Clone(p.RemovingReplicas)
+	return p
+}
+
+// newPartition is a partition as CreateTopic and AddPartitions store it:
+// their encoding has no reassignment fields, so an in-memory record that
+// set them must not make this node's image differ from a replica's.
+func newPartition(p PartitionRegistration) PartitionRegistration {
+	p = clonePartition(p)
+	p.AddingReplicas, p.RemovingReplicas = nil, nil
 	return p
 }
 
@@ -95,7 +109,7 @@ func (a *topicApplier) create(r *CreateTopic) error {
 		t.Configs = maps.Clone(r.Configs)
 	}
 	for i, p := range r.Partitions {
-		t.Partitions[i] = clonePartition(p)
+		t.Partitions[i] = newPartition(p)
 	}
 	a.topics.set(r.ID, hashID(r.ID), t)
 	a.names.set(r.Name, hashString(r.Name), r.ID)
@@ -139,7 +153,7 @@ func (a *topicApplier) addPartitions(r *AddPartitions) error {
 	}
 	t, _ = a.own(r.TopicID)
 	for _, p := range r.Partitions {
-		t.Partitions = append(t.Partitions, clonePartition(p))
+		t.Partitions = append(t.Partitions, newPartition(p))
 	}
 	return nil
 }

@@ -165,6 +165,11 @@ func encodeBody(w *writer, rec Record) error {
 		w.i32(r.Leader)
 		w.int32s(r.ISR)
 		w.int32s(r.Replicas)
+	case *PartitionReassignment:
+		w.uuid(r.TopicID)
+		w.i32(r.Partition)
+		w.int32s(r.Adding)
+		w.int32s(r.Removing)
 	case *RemoveTopic:
 		w.uuid(r.TopicID)
 	case *Config:
@@ -318,6 +323,8 @@ func decodeBody(r *reader, typ RecordType, ver int16) (Record, error) {
 		rec = &AddPartitions{TopicID: r.uuid(), Partitions: r.partitions()}
 	case TypePartitionChange:
 		rec = &PartitionChange{TopicID: r.uuid(), Partition: r.i32(), Leader: r.i32(), ISR: r.int32s(), Replicas: r.int32s()}
+	case TypePartitionReassignment:
+		rec = &PartitionReassignment{TopicID: r.uuid(), Partition: r.i32(), Adding: r.int32s(), Removing: r.int32s()}
 	case TypeRemoveTopic:
 		rec = &RemoveTopic{TopicID: r.uuid()}
 	case TypeConfig:

@@ -186,6 +186,8 @@ func (b *applier) replay(rec Record) error {
 		return b.topics.addPartitions(r)
 	case *PartitionChange:
 		return b.topics.partitionChange(r)
+	case *PartitionReassignment:
+		return b.topics.reassignment(r)
 	case *RemoveTopic:
 		return b.topics.remove(r)
 	case *Config:

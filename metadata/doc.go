@@ -41,6 +41,9 @@
 //	election.go       leader election, the PartitionChange builder, the
 //	                  preferred-leader rebalance rule
 //	isr.go            AlterPartition validation
+//	reassign.go       partition reassignment (KIP-455): the
+//	                  PartitionReassignment record's applier, the plan
+//	                  (start, complete, cancel) as Kafka's controller
 //	topic_configs.go  topic config definitions, validation, effective values
 //	broker_configs.go dynamic broker keys that are not topic defaults (the
 //	                  cleaner's, producer.id.expiration.ms,
@@ -52,8 +55,8 @@
 // The controller decides with the pure functions here against the current
 // Image (CheckNewTopicName, ValidateTopicConfigs, ValidateBrokerConfig,
 // PlaceReplicas, NewPartitions, BuildPartitionChange, ValidateAlterPartition,
-// PreferredLeaderElections, CheckOffsetCommit, CheckTxnTransition,
-// CheckTxnOffsetCommit), commits the resulting
+// PreferredLeaderElections, PlanReassignment, CompleteReassignment,
+// CheckOffsetCommit, CheckTxnTransition, CheckTxnOffsetCommit), commits the resulting
 // records through Raft, and every node replays the committed batch with
 // Image.Apply. Apply re-checks what a record needs to be meaningful (with
 // the same functions where a decision checks the same rule) and skips (and

@@ -71,6 +71,9 @@ var (
 	ErrInvalidRecord = errors.New("metadata: invalid record")
 	// ErrClusterIDMismatch: a second ClusterID record with a different id.
 	ErrClusterIDMismatch = errors.New("metadata: cluster id already set to a different value")
+	// ErrNoReassignmentInProgress: NO_REASSIGNMENT_IN_PROGRESS (a cancel of
+	// a partition that is not being reassigned).
+	ErrNoReassignmentInProgress = errors.New("metadata: no partition reassignment in progress")
 	// ErrCorrupt marks bytes that do not decode as a record batch.
 	ErrCorrupt = errors.New("metadata: corrupt record batch")
 )

@@ -279,7 +279,8 @@ func (t *TopicImage) equal(o *TopicImage) bool {
 // Equal reports whether two registrations are identical.
 func (p PartitionRegistration) Equal(o PartitionRegistration) bool {
 	return p.Partition == o.Partition && slices.Equal(p.Replicas, o.Replicas) && slices.Equal(p.ISR, o.ISR) &&
-		p.Leader == o.Leader && p.LeaderEpoch == o.LeaderEpoch && p.PartitionEpoch == o.PartitionEpoch
+		p.Leader == o.Leader && p.LeaderEpoch == o.LeaderEpoch && p.PartitionEpoch == o.PartitionEpoch &&
+		slices.Equal(p.AddingReplicas, o.AddingReplicas) && slices.Equal(p.RemovingReplicas, o.RemovingReplicas)
 }
 
 func (g *groupImage) equal(o *groupImage) bool {

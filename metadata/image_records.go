@@ -44,6 +44,7 @@ func (img *Image) Records() []Record {
 			ct.Partitions[i] = clonePartition(p)
 		}
 		recs = append(recs, ct)
+		recs = append(recs, reassignmentRecords(t)...)
 	}
 	for _, name := range img.Groups() {
 		g, _ := img.groups.get(name, hashString(name))

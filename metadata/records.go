@@ -36,6 +36,9 @@ const (
 	TypeAccessControlEntry       RecordType = 30
 	TypeRemoveAccessControlEntry RecordType = 31
 	TypeClientQuota              RecordType = 35
+	// TypePartitionReassignment is in 60-69, the range issue 16's cluster
+	// operations records use.
+	TypePartitionReassignment RecordType = 60
 )
 
 func (t RecordType) String() string {
@@ -76,6 +79,8 @@ func (t RecordType) String() string {
 		return "DeleteGroup"
 	case TypeUserScramCredential:
 		return "UserScramCredential"
+	case TypePartitionReassignment:
+		return "PartitionReassignment"
 	case TypeRemoveUserScramCredential:
 		return "RemoveUserScramCredential"
 	case TypeAccessControlEntry:
@@ -208,6 +213,14 @@ type PartitionRegistration struct {
 	Leader         int32 // NoLeader when offline
 	LeaderEpoch    int32
 	PartitionEpoch int32
+	// AddingReplicas and RemovingReplicas are an ongoing reassignment
+	// (KIP-455), nil when there is none: Replicas is then the union of
+	// the original and the target replicas, the target is Replicas minus
+	// RemovingReplicas, and the original is Replicas minus AddingReplicas.
+	// Only PartitionReassignment sets them; CreateTopic and AddPartitions
+	// never carry them (their encoding has no such fields).
+	AddingReplicas   []int32
+	RemovingReplicas []int32
 }
 
 // CreateTopic creates a topic with all its partitions (Kafka's TopicRecord
@@ -240,6 +253,22 @@ type PartitionChange struct {
 	Leader    int32
 	ISR       []int32
 	Replicas  []int32
+}
+
+// PartitionReassignment sets a partition's ongoing reassignment: the
+// replicas being added and removed (Kafka's PartitionChangeRecord
+// AddingReplicas/RemovingReplicas fields, a record of its own here so the
+// older records keep their encoding). Both empty ends the reassignment.
+// Both must be disjoint subsets of the partition's replicas when the record
+// applies, so a batch that changes Replicas orders the records to keep that
+// true after each one: clear before shrinking Replicas, set after growing
+// them. It bumps no epoch: the PartitionChange beside it does when the
+// replicas change.
+type PartitionReassignment struct {
+	TopicID   [16]byte
+	Partition int32
+	Adding    []int32
+	Removing  []int32
 }
 
 // RemoveTopic deletes a topic, its partitions and its configs.
@@ -364,6 +393,7 @@ func (*GroupGeneration) Type() RecordType  { return TypeGroupGeneration }
 func (*ProducerIds) Type() RecordType      { return TypeProducerIds }
 
 func (*UserScramCredential) Type() RecordType       { return TypeUserScramCredential }
+func (*PartitionReassignment) Type() RecordType     { return TypePartitionReassignment }
 func (*RemoveUserScramCredential) Type() RecordType { return TypeRemoveUserScramCredential }
 func (*Transaction) Type() RecordType               { return TypeTransaction }
 func (*TxnOffsetCommit) Type() RecordType           { return TypeTxnOffsetCommit }
@@ -392,6 +422,7 @@ func (*GroupGeneration) Version() int16  { return 1 }
 func (*ProducerIds) Version() int16      { return 0 }
 
 func (*UserScramCredential) Version() int16       { return 0 }
+func (*PartitionReassignment) Version() int16     { return 0 }
 func (*RemoveUserScramCredential) Version() int16 { return 0 }
 
 func (*AccessControlEntry) Version() int16       { return 0 }

@@ -168,6 +168,10 @@ func (c *controller) run() {
 		}
 		log.Info().Int16("transaction_version", metadata.TransactionVersionLevel).Msg("finalized transaction.version")
 	}
+	if err := c.completeReadyReassignments(); err != nil {
+		log.Warn().Err(err).Msg("completing partition reassignments")
+		return
+	}
 	tick := time.NewTicker(c.tickEvery())
 	defer tick.Stop()
 	// The preferred-leader check runs only with auto.leader.rebalance.enable;

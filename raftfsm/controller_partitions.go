@@ -247,6 +247,11 @@ func decideAlterPartition(req *kmsg.AlterPartitionRequest) decideFunc {
 				} else if rec != nil {
 					recs = append(recs, rec)
 					cur, _ = cur.Apply([]metadata.Record{rec})
+					// An ISR that now holds every target replica finishes
+					// a reassignment in the same batch (controller_reassign.go).
+					var done []metadata.Record
+					done, cur = completeReassignment(cur, ti.ID, rp.Partition)
+					recs = append(recs, done...)
 				}
 				if p, ok := cur.Partition(ti.ID, rp.Partition); ok && out.ErrorCode == 0 {
 					out.LeaderID, out.LeaderEpoch, out.ISR, out.PartitionEpoch = p.Leader, p.LeaderEpoch, p.ISR, p.PartitionEpoch

@@ -430,6 +430,9 @@ func FuzzDecide(f *testing.F) {
 		kmsg.NewPtrDeleteTopicsRequest(),
 		kmsg.NewPtrUnregisterBrokerRequest(),
 		kmsg.NewPtrAllocateProducerIDsRequest(),
+		reassignReq(1, true, "t", map[int32][]int32{0: ids(2, 3), 1: nil}),
+		reassignReq(1, false, "t", map[int32][]int32{1: ids(1, 2)}),
+		kmsg.NewPtrListPartitionReassignmentsRequest(),
 	}
 	oc := seeds[5].(*kmsg.OffsetCommitRequest)
 	oc.Group = "g"

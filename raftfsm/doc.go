@@ -22,6 +22,9 @@
 //	controller_brokers.go     registration, heartbeats, fencing, shutdown
 //	controller_partitions.go  elections, AlterPartition, preferred-leader rebalance
 //	controller_topics.go      CreateTopics, DeleteTopics, CreatePartitions
+//	controller_reassign.go    AlterPartitionReassignments,
+//	                          ListPartitionReassignments, completing a move
+//	                          (KIP-455)
 //	controller_configs.go     AlterConfigs, IncrementalAlterConfigs
 //	controller_scram.go       AlterUserScramCredentials (salted password in,
 //	                          stored and server keys out)
@@ -54,7 +57,8 @@
 // captures decode them as Kafka. Served: BrokerRegistration, BrokerHeartbeat,
 // UnregisterBroker, CreateTopics, DeleteTopics, CreatePartitions,
 // AlterConfigs, IncrementalAlterConfigs, AlterPartition, AllocateProducerIDs,
-// ElectLeaders, DescribeQuorum, AlterUserScramCredentials, CreateAcls,
+// ElectLeaders, AlterPartitionReassignments, ListPartitionReassignments,
+// DescribeQuorum, AlterUserScramCredentials, CreateAcls,
 // DeleteAcls (controller_acls.go), AlterClientQuotas, Envelope (transaction
 // state, below), AddRaftVoter with
 // NonvoterTag (a broker-only node joining as a Raft non-voter), and the

@@ -178,6 +178,10 @@ func hasCode(resp kmsg.Response, code int16) bool {
 		return r.ErrorCode == code
 	case *kmsg.ElectLeadersResponse:
 		return r.ErrorCode == code
+	case *kmsg.AlterPartitionAssignmentsResponse:
+		return r.ErrorCode == code
+	case *kmsg.ListPartitionReassignmentsResponse:
+		return r.ErrorCode == code
 	case *kmsg.CreateTopicsResponse:
 		for _, t := range r.Topics {
 			if t.ErrorCode == code {
@@ -350,6 +354,16 @@ func (c *ControllerClient) AllocateProducerIDs(ctx context.Context, brokerID int
 // ElectLeaders sends ElectLeaders (type 0 preferred, 1 unclean).
 func (c *ControllerClient) ElectLeaders(ctx context.Context, req *kmsg.ElectLeadersRequest) (*kmsg.ElectLeadersResponse, error) {
 	return call[*kmsg.ElectLeadersResponse](ctx, c, req)
+}
+
+// AlterPartitionReassignments sends AlterPartitionReassignments (key 45).
+func (c *ControllerClient) AlterPartitionReassignments(ctx context.Context, req *kmsg.AlterPartitionAssignmentsRequest) (*kmsg.AlterPartitionAssignmentsResponse, error) {
+	return call[*kmsg.AlterPartitionAssignmentsResponse](ctx, c, req)
+}
+
+// ListPartitionReassignments sends ListPartitionReassignments (key 46).
+func (c *ControllerClient) ListPartitionReassignments(ctx context.Context, req *kmsg.ListPartitionReassignmentsRequest) (*kmsg.ListPartitionReassignmentsResponse, error) {
+	return call[*kmsg.ListPartitionReassignmentsResponse](ctx, c, req)
 }
 
 // DescribeQuorum asks the active controller for the quorum's state.

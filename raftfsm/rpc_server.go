@@ -113,6 +113,10 @@ func (n *Node) decideFor(req kmsg.Request) decideFunc {
 		return decideAllocateProducerIDs(r)
 	case *kmsg.ElectLeadersRequest:
 		return decideElectLeaders(r)
+	case *kmsg.AlterPartitionAssignmentsRequest:
+		return decideAlterPartitionReassignments(r)
+	case *kmsg.ListPartitionReassignmentsRequest:
+		return decideListPartitionReassignments(r)
 	case *kmsg.OffsetCommitRequest:
 		if isDeleteOffsets(r) {
 			return decideDeleteOffsets(r)
@@ -205,6 +209,10 @@ func respTags(resp kmsg.Response) *kmsg.Tags {
 		return &r.UnknownTags
 	case *kmsg.ElectLeadersResponse:
 		return &r.UnknownTags
+	case *kmsg.AlterPartitionAssignmentsResponse:
+		return &r.UnknownTags
+	case *kmsg.ListPartitionReassignmentsResponse:
+		return &r.UnknownTags
 	case *kmsg.OffsetCommitResponse:
 		return &r.UnknownTags
 	case *kmsg.SyncGroupResponse:
@@ -248,6 +256,10 @@ func errorResponse(req kmsg.Request, code int16) kmsg.Response {
 		resp.(*kmsg.DescribeQuorumResponse).ErrorCode = code
 	case *kmsg.ElectLeadersRequest:
 		resp.(*kmsg.ElectLeadersResponse).ErrorCode = code
+	case *kmsg.AlterPartitionAssignmentsRequest:
+		resp.(*kmsg.AlterPartitionAssignmentsResponse).ErrorCode = code
+	case *kmsg.ListPartitionReassignmentsRequest:
+		resp.(*kmsg.ListPartitionReassignmentsResponse).ErrorCode = code
 	case *kmsg.CreateTopicsRequest:
 		x := resp.(*kmsg.CreateTopicsResponse)
 		for _, t := range r.Topics {

@@ -87,6 +87,7 @@ func TestMapping(t *testing.T) {
 		{metadata.ErrTxnCoordinatorFenced, kerr.NotCoordinator},
 		{metadata.ErrUnacceptableCredential, kerr.UnacceptableCredential},
 		{metadata.ErrUnsupportedSaslMechanism, kerr.UnsupportedSaslMechanism},
+		{metadata.ErrNoReassignmentInProgress, kerr.NoReassignmentInProgress},
 	}
 	tested := make(map[error]bool)
 	for _, c := range cases {
