@@ -24,6 +24,19 @@ func anonACL(id byte, rt metadata.ACLResourceType, name string, pt metadata.ACLP
 // StandardAuthorizer, and returns a client on it.
 func authorizedServer(t *testing.T, acls ...metadata.Record) (*kgo.Client, context.Context) {
 	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(authorizedAddr(t, acls...)), kgo.RetryTimeout(testDeadline))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cl.Close)
+	ctx, cancel := context.WithTimeout(context.Background(), testDeadline)
+	t.Cleanup(cancel)
+	return cl, ctx
+}
+
+// authorizedAddr starts that server and returns its address.
+func authorizedAddr(t *testing.T, acls ...metadata.Record) string {
+	t.Helper()
 	md := &swappableMetadata{}
 	md.cur.Store(clusterImage(t, 0))
 	_, addr := startServer(t, defaultAPIs, Options{NodeID: 1, Authorizer: &metadata.Authorizer{}, Deps: Deps{Metadata: md}})
@@ -36,14 +49,7 @@ func authorizedServer(t *testing.T, acls ...metadata.Record) (*kgo.Client, conte
 		t.Fatalf("skipped %+v", d.Skipped)
 	}
 	md.cur.Store(img)
-	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.RetryTimeout(testDeadline))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(cl.Close)
-	ctx, cancel := context.WithTimeout(context.Background(), testDeadline)
-	t.Cleanup(cancel)
-	return cl, ctx
+	return addr
 }
 
 // Metadata lists only the topics the principal may DESCRIBE, and answers

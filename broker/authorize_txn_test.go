@@ -1,7 +1,6 @@
 package broker
 
 import (
-	"net/netip"
 	"testing"
 
 	"github.com/raftka/raftka/metadata"
@@ -22,26 +21,19 @@ func (r *rawClient) roundTrip(req kmsg.Request, v int16) kmsg.Response {
 	return resp
 }
 
+// rawAuthorizedServer is authorizedServer with a raw connection.
+func rawAuthorizedServer(t *testing.T, acls ...metadata.Record) *rawClient {
+	t.Helper()
+	return dialRaw(t, authorizedAddr(t, acls...))
+}
+
 // The transaction APIs check what KafkaApis checks, before any
 // coordinator work: WRITE on the transactional id, READ on the group and
 // topics, CLUSTER_ACTION for the brokers' forms, DESCRIBE to describe.
 // The principal here may WRITE transactional id "ok-tx" and nothing else.
 func TestTransactionAPIsAuthorization(t *testing.T) {
-	md := &swappableMetadata{}
-	md.cur.Store(clusterImage(t, 0))
-	_, addr := startServer(t, defaultAPIs, Options{NodeID: 1, Authorizer: &metadata.Authorizer{}, Deps: Deps{Metadata: md}})
-	ap, err := netip.ParseAddrPort(addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	img, d := clusterImage(t, ap.Port()).Apply([]metadata.Record{
-		anonACL(1, metadata.ACLResourceTransactionalID, "ok-tx", metadata.ACLPatternLiteral, metadata.ACLOpWrite, metadata.ACLPermissionAllow),
-	})
-	if len(d.Skipped) != 0 {
-		t.Fatalf("skipped %+v", d.Skipped)
-	}
-	md.cur.Store(img)
-	raw := dialRaw(t, addr)
+	raw := rawAuthorizedServer(t,
+		anonACL(1, metadata.ACLResourceTransactionalID, "ok-tx", metadata.ACLPatternLiteral, metadata.ACLOpWrite, metadata.ACLPermissionAllow))
 	txnDenied, topicDenied := kerr.TransactionalIDAuthorizationFailed.Code, kerr.TopicAuthorizationFailed.Code
 
 	ip := kmsg.NewPtrInitProducerIDRequest()
@@ -128,10 +120,7 @@ func TestTransactionAPIsAuthorization(t *testing.T) {
 // Reassignment and UnregisterBroker need ALTER on the cluster, listing
 // reassignments DESCRIBE (ControllerApis), checked before forwarding.
 func TestReassignmentAPIsAuthorization(t *testing.T) {
-	md := &swappableMetadata{}
-	md.cur.Store(clusterImage(t, 0))
-	_, addr := startServer(t, defaultAPIs, Options{NodeID: 1, Authorizer: &metadata.Authorizer{}, Deps: Deps{Metadata: md}})
-	raw := dialRaw(t, addr)
+	raw := rawAuthorizedServer(t)
 	denied := kerr.ClusterAuthorizationFailed.Code
 
 	ar := kmsg.NewPtrAlterPartitionAssignmentsRequest()
