@@ -302,18 +302,29 @@ func TestComposeClusterServesKafkaClients(t *testing.T) {
 	adm := kadm.NewClient(cl)
 
 	// Advertised listeners must be the published host ports, or the client
-	// could bootstrap and then not reach any broker.
-	brokers, err := adm.ListBrokers(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	// could bootstrap and then not reach any broker. The node that answers
+	// may not have applied the last broker's registration yet (each node
+	// answers from its own metadata image, as KRaft brokers do): ask again
+	// for a bounded time.
+	wantAddrs := slices.Sorted(slices.Values(c.clients))
 	var advertised []string
-	for _, b := range brokers {
-		advertised = append(advertised, net.JoinHostPort(b.Host, strconv.Itoa(int(b.Port))))
-	}
-	slices.Sort(advertised)
-	if wantAddrs := slices.Sorted(slices.Values(c.clients)); !slices.Equal(advertised, wantAddrs) {
-		t.Fatalf("brokers advertise %q, want the published %q", advertised, wantAddrs)
+	for deadline := time.Now().Add(30 * time.Second); ; {
+		brokers, err := adm.ListBrokers(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		advertised = advertised[:0]
+		for _, b := range brokers {
+			advertised = append(advertised, net.JoinHostPort(b.Host, strconv.Itoa(int(b.Port))))
+		}
+		slices.Sort(advertised)
+		if slices.Equal(advertised, wantAddrs) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("brokers advertise %q, want the published %q", advertised, wantAddrs)
+		}
+		time.Sleep(200 * time.Millisecond)
 	}
 
 	const topic = "deploy-test"
