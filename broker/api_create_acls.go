@@ -43,6 +43,21 @@ func handleCreateAcls(ctx context.Context, rc *request, kreq kmsg.Request) (kmsg
 		}
 		return resp
 	}
+	return forwardACLChange(ctx, rc, len(req.Creations), failAll, func(ctx context.Context) (kmsg.Response, error) {
+		cresp, err := srv.deps.ACLs.CreateACLs(ctx, req)
+		if err == nil {
+			clearTags(&cresp.UnknownTags)
+		}
+		return cresp, err
+	})
+}
+
+// forwardACLChange is CreateAcls' and DeleteAcls' shared path: both need an
+// authorizer and ALTER on the cluster (SECURITY_DISABLED and
+// CLUSTER_AUTHORIZATION_FAILED for every entry otherwise, as KafkaApis),
+// and go to the controller; n entries of nothing is answered empty.
+func forwardACLChange(ctx context.Context, rc *request, n int, failAll func(int16, *string) kmsg.Response, forward func(context.Context) (kmsg.Response, error)) (kmsg.Response, error) {
+	srv := rc.conn.srv
 	switch {
 	case srv.authorizer == nil:
 		return failAll(kerr.SecurityDisabled.Code, kmsg.StringPtr("No Authorizer is configured.")), nil
@@ -50,15 +65,14 @@ func handleCreateAcls(ctx context.Context, rc *request, kreq kmsg.Request) (kmsg
 		return failAll(kerr.ClusterAuthorizationFailed.Code, nil), nil
 	case srv.deps.ACLs == nil:
 		return failAll(adminUnreachable.Code, kmsg.StringPtr("no controller reachable from this broker")), nil
-	case len(req.Creations) == 0:
-		return req.ResponseKind(), nil
+	case n == 0:
+		return failAll(0, nil), nil
 	}
 	cctx, cancel := forwardContext(ctx, 0)
 	defer cancel()
-	cresp, err := srv.deps.ACLs.CreateACLs(cctx, req)
+	resp, err := forward(cctx)
 	if err != nil {
 		return failAll(forwardFailure(err)), nil
 	}
-	clearTags(&cresp.UnknownTags)
-	return cresp, nil
+	return resp, nil
 }

@@ -11,7 +11,6 @@ package broker
 import (
 	"context"
 
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -36,22 +35,11 @@ func handleDeleteAcls(ctx context.Context, rc *request, kreq kmsg.Request) (kmsg
 		}
 		return resp
 	}
-	switch {
-	case srv.authorizer == nil:
-		return failAll(kerr.SecurityDisabled.Code, kmsg.StringPtr("No Authorizer is configured.")), nil
-	case !rc.authorizeCluster(opAlter):
-		return failAll(kerr.ClusterAuthorizationFailed.Code, nil), nil
-	case srv.deps.ACLs == nil:
-		return failAll(adminUnreachable.Code, kmsg.StringPtr("no controller reachable from this broker")), nil
-	case len(req.Filters) == 0:
-		return req.ResponseKind(), nil
-	}
-	cctx, cancel := forwardContext(ctx, 0)
-	defer cancel()
-	cresp, err := srv.deps.ACLs.DeleteACLs(cctx, req)
-	if err != nil {
-		return failAll(forwardFailure(err)), nil
-	}
-	clearTags(&cresp.UnknownTags)
-	return cresp, nil
+	return forwardACLChange(ctx, rc, len(req.Filters), failAll, func(ctx context.Context) (kmsg.Response, error) {
+		cresp, err := srv.deps.ACLs.DeleteACLs(ctx, req)
+		if err == nil {
+			clearTags(&cresp.UnknownTags)
+		}
+		return cresp, err
+	})
 }
