@@ -138,5 +138,6 @@
 //arch:imports github.com/twmb/franz-go/pkg/kmsg github.com/twmb/franz-go/pkg/kerr
 //arch:imports github.com/rs/zerolog
 //arch:imports software.sslmate.com/src/go-pkcs12 github.com/xdg-go/scram
+//arch:imports broker/group/sharegroup
 //arch:importers cmd/...
 package broker

@@ -1,0 +1,45 @@
+package broker
+
+import (
+	"context"
+	"strings"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// appendShareGroups adds the share groups this broker coordinates to a
+// ListGroups answer: protocol type and group type "share", state Empty or
+// Stable, under the request's states and types filters (case-insensitive,
+// as Kafka) and the same DESCRIBE rule as classic groups.
+func appendShareGroups(ctx context.Context, rc *request, req *kmsg.ListGroupsRequest, resp *kmsg.ListGroupsResponse, all bool) {
+	sg := shareGroupsOf(rc)
+	if sg == nil {
+		return
+	}
+	if len(req.TypesFilter) > 0 {
+		wanted := false
+		for _, t := range req.TypesFilter {
+			wanted = wanted || strings.EqualFold(t, "share")
+		}
+		if !wanted {
+			return
+		}
+	}
+	for _, l := range sg.List(ctx) {
+		if len(req.StatesFilter) > 0 {
+			match := false
+			for _, s := range req.StatesFilter {
+				match = match || strings.EqualFold(s, l.State)
+			}
+			if !match {
+				continue
+			}
+		}
+		if !all && !rc.authorize(opDescribe, resGroup, l.Group) {
+			continue
+		}
+		g := kmsg.NewListGroupsResponseGroup()
+		g.Group, g.ProtocolType, g.GroupState, g.GroupType = l.Group, "share", l.State, "share"
+		resp.Groups = append(resp.Groups, g)
+	}
+}
