@@ -195,6 +195,16 @@ func (c *Coordinator) Tick(ctx context.Context, now time.Time) {
 	img, _ := c.cfg.Metadata.Current()
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	// A group this node took over (a failover) keeps its recorded members
+	// until they heartbeat or their sessions, started afresh at the
+	// takeover, expire; so every owned group with members is loaded.
+	for _, id := range ShareGroupsInImage(img) {
+		if c.groups[id] == nil && c.cfg.Owner(img, id) == nil {
+			if st, ok := StateFromImage(img, id); ok && len(st.Members) > 0 {
+				c.get(img, id, now)
+			}
+		}
+	}
 	for id, l := range c.groups {
 		if c.cfg.Owner(img, id) != nil {
 			delete(c.groups, id)
