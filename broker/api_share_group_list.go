@@ -7,6 +7,15 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
+// isShareGroup says whether groupID is a share group here: a group id is
+// one kind, so the classic protocol's JoinGroup refuses it with
+// INCONSISTENT_GROUP_PROTOCOL, as Kafka's classicGroupJoin does for a group
+// of another type.
+func isShareGroup(rc *request, groupID string) bool {
+	sg := shareGroupsOf(rc)
+	return sg != nil && sg.IsShareGroup(groupID)
+}
+
 // appendShareGroups adds the share groups this broker coordinates to a
 // ListGroups answer: protocol type and group type "share", state Empty or
 // Stable, under the request's states and types filters (case-insensitive,
