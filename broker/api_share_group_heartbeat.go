@@ -29,6 +29,7 @@ type ShareGroupCoordinator interface {
 	Describe(ctx context.Context, groupID string) (sharegroup.Snapshot, error)
 	List(ctx context.Context) []sharegroup.Listing
 	IsShareGroup(groupID string) bool
+	Delete(ctx context.Context, groupID string) error
 }
 
 var _ ShareGroupCoordinator = (*sharegroup.Coordinator)(nil)

@@ -52,3 +52,20 @@ func appendShareGroups(ctx context.Context, rc *request, req *kmsg.ListGroupsReq
 		resp.Groups = append(resp.Groups, g)
 	}
 }
+
+// deleteShareGroups deletes the share groups among ids and returns their
+// results (nil for a deleted group: present in the map) and the ids that
+// are not share groups, for the classic coordinator.
+func deleteShareGroups(ctx context.Context, rc *request, ids []string) (map[string]error, []string) {
+	results := make(map[string]error, len(ids))
+	sg := shareGroupsOf(rc)
+	var rest []string
+	for _, id := range ids {
+		if id != "" && sg != nil && sg.IsShareGroup(id) {
+			results[id] = sg.Delete(ctx, id)
+			continue
+		}
+		rest = append(rest, id)
+	}
+	return results, rest
+}

@@ -48,11 +48,13 @@ func TestShareGroupAPIs(t *testing.T) {
 	t.Cleanup(groups.Close)
 	waitFor(t, "the coordinator slot", func() bool { img, _ := node.Current(); return groups.Ownership(img, "sg-ok") == nil })
 	shares := sharegroup.NewCoordinator(sharegroup.CoordinatorConfig{
-		Owner:       groups.Ownership,
-		GroupConfig: func(string) sharegroup.Config { return sharegroup.Config{SessionTimeout: time.Minute, HeartbeatInterval: time.Second, MaxSize: 10} },
-		Metadata:    node,
-		Persister:   sharegroup.NewControllerPersister(node.Client()),
-		Log:         testLogger(t),
+		Owner: groups.Ownership,
+		GroupConfig: func(string) sharegroup.Config {
+			return sharegroup.Config{SessionTimeout: time.Minute, HeartbeatInterval: time.Second, MaxSize: 10}
+		},
+		Metadata:  node,
+		Persister: sharegroup.NewControllerPersister(node.Client()),
+		Log:       testLogger(t),
 	})
 	t.Cleanup(shares.Close)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -165,5 +167,40 @@ func TestShareGroupAPIs(t *testing.T) {
 	img, _ := node.Current()
 	if st, ok := img.ShareGroup("sg-ok"); !ok || st.Epoch != 2 || len(st.Members) != 2 {
 		t.Fatalf("image: %+v", st)
+	}
+
+	// DeleteGroups: DELETE on the group first, then NON_EMPTY_GROUP while
+	// members remain; an empty one goes.
+	deleteGroup := func() int16 {
+		t.Helper()
+		req := kmsg.NewPtrDeleteGroupsRequest()
+		req.Groups = []string{"sg-ok"}
+		r, err := broker.Request(ctx, req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r.(*kmsg.DeleteGroupsResponse).Groups[0].ErrorCode
+	}
+	if code := deleteGroup(); code != kerr.GroupAuthorizationFailed.Code {
+		t.Fatalf("delete without DELETE: %v", kerr.ErrorForCode(code))
+	}
+	if _, err := node.CommitRecords(ctx, anonACL(3, metadata.ACLResourceGroup, "sg-ok", metadata.ACLPatternLiteral, metadata.ACLOpDelete, metadata.ACLPermissionAllow)); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the DELETE ACL", func() bool { return deleteGroup() != kerr.GroupAuthorizationFailed.Code })
+	if code := deleteGroup(); code != kerr.NonEmptyGroup.Code {
+		t.Fatalf("delete with members: %v", kerr.ErrorForCode(code))
+	}
+	for _, m := range []string{"m-1", "m-2"} {
+		if res := shares.Heartbeat(ctx, "sg-ok", sharegroup.HeartbeatRequest{MemberID: m, MemberEpoch: sharegroup.LeaveEpoch}); res.Err != nil {
+			t.Fatal(res.Err)
+		}
+	}
+	if code := deleteGroup(); code != 0 {
+		t.Fatalf("delete of the empty group: %v", kerr.ErrorForCode(code))
+	}
+	img, _ = node.Current()
+	if _, ok := img.ShareGroup("sg-ok"); ok {
+		t.Fatal("deleted share group still in the image")
 	}
 }

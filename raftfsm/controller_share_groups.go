@@ -53,8 +53,11 @@ func decideShareGroupWrite(req *kmsg.EnvelopeRequest, recs []metadata.Record) de
 }
 
 // WriteShareGroup records one change of a share group (records 55-59) and
-// returns the Raft index that committed it, without waiting for this
-// node's image: the coordinator keeps what it wrote.
+// returns the Raft index that committed it once this node's image has it:
+// a coordinator reloads a group from its image after a deletion or a
+// failed write, so it must read its own writes there. Membership changes
+// are rare (joins, leaves, rebalances), so the wait is not on the
+// heartbeat path.
 func (c *ControllerClient) WriteShareGroup(ctx context.Context, recs []metadata.Record) (uint64, error) {
 	for _, r := range recs {
 		if !isShareGroupRecord(r) {
@@ -67,7 +70,7 @@ func (c *ControllerClient) WriteShareGroup(ctx context.Context, recs []metadata.
 	}
 	req := kmsg.NewPtrEnvelopeRequest()
 	req.RequestData = data
-	resp, index, err := c.request(ctx, req, false)
+	resp, index, err := c.request(ctx, req, true)
 	if err != nil {
 		return 0, err
 	}

@@ -1,8 +1,9 @@
 package main
 
 // `raftka share-groups` is kafka-share-groups.sh's membership half over
-// kadm: list (with --state, Kafka's GROUP and STATE columns) and describe
-// --members / --state with Kafka's columns. describe --offsets needs
+// kadm: list (with --state, Kafka's GROUP and STATE columns), describe
+// --members / --state with Kafka's columns, and delete (DeleteGroups; a
+// group with members is refused). describe --offsets needs
 // DescribeShareGroupOffsets (key 90), which raftka does not serve yet, so
 // describe asks for --members or --state instead of defaulting to offsets.
 
@@ -44,6 +45,15 @@ func init() {
 					&cli.BoolFlag{Name: "verbose", Usage: "with --members: member epochs; with --state: group and assignment epochs"},
 				},
 				Action: shareGroupsDescribe,
+			},
+			{
+				Name:  "delete",
+				Usage: "delete empty share groups",
+				Flags: []cli.Flag{
+					bootstrapFlag(), requestTimeoutFlag(),
+					&pairsFlag{Name: "group", Raw: true, Usage: "share group id (repeatable)"},
+				},
+				Action: shareGroupsDelete,
 			},
 		},
 	})
@@ -204,4 +214,31 @@ func writeColumns(w io.Writer, rows [][]string) {
 		}
 		fmt.Fprintln(w, b.String())
 	}
+}
+
+func shareGroupsDelete(c *cli.Context) error {
+	named := valuesOf(c, "group")
+	if len(named) == 0 {
+		return errors.New("--group is required")
+	}
+	return adminGroups(c, func(ctx context.Context, adm *kadm.Client) error {
+		resps, err := adm.DeleteGroups(ctx, named...)
+		if err != nil {
+			return requestError(c, "delete share groups", err)
+		}
+		var failed []string
+		for _, id := range named {
+			r := resps[id]
+			if r.Err != nil {
+				fmt.Fprintf(c.App.ErrWriter, "Error: deletion of share group '%s' failed: %v\n", id, r.Err)
+				failed = append(failed, id)
+				continue
+			}
+			fmt.Fprintf(c.App.Writer, "Deletion of requested share groups ('%s') was successful.\n", id)
+		}
+		if len(failed) > 0 {
+			return fmt.Errorf("could not delete %s", strings.Join(failed, ", "))
+		}
+		return nil
+	})
 }

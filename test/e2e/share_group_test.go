@@ -229,4 +229,20 @@ func TestShareGroupMembership(t *testing.T) {
 		t.Fatalf("share-groups describe --members: %v\n%s", err, out)
 	}
 	t.Logf("raftka share-groups describe --members:\n%s", out)
+
+	// Delete: refused while members remain, done once they leave.
+	bootstrap := c.Node(after.Coordinator.NodeID).ClientAddr()
+	if out, err := cluster.Run(t, "share-groups", "delete", "--bootstrap-server", bootstrap, "--group", group); err == nil || !strings.Contains(out, "NON_EMPTY_GROUP") {
+		t.Fatalf("delete with members: %v\n%s", err, out)
+	}
+	for _, m := range live {
+		m.epoch = -1
+		beat(m)
+	}
+	if out, err := cluster.Run(t, "share-groups", "delete", "--bootstrap-server", bootstrap, "--group", group); err != nil {
+		t.Fatalf("delete of the empty group: %v\n%s", err, out)
+	}
+	if out, err := cluster.Run(t, "share-groups", "list", "--bootstrap-server", bootstrap); err != nil || strings.Contains(out, group) {
+		t.Fatalf("list after delete: %v\n%s", err, out)
+	}
 }

@@ -2,6 +2,7 @@ package sharegroup
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strings"
 	"sync"
@@ -19,8 +20,9 @@ type MetadataSource interface {
 
 // Persister makes a group's durable state survive a coordinator failover:
 // it writes what changed since the last state it wrote (nil: the group is
-// new to it). It is called only when a group's state changed, never on a
-// heartbeat that changed nothing. A nil Persister keeps groups in memory.
+// new to it; next nil: the group is deleted). It is called only when a
+// group's state changed, never on a heartbeat that changed nothing. A nil
+// Persister keeps groups in memory.
 type Persister interface {
 	PersistShareGroup(ctx context.Context, group string, prev, next *State) error
 }
@@ -279,6 +281,32 @@ func (c *Coordinator) Describe(ctx context.Context, groupID string) (Snapshot, e
 		return Snapshot{}, kerr.GroupIDNotFound
 	}
 	return Snapshot{Group: groupID, State: l.g.State(), Epoch: l.g.Epoch(), AssignmentEpoch: l.g.AssignmentEpoch(), Members: l.g.Members()}, nil
+}
+
+// Delete deletes an empty share group (DeleteGroups): NON_EMPTY_GROUP while
+// it has members, GROUP_ID_NOT_FOUND when there is no such share group,
+// NOT_COORDINATOR when another node coordinates it.
+func (c *Coordinator) Delete(ctx context.Context, groupID string) error {
+	img, _ := c.cfg.Metadata.Current()
+	if err := c.cfg.Owner(img, groupID); err != nil {
+		return err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	l := c.get(img, groupID, c.cfg.Now())
+	if l == nil {
+		return kerr.GroupIDNotFound
+	}
+	if l.g.Len() > 0 {
+		return kerr.NonEmptyGroup
+	}
+	if c.cfg.Persister != nil && l.persisted != nil {
+		if err := c.cfg.Persister.PersistShareGroup(ctx, groupID, l.persisted, nil); err != nil {
+			return fmt.Errorf("%w: %w", kerr.CoordinatorNotAvailable, err)
+		}
+	}
+	delete(c.groups, groupID)
+	return nil
 }
 
 // IsShareGroup says whether groupID is a share group this node

@@ -199,6 +199,22 @@ func TestCoordinatorKinds(t *testing.T) {
 	if len(l) != 1 || l[0] != (Listing{Group: "sg", State: StateEmpty}) {
 		t.Fatalf("list %v", l)
 	}
+	mustOK(t, c.Heartbeat(ctx, "sg", join("b", "orders")))
+	if err := c.Delete(ctx, "sg"); !errors.Is(err, kerr.NonEmptyGroup) {
+		t.Fatalf("delete with a member: %v", err)
+	}
+	mustOK(t, c.Heartbeat(ctx, "sg", beat("b", LeaveEpoch)))
+	if err := c.Delete(ctx, "sg"); err != nil {
+		t.Fatal(err)
+	}
+	if img, _ := meta.Current(); len(img.ShareGroups()) != 0 || c.IsShareGroup("sg") {
+		t.Fatal("deleted group still there")
+	}
+	if err := c.Delete(ctx, "sg"); !errors.Is(err, kerr.GroupIDNotFound) {
+		t.Fatalf("delete twice: %v", err)
+	}
+	// The id is free again, for any kind.
+	mustOK(t, c.Heartbeat(ctx, "sg", join("a", "orders")))
 }
 
 // A write the controller refuses or cannot take leaves nothing behind: the

@@ -95,7 +95,15 @@ func ShareGroupsInImage(img *metadata.Image) []string {
 // Diff is the records that take a group's durable state from prev (nil: the
 // group is new) to next: only what changed, so that a member moving to a
 // new epoch costs its own record and nothing else.
+//
+// A nil next is the group deleted.
 func Diff(group string, prev, next *State) []metadata.Record {
+	if next == nil {
+		if prev == nil {
+			return nil
+		}
+		return []metadata.Record{&metadata.ShareGroupDelete{Group: group}}
+	}
 	var recs []metadata.Record
 	if prev == nil || prev.Epoch != next.Epoch || !slices.Equal(prev.Topics, next.Topics) {
 		recs = append(recs, &metadata.ShareGroupEpoch{Group: group, Epoch: next.Epoch, Topics: slices.Clone(next.Topics)})
