@@ -10,7 +10,8 @@ import (
 // isShareGroup says whether groupID is a share group here: a group id is
 // one kind, so the classic protocol's JoinGroup refuses it with
 // INCONSISTENT_GROUP_PROTOCOL, as Kafka's classicGroupJoin does for a group
-// of another type.
+// of another type, and OffsetCommit, OffsetFetch and OffsetDelete with
+// GROUP_ID_NOT_FOUND, as Kafka's ShareGroup.validateOffset* do.
 func isShareGroup(rc *request, groupID string) bool {
 	sg := shareGroupsOf(rc)
 	return sg != nil && sg.IsShareGroup(groupID)

@@ -17,7 +17,7 @@ import (
 )
 
 // The share group APIs on a real coordinator with the authorizer on: the
-// anonymous principal may READ group sg-ok and DESCRIBE topic orders,
+// anonymous principal may READ group sg-ok and READ (so DESCRIBE) topic orders,
 // nothing else (topic secret exists but is not describable).
 func TestShareGroupAPIs(t *testing.T) {
 	node, err := raftfsm.StartInMemory(raftfsm.Config{NodeID: 1, ClusterID: "share-acl-cluster-0001",
@@ -34,7 +34,7 @@ func TestShareGroupAPIs(t *testing.T) {
 	}
 	if _, err := node.CommitRecords(ctx,
 		anonACL(1, metadata.ACLResourceGroup, "sg-ok", metadata.ACLPatternLiteral, metadata.ACLOpRead, metadata.ACLPermissionAllow),
-		anonACL(2, metadata.ACLResourceTopic, "orders", metadata.ACLPatternLiteral, metadata.ACLOpDescribe, metadata.ACLPermissionAllow),
+		anonACL(2, metadata.ACLResourceTopic, "orders", metadata.ACLPatternLiteral, metadata.ACLOpRead, metadata.ACLPermissionAllow), // implies DESCRIBE
 		&metadata.CreateTopic{Name: "orders", ID: [16]byte{7}, Partitions: part()},
 		&metadata.CreateTopic{Name: "secret", ID: [16]byte{8}, Partitions: part()},
 		&metadata.CreateTopic{Name: group.OffsetsTopic, ID: [16]byte{9}, Partitions: part()[:1]},
@@ -161,6 +161,23 @@ func TestShareGroupAPIs(t *testing.T) {
 	}
 	if code := jr.(*kmsg.JoinGroupResponse).ErrorCode; code != kerr.InconsistentGroupProtocol.Code {
 		t.Fatalf("classic join of a share group: %v", kerr.ErrorForCode(code))
+	}
+
+	// The offset APIs of the classic protocol: not a consumer group.
+	oc := kmsg.NewPtrOffsetCommitRequest()
+	oc.Version, oc.Group, oc.Generation = 9, "sg-ok", -1
+	oc.Topics = []kmsg.OffsetCommitRequestTopic{{Topic: "orders", Partitions: []kmsg.OffsetCommitRequestTopicPartition{{Partition: 0, Offset: 1}}}}
+	if r, err := broker.Request(ctx, oc); err != nil {
+		t.Fatal(err)
+	} else if code := r.(*kmsg.OffsetCommitResponse).Topics[0].Partitions[0].ErrorCode; code != kerr.GroupIDNotFound.Code {
+		t.Fatalf("OffsetCommit to a share group: %v", kerr.ErrorForCode(code))
+	}
+	of := kmsg.NewPtrOffsetFetchRequest() // kgo sends it at v9: groups
+	of.Groups = []kmsg.OffsetFetchRequestGroup{{Group: "sg-ok"}}
+	if r, err := broker.Request(ctx, of); err != nil {
+		t.Fatal(err)
+	} else if g := r.(*kmsg.OffsetFetchResponse).Groups; len(g) != 1 || g[0].ErrorCode != kerr.GroupIDNotFound.Code {
+		t.Fatalf("OffsetFetch of a share group: %+v", g)
 	}
 
 	// The group is durable: the image holds its epoch and both members.
