@@ -98,11 +98,15 @@ func (c *Coordinator) loop() {
 	}
 }
 
+// internalTopics are Kafka's internal topics, which a share group cannot
+// consume (their records are the brokers' own state).
+var internalTopics = map[string]bool{"__consumer_offsets": true, "__transaction_state": true, "__share_group_state": true}
+
 // imageTopics resolves names against an image, leaving out internal topics.
 type imageTopics struct{ img *metadata.Image }
 
 func (t imageTopics) Topic(name string) (Topic, bool) {
-	if t.img == nil || strings.HasPrefix(name, "__") {
+	if t.img == nil || internalTopics[name] {
 		return Topic{}, false
 	}
 	ti, ok := t.img.Topic(name)
