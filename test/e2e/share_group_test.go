@@ -229,6 +229,15 @@ func TestShareGroupMembership(t *testing.T) {
 		t.Fatalf("share-groups describe --members: %v\n%s", err, out)
 	}
 	t.Logf("raftka share-groups describe --members:\n%s", out)
+	out, err = cluster.Run(t, "share-groups", "describe", "--bootstrap-server", c.Node(after.Coordinator.NodeID).ClientAddr(), "--group", group, "--state", "--verbose")
+	if err != nil || !strings.Contains(out, "Stable") || !strings.Contains(out, fmt.Sprintf("(%d)", after.Coordinator.NodeID)) || !strings.Contains(out, "simple") {
+		t.Fatalf("share-groups describe --state: %v\n%s", err, out)
+	}
+	t.Logf("raftka share-groups describe --state --verbose:\n%s", out)
+	out, err = cluster.Run(t, "share-groups", "list", "--bootstrap-server", c.Node(after.Coordinator.NodeID).ClientAddr(), "--state", "stable")
+	if err != nil || !strings.Contains(out, group) || !strings.Contains(out, "STATE") {
+		t.Fatalf("share-groups list --state stable: %v\n%s", err, out)
+	}
 
 	// Delete: refused while members remain, done once they leave.
 	bootstrap := c.Node(after.Coordinator.NodeID).ClientAddr()
