@@ -93,7 +93,10 @@ func (c *Coordinator) loop() {
 		case <-c.stop:
 			return
 		case <-t.C:
-			c.Tick(context.Background(), c.cfg.Now())
+			// Bounded, so Close never waits long on a controller that is gone.
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			c.Tick(ctx, c.cfg.Now())
+			cancel()
 		}
 	}
 }
