@@ -40,6 +40,7 @@ func TestDiffReplaysToExport(t *testing.T) {
 			case 4:
 				g.Tick(now)
 			}
+			checkGroupInvariants(t, g)
 			next := g.Export()
 			recs := Diff("sg", persisted, next)
 			var d *metadata.Delta
@@ -58,6 +59,50 @@ func TestDiffReplaysToExport(t *testing.T) {
 			}
 		}
 	})
+}
+
+// checkGroupInvariants: epochs never run ahead of the group's, a member at
+// the target epoch holds exactly its target, and a current target covers
+// every partition of every subscribed topic that exists.
+func checkGroupInvariants(t *rapid.T, g *Group) {
+	if g.AssignmentEpoch() > g.Epoch() {
+		t.Fatalf("assignment epoch %d ahead of group epoch %d", g.AssignmentEpoch(), g.Epoch())
+	}
+	covered := map[TopicID]map[int32]bool{}
+	subscribed := map[string]bool{}
+	for _, m := range g.Members() {
+		if m.Epoch > g.AssignmentEpoch() || m.PreviousEpoch > m.Epoch {
+			t.Fatalf("member %s at epoch %d (previous %d), target epoch %d", m.ID, m.Epoch, m.PreviousEpoch, g.AssignmentEpoch())
+		}
+		if m.Epoch == g.AssignmentEpoch() && !m.Assigned.Equal(g.Target(m.ID)) {
+			t.Fatalf("member %s at the target epoch holds %v, target %v", m.ID, m.Assigned, g.Target(m.ID))
+		}
+		for tp, ps := range g.Target(m.ID) {
+			for _, p := range ps {
+				if covered[tp] == nil {
+					covered[tp] = map[int32]bool{}
+				}
+				covered[tp][p] = true
+			}
+		}
+		for _, name := range m.SubscribedTopicNames {
+			subscribed[name] = true
+		}
+	}
+	if g.AssignmentEpoch() != g.Epoch() || g.Len() == 0 {
+		return
+	}
+	for name := range subscribed {
+		tp, ok := tps.Topic(name)
+		if !ok {
+			continue
+		}
+		for p := range tp.Partitions {
+			if !covered[tp.ID][p] {
+				t.Fatalf("partition %s/%d of a subscribed topic is in no target", name, p)
+			}
+		}
+	}
 }
 
 func equalState(a, b *State) bool { return fmt.Sprintf("%+v", *a) == fmt.Sprintf("%+v", *b) }
