@@ -33,7 +33,9 @@ package broker
 // FinalizedFeaturesEpoch the image's Raft index, as Kafka reports them.
 // group.version and share.version are 0 and so absent, as Kafka lists them
 // until they are finalized: kgo and the Java client read these levels to
-// choose protocols (KIP-848, share groups), and raftka serves neither.
+// choose protocols. raftka does not serve KIP-848 groups yet, and serves
+// share group membership (76, 77) but not share-group delivery (78, 79):
+// share.version 1, which Kafka 4.2 finalizes by default, waits for those.
 
 import (
 	"context"

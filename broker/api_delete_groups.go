@@ -5,7 +5,9 @@ package broker
 // Behaviour: a group with members is NON_EMPTY_GROUP; one nobody knows is
 // GROUP_ID_NOT_FOUND; otherwise its committed offsets and recorded
 // generation are removed through the controller (the groups of one request
-// are deleted in parallel, so their commits share a Raft entry).
+// are deleted in parallel, so their commits share a Raft entry). A share
+// group is deleted by the share group coordinator: NON_EMPTY_GROUP while it
+// has members.
 //
 // Version notes: v1 throttle; v2 flexible.
 
@@ -24,33 +26,37 @@ func handleDeleteGroups(ctx context.Context, rc *request, kreq kmsg.Request) (km
 	req := kreq.(*kmsg.DeleteGroupsRequest)
 	resp := req.ResponseKind().(*kmsg.DeleteGroupsResponse)
 	groups := groupsOf(rc)
-	// DELETE on each group (KafkaApis); only the authorized ones reach the
-	// coordinator.
+	// DELETE on each group (KafkaApis); only the authorized ones reach a
+	// coordinator: the share groups theirs (api_share_group_list.go), the
+	// others the classic one.
+	denied := make(map[string]bool)
 	var allowed []string
-	at := make([]int, len(req.Groups))
-	for i, id := range req.Groups {
-		at[i] = -1
+	for _, id := range req.Groups {
 		if rc.authorize(opDelete, resGroup, id) {
-			at[i] = len(allowed)
 			allowed = append(allowed, id)
+		} else {
+			denied[id] = true
 		}
 	}
-	var errs []error
-	if groups != nil && len(allowed) > 0 {
-		errs = groups.Delete(ctx, allowed)
+	results, classic := deleteShareGroups(ctx, rc, allowed)
+	if groups != nil && len(classic) > 0 {
+		for i, err := range groups.Delete(ctx, classic) {
+			results[classic[i]] = err
+		}
 	}
-	for i, id := range req.Groups {
+	for _, id := range req.Groups {
 		g := kmsg.NewDeleteGroupsResponseGroup()
 		g.Group = id
+		result, answered := results[id]
 		switch {
-		case at[i] < 0:
+		case denied[id]:
 			g.ErrorCode = kerr.GroupAuthorizationFailed.Code
-		case groups == nil:
+		case !answered && groups == nil:
 			g.ErrorCode = kerr.CoordinatorNotAvailable.Code
 		case id == "":
 			g.ErrorCode = kerr.InvalidGroupID.Code
 		default:
-			g.ErrorCode = errorCode(errs[at[i]])
+			g.ErrorCode = errorCode(result)
 		}
 		resp.Groups = append(resp.Groups, g)
 	}

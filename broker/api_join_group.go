@@ -67,6 +67,8 @@ func handleJoinGroup(ctx context.Context, rc *request, kreq kmsg.Request) (kmsg.
 		return fill(group.JoinResult{ErrorCode: kerr.CoordinatorNotAvailable.Code, MemberID: req.MemberID, Generation: -1})
 	case req.Group == "":
 		return fill(group.JoinResult{ErrorCode: kerr.InvalidGroupID.Code, MemberID: req.MemberID, Generation: -1})
+	case isShareGroup(rc, req.Group):
+		return fill(group.JoinResult{ErrorCode: kerr.InconsistentGroupProtocol.Code, MemberID: req.MemberID, Generation: -1})
 	}
 	jr := group.JoinRequest{
 		MemberID: req.MemberID, InstanceID: derefOr(req.InstanceID, ""),

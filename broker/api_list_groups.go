@@ -4,8 +4,8 @@ package broker
 //
 // Behaviour: the groups this broker coordinates (admin clients ask every
 // broker and merge): those loaded with their live state, and those only the
-// image knows (committed offsets or a recorded generation) as Empty. Every
-// group here is a classic group.
+// image knows (committed offsets or a recorded generation) as Empty, then
+// the share groups (api_share_group_list.go) with type "share".
 //
 // Version notes: v1 throttle; v3 flexible; v4 GroupState and the states
 // filter (case-insensitive, as Kafka); v5 GroupType ("classic") and the
@@ -65,5 +65,6 @@ func handleListGroups(ctx context.Context, rc *request, kreq kmsg.Request) (kmsg
 		g.Group, g.ProtocolType, g.GroupState, g.GroupType = l.Group, l.ProtocolType, l.State.String(), "classic"
 		resp.Groups = append(resp.Groups, g)
 	}
+	appendShareGroups(ctx, rc, req, resp, all)
 	return resp, nil
 }

@@ -65,6 +65,8 @@ func handleOffsetCommit(ctx context.Context, rc *request, kreq kmsg.Request) (km
 		groupErr = kerr.CoordinatorNotAvailable.Code
 	case req.Group == "":
 		groupErr = kerr.InvalidGroupID.Code
+	case isShareGroup(rc, req.Group):
+		groupErr = kerr.GroupIDNotFound.Code // ShareGroup.validateOffsetCommit: "not a consumer group"
 	}
 	var img *metadata.Image
 	if md != nil {

@@ -35,6 +35,9 @@ func handleOffsetDelete(ctx context.Context, rc *request, kreq kmsg.Request) (km
 	case req.Group == "":
 		resp.ErrorCode = kerr.InvalidGroupID.Code
 		return resp, nil
+	case isShareGroup(rc, req.Group):
+		resp.ErrorCode = kerr.GroupIDNotFound.Code // ShareGroup.validateOffsetDelete: "not a consumer group"
+		return resp, nil
 	}
 	img, _ := md.Current()
 	type slot struct{ i, j int }

@@ -104,6 +104,8 @@ func fetchGroupOffsets(rc *request, version int16, groupID string, topics []fetc
 		return fail(kerr.CoordinatorNotAvailable.Code)
 	case groupID == "":
 		return fail(kerr.InvalidGroupID.Code)
+	case isShareGroup(rc, groupID):
+		return fail(kerr.GroupIDNotFound.Code) // ShareGroup.validateOffsetFetch: "not a consumer group"
 	}
 	img, _ := md.Current()
 	if err := groups.Ownership(img, groupID); err != nil {

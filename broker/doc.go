@@ -45,6 +45,10 @@
 //     NodeEndpoints of Produce and Fetch).
 //   - groups.go: the group APIs' view of the group coordinator
 //     (GroupCoordinator) and their shared request helpers.
+//   - api_share_group_*.go: the share group APIs (76, 77) and their view of
+//     the share group coordinator (ShareGroupCoordinator, in
+//     api_share_group_heartbeat.go); api_share_group_list.go is what the
+//     classic group APIs ask of it (ListGroups, DeleteGroups, kind checks).
 //   - txns.go: the transaction APIs' view of the transaction coordinator
 //     (TxnCoordinator); the inter-broker client (InterBrokerClient) and the
 //     coordinator's marker path (TxnMarkers: local replicas or
@@ -138,5 +142,6 @@
 //arch:imports github.com/twmb/franz-go/pkg/kmsg github.com/twmb/franz-go/pkg/kerr
 //arch:imports github.com/rs/zerolog
 //arch:imports software.sslmate.com/src/go-pkcs12 github.com/xdg-go/scram
+//arch:imports broker/group/sharegroup
 //arch:importers cmd/...
 package broker

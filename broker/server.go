@@ -94,6 +94,9 @@ type Deps struct {
 	// Groups is the group coordinator (see groups.go); nil answers the
 	// group APIs COORDINATOR_NOT_AVAILABLE.
 	Groups GroupCoordinator
+	// ShareGroups is the share group coordinator (api_share_group_*.go);
+	// nil answers the share group APIs COORDINATOR_NOT_AVAILABLE.
+	ShareGroups ShareGroupCoordinator
 	// Scram forwards AlterUserScramCredentials; nil answers it
 	// NOT_CONTROLLER.
 	Scram ScramAdmin

@@ -282,7 +282,9 @@ func encodeBody(w *writer, rec Record) error {
 			w.i64(o.CommitTimeMs)
 		}
 	default:
-		return fmt.Errorf("unsupported record implementation %T", rec)
+		if !encodeShareGroup(w, rec) {
+			return fmt.Errorf("unsupported record implementation %T", rec)
+		}
 	}
 	return nil
 }
@@ -417,7 +419,10 @@ func decodeBody(r *reader, typ RecordType, ver int16) (Record, error) {
 		}
 		rec = x
 	default:
-		return nil, errors.New("unknown record type")
+		var ok bool
+		if rec, ok = decodeShareGroup(r, typ); !ok {
+			return nil, errors.New("unknown record type")
+		}
 	}
 	if r.err != nil {
 		return nil, r.err

@@ -18,7 +18,7 @@ var (
 // sampleRecords holds at least one record of every type, with nil and empty
 // slices and maps both represented, extreme values, and non-ASCII strings.
 func sampleRecords() []Record {
-	return []Record{
+	return append([]Record{
 		&ClusterID{ID: "MkU3OEVBNTcwNTJENDM2Qk"},
 		&ClusterID{},
 		&FeatureLevel{Name: MetadataVersionFeature, Level: 7},
@@ -83,7 +83,7 @@ func sampleRecords() []Record {
 		&TxnOffsetCommit{Offsets: []OffsetCommit{}},
 		&PartitionReassignment{TopicID: idA, Partition: 3, Adding: []int32{4}, Removing: []int32{1}},
 		&PartitionReassignment{TopicID: idA, Partition: 0, Adding: nil, Removing: []int32{}},
-	}
+	}, shareGroupSamples()...)
 }
 
 func TestRecordRoundTripEveryType(t *testing.T) {

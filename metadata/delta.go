@@ -1,6 +1,10 @@
 package metadata
 
-import "fmt"
+import (
+	"fmt"
+	"maps"
+	"slices"
+)
 
 // Delta says what one Apply changed. Every list is sorted and lists the net
 // change over the whole batch: a partition changed twice appears once, with
@@ -44,6 +48,9 @@ type Delta struct {
 	// TxnsChanged lists the transactional ids whose state or pending
 	// offsets changed (Dead ones included: they are gone).
 	TxnsChanged []string
+	// ShareGroupsChanged lists the share groups a record of the batch set,
+	// changed or deleted.
+	ShareGroupsChanged []string
 
 	// Skipped lists the records Apply did not apply, with why.
 	Skipped []SkippedRecord
@@ -133,6 +140,7 @@ type applier struct {
 	acls    aclApplier
 	quotas  quotaApplier
 	txns    txnApplier
+	share   shareGroupApplier
 }
 
 func newApplier(old *Image) *applier {
@@ -148,6 +156,7 @@ func newApplier(old *Image) *applier {
 	b.acls = aclApplier{img: &b.img}
 	b.quotas = quotaApplier{img: &b.img}
 	b.txns = newTxnApplier(&b.img, &b.groups)
+	b.share = shareGroupApplier{img: &b.img}
 	return b
 }
 
@@ -217,6 +226,9 @@ func (b *applier) replay(rec Record) error {
 	case nil:
 		return invalid("nil record")
 	}
+	if ok, err := b.share.apply(rec); ok {
+		return err
+	}
 	return invalid("unsupported record implementation %T", rec)
 }
 
@@ -238,5 +250,6 @@ func (b *applier) finish() (*Image, *Delta) {
 	d.ACLsChanged = b.acls.changed
 	d.QuotasChanged = b.quotas.changed
 	b.txns.diff(b.old, next, d)
+	d.ShareGroupsChanged = slices.Sorted(maps.Keys(b.share.changed))
 	return next, d
 }

@@ -22,6 +22,9 @@
 //	apply_txns.go     transaction state: TxnState, the transition rule
 //	                  (CheckTxnTransition, CheckTxnOffsetCommit), pending
 //	                  transactional offsets, their applier and records
+//	share_groups.go   share groups (KIP-932, records 55-59): epoch and
+//	                  subscription metadata, members, target assignment,
+//	                  their applier, codec and snapshot records
 //	scram.go          SCRAM credentials: records, their applier, the key
 //	                  derivation of RFC 5802 (NewScramCredential)
 //	acl.go            ACL bindings (Kafka's resource, pattern, operation and

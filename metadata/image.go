@@ -30,6 +30,7 @@ type Image struct {
 	aclIndex       *aclIndex               // acls as the authorizer reads them; nil when none
 	quotas         map[string]*quotaImage  // client quotas by canonical entity
 	txns           shardMap[string, *txnImage]
+	shareGroups    map[string]*ShareGroupImage // copied on write: few, and they change on rebalances only
 }
 
 // BrokerRegistration is a registered broker.
@@ -237,7 +238,8 @@ func (img *Image) Equal(o *Image) bool {
 		!maps.EqualFunc(img.brokerConfigs, o.brokerConfigs, func(a, b map[string]string) bool { return maps.Equal(a, b) }) ||
 		!maps.EqualFunc(img.brokers, o.brokers, func(a, b *BrokerRegistration) bool { return a.equal(b) }) ||
 		!maps.EqualFunc(img.scram, o.scram, ScramCredential.equal) || !maps.Equal(img.acls, o.acls) ||
-		!maps.EqualFunc(img.quotas, o.quotas, quotaImagesEqual) {
+		!maps.EqualFunc(img.quotas, o.quotas, quotaImagesEqual) ||
+		!maps.EqualFunc(img.shareGroups, o.shareGroups, (*ShareGroupImage).equal) {
 		return false
 	}
 	return shardEqual(&img.topics, &o.topics, func(a, b *TopicImage) bool { return a.equal(b) }) &&

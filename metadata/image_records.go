@@ -76,5 +76,6 @@ func (img *Image) Records() []Record {
 	recs = append(recs, img.aclRecords()...)
 	recs = append(recs, img.quotaRecords()...)
 	recs = append(recs, img.txnRecords()...)
+	recs = append(recs, img.shareGroupRecords()...)
 	return recs
 }

@@ -94,6 +94,9 @@ func (t RecordType) String() string {
 	case TypeTxnOffsetCommit:
 		return "TxnOffsetCommit"
 	}
+	if name, ok := shareRecordTypeName(t); ok {
+		return name
+	}
 	return "RecordType(unknown)"
 }
 

@@ -33,6 +33,7 @@
 //	controller_groups.go      offsets, generations, group and offset deletes,
 //	                          offset expiry (offsets.retention.minutes)
 //	controller_txns.go        transaction state writes (WriteTxn)
+//	controller_share_groups.go  share group state writes (WriteShareGroup)
 //	rpc_server.go  Kafka-framed controller RPCs, forwarding to the leader
 //	rpc_client.go  ControllerClient (retries, read-your-writes)
 //	frame.go       frame and header codec, the index tag
@@ -138,6 +139,11 @@
 // INVALID_TXN_STATE, PRODUCER_FENCED, or NOT_COORDINATOR (a coordinator
 // epoch below the recorded one). Writes queue on the controller loop like
 // offset commits, so concurrent transactions share Raft entries.
+//
+// Share group state (records 55-59) rides the same Envelope: a batch of
+// only share group records, one change of one group (broker/group/
+// sharegroup writes only what changed), recorded whole if it applies to
+// the image, else INVALID_REQUEST.
 //
 // A request that lands on a follower is forwarded once to the Raft leader
 // (with client id "raftka-controller-forward"); a forwarded request that

@@ -135,7 +135,7 @@ func (n *Node) decideFor(req kmsg.Request) decideFunc {
 	case *kmsg.AlterClientQuotasRequest:
 		return decideAlterClientQuotas(r)
 	case *kmsg.EnvelopeRequest:
-		return decideTxnWrite(r)
+		return decideEnvelope(r)
 	case *kmsg.AddRaftVoterRequest, *kmsg.DescribeQuorumRequest:
 		// Answered outside the loop (a Raft configuration change, a read of
 		// Raft state); the non-nil func only marks them as served.

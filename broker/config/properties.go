@@ -153,6 +153,11 @@ type Config struct {
 	GroupMinSessionTimeout             time.Duration
 	GroupMaxSessionTimeout             time.Duration
 	GroupMaxSize                       int32
+	// Share groups (group.share.*).
+	ShareGroupSessionTimeout, ShareGroupMinSessionTimeout, ShareGroupMaxSessionTimeout          time.Duration
+	ShareGroupHeartbeatInterval, ShareGroupMinHeartbeatInterval, ShareGroupMaxHeartbeatInterval time.Duration
+	ShareGroupMaxSize                                                                           int32
+	ShareGroupAssignors                                                                         []string
 
 	settings     []Setting
 	securityBare map[string]string // security keys given without a listener prefix

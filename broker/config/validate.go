@@ -109,6 +109,7 @@ var rules = []rule{
 		if c.GroupMinSessionTimeout > c.GroupMaxSessionTimeout {
 			p.fail("group.min.session.timeout.ms (%v) must not exceed group.max.session.timeout.ms (%v)", c.GroupMinSessionTimeout, c.GroupMaxSessionTimeout)
 		}
+		checkShareGroups(c, p)
 	}},
 }
 

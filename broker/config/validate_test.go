@@ -25,6 +25,7 @@ func TestEveryKeyHandled(t *testing.T) {
 		"controller.quorum.voters":       {"1@host:9093"},
 		"controller.listener.names":      {"controller"},
 		"listener.security.protocol.map": {"CLIENT:PLAINTEXT"},
+		"group.share.assignors":          {"simple"},
 		"listeners":                      {"CLIENT://:9092"},
 		"log.cleanup.policy":             {"compact"},
 	}

@@ -130,6 +130,8 @@ func runServer(ctx context.Context, cfg *config.Config, log zerolog.Logger, shut
 		Observer:                      metrics,
 	}, node.Publisher(), node.Client())
 	defer groups.Close()
+	shareGroups := newShareGroups(cfg, node, groups, log.With().Str("component", "share-groups").Logger())
+	defer shareGroups.Close()
 
 	// The transaction coordinator's producer ids come from the broker's
 	// block (broker.Server.NextProducerID), and its markers go to the local
@@ -177,17 +179,18 @@ func runServer(ctx context.Context, cfg *config.Config, log zerolog.Logger, shut
 		Metrics:            metrics,
 		Config:             cfg,
 		Deps: broker.Deps{
-			Metadata:   node,
-			Controller: node.Client(),
-			Admin:      node.Client(),
-			Quorum:     node,
-			Replicas:   replicas,
-			Groups:     groups,
-			Scram:      node.Client(),
-			ACLs:       node.Client(),
-			Quotas:     node.Client(),
-			Txns:       txns,
-			Peers:      peers,
+			Metadata:    node,
+			Controller:  node.Client(),
+			Admin:       node.Client(),
+			Quorum:      node,
+			Replicas:    replicas,
+			Groups:      groups,
+			ShareGroups: shareGroups,
+			Scram:       node.Client(),
+			ACLs:        node.Client(),
+			Quotas:      node.Client(),
+			Txns:        txns,
+			Peers:       peers,
 		},
 		Partitions: broker.PartitionOptions{
 			LogDirs:                 cfg.LogDirs,
