@@ -87,6 +87,7 @@ type OffsetAndMetadata struct {
 type groupImage struct {
 	offsets    map[TopicPartition]OffsetAndMetadata
 	generation *GroupGeneration
+	consumer   *ConsumerGroup // a KIP-848 group's state; nil for classic groups
 }
 
 // NewImage returns the empty image every replay starts from.
@@ -290,7 +291,7 @@ func (g *groupImage) equal(o *groupImage) bool {
 	if (g.generation == nil) != (o.generation == nil) {
 		return false
 	}
-	return g.generation == nil || g.generation.equal(o.generation)
+	return (g.generation == nil || g.generation.equal(o.generation)) && g.consumer.Equal(o.consumer)
 }
 
 func (g *GroupGeneration) equal(o *GroupGeneration) bool {

@@ -67,6 +67,9 @@ func (img *Image) Records() []Record {
 			gen.SubscribedTopics = slices.Clone(gen.SubscribedTopics)
 			recs = append(recs, &gen)
 		}
+		if g.consumer != nil {
+			recs = append(recs, cloneConsumerGroup(g.consumer))
+		}
 	}
 	if img.producerIDs.NextProducerID > 0 {
 		p := img.producerIDs
