@@ -81,7 +81,7 @@ func sampleRecords() []Record {
 		&TxnOffsetCommit{TransactionalID: "tx-1", ProducerID: 3, ProducerEpoch: 4, Group: "g",
 			Offsets: []OffsetCommit{{Topic: "a", Partition: 1, Offset: 9, LeaderEpoch: -1, Metadata: "m"}}},
 		&TxnOffsetCommit{Offsets: []OffsetCommit{}},
-		&ConsumerGroup{Group: "cg", CoordinatorEpoch: 3, Epoch: 9, AssignmentEpoch: 8, StateTimestampMs: 1700000000000,
+		&ConsumerGroup{Group: "cg", CoordinatorEpoch: 3, Slot: 7, Epoch: 9, AssignmentEpoch: 8, StateTimestampMs: 1700000000000,
 			Members: []ConsumerGroupMember{
 				{MemberID: "m-1", InstanceID: "i", RackID: "r", ClientID: "c", ClientHost: "/127.0.0.1", Epoch: 8, PreviousEpoch: 7, State: 1,
 					RebalanceTimeoutMs: 45000, SubscribedTopicNames: []string{"a", "ünï"}, SubscribedTopicRegex: "a.*", ServerAssignor: "range",

@@ -22,6 +22,12 @@ type ConsumerGroup struct {
 	// when written: a write from an older epoch (a coordinator that lost
 	// the slot) is refused, so two coordinators never both move a group.
 	CoordinatorEpoch int32
+	// Slot is the group's coordinator slot (its __consumer_offsets
+	// partition): the controller records a write only while that slot's
+	// leader epoch is CoordinatorEpoch, so a coordinator that has not yet
+	// learnt it lost the slot cannot write after the new one loaded the
+	// group.
+	Slot  int32
 	Epoch            int32 // the group epoch
 	AssignmentEpoch  int32 // the target assignment's epoch
 	Members          []ConsumerGroupMember
@@ -114,6 +120,21 @@ func CheckConsumerGroup(cur *ConsumerGroup, next *ConsumerGroup) error {
 	return nil
 }
 
+// OffsetsTopic is the internal topic whose partitions are the group
+// coordinator slots.
+const OffsetsTopic = "__consumer_offsets"
+
+// CheckConsumerGroupWriter is the controller's check that the writer still
+// coordinates the group: its slot's leader epoch is the record's
+// CoordinatorEpoch (ErrGroupCoordinatorFenced otherwise).
+func CheckConsumerGroupWriter(img *Image, r *ConsumerGroup) error {
+	t, ok := img.Topic(OffsetsTopic)
+	if !ok || r.Slot < 0 || int(r.Slot) >= len(t.Partitions) || t.Partitions[r.Slot].LeaderEpoch != r.CoordinatorEpoch {
+		return fmt.Errorf("%w: consumer group %q: slot %d is not at leader epoch %d", ErrGroupCoordinatorFenced, r.Group, r.Slot, r.CoordinatorEpoch)
+	}
+	return nil
+}
+
 // ConsumerGroup returns a consumer group's recorded state.
 func (img *Image) ConsumerGroup(group string) (ConsumerGroup, bool) {
 	g, ok := img.groups.get(group, hashString(group))
@@ -196,7 +217,7 @@ func (g *ConsumerGroup) Equal(o *ConsumerGroup) bool {
 	if g == nil || o == nil {
 		return g == o
 	}
-	return g.Group == o.Group && g.CoordinatorEpoch == o.CoordinatorEpoch && g.Epoch == o.Epoch &&
+	return g.Group == o.Group && g.CoordinatorEpoch == o.CoordinatorEpoch && g.Slot == o.Slot && g.Epoch == o.Epoch &&
 		g.AssignmentEpoch == o.AssignmentEpoch && g.StateTimestampMs == o.StateTimestampMs &&
 		slices.Equal(g.Topics, o.Topics) && (g.Members == nil) == (o.Members == nil) &&
 		slices.EqualFunc(g.Members, o.Members, func(x, y ConsumerGroupMember) bool {
@@ -233,6 +254,7 @@ func readParts(r *reader) []ConsumerGroupPartitions {
 func writeConsumerGroup(w *writer, g *ConsumerGroup) {
 	w.str(g.Group)
 	w.i32(g.CoordinatorEpoch)
+	w.i32(g.Slot)
 	w.i32(g.Epoch)
 	w.i32(g.AssignmentEpoch)
 	w.count(len(g.Members), g.Members == nil)
@@ -266,7 +288,7 @@ func writeConsumerGroup(w *writer, g *ConsumerGroup) {
 }
 
 func readConsumerGroup(r *reader) *ConsumerGroup {
-	g := &ConsumerGroup{Group: r.str(), CoordinatorEpoch: r.i32(), Epoch: r.i32(), AssignmentEpoch: r.i32()}
+	g := &ConsumerGroup{Group: r.str(), CoordinatorEpoch: r.i32(), Slot: r.i32(), Epoch: r.i32(), AssignmentEpoch: r.i32()}
 	if n, ok := r.count(24); ok {
 		g.Members = make([]ConsumerGroupMember, n)
 		for i := range g.Members {

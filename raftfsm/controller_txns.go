@@ -52,7 +52,10 @@ func decideTxnWrite(req *kmsg.EnvelopeRequest) decideFunc {
 				cur = &g
 			}
 			r.StateTimestampMs = now.UnixMilli()
-			err = metadata.CheckConsumerGroup(cur, r)
+			err = metadata.CheckConsumerGroupWriter(img, r)
+			if err == nil {
+				err = metadata.CheckConsumerGroup(cur, r)
+			}
 		case *metadata.RemoveConsumerGroup:
 			if r.Group == "" {
 				err = fmt.Errorf("%w: no group id", metadata.ErrInvalidRequest)

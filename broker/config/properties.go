@@ -153,6 +153,19 @@ type Config struct {
 	GroupMinSessionTimeout             time.Duration
 	GroupMaxSessionTimeout             time.Duration
 	GroupMaxSize                       int32
+	// KIP-848 consumer groups (group.consumer.*).
+	GroupConsumerSessionTimeout       time.Duration
+	GroupConsumerMinSessionTimeout    time.Duration
+	GroupConsumerMaxSessionTimeout    time.Duration
+	GroupConsumerHeartbeatInterval    time.Duration
+	GroupConsumerMinHeartbeatInterval time.Duration
+	GroupConsumerMaxHeartbeatInterval time.Duration
+	GroupConsumerMaxSize              int32
+	GroupConsumerAssignors            []string
+	// GroupCoordinatorRebalanceProtocols is
+	// group.coordinator.rebalance.protocols: without "consumer" the
+	// broker does not serve ConsumerGroupHeartbeat/Describe.
+	GroupCoordinatorRebalanceProtocols []string
 
 	settings     []Setting
 	securityBare map[string]string // security keys given without a listener prefix

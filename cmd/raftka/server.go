@@ -124,6 +124,12 @@ func runServer(ctx context.Context, cfg *config.Config, log zerolog.Logger, shut
 			InitialRebalanceDelay: cfg.GroupInitialRebalanceDelay,
 			MaxSize:               int(cfg.GroupMaxSize),
 		},
+		Consumer: group.ConsumerConfig{
+			SessionTimeout:    cfg.GroupConsumerSessionTimeout,
+			HeartbeatInterval: cfg.GroupConsumerHeartbeatInterval,
+			MaxSize:           int(cfg.GroupConsumerMaxSize),
+			Assignors:         cfg.GroupConsumerAssignors,
+		},
 		OffsetsTopicPartitions:        cfg.OffsetsTopicNumPartitions,
 		OffsetsTopicReplicationFactor: cfg.OffsetsTopicReplicationFactor,
 		Logger:                        log.With().Str("component", "groups").Logger(),
