@@ -27,10 +27,10 @@ type ConsumerGroup struct {
 	// leader epoch is CoordinatorEpoch, so a coordinator that has not yet
 	// learnt it lost the slot cannot write after the new one loaded the
 	// group.
-	Slot  int32
-	Epoch            int32 // the group epoch
-	AssignmentEpoch  int32 // the target assignment's epoch
-	Members          []ConsumerGroupMember
+	Slot            int32
+	Epoch           int32 // the group epoch
+	AssignmentEpoch int32 // the target assignment's epoch
+	Members         []ConsumerGroupMember
 	// Topics are the subscribed topics as the group last resolved them,
 	// sorted by name (what a change of theirs is detected against).
 	Topics []ConsumerGroupTopic

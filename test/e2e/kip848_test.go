@@ -295,8 +295,19 @@ func TestKIP848CoordinatorKilled(t *testing.T) { testKIP848Churn(t, true) }
 
 func testKIP848Churn(t *testing.T, killCoordinator bool) {
 	const topic, group, parts = "kip848", "kip848-group", 6
+	// A short session makes the SIGKILLed member's partitions move soon.
+	// With the coordinator killed it must outlast how long franz-go keeps
+	// sending heartbeats to the dead coordinator before it finds the new
+	// one (it retries in place with backoff up to 5 s; 8 s was seen): a
+	// member whose session the new coordinator ends meanwhile keeps
+	// processing until its client learns it (UNKNOWN_MEMBER_ID), which is
+	// the protocol's rule for the client, not the coordinator's, to keep.
+	session := "6000"
+	if killCoordinator {
+		session = "30000"
+	}
 	c := cluster.Start(t, cluster.Nodes(3),
-		cluster.Override("group.consumer.session.timeout.ms", "6000"),
+		cluster.Override("group.consumer.session.timeout.ms", session),
 		cluster.Override("group.consumer.min.session.timeout.ms", "6000"),
 		cluster.Override("group.consumer.heartbeat.interval.ms", "500"),
 		cluster.Override("group.consumer.min.heartbeat.interval.ms", "500"),
