@@ -218,7 +218,11 @@ func (c *Coordinator) persistConsumer(cs *consumerState, id string, img *metadat
 	p, _ := Place(img, id)
 	rec := recordOf(id, p.Slot, p.LeaderEpoch, cs.g.Export())
 	var err error
-	if cs.written == nil || !rec.Equal(cs.written) {
+	// A group never written that is still empty at epoch 0 (a first
+	// heartbeat that failed its checks) has nothing to record: it would
+	// bring a group into existence no member is in.
+	fresh := cs.written == nil && len(rec.Members) == 0 && rec.Epoch == 0
+	if !fresh && (cs.written == nil || !rec.Equal(cs.written)) {
 		ctx, cancel := context.WithTimeout(c.ctx, c.cfg.PersistTimeout)
 		_, err = c.consumerWriter().WriteConsumerGroup(ctx, rec)
 		cancel()
@@ -238,7 +242,9 @@ func (c *Coordinator) persistConsumer(cs *consumerState, id string, img *metadat
 	if err != nil {
 		return nil
 	}
-	cs.written = rec
+	if !fresh {
+		cs.written = rec
+	}
 	return cs
 }
 

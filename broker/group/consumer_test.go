@@ -267,3 +267,19 @@ func TestConsumerGroupConversion(t *testing.T) {
 		t.Fatal("the consumer group state outlived the conversion")
 	}
 }
+
+// A first heartbeat that fails its checks brings no group into being.
+func TestConsumerRefusedJoinWritesNothing(t *testing.T) {
+	md := consumerTwin(t)
+	c, w := consumerCoordinator(t, md, 1)
+	r := join("")
+	if resp := heartbeat(t, c, r); resp.ErrorCode != kerr.InvalidRequest.Code {
+		t.Fatalf("join without a member id at v1: %+v", resp)
+	}
+	if n := w.writes.Load(); n != 0 {
+		t.Fatalf("%d writes for a refused join", n)
+	}
+	if _, ok := md.image().ConsumerGroup("cg"); ok {
+		t.Fatal("a refused join recorded the group")
+	}
+}
