@@ -1,0 +1,118 @@
+package e2e
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/raftka/raftka/test/cluster"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// TestGroupsCLIConsumerProtocol: `raftka groups` lists and describes a
+// KIP-848 group as kafka-consumer-groups.sh does (TYPE consumer, the
+// group epochs, the members with their assignments, the lag), beside a
+// classic group, and ListGroups' type filter keeps them apart.
+func TestGroupsCLIConsumerProtocol(t *testing.T) {
+	const topic = "cli-848"
+	c := cluster.Start(t, cluster.Nodes(1))
+	ctx := ctxFor(t, 2*time.Minute)
+	adm := kadm.NewClient(client(t, c))
+	if err := createTopic(ctx, adm, topic, 3, 1); err != nil {
+		t.Fatal(err)
+	}
+	seeds := strings.Split(c.Bootstrap(), ",")
+	prod, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.DefaultProduceTopic(topic))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer prod.Close()
+	for range 30 {
+		if err := prod.ProduceSync(ctx, &kgo.Record{Value: []byte("x")}).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A classic group with committed offsets and no members.
+	if _, err := adm.CommitOffsets(ctx, "classic-g", kadm.OffsetsFromRecords(kgo.Record{Topic: topic, Partition: 0, Offset: 0})); err != nil {
+		t.Fatal(err)
+	}
+	consumer, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.ConsumerGroup("modern-g"), kgo.ConsumeTopics(topic),
+		kgo.ServerSideBalancer(), kgo.ClientID("modern-member"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer consumer.Close()
+	got := 0
+	for got < 30 && ctx.Err() == nil {
+		fs := consumer.PollFetches(ctx)
+		got += fs.NumRecords()
+	}
+	cctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	if err := consumer.CommitUncommittedOffsets(cctx); err != nil {
+		t.Fatal(err)
+	}
+
+	run := func(args ...string) string {
+		t.Helper()
+		out, err := cluster.Run(t, append([]string{"--log-level", "error", "groups"}, append(args, "--bootstrap-server", c.Bootstrap())...)...)
+		if err != nil {
+			t.Fatalf("groups %v: %v\n%s", args, err, out)
+		}
+		return out
+	}
+	list := run("list", "--type", "", "--state", "")
+	t.Logf("raftka groups list --type '' --state '':\n%s", list)
+	if !hasLine(list, "modern-g", "consumer", "Stable") || !hasLine(list, "classic-g", "classic", "Empty") {
+		t.Fatalf("list does not show both kinds:\n%s", list)
+	}
+	if only := run("list", "--type", "consumer"); strings.Contains(only, "classic-g") || !strings.Contains(only, "modern-g") {
+		t.Fatalf("list --type consumer:\n%s", only)
+	}
+	members := run("describe", "--group", "modern-g", "--members")
+	t.Logf("raftka groups describe --group modern-g --members:\n%s", members)
+	if !hasLine(members, "modern-g", "modern-member", "3") {
+		t.Fatalf("describe --members does not show the member with its 3 partitions:\n%s", members)
+	}
+	state := run("describe", "--group", "modern-g", "--state")
+	t.Logf("raftka groups describe --group modern-g --state:\n%s", state)
+	if !hasLine(state, "modern-g", "uniform", "Stable") {
+		t.Fatalf("describe --state:\n%s", state)
+	}
+	offsets := run("describe", "--group", "modern-g")
+	t.Logf("raftka groups describe --group modern-g:\n%s", offsets)
+	rows := 0
+	for _, l := range strings.Split(offsets, "\n") {
+		f := strings.Fields(l)
+		if len(f) >= 6 && f[0] == "modern-g" && f[1] == topic {
+			rows++
+			// The producer's sticky partitioner may leave partitions empty:
+			// nothing to commit there, and Kafka's tool prints "-".
+			if f[4] != "0" && (f[3] != f[4] || f[5] != "0") {
+				t.Errorf("partition %s: CURRENT-OFFSET %s LOG-END-OFFSET %s LAG %s, want no lag", f[2], f[3], f[4], f[5])
+			}
+		}
+	}
+	if rows != 3 {
+		t.Fatalf("%d offset rows, want 3:\n%s", rows, offsets)
+	}
+}
+
+// hasLine reports whether some line of out has every field in order.
+func hasLine(out string, fields ...string) bool {
+	for _, l := range strings.Split(out, "\n") {
+		f := strings.Fields(l)
+		i := 0
+		for _, x := range f {
+			if i < len(fields) && x == fields[i] {
+				i++
+			}
+		}
+		if i == len(fields) {
+			return true
+		}
+	}
+	return false
+}
