@@ -47,6 +47,7 @@ func sampleRecords() []Record {
 		&Config{ResourceType: ConfigResourceTopic, ResourceName: "orders", Key: "retention.ms", Value: "5"},
 		&Config{ResourceType: ConfigResourceBroker, ResourceName: "1", Key: "log.retention.ms", Delete: true},
 		&Config{ResourceType: ConfigResourceCluster, Key: "k", Value: "ünïcødé"},
+		&Config{ResourceType: ConfigResourceGroup, ResourceName: "g", Key: "consumer.session.timeout.ms", Value: "30000"},
 		&CommitOffsets{Group: "g1", Offsets: []OffsetCommit{
 			{Topic: "orders", Partition: 0, Offset: 42, LeaderEpoch: 3, Metadata: "m", CommitTimeMs: 1700000000000},
 			{Topic: "orders", Partition: 1, Offset: -1, LeaderEpoch: -1},

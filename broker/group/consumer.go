@@ -275,6 +275,8 @@ func (c *Coordinator) ConsumerHeartbeat(ctx context.Context, groupID string, r c
 			ch <- consumergroup.HeartbeatResponse{ErrorCode: code, ErrorMessage: msg, MemberEpoch: -1}
 			return
 		}
+		cfg := c.consumerConfig(img, groupID)
+		cs.g.SetTimeouts(cfg.SessionTimeout, cfg.HeartbeatInterval)
 		resp := cs.g.Heartbeat(now, r, imageMetadata{img})
 		cs.replies = append(cs.replies, func(err error) {
 			if err != nil && resp.ErrorCode == 0 {

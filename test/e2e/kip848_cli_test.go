@@ -8,7 +8,9 @@ import (
 
 	"github.com/raftka/raftka/test/cluster"
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // TestGroupsCLIConsumerProtocol: `raftka groups` lists and describes a
@@ -115,4 +117,72 @@ func hasLine(out string, fields ...string) bool {
 		}
 	}
 	return false
+}
+
+// TestGroupConfigResource: per-group consumer.* configs through
+// IncrementalAlterConfigs and DescribeConfigs on the GROUP resource, kept
+// in the image and applied to the group's heartbeats.
+func TestGroupConfigResource(t *testing.T) {
+	c := cluster.Start(t, cluster.Nodes(1))
+	ctx := ctxFor(t, time.Minute)
+	cl := client(t, c)
+	if err := createTopic(ctx, kadm.NewClient(cl), "gc", 1, 1); err != nil {
+		t.Fatal(err)
+	}
+	alter := func(key, value string) int16 {
+		t.Helper()
+		req := kmsg.NewPtrIncrementalAlterConfigsRequest()
+		r := kmsg.NewIncrementalAlterConfigsRequestResource()
+		r.ResourceType, r.ResourceName = kmsg.ConfigResourceTypeGroupConfig, "gc-group"
+		cfg := kmsg.NewIncrementalAlterConfigsRequestResourceConfig()
+		cfg.Name, cfg.Op, cfg.Value = key, kmsg.IncrementalAlterConfigOpSet, kmsg.StringPtr(value)
+		r.Configs = append(r.Configs, cfg)
+		req.Resources = append(req.Resources, r)
+		resp, err := req.RequestWith(ctx, cl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp.Resources[0].ErrorCode
+	}
+	if code := alter("consumer.heartbeat.interval.ms", "7000"); code != 0 {
+		t.Fatalf("set consumer.heartbeat.interval.ms: %v", kerr.ErrorForCode(code))
+	}
+	if code := alter("consumer.nonsense", "1"); code != kerr.InvalidConfig.Code {
+		t.Fatalf("unknown group key: %v, want INVALID_CONFIG", kerr.ErrorForCode(code))
+	}
+	if code := alter("consumer.session.timeout.ms", "soon"); code != kerr.InvalidConfig.Code {
+		t.Fatalf("bad value: %v, want INVALID_CONFIG", kerr.ErrorForCode(code))
+	}
+
+	dreq := kmsg.NewPtrDescribeConfigsRequest()
+	dr := kmsg.NewDescribeConfigsRequestResource()
+	dr.ResourceType, dr.ResourceName = kmsg.ConfigResourceTypeGroupConfig, "gc-group"
+	dreq.Resources = append(dreq.Resources, dr)
+	dresp, err := dreq.RequestWith(ctx, cl)
+	if err != nil || dresp.Resources[0].ErrorCode != 0 {
+		t.Fatalf("DescribeConfigs GROUP: %v %+v", err, dresp)
+	}
+	got := map[string]kmsg.DescribeConfigsResponseResourceConfig{}
+	for _, e := range dresp.Resources[0].Configs {
+		got[e.Name] = e
+	}
+	if e := got["consumer.heartbeat.interval.ms"]; e.Value == nil || *e.Value != "7000" || e.Source != kmsg.ConfigSourceGroupConfig {
+		t.Fatalf("consumer.heartbeat.interval.ms: %+v", e)
+	}
+	if e := got["consumer.session.timeout.ms"]; e.Value == nil || *e.Value != "45000" || e.Source != kmsg.ConfigSourceDefaultConfig {
+		t.Fatalf("consumer.session.timeout.ms: %+v", e)
+	}
+
+	// The group's members are told the group's interval (within the
+	// broker's bounds, 5 s to 15 s by default).
+	hb := kmsg.NewPtrConsumerGroupHeartbeatRequest()
+	hb.Group, hb.MemberID, hb.MemberEpoch, hb.RebalanceTimeoutMillis = "gc-group", "gc-member", 0, 30000
+	hb.SubscribedTopicNames, hb.Topics = []string{"gc"}, []kmsg.ConsumerGroupHeartbeatRequestTopic{}
+	hresp, err := hb.RequestWith(ctx, cl)
+	if err != nil || hresp.ErrorCode != 0 {
+		t.Fatalf("heartbeat: %v %+v", err, hresp)
+	}
+	if hresp.HeartbeatIntervalMillis != 7000 {
+		t.Fatalf("heartbeat interval %d ms, want the group's 7000", hresp.HeartbeatIntervalMillis)
+	}
 }

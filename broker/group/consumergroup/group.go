@@ -185,6 +185,12 @@ func New(id string, cfg Config) *Group {
 	}
 }
 
+// SetTimeouts changes the session timeout and heartbeat interval (a
+// group's dynamic config changed); they apply from the next heartbeat.
+func (g *Group) SetTimeouts(session, heartbeat time.Duration) {
+	g.cfg.SessionTimeout, g.cfg.HeartbeatInterval = session, heartbeat
+}
+
 // Epoch is the group epoch.
 func (g *Group) Epoch() int32 { return g.epoch }
 
