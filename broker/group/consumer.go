@@ -130,6 +130,29 @@ func (m imageMetadata) Topic(name string) (assignor.Topic, bool) {
 	return assignor.Topic{ID: t.ID, Name: t.Name, Partitions: int32(len(t.Partitions))}, true
 }
 
+// Racks is the racks of each partition's replicas, from the brokers'
+// broker.rack; nil when no replica has one.
+func (m imageMetadata) Racks(name string, id assignor.TopicID) [][]string {
+	t, ok := m.img.Topic(name)
+	if !ok || t.ID != id {
+		return nil
+	}
+	racked := false
+	racks := make([][]string, len(t.Partitions))
+	for i, p := range t.Partitions {
+		for _, r := range p.Replicas {
+			if b, ok := m.img.Broker(r); ok && b.Rack != "" {
+				racks[i] = append(racks[i], b.Rack)
+				racked = true
+			}
+		}
+	}
+	if !racked {
+		return nil
+	}
+	return racks
+}
+
 func (m imageMetadata) TopicNames() []string {
 	var out []string
 	for _, t := range m.img.Topics() {

@@ -3,6 +3,7 @@ package group
 import (
 	"context"
 	"errors"
+	"slices"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -281,5 +282,25 @@ func TestConsumerRefusedJoinWritesNothing(t *testing.T) {
 	}
 	if _, ok := md.image().ConsumerGroup("cg"); ok {
 		t.Fatal("a refused join recorded the group")
+	}
+}
+
+// The assignors' rack input comes from the replicas' brokers in the image.
+func TestImageMetadataRacks(t *testing.T) {
+	md := slotsImage(t, 1)
+	md.apply(t,
+		&metadata.RegisterBroker{BrokerID: 3, BrokerEpoch: 3, Rack: "r3"},
+		&metadata.RegisterBroker{BrokerID: 4, BrokerEpoch: 4, Rack: "r4"},
+		&metadata.CreateTopic{Name: "racked", ID: ordersID, Partitions: []metadata.PartitionRegistration{
+			{Partition: 0, Replicas: []int32{3, 4}, ISR: []int32{3, 4}, Leader: 3},
+			{Partition: 1, Replicas: []int32{4}, ISR: []int32{4}, Leader: 4},
+		}})
+	m := imageMetadata{md.image()}
+	racks := m.Racks("racked", ordersID)
+	if len(racks) != 2 || !slices.Equal(racks[0], []string{"r3", "r4"}) || !slices.Equal(racks[1], []string{"r4"}) {
+		t.Fatalf("racks %v", racks)
+	}
+	if r := m.Racks(OffsetsTopic, slotsID); r != nil {
+		t.Fatalf("brokers without racks gave %v", r)
 	}
 }
