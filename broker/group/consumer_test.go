@@ -29,7 +29,7 @@ func (w *countingWriter) WriteConsumerGroup(ctx context.Context, rec metadata.Re
 	return w.ControllerClient.WriteConsumerGroup(ctx, rec)
 }
 
-func consumerTwin(t *testing.T) *twin {
+func consumerTwin(t testing.TB) *twin {
 	md := slotsImage(t, 1)
 	md.apply(t, &metadata.CreateTopic{Name: "orders", ID: ordersID, Partitions: []metadata.PartitionRegistration{
 		{Partition: 0, Replicas: []int32{1}, ISR: []int32{1}, Leader: 1},
@@ -40,7 +40,7 @@ func consumerTwin(t *testing.T) *twin {
 	return md
 }
 
-func consumerCoordinator(t *testing.T, md *twin, node int32) (*Coordinator, *countingWriter) {
+func consumerCoordinator(t testing.TB, md *twin, node int32) (*Coordinator, *countingWriter) {
 	w := &countingWriter{testCtrl: &testCtrl{ControllerClient: md.node.Client()}}
 	c := NewCoordinator(CoordinatorConfig{
 		NodeID: node,
