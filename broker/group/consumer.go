@@ -409,11 +409,3 @@ func (c *Coordinator) ValidateFetch(ctx context.Context, groupID, memberID strin
 		return ctx.Err()
 	}
 }
-
-// GroupType is what ListGroups v5 shows a group as (KIP-1043).
-func groupTypeOf(img *metadata.Image, id string) string {
-	if _, ok := img.ConsumerGroup(id); ok {
-		return "consumer"
-	}
-	return "classic"
-}
