@@ -186,3 +186,79 @@ func TestGroupConfigResource(t *testing.T) {
 		t.Fatalf("heartbeat interval %d ms, want the group's 7000", hresp.HeartbeatIntervalMillis)
 	}
 }
+
+// TestClassicGroupConverted: a classic group (franz-go's classic consumer)
+// that its members left becomes a KIP-848 group when a consumer-protocol
+// member joins, and the new member starts from the classic group's
+// commits.
+func TestClassicGroupConverted(t *testing.T) {
+	const topic, group = "conv", "conv-g"
+	c := cluster.Start(t, cluster.Nodes(1))
+	ctx := ctxFor(t, 2*time.Minute)
+	cl := client(t, c)
+	adm := kadm.NewClient(cl)
+	if err := createTopic(ctx, adm, topic, 1, 1); err != nil {
+		t.Fatal(err)
+	}
+	seeds := strings.Split(c.Bootstrap(), ",")
+	for i := range 20 {
+		if err := cl.ProduceSync(ctx, &kgo.Record{Topic: topic, Value: []byte{byte(i)}}).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	consume := func(opts ...kgo.Opt) (*kgo.Client, int64) {
+		t.Helper()
+		m, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(seeds...), kgo.ConsumerGroup(group), kgo.ConsumeTopics(topic),
+			kgo.DisableAutoCommit(), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart())}, opts...)...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for ctx.Err() == nil {
+			fs := m.PollRecords(ctx, 1)
+			if errs := fs.Errors(); len(errs) > 0 {
+				t.Fatalf("poll: %v", errs)
+			}
+			if fs.NumRecords() > 0 {
+				return m, fs.Records()[0].Offset
+			}
+		}
+		t.Fatal(ctx.Err())
+		return nil, 0
+	}
+	classic, first := consume()
+	if first != 0 {
+		t.Fatalf("the classic member started at %d", first)
+	}
+	var commitErr error
+	classic.CommitOffsetsSync(ctx, map[string]map[int32]kgo.EpochOffset{topic: {0: {Epoch: -1, Offset: 12}}},
+		func(_ *kgo.Client, _ *kmsg.OffsetCommitRequest, resp *kmsg.OffsetCommitResponse, err error) {
+			if err == nil {
+				err = kerr.ErrorForCode(resp.Topics[0].Partitions[0].ErrorCode)
+			}
+			commitErr = err
+		})
+	if commitErr != nil {
+		t.Fatal(commitErr)
+	}
+	classic.Close() // leaves: the classic group is empty
+	listed, err := adm.ListGroups(ctx)
+	if err != nil || listed[group].ProtocolType != "consumer" {
+		t.Fatalf("the classic group: %+v %v", listed[group], err)
+	}
+
+	modern, first := consume(kgo.ServerSideBalancer())
+	defer modern.Close()
+	if first != 12 {
+		t.Fatalf("the consumer-protocol member started at %d, want the classic group's commit 12", first)
+	}
+	d := describe848(ctx, t, cl, group)
+	if d.ErrorCode != 0 || len(d.Members) != 1 || d.Members[0].MemberType != 1 {
+		t.Fatalf("ConsumerGroupDescribe after the conversion: %+v", d)
+	}
+	req := kmsg.NewPtrListGroupsRequest()
+	req.TypesFilter = []string{"consumer"}
+	resp, err := req.RequestWith(ctx, cl)
+	if err != nil || len(resp.Groups) != 1 || resp.Groups[0].Group != group {
+		t.Fatalf("ListGroups type consumer: %+v %v", resp, err)
+	}
+}
