@@ -304,3 +304,39 @@ func TestImageMetadataRacks(t *testing.T) {
 		t.Fatalf("brokers without racks gave %v", r)
 	}
 }
+
+// OffsetDelete and DeleteGroups on a consumer group, as Kafka's: a topic a
+// member subscribes to keeps its offsets, a group with members is not
+// deleted, an empty one is, with its state.
+func TestConsumerGroupDeleteOffsetsAndGroup(t *testing.T) {
+	md := consumerTwin(t)
+	c, _ := consumerCoordinator(t, md, 1)
+	a := heartbeat(t, c, join("a"))
+	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
+	defer cancel()
+	md.apply(t, &metadata.CommitOffsets{Group: "cg", Offsets: []metadata.OffsetCommit{
+		{Topic: "orders", Partition: 0, Offset: 1}, {Topic: "other", Partition: 0, Offset: 1},
+	}})
+	errs, err := c.DeleteOffsets(ctx, "cg", []metadata.TopicPartition{{Topic: "orders", Partition: 0}, {Topic: "other", Partition: 0}})
+	if err != nil || !errors.Is(errs[0], kerr.GroupSubscribedToTopic) || errs[1] != nil {
+		t.Fatalf("DeleteOffsets: %v %v", errs, err)
+	}
+	if _, ok := md.image().Offset("cg", "other", 0); ok {
+		t.Fatal("the unsubscribed topic's offset is still there")
+	}
+	if errs := c.Delete(ctx, []string{"cg"}); !errors.Is(errs[0], kerr.NonEmptyGroup) {
+		t.Fatalf("Delete with a member: %v", errs[0])
+	}
+	heartbeat(t, c, consumergroup.HeartbeatRequest{MemberID: "a", MemberEpoch: consumergroup.LeaveEpoch, RebalanceTimeoutMs: -1})
+	_ = a
+	if errs := c.Delete(ctx, []string{"cg"}); errs[0] != nil {
+		t.Fatalf("Delete of the empty group: %v", errs[0])
+	}
+	if _, ok := md.image().ConsumerGroup("cg"); ok || md.image().Offsets("cg") != nil {
+		t.Fatal("the deleted group left state behind")
+	}
+	// The group starts again from nothing.
+	if r := heartbeat(t, c, join("b")); r.ErrorCode != 0 || r.MemberEpoch < 1 {
+		t.Fatalf("join after the delete: %+v", r)
+	}
+}
