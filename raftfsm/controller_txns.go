@@ -57,8 +57,10 @@ func decideTxnWrite(req *kmsg.EnvelopeRequest) decideFunc {
 				err = metadata.CheckConsumerGroup(cur, r)
 			}
 		case *metadata.RemoveConsumerGroup:
-			if r.Group == "" {
-				err = fmt.Errorf("%w: no group id", metadata.ErrInvalidRequest)
+			// Only an empty group turns classic: a coordinator that lost the
+			// slot cannot erase the members its successor recorded.
+			if g, ok := img.ConsumerGroup(r.Group); r.Group == "" || (ok && len(g.Members) > 0) {
+				err = fmt.Errorf("%w: consumer group %q has members", metadata.ErrInvalidRequest, r.Group)
 			}
 		default:
 			resp.ErrorCode = kerr.InvalidRequest.Code

@@ -340,3 +340,18 @@ func TestConsumerGroupDeleteOffsetsAndGroup(t *testing.T) {
 		t.Fatalf("join after the delete: %+v", r)
 	}
 }
+
+// The controller removes only an empty consumer group's state.
+func TestRemoveConsumerGroupRefusedWithMembers(t *testing.T) {
+	md := consumerTwin(t)
+	c, _ := consumerCoordinator(t, md, 1)
+	heartbeat(t, c, join("a"))
+	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
+	defer cancel()
+	if _, err := md.node.Client().WriteConsumerGroup(ctx, &metadata.RemoveConsumerGroup{Group: "cg"}); !errors.Is(err, kerr.InvalidRequest) {
+		t.Fatalf("remove with a member: %v, want INVALID_REQUEST", err)
+	}
+	if _, ok := md.image().ConsumerGroup("cg"); !ok {
+		t.Fatal("the state is gone")
+	}
+}
