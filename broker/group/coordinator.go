@@ -889,7 +889,9 @@ func (c *Coordinator) Delete(ctx context.Context, groups []string) []error {
 				_, err := c.ctrl.DeleteGroups(dctx, []string{id})
 				cancel()
 				if err == nil {
-					cs.written = nil
+					// Gone from the image: the loop holds a fresh group,
+					// which writes nothing until a member joins.
+					cs.g, cs.written = consumerNew(c, img, id), nil
 				}
 				ch <- controllerErr(err)
 			}
