@@ -63,6 +63,11 @@ func handleAlterConfigs(ctx context.Context, rc *request, kreq kmsg.Request) (km
 		code, msg := kerr.InvalidRequest.Code, "Each resource must appear at most once."
 		if count[key] == 1 {
 			code, msg = precheckConfigResource(key, names)
+			if key.typ == kmsg.ConfigResourceTypeGroupConfig {
+				// Group configs are IncrementalAlterConfigs' only, as in
+				// Kafka's ConfigAdminManager.
+				code, msg = kerr.InvalidRequest.Code, "Unsupported resource type: "+key.typ.String()
+			}
 			if ac := authorizeConfigResource(rc, opAlterConfigs, key); ac != 0 {
 				code, msg = ac, ""
 			}

@@ -87,7 +87,8 @@ func TestIncrementalAlterConfigs(t *testing.T) {
 		{forwardedUnknown, res(topic, "orders", incOp("no.such", 2, "x")), 0},
 		{"unknown op", res(topic, "orders", incOp("retention.ms", 9, "5")), kerr.InvalidRequest.Code},
 		{"duplicate key", res(topic, "orders", incOp("retention.ms", 0, "5"), incOp("retention.ms", 1, "")), kerr.InvalidRequest.Code},
-		{"group resource", res(kmsg.ConfigResourceTypeGroupConfig, "g", incOp("x", 0, "1")), kerr.InvalidRequest.Code},
+		{"group resource, unknown key", res(kmsg.ConfigResourceTypeGroupConfig, "g", incOp("x", 0, "1")), kerr.InvalidConfig.Code},
+		{"group resource without a name", res(kmsg.ConfigResourceTypeGroupConfig, "", incOp("consumer.session.timeout.ms", 0, "50000")), kerr.InvalidRequest.Code},
 	} {
 		for v := int16(0); v <= 1; v++ {
 			fa := &adminCtrl{}

@@ -175,6 +175,11 @@ func (s *Server) describeResource(img *metadata.Image, r kmsg.DescribeConfigsReq
 			return nil, kerr.InvalidRequest.Code, "Unexpected broker id, expected " + strconv.Itoa(int(s.nodeID)) + " or empty string, but received " + r.ResourceName
 		}
 		return withUnapplied(r.ResourceType, s.withSecurityEntries(s.brokerConfigEntries(img))), 0, ""
+	case kmsg.ConfigResourceTypeGroupConfig:
+		if r.ResourceName == "" {
+			return nil, kerr.InvalidRequest.Code, "Group name must not be empty."
+		}
+		return s.groupConfigEntries(img, r.ResourceName), 0, ""
 	}
 	return nil, kerr.InvalidRequest.Code, "Unsupported resource type: " + r.ResourceType.String()
 }
@@ -319,5 +324,35 @@ func sortedNames[V any](m map[string]V) []string {
 		out = append(out, k)
 	}
 	slices.Sort(out)
+	return out
+}
+
+// groupConfigEntries lists a GROUP resource's configs (metadata's table):
+// the group's dynamic value (DYNAMIC_GROUP_CONFIG, Kafka's source 8), else
+// the broker's key it defaults to (DEFAULT_CONFIG), as Kafka's
+// GroupConfigManager shows them.
+func (s *Server) groupConfigEntries(img *metadata.Image, group string) []configEntry {
+	dyn := img.GroupConfigs(group)
+	defs := brokerDefs()
+	static := map[string]string{}
+	if s.config != nil {
+		for _, st := range s.config.Settings() {
+			static[st.Name] = st.Value
+		}
+	}
+	var out []configEntry
+	for _, d := range metadata.GroupConfigDefs {
+		def := static[d.BrokerDefault]
+		if bd, ok := defs.byName[d.BrokerDefault]; ok && def == "" {
+			def = bd.Default
+		}
+		e := configEntry{name: d.Name, value: kmsg.StringPtr(def), source: kmsg.ConfigSourceDefaultConfig, typ: kmsg.ConfigTypeInt, doc: d.Doc}
+		if v, ok := dyn[d.Name]; ok {
+			e.value, e.source = kmsg.StringPtr(v), kmsg.ConfigSourceGroupConfig
+			e.synonyms = append(e.synonyms, configSynonym{name: d.Name, value: kmsg.StringPtr(v), source: kmsg.ConfigSourceGroupConfig})
+		}
+		e.synonyms = append(e.synonyms, configSynonym{name: d.BrokerDefault, value: kmsg.StringPtr(def), source: kmsg.ConfigSourceDefaultConfig})
+		out = append(out, e)
+	}
 	return out
 }

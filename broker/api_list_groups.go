@@ -6,16 +6,18 @@ package broker
 // broker and merge): those loaded with their live state, and those only the
 // image knows (committed offsets or a recorded generation) as Empty, then
 // the share groups (api_share_group_list.go) with type "share".
+// Classic groups show their classic state; KIP-848 consumer groups
+// protocol type "consumer", type "consumer" and their state (Empty,
+// Assigning, Reconciling, Stable).
 //
 // Version notes: v1 throttle; v3 flexible; v4 GroupState and the states
-// filter (case-insensitive, as Kafka); v5 GroupType ("classic") and the
-// types filter.
+// filter (case-insensitive, as Kafka); v5 GroupType ("classic" or
+// "consumer") and the types filter (case-insensitive, KIP-1043).
 
 import (
 	"context"
 	"strings"
 
-	"github.com/raftka/raftka/broker/group"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -37,32 +39,32 @@ func handleListGroups(ctx context.Context, rc *request, kreq kmsg.Request) (kmsg
 		resp.ErrorCode = errorCode(err)
 		return resp, nil
 	}
-	states := make(map[group.State]bool)
+	// A state or type Kafka does not have matches no group.
+	states := make(map[string]bool)
 	for _, s := range req.StatesFilter {
-		if st, ok := group.ParseState(s); ok {
-			states[st] = true
-		} else {
-			// A state Kafka does not have matches no group.
-			states[group.State(-1)] = true
-		}
+		states[strings.ToLower(s)] = true
 	}
-	classic := len(req.TypesFilter) == 0
+	types := make(map[string]bool)
 	for _, t := range req.TypesFilter {
-		classic = classic || strings.EqualFold(t, "classic")
+		types[strings.ToLower(t)] = true
 	}
 	resp.Groups = []kmsg.ListGroupsResponseGroup{}
 	// DESCRIBE on the cluster lists every group; otherwise only the groups
 	// the principal may DESCRIBE (KafkaApis).
 	all := rc.authorizeCluster(opDescribe)
 	for _, l := range list {
-		if (len(states) > 0 && !states[l.State]) || !classic {
+		typ, state := l.Type, l.StateName
+		if typ == "" {
+			typ, state = "classic", l.State.String()
+		}
+		if (len(states) > 0 && !states[strings.ToLower(state)]) || (len(types) > 0 && !types[typ]) {
 			continue
 		}
 		if !all && !rc.authorize(opDescribe, resGroup, l.Group) {
 			continue
 		}
 		g := kmsg.NewListGroupsResponseGroup()
-		g.Group, g.ProtocolType, g.GroupState, g.GroupType = l.Group, l.ProtocolType, l.State.String(), "classic"
+		g.Group, g.ProtocolType, g.GroupState, g.GroupType = l.Group, l.ProtocolType, state, typ
 		resp.Groups = append(resp.Groups, g)
 	}
 	appendShareGroups(ctx, rc, req, resp, all)

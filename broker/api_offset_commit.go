@@ -123,7 +123,7 @@ func handleOffsetCommit(ctx context.Context, rc *request, kreq kmsg.Request) (km
 	if groupErr == 0 {
 		err := groups.Commit(ctx, group.CommitRequest{
 			Group: req.Group, MemberID: req.MemberID, InstanceID: derefOr(req.InstanceID, ""),
-			Generation: req.Generation, Offsets: offsets,
+			Generation: req.Generation, Offsets: offsets, Version: req.Version,
 		})
 		code := errorCode(err)
 		for _, s := range pending {

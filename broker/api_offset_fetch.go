@@ -15,8 +15,9 @@ package broker
 // Version notes: v1 per-partition errors only (a group error is put on
 // every requested partition); v2 top-level error; v3 throttle; v5 leader
 // epoch; v6 flexible; v7 RequireStable; v8+ several groups per request,
-// each with its own error; v9 KIP-848 member id/epoch (ignored for classic
-// groups). v10 (Kafka 4.2: topics by id, UNKNOWN_TOPIC_ID for an unknown
+// each with its own error; v9 KIP-848 member id/epoch (checked for
+// consumer-protocol groups: UNKNOWN_MEMBER_ID, STALE_MEMBER_EPOCH; ignored
+// for classic groups). v10 (Kafka 4.2: topics by id, UNKNOWN_TOPIC_ID for an unknown
 // one) is handled below but not advertised or accepted: Kafka 4.1's
 // OffsetFetchRequest.json stops at v9 and raftka answers as 4.1.
 
@@ -40,7 +41,7 @@ type fetchTopic struct {
 	partitions []int32
 }
 
-func handleOffsetFetch(_ context.Context, rc *request, kreq kmsg.Request) (kmsg.Response, error) {
+func handleOffsetFetch(ctx context.Context, rc *request, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.OffsetFetchRequest)
 	resp := req.ResponseKind().(*kmsg.OffsetFetchResponse)
 	if req.Version < 8 {
@@ -51,7 +52,7 @@ func handleOffsetFetch(_ context.Context, rc *request, kreq kmsg.Request) (kmsg.
 				topics = append(topics, fetchTopic{name: t.Topic, partitions: t.Partitions})
 			}
 		}
-		g := fetchGroupOffsets(rc, req.Version, req.Group, topics, req.RequireStable)
+		g := fetchGroupOffsets(ctx, rc, req.Version, req.Group, "", -1, topics, req.RequireStable)
 		resp.ErrorCode = g.ErrorCode
 		for _, t := range g.Topics {
 			rt := kmsg.NewOffsetFetchResponseTopic()
@@ -76,14 +77,14 @@ func handleOffsetFetch(_ context.Context, rc *request, kreq kmsg.Request) (kmsg.
 				topics = append(topics, fetchTopic{name: t.Topic, id: t.TopicID, partitions: t.Partitions})
 			}
 		}
-		resp.Groups = append(resp.Groups, fetchGroupOffsets(rc, req.Version, rg.Group, topics, req.RequireStable))
+		resp.Groups = append(resp.Groups, fetchGroupOffsets(ctx, rc, req.Version, rg.Group, derefOr(rg.MemberID, ""), rg.MemberEpoch, topics, req.RequireStable))
 	}
 	return resp, nil
 }
 
 // fetchGroupOffsets answers one group in the v8+ shape; older versions
 // are translated by the caller. topics nil means every committed offset.
-func fetchGroupOffsets(rc *request, version int16, groupID string, topics []fetchTopic, requireStable bool) kmsg.OffsetFetchResponseGroup {
+func fetchGroupOffsets(ctx context.Context, rc *request, version int16, groupID, memberID string, memberEpoch int32, topics []fetchTopic, requireStable bool) kmsg.OffsetFetchResponseGroup {
 	out := kmsg.NewOffsetFetchResponseGroup()
 	out.Group = groupID
 	groups, md := groupsOf(rc), rc.conn.srv.deps.Metadata
@@ -110,6 +111,15 @@ func fetchGroupOffsets(rc *request, version int16, groupID string, topics []fetc
 	img, _ := md.Current()
 	if err := groups.Ownership(img, groupID); err != nil {
 		return fail(errorCode(err))
+	}
+	// v9+: a consumer-protocol member fetching with its epoch must be a
+	// member at that epoch (Kafka's ConsumerGroup.validateOffsetFetch).
+	if _, consumer := img.ConsumerGroup(groupID); consumer && version >= 9 && memberEpoch >= 0 {
+		if cg := consumerGroupsOf(rc); cg != nil {
+			if err := cg.ValidateFetch(ctx, groupID, memberID, memberEpoch); err != nil {
+				return fail(errorCode(err))
+			}
+		}
 	}
 	if topics == nil {
 		committed := img.Offsets(groupID)

@@ -45,6 +45,15 @@ func authorizeConfigResource(rc *request, op metadata.ACLOperation, r configReso
 func precheckConfigResource(r configResource, names []string) (int16, string) {
 	switch r.typ {
 	case kmsg.ConfigResourceTypeTopic, kmsg.ConfigResourceTypeBroker:
+	case kmsg.ConfigResourceTypeGroupConfig:
+		if r.name == "" {
+			return kerr.InvalidRequest.Code, "Group name must not be empty."
+		}
+		for _, n := range names {
+			if _, ok := metadata.LookupGroupConfig(n); !ok {
+				return kerr.InvalidConfig.Code, "Unknown group config name: " + n
+			}
+		}
 	default:
 		return kerr.InvalidRequest.Code, "Unsupported resource type: " + r.typ.String()
 	}

@@ -138,7 +138,7 @@
 // anything from cmd or test. PKCS12 keystores are decoded by go-pkcs12
 // (a maintained decoder; the format is not parsed by hand).
 //
-//arch:imports std storage storage/recordbatch metadata broker/config broker/group broker/txn broker/kafkacode broker/replica
+//arch:imports std storage storage/recordbatch metadata broker/config broker/group broker/group/consumergroup broker/txn broker/kafkacode broker/replica
 //arch:imports github.com/twmb/franz-go/pkg/kmsg github.com/twmb/franz-go/pkg/kerr
 //arch:imports github.com/rs/zerolog
 //arch:imports software.sslmate.com/src/go-pkcs12 github.com/xdg-go/scram

@@ -197,8 +197,6 @@ func TestDescribeKafka41Keys(t *testing.T) {
 		"group.streams.session.timeout.ms":                 "45000",
 		"share.coordinator.state.topic.replication.factor": "3",
 		"group.share.max.share.sessions":                   "2000",
-		"group.coordinator.rebalance.protocols":            "classic,consumer,streams",
-		"group.consumer.assignors":                         "uniform,range",
 		"sasl.oauthbearer.assertion.algorithm":             "RS256",
 		"transaction.two.phase.commit.enable":              "false",
 	} {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -195,7 +196,16 @@ type boundListener struct {
 // New binds the listeners and returns a Server that answers from the API
 // table the api_*.go files registered. It accepts nothing until Serve.
 func New(opts Options) (*Server, error) {
-	return newServer(opts, defaultAPIs)
+	table := defaultAPIs
+	if opts.Config != nil && !slices.Contains(opts.Config.GroupCoordinatorRebalanceProtocols, "consumer") {
+		// group.coordinator.rebalance.protocols without consumer: the
+		// KIP-848 APIs are not advertised, so clients keep the classic
+		// protocol, as Kafka's broker does.
+		table = table.clone()
+		delete(table.entries, 68)
+		delete(table.entries, 69)
+	}
+	return newServer(opts, table)
 }
 
 func newServer(opts Options, table *apiTable) (*Server, error) {

@@ -21,6 +21,7 @@ type configApplier struct {
 	img            *Image
 	topics         *topicApplier
 	brokerCfgOwned bool
+	groupCfgOwned  bool
 	touched        map[configKey]bool
 }
 
@@ -76,6 +77,25 @@ func (a *configApplier) config(r *Config) error {
 		if len(a.img.brokerConfigs) == 0 {
 			a.img.brokerConfigs = nil
 		}
+	case ConfigResourceGroup:
+		if name == "" {
+			return invalid("group config without a group id")
+		}
+		if !a.groupCfgOwned {
+			a.img.groupConfigs = maps.Clone(a.img.groupConfigs)
+			a.groupCfgOwned = true
+		}
+		if m := setOrDelete(a.img.groupConfigs[name], r); m == nil {
+			delete(a.img.groupConfigs, name)
+		} else {
+			if a.img.groupConfigs == nil {
+				a.img.groupConfigs = make(map[string]map[string]string)
+			}
+			a.img.groupConfigs[name] = m
+		}
+		if len(a.img.groupConfigs) == 0 {
+			a.img.groupConfigs = nil
+		}
 	case ConfigResourceTopic:
 		id, ok := a.topics.idOf(name)
 		if !ok {
@@ -120,6 +140,8 @@ func (img *Image) configValue(k configKey) (string, bool) {
 		if t, ok := img.Topic(k.name); ok {
 			m = t.Configs
 		}
+	case ConfigResourceGroup:
+		m = img.groupConfigs[k.name]
 	}
 	v, ok := m[k.key]
 	return v, ok

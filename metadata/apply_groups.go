@@ -31,6 +31,7 @@ func (a *groupApplier) own(name string) *groupImage {
 		if ok {
 			c.offsets = maps.Clone(g.offsets)
 			c.generation = g.generation
+			c.consumer = g.consumer
 		}
 		g = c
 		a.groups.set(name, h, g)
@@ -137,7 +138,7 @@ func (a *groupApplier) generation(r *GroupGeneration) error {
 // images, and stores the built group map in the image.
 func (a *groupApplier) seal() {
 	for name := range a.owned {
-		if g, ok := a.groups.get(name, hashString(name)); ok && len(g.offsets) == 0 && g.generation == nil {
+		if g, ok := a.groups.get(name, hashString(name)); ok && len(g.offsets) == 0 && g.generation == nil && g.consumer == nil {
 			a.groups.del(name, hashString(name))
 		} else if ok && len(g.offsets) == 0 {
 			g.offsets = nil
@@ -165,6 +166,14 @@ func (a *groupApplier) diff(old, next *Image, d *Delta) {
 			ngen = ng.generation
 		}
 		genChanged := (ogen == nil) != (ngen == nil) || (ogen != nil && !ogen.equal(ngen))
+		var ocg, ncg *ConsumerGroup
+		if oldOK {
+			ocg = og.consumer
+		}
+		if newOK {
+			ncg = ng.consumer
+		}
+		genChanged = genChanged || !ocg.Equal(ncg)
 		offsetsRemoved := oldOK && (!newOK || len(ng.offsets) < len(og.offsets))
 		if genChanged || offsetsRemoved || oldOK != newOK {
 			d.GroupsChanged = append(d.GroupsChanged, g)

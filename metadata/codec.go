@@ -214,6 +214,10 @@ func encodeBody(w *writer, rec Record) error {
 		for _, t := range r.SubscribedTopics {
 			w.str(t)
 		}
+	case *ConsumerGroup:
+		writeConsumerGroup(w, r)
+	case *RemoveConsumerGroup:
+		w.str(r.Group)
 	case *ProducerIds:
 		w.i32(r.BrokerID)
 		w.i64(r.BrokerEpoch)
@@ -369,6 +373,10 @@ func decodeBody(r *reader, typ RecordType, ver int16) (Record, error) {
 			}
 		}
 		rec = x
+	case TypeConsumerGroup:
+		rec = readConsumerGroup(r)
+	case TypeRemoveConsumerGroup:
+		rec = &RemoveConsumerGroup{Group: r.str()}
 	case TypeProducerIds:
 		rec = &ProducerIds{BrokerID: r.i32(), BrokerEpoch: r.i64(), NextProducerID: r.i64()}
 	case TypeUserScramCredential:

@@ -47,6 +47,7 @@ func sampleRecords() []Record {
 		&Config{ResourceType: ConfigResourceTopic, ResourceName: "orders", Key: "retention.ms", Value: "5"},
 		&Config{ResourceType: ConfigResourceBroker, ResourceName: "1", Key: "log.retention.ms", Delete: true},
 		&Config{ResourceType: ConfigResourceCluster, Key: "k", Value: "ünïcødé"},
+		&Config{ResourceType: ConfigResourceGroup, ResourceName: "g", Key: "consumer.session.timeout.ms", Value: "30000"},
 		&CommitOffsets{Group: "g1", Offsets: []OffsetCommit{
 			{Topic: "orders", Partition: 0, Offset: 42, LeaderEpoch: 3, Metadata: "m", CommitTimeMs: 1700000000000},
 			{Topic: "orders", Partition: 1, Offset: -1, LeaderEpoch: -1},
@@ -81,6 +82,18 @@ func sampleRecords() []Record {
 		&TxnOffsetCommit{TransactionalID: "tx-1", ProducerID: 3, ProducerEpoch: 4, Group: "g",
 			Offsets: []OffsetCommit{{Topic: "a", Partition: 1, Offset: 9, LeaderEpoch: -1, Metadata: "m"}}},
 		&TxnOffsetCommit{Offsets: []OffsetCommit{}},
+		&ConsumerGroup{Group: "cg", CoordinatorEpoch: 3, Slot: 7, Epoch: 9, AssignmentEpoch: 8, StateTimestampMs: 1700000000000,
+			Members: []ConsumerGroupMember{
+				{MemberID: "m-1", InstanceID: "i", RackID: "r", ClientID: "c", ClientHost: "/127.0.0.1", Epoch: 8, PreviousEpoch: 7, State: 1,
+					RebalanceTimeoutMs: 45000, SubscribedTopicNames: []string{"a", "ünï"}, SubscribedTopicRegex: "a.*", ServerAssignor: "range",
+					Assigned: []ConsumerGroupPartitions{{TopicID: idA, Partitions: []int32{0, 2}}}, PendingRevocation: []ConsumerGroupPartitions{{TopicID: idB, Partitions: []int32{}}},
+					Target: []ConsumerGroupPartitions{}},
+				{MemberID: "m-2"},
+			},
+			Topics: []ConsumerGroupTopic{{Name: "a", ID: idA, Partitions: 3}}},
+		&ConsumerGroup{Members: []ConsumerGroupMember{}, Topics: []ConsumerGroupTopic{}},
+		&ConsumerGroup{},
+		&RemoveConsumerGroup{Group: "cg"},
 		&PartitionReassignment{TopicID: idA, Partition: 3, Adding: []int32{4}, Removing: []int32{1}},
 		&PartitionReassignment{TopicID: idA, Partition: 0, Adding: nil, Removing: []int32{}},
 	}, shareGroupSamples()...)

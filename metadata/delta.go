@@ -209,6 +209,10 @@ func (b *applier) replay(rec Record) error {
 		return b.groups.deleteGroup(r)
 	case *GroupGeneration:
 		return b.groups.generation(r)
+	case *ConsumerGroup:
+		return b.groups.consumerGroup(r)
+	case *RemoveConsumerGroup:
+		return b.groups.removeConsumerGroup(r)
 	case *UserScramCredential:
 		return b.scram.upsert(r)
 	case *RemoveUserScramCredential:

@@ -66,6 +66,9 @@ var (
 	// ErrTxnCoordinatorFenced: NOT_COORDINATOR (a transaction write from a
 	// coordinator whose slot epoch is older than the last writer's).
 	ErrTxnCoordinatorFenced = errors.New("metadata: transaction coordinator fenced")
+	// ErrGroupCoordinatorFenced: NOT_COORDINATOR (a consumer group write
+	// from a coordinator whose slot epoch is older than the last writer's).
+	ErrGroupCoordinatorFenced = errors.New("metadata: group coordinator fenced")
 	// ErrInvalidRecord marks a record that Apply skipped because its content is
 	// inconsistent (a leader outside the replicas, partitions not dense, ...).
 	ErrInvalidRecord = errors.New("metadata: invalid record")

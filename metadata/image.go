@@ -23,6 +23,7 @@ type Image struct {
 	topicNames     shardMap[string, [16]byte]
 	clusterConfigs map[string]string
 	brokerConfigs  map[int32]map[string]string
+	groupConfigs   map[string]map[string]string // GROUP resources' dynamic configs
 	groups         shardMap[string, *groupImage]
 	producerIDs    ProducerIds // the last block allocated; zero when none
 	scram          map[scramKey]ScramCredential
@@ -88,6 +89,7 @@ type OffsetAndMetadata struct {
 type groupImage struct {
 	offsets    map[TopicPartition]OffsetAndMetadata
 	generation *GroupGeneration
+	consumer   *ConsumerGroup // a KIP-848 group's state; nil for classic groups
 }
 
 // NewImage returns the empty image every replay starts from.
@@ -236,6 +238,7 @@ func (img *Image) Equal(o *Image) bool {
 	if img.clusterID != o.clusterID || img.producerIDs != o.producerIDs ||
 		!maps.Equal(img.features, o.features) || !maps.Equal(img.clusterConfigs, o.clusterConfigs) ||
 		!maps.EqualFunc(img.brokerConfigs, o.brokerConfigs, func(a, b map[string]string) bool { return maps.Equal(a, b) }) ||
+		!maps.EqualFunc(img.groupConfigs, o.groupConfigs, func(a, b map[string]string) bool { return maps.Equal(a, b) }) ||
 		!maps.EqualFunc(img.brokers, o.brokers, func(a, b *BrokerRegistration) bool { return a.equal(b) }) ||
 		!maps.EqualFunc(img.scram, o.scram, ScramCredential.equal) || !maps.Equal(img.acls, o.acls) ||
 		!maps.EqualFunc(img.quotas, o.quotas, quotaImagesEqual) ||
@@ -292,7 +295,7 @@ func (g *groupImage) equal(o *groupImage) bool {
 	if (g.generation == nil) != (o.generation == nil) {
 		return false
 	}
-	return g.generation == nil || g.generation.equal(o.generation)
+	return (g.generation == nil || g.generation.equal(o.generation)) && g.consumer.Equal(o.consumer)
 }
 
 func (g *GroupGeneration) equal(o *GroupGeneration) bool {

@@ -38,6 +38,12 @@ func (img *Image) Records() []Record {
 			recs = append(recs, &Config{ResourceType: ConfigResourceBroker, ResourceName: strconv.Itoa(int(id)), Key: k, Value: m[k]})
 		}
 	}
+	for _, g := range slices.Sorted(maps.Keys(img.groupConfigs)) {
+		m := img.groupConfigs[g]
+		for _, k := range slices.Sorted(maps.Keys(m)) {
+			recs = append(recs, &Config{ResourceType: ConfigResourceGroup, ResourceName: g, Key: k, Value: m[k]})
+		}
+	}
 	for _, t := range img.Topics() {
 		ct := &CreateTopic{Name: t.Name, ID: t.ID, Configs: maps.Clone(t.Configs), Partitions: make([]PartitionRegistration, len(t.Partitions))}
 		for i, p := range t.Partitions {
@@ -66,6 +72,9 @@ func (img *Image) Records() []Record {
 			gen.Members = slices.Clone(gen.Members)
 			gen.SubscribedTopics = slices.Clone(gen.SubscribedTopics)
 			recs = append(recs, &gen)
+		}
+		if g.consumer != nil {
+			recs = append(recs, cloneConsumerGroup(g.consumer))
 		}
 	}
 	if img.producerIDs.NextProducerID > 0 {

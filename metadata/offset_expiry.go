@@ -38,7 +38,16 @@ func ExpireOffsets(img *Image, nowMs int64, retention time.Duration) []Record {
 	img.groups.each(func(name string, g *groupImage) {
 		active := g.generation != nil && len(g.generation.Members) > 0
 		var subscribed []string
-		if active {
+		if cg := g.consumer; cg != nil {
+			// A KIP-848 group, as Kafka's ConsumerGroup.isSubscribedToTopic
+			// and its empty-since timestamp: the resolved subscribed topics
+			// are the ones its members keep.
+			active = len(cg.Members) > 0
+			subscribed = nil
+			if active {
+				subscribed = cg.SubscribedTopicNames()
+			}
+		} else if active {
 			if g.generation.ProtocolType != ConsumerProtocolType || g.generation.SubscribedTopics == nil {
 				return
 			}
@@ -47,6 +56,9 @@ func ExpireOffsets(img *Image, nowMs int64, retention time.Duration) []Record {
 		var since int64 // zero: each offset's own commit time
 		if !active && g.generation != nil && g.generation.ProtocolType != "" {
 			since = g.generation.StateTimestampMs
+		}
+		if !active && g.consumer != nil {
+			since = g.consumer.StateTimestampMs
 		}
 		var expired []TopicPartition
 		for tp, o := range g.offsets {

@@ -36,6 +36,10 @@ const (
 	TypeAccessControlEntry       RecordType = 30
 	TypeRemoveAccessControlEntry RecordType = 31
 	TypeClientQuota              RecordType = 35
+
+	// 40-49: KIP-848 consumer groups.
+	TypeConsumerGroup       RecordType = 40
+	TypeRemoveConsumerGroup RecordType = 41
 	// TypePartitionReassignment is in 60-69, the range issue 16's cluster
 	// operations records use.
 	TypePartitionReassignment RecordType = 60
@@ -93,6 +97,10 @@ func (t RecordType) String() string {
 		return "Transaction"
 	case TypeTxnOffsetCommit:
 		return "TxnOffsetCommit"
+	case TypeConsumerGroup:
+		return "ConsumerGroup"
+	case TypeRemoveConsumerGroup:
+		return "RemoveConsumerGroup"
 	}
 	if name, ok := shareRecordTypeName(t); ok {
 		return name
@@ -400,6 +408,11 @@ func (*PartitionReassignment) Type() RecordType     { return TypePartitionReassi
 func (*RemoveUserScramCredential) Type() RecordType { return TypeRemoveUserScramCredential }
 func (*Transaction) Type() RecordType               { return TypeTransaction }
 func (*TxnOffsetCommit) Type() RecordType           { return TypeTxnOffsetCommit }
+
+func (*ConsumerGroup) Type() RecordType       { return TypeConsumerGroup }
+func (*RemoveConsumerGroup) Type() RecordType { return TypeRemoveConsumerGroup }
+func (*ConsumerGroup) Version() int16         { return 0 }
+func (*RemoveConsumerGroup) Version() int16   { return 0 }
 
 func (*AccessControlEntry) Type() RecordType       { return TypeAccessControlEntry }
 func (*RemoveAccessControlEntry) Type() RecordType { return TypeRemoveAccessControlEntry }

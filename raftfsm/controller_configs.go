@@ -37,6 +37,11 @@ func resource(img *metadata.Image, typ int8, name string) (metadata.ConfigResour
 			return 0, nil, fmt.Errorf("%w: broker resource %q is not a broker id", metadata.ErrInvalidRequest, name)
 		}
 		return metadata.ConfigResourceBroker, img.BrokerConfigs(int32(id)), nil
+	case 32:
+		if name == "" {
+			return 0, nil, fmt.Errorf("%w: a group config resource needs a group id", metadata.ErrInvalidRequest)
+		}
+		return metadata.ConfigResourceGroup, img.GroupConfigs(name), nil
 	}
 	return 0, nil, fmt.Errorf("%w: config resource type %d is not supported", metadata.ErrInvalidRequest, typ)
 }
@@ -59,7 +64,13 @@ func configRecords(rt metadata.ConfigResourceType, name string, old, next map[st
 	var recs []metadata.Record
 	for _, k := range sortedKeys(next) {
 		if ov, ok := old[k]; !ok || ov != next[k] {
-			if rt != metadata.ConfigResourceTopic {
+			switch rt {
+			case metadata.ConfigResourceTopic:
+			case metadata.ConfigResourceGroup:
+				if err := metadata.ValidateGroupConfig(k, next[k]); err != nil {
+					return nil, err
+				}
+			default:
 				if err := metadata.ValidateBrokerConfig(k, next[k]); err != nil {
 					return nil, err
 				}

@@ -239,10 +239,11 @@ func decideDeleteGroups(req *kmsg.DeleteGroupsRequest) decideFunc {
 		for _, g := range req.Groups {
 			rg := kmsg.NewDeleteGroupsResponseGroup()
 			rg.Group = g
+			_, consumer := cur.ConsumerGroup(g)
 			switch _, hasGen := cur.GroupGeneration(g); {
 			case g == "":
 				rg.ErrorCode = kerr.InvalidGroupID.Code
-			case hasGen || cur.Offsets(g) != nil:
+			case hasGen || consumer || cur.Offsets(g) != nil:
 				rec := &metadata.DeleteGroup{Group: g}
 				recs = append(recs, rec)
 				cur, _ = cur.Apply([]metadata.Record{rec})

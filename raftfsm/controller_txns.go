@@ -46,6 +46,22 @@ func decideTxnWrite(req *kmsg.EnvelopeRequest) decideFunc {
 				cur = &t
 			}
 			err = metadata.CheckTxnOffsetCommit(cur, r)
+		case *metadata.ConsumerGroup:
+			var cur *metadata.ConsumerGroup
+			if g, ok := img.ConsumerGroup(r.Group); ok {
+				cur = &g
+			}
+			r.StateTimestampMs = now.UnixMilli()
+			err = metadata.CheckConsumerGroupWriter(img, r)
+			if err == nil {
+				err = metadata.CheckConsumerGroup(cur, r)
+			}
+		case *metadata.RemoveConsumerGroup:
+			// Only an empty group turns classic: a coordinator that lost the
+			// slot cannot erase the members its successor recorded.
+			if g, ok := img.ConsumerGroup(r.Group); r.Group == "" || (ok && len(g.Members) > 0) {
+				err = fmt.Errorf("%w: consumer group %q has members", metadata.ErrInvalidRequest, r.Group)
+			}
 		default:
 			resp.ErrorCode = kerr.InvalidRequest.Code
 			return decision{resp: resp}
@@ -82,9 +98,19 @@ func (c *ControllerClient) WriteTxnNoWait(ctx context.Context, rec metadata.Reco
 	return c.writeTxn(ctx, rec, false)
 }
 
+// WriteConsumerGroup records a KIP-848 group's state (a
+// *metadata.ConsumerGroup, the controller stamps StateTimestampMs) or its
+// removal (*metadata.RemoveConsumerGroup) and returns once this node's
+// image has it. A coordinator whose slot epoch is older than the last
+// writer's gets NOT_COORDINATOR; a state the rules refuse (two owners of a
+// partition) INVALID_REQUEST. Writes share Raft entries as commits do.
+func (c *ControllerClient) WriteConsumerGroup(ctx context.Context, rec metadata.Record) (uint64, error) {
+	return c.writeTxn(ctx, rec, true)
+}
+
 func (c *ControllerClient) writeTxn(ctx context.Context, rec metadata.Record, wait bool) (uint64, error) {
 	switch rec.(type) {
-	case *metadata.Transaction, *metadata.TxnOffsetCommit:
+	case *metadata.Transaction, *metadata.TxnOffsetCommit, *metadata.ConsumerGroup, *metadata.RemoveConsumerGroup:
 	default:
 		return 0, fmt.Errorf("raftfsm: WriteTxn of a %T", rec)
 	}

@@ -134,6 +134,11 @@
 //	                  metadata.CheckTxnTransition against the image
 //	TxnOffsetCommit   a group's offsets pending in an open transaction;
 //	                  checked with metadata.CheckTxnOffsetCommit
+//	ConsumerGroup     a KIP-848 group's whole state, from its group
+//	                  coordinator; checked with metadata.CheckConsumerGroup
+//	                  (coordinator epoch fencing, one owner per partition),
+//	                  StateTimestampMs stamped with the controller's clock
+//	RemoveConsumerGroup  an empty consumer group becoming classic
 //
 // The answer's ErrorCode is 0, INVALID_REQUEST (not one such record),
 // INVALID_TXN_STATE, PRODUCER_FENCED, or NOT_COORDINATOR (a coordinator

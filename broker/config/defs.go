@@ -415,6 +415,33 @@ var defs = []Def{
 	{Name: "group.max.size", Type: TypeInt, Default: strconv.Itoa(math.MaxInt32), Validate: atLeast(1),
 		set: to(func(c *Config) *int32 { return &c.GroupMaxSize }),
 		Doc: "The most members one group may have."},
+	{Name: "group.coordinator.rebalance.protocols", Type: TypeList, Default: "classic,consumer", Validate: rebalanceProtocols,
+		set: to(func(c *Config) *[]string { return &c.GroupCoordinatorRebalanceProtocols }),
+		Doc: "The group protocols served: classic (JoinGroup/SyncGroup) always; consumer is KIP-848 (ConsumerGroupHeartbeat, ConsumerGroupDescribe), which clients such as franz-go switch to as soon as it is advertised."},
+	{Name: "group.consumer.session.timeout.ms", Type: TypeDurationMs, Default: "45000", Validate: between(1, math.MaxInt32),
+		set: toDuration(func(c *Config) *time.Duration { return &c.GroupConsumerSessionTimeout }),
+		Doc: "A consumer-protocol member is fenced after this long without a heartbeat (per group: consumer.session.timeout.ms)."},
+	{Name: "group.consumer.min.session.timeout.ms", Type: TypeDurationMs, Default: "45000", Validate: between(1, math.MaxInt32),
+		set: toDuration(func(c *Config) *time.Duration { return &c.GroupConsumerMinSessionTimeout }),
+		Doc: "The smallest consumer.session.timeout.ms a group may set."},
+	{Name: "group.consumer.max.session.timeout.ms", Type: TypeDurationMs, Default: "60000", Validate: between(1, math.MaxInt32),
+		set: toDuration(func(c *Config) *time.Duration { return &c.GroupConsumerMaxSessionTimeout }),
+		Doc: "The largest consumer.session.timeout.ms a group may set."},
+	{Name: "group.consumer.heartbeat.interval.ms", Type: TypeDurationMs, Default: "5000", Validate: between(1, math.MaxInt32),
+		set: toDuration(func(c *Config) *time.Duration { return &c.GroupConsumerHeartbeatInterval }),
+		Doc: "The heartbeat interval consumer-protocol members are told to keep (per group: consumer.heartbeat.interval.ms)."},
+	{Name: "group.consumer.min.heartbeat.interval.ms", Type: TypeDurationMs, Default: "5000", Validate: between(1, math.MaxInt32),
+		set: toDuration(func(c *Config) *time.Duration { return &c.GroupConsumerMinHeartbeatInterval }),
+		Doc: "The smallest consumer.heartbeat.interval.ms a group may set."},
+	{Name: "group.consumer.max.heartbeat.interval.ms", Type: TypeDurationMs, Default: "15000", Validate: between(1, math.MaxInt32),
+		set: toDuration(func(c *Config) *time.Duration { return &c.GroupConsumerMaxHeartbeatInterval }),
+		Doc: "The largest consumer.heartbeat.interval.ms a group may set."},
+	{Name: "group.consumer.max.size", Type: TypeInt, Default: strconv.Itoa(math.MaxInt32), Validate: atLeast(1),
+		set: to(func(c *Config) *int32 { return &c.GroupConsumerMaxSize }),
+		Doc: "The most members one consumer-protocol group may have (GROUP_MAX_SIZE_REACHED beyond)."},
+	{Name: "group.consumer.assignors", Type: TypeList, Default: "uniform,range", Validate: assignorNames,
+		set: to(func(c *Config) *[]string { return &c.GroupConsumerAssignors }),
+		Doc: "The server-side assignors of consumer-protocol groups, by Kafka's short names; the first is the default."},
 
 	// Share groups (KIP-932; broker/group/sharegroup), Kafka 4.2's ranges.
 	{Name: "group.share.session.timeout.ms", Type: TypeDurationMs, Default: "45000", Validate: atLeast(1),
@@ -611,4 +638,25 @@ func splitHostPort(s string) (hostPort, error) {
 type hostPort struct {
 	host string
 	port int
+}
+
+// rebalanceProtocols is group.coordinator.rebalance.protocols' rule: Kafka's
+// values, classic among them; streams and share are accepted (a Kafka 4.1
+// file names streams) and warned about (softChecks), as they are not built.
+func rebalanceProtocols(v any) error {
+	l, _ := v.([]string)
+	if !slices.Contains(l, "classic") {
+		return fmt.Errorf("must include classic")
+	}
+	return listOf("classic", "consumer", "streams", "share")(v)
+}
+
+// assignorNames is group.consumer.assignors' rule: at least one, each one
+// raftka has (Kafka's short names; class names are not loadable here).
+func assignorNames(v any) error {
+	l, _ := v.([]string)
+	if len(l) == 0 {
+		return fmt.Errorf("must name at least one assignor")
+	}
+	return listOf("uniform", "range")(v)
 }

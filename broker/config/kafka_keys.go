@@ -69,10 +69,8 @@ var kafkaIgnored = toSet(
 	"follower.replication.throttled.rate", "replica.alter.log.dirs.io.max.bytes.per.second",
 
 	// Groups beyond the classic protocol.
-	"group.coordinator.rebalance.protocols", "group.coordinator.new.enable", "group.coordinator.threads",
-	"group.coordinator.append.linger.ms", "group.consumer.session.timeout.ms",
-	"group.consumer.heartbeat.interval.ms", "group.consumer.max.size", "group.consumer.assignors",
-	"group.consumer.migration.policy", "group.share.enable", "group.version",
+	"group.coordinator.new.enable", "group.coordinator.threads",
+	"group.coordinator.append.linger.ms", "group.consumer.migration.policy", "group.share.enable", "group.version",
 	"offsets.topic.num.partitions.max", "offset.metadata.max.bytes", "max.request.partition.size.limit",
 
 	// Transactions beyond the partition side.

@@ -158,6 +158,19 @@ type Config struct {
 	ShareGroupHeartbeatInterval, ShareGroupMinHeartbeatInterval, ShareGroupMaxHeartbeatInterval time.Duration
 	ShareGroupMaxSize                                                                           int32
 	ShareGroupAssignors                                                                         []string
+	// KIP-848 consumer groups (group.consumer.*).
+	GroupConsumerSessionTimeout       time.Duration
+	GroupConsumerMinSessionTimeout    time.Duration
+	GroupConsumerMaxSessionTimeout    time.Duration
+	GroupConsumerHeartbeatInterval    time.Duration
+	GroupConsumerMinHeartbeatInterval time.Duration
+	GroupConsumerMaxHeartbeatInterval time.Duration
+	GroupConsumerMaxSize              int32
+	GroupConsumerAssignors            []string
+	// GroupCoordinatorRebalanceProtocols is
+	// group.coordinator.rebalance.protocols: without "consumer" the
+	// broker does not serve ConsumerGroupHeartbeat/Describe.
+	GroupCoordinatorRebalanceProtocols []string
 
 	settings     []Setting
 	securityBare map[string]string // security keys given without a listener prefix

@@ -473,10 +473,10 @@ func TestDefsTable(t *testing.T) {
 		if d.Doc == "" || d.Type == 0 {
 			t.Errorf("%s: missing doc or type", d.Name)
 		}
-		// metrics.*, sasl.*, quota.* and group.share.* are families raftka
-		// ignores by prefix except for the keys it defines (build looks at
-		// defs first).
-		if isKafkaIgnored(d.Name) && !strings.HasPrefix(d.Name, "metrics.") && !strings.HasPrefix(d.Name, "sasl.") && !strings.HasPrefix(d.Name, "quota.") && !strings.HasPrefix(d.Name, "group.share.") {
+		// metrics.*, sasl.*, quota.*, group.consumer.* and group.share.* are
+		// families raftka ignores by prefix except for the keys it defines
+		// (build looks at defs first).
+		if isKafkaIgnored(d.Name) && !strings.HasPrefix(d.Name, "metrics.") && !strings.HasPrefix(d.Name, "sasl.") && !strings.HasPrefix(d.Name, "quota.") && !strings.HasPrefix(d.Name, "group.consumer.") && !strings.HasPrefix(d.Name, "group.share.") {
 			t.Errorf("%s is both in defs and ignored as a Kafka key", d.Name)
 		}
 		if kafkaIgnored[d.Name] {

@@ -106,6 +106,17 @@ var rules = []rule{
 		if c.BrokerHeartbeatInterval >= c.BrokerSessionTimeout {
 			p.fail("broker.heartbeat.interval.ms (%v) must be less than broker.session.timeout.ms (%v), or live brokers get fenced", c.BrokerHeartbeatInterval, c.BrokerSessionTimeout)
 		}
+		if c.GroupConsumerMinSessionTimeout > c.GroupConsumerMaxSessionTimeout ||
+			c.GroupConsumerSessionTimeout < c.GroupConsumerMinSessionTimeout || c.GroupConsumerSessionTimeout > c.GroupConsumerMaxSessionTimeout {
+			p.fail("group.consumer.session.timeout.ms (%v) must lie within group.consumer.min.session.timeout.ms (%v) and group.consumer.max.session.timeout.ms (%v)", c.GroupConsumerSessionTimeout, c.GroupConsumerMinSessionTimeout, c.GroupConsumerMaxSessionTimeout)
+		}
+		if c.GroupConsumerMinHeartbeatInterval > c.GroupConsumerMaxHeartbeatInterval ||
+			c.GroupConsumerHeartbeatInterval < c.GroupConsumerMinHeartbeatInterval || c.GroupConsumerHeartbeatInterval > c.GroupConsumerMaxHeartbeatInterval {
+			p.fail("group.consumer.heartbeat.interval.ms (%v) must lie within group.consumer.min.heartbeat.interval.ms (%v) and group.consumer.max.heartbeat.interval.ms (%v)", c.GroupConsumerHeartbeatInterval, c.GroupConsumerMinHeartbeatInterval, c.GroupConsumerMaxHeartbeatInterval)
+		}
+		if c.GroupConsumerHeartbeatInterval >= c.GroupConsumerSessionTimeout {
+			p.fail("group.consumer.heartbeat.interval.ms (%v) must be less than group.consumer.session.timeout.ms (%v)", c.GroupConsumerHeartbeatInterval, c.GroupConsumerSessionTimeout)
+		}
 		if c.GroupMinSessionTimeout > c.GroupMaxSessionTimeout {
 			p.fail("group.min.session.timeout.ms (%v) must not exceed group.max.session.timeout.ms (%v)", c.GroupMinSessionTimeout, c.GroupMaxSessionTimeout)
 		}
@@ -250,6 +261,11 @@ func (c *Config) softChecks() []string {
 			if v.ID == c.NodeID && v.Port != l.Port {
 				w = append(w, fmt.Sprintf("controller.quorum.voters: this node's entry %s has a port other than its controller listener %s; other voters will not reach it there unless something forwards the port", v, l))
 			}
+		}
+	}
+	for _, p := range c.GroupCoordinatorRebalanceProtocols {
+		if p == "streams" || p == "share" {
+			w = append(w, fmt.Sprintf("group.coordinator.rebalance.protocols: %s groups are not built; only classic and consumer are served", p))
 		}
 	}
 	return w

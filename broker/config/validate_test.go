@@ -21,13 +21,15 @@ func TestEveryKeyHandled(t *testing.T) {
 	}
 	// List keys need values their setters parse; the scalar types share one.
 	listSamples := map[string][]string{
-		"process.roles":                  {"broker"},
-		"controller.quorum.voters":       {"1@host:9093"},
-		"controller.listener.names":      {"controller"},
-		"listener.security.protocol.map": {"CLIENT:PLAINTEXT"},
-		"group.share.assignors":          {"simple"},
-		"listeners":                      {"CLIENT://:9092"},
-		"log.cleanup.policy":             {"compact"},
+		"process.roles":                         {"broker"},
+		"controller.quorum.voters":              {"1@host:9093"},
+		"controller.listener.names":             {"controller"},
+		"listener.security.protocol.map":        {"CLIENT:PLAINTEXT"},
+		"listeners":                             {"CLIENT://:9092"},
+		"log.cleanup.policy":                    {"compact"},
+		"group.coordinator.rebalance.protocols": {"classic"},
+		"group.consumer.assignors":              {"range"},
+		"group.share.assignors":                 {"simple"},
 	}
 	// Strings that hold numbers (Kafka's doubles) need a number.
 	stringSamples := map[string]string{"log.cleaner.io.max.bytes.per.second": "5e6", "log.cleaner.min.cleanable.ratio": "0.25"}

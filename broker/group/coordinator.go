@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/raftka/raftka/broker/group/consumergroup"
 	"github.com/raftka/raftka/metadata"
 	"github.com/rs/zerolog"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -67,6 +68,8 @@ type CoordinatorConfig struct {
 	// the image records with members, and no loop holds, are loaded (see
 	// scanLoaded); a minute when zero.
 	LoadScanInterval time.Duration
+	// Consumer configures KIP-848 consumer groups.
+	Consumer ConsumerConfig
 }
 
 // Coordinator coordinates the groups whose slots this broker leads. Its
@@ -233,19 +236,31 @@ type commitOp struct {
 	done chan error // buffered, 1
 }
 
-// queued is one entry of a loop's queue: an operation or a commit.
+// queued is one entry of a loop's queue: a classic operation, a consumer
+// group operation, or a commit.
 type queued struct {
 	fn     op
 	commit *commitOp
+	// consumer is an operation on a KIP-848 group; describeOnly marks one
+	// that changes nothing, so it does not turn an empty classic group
+	// into a consumer group.
+	consumer     cop
+	describeOnly bool
+	// onConsumer, when set, is what a classic operation does when the
+	// group is a consumer group (DescribeGroups, DeleteGroups, ...).
+	onConsumer cop
 }
 
 // fail answers a queued entry for a group not coordinated here.
 func (q queued) fail(now time.Time, img *metadata.Image, code int16) {
-	if q.commit != nil {
+	switch {
+	case q.commit != nil:
 		q.commit.done <- errFor(code)
-		return
+	case q.consumer != nil:
+		q.consumer(nil, now, img, code, "")
+	default:
+		q.fn(nil, now, img, code)
 	}
-	q.fn(nil, now, img, code)
 }
 
 // loop is one group's event loop.
@@ -314,7 +329,8 @@ func (c *Coordinator) tryExit(l *loop) bool {
 func (c *Coordinator) run(l *loop) {
 	defer c.wg.Done()
 	var (
-		g     *Group
+		g     *Group         // a classic group, or
+		cs    *consumerState // a KIP-848 group (at most one of them is set)
 		epoch int32
 	)
 	timer := time.NewTimer(time.Hour)
@@ -325,6 +341,11 @@ func (c *Coordinator) run(l *loop) {
 		case <-c.ctx.Done():
 			if g != nil {
 				g.Unload(kerr.NotCoordinator.Code)
+			}
+			if cs != nil {
+				for _, r := range cs.replies {
+					r(kerr.NotCoordinator)
+				}
 			}
 			c.mu.Lock()
 			delete(c.groups, l.id)
@@ -341,12 +362,14 @@ func (c *Coordinator) run(l *loop) {
 		if img != nil {
 			code, ep = ownership(img, c.cfg.NodeID, l.id)
 		}
-		if g != nil && (code != 0 || ep != epoch) {
+		if (g != nil || cs != nil) && (code != 0 || ep != epoch) {
 			// The slot moved away, or away and back: members rejoin,
 			// and a reloaded group starts from the image.
 			c.log.Info().Str("group", l.id).Msg("group unloaded: its coordinator slot moved")
-			g.Unload(kerr.NotCoordinator.Code)
-			g = nil
+			if g != nil {
+				g.Unload(kerr.NotCoordinator.Code)
+			}
+			g, cs = nil, nil
 		}
 		// Commits checked and not yet written. They are written, in one
 		// controller call, before the loop runs anything that could
@@ -360,16 +383,73 @@ func (c *Coordinator) run(l *loop) {
 				q.fail(now, img, code)
 				continue
 			}
-			if g == nil {
-				g, epoch = c.load(img, l.id), ep
+			if g == nil && cs == nil {
+				if _, consumer := img.ConsumerGroup(l.id); consumer {
+					var err error
+					if cs, err = c.loadConsumer(img, l.id); err != nil {
+						c.log.Error().Err(err).Str("group", l.id).Msg("the image's consumer group state does not load")
+						q.fail(now, img, kerr.CoordinatorNotAvailable.Code)
+						continue
+					}
+				} else {
+					g = c.load(img, l.id)
+				}
+				epoch = ep
 			}
 			if q.commit != nil {
-				if checkCommit(g, now, q.commit) {
+				ok := false
+				if cs != nil {
+					ok = checkConsumerCommit(cs, q.commit)
+				} else {
+					ok = checkCommit(g, now, q.commit)
+				}
+				if ok {
 					commits = append(commits, q.commit)
 				}
 				continue
 			}
 			commits = c.writeCommits(l.id, commits)
+			if q.consumer != nil {
+				if g != nil {
+					if q.describeOnly || !g.Idle() {
+						msg := fmt.Sprintf("Group %s is not a consumer group.", l.id)
+						if g.Idle() && !imageHas(img, l.id) {
+							msg = fmt.Sprintf("Group %s not found.", l.id)
+						}
+						q.consumer(nil, now, img, kerr.GroupIDNotFound.Code, msg)
+						continue
+					}
+					// An empty classic group becomes a consumer group when
+					// a consumer-protocol member joins, as in Kafka; its
+					// first write records it so.
+					g, cs = nil, &consumerState{g: consumerNew(c, img, l.id)}
+				}
+				// A heartbeat is answered after the round's write.
+				q.consumer(cs, now, img, 0, "")
+				continue
+			}
+			if cs != nil {
+				cs = c.persistConsumer(cs, l.id, img)
+				if cs != nil && q.onConsumer != nil {
+					q.onConsumer(cs, now, img, 0, "")
+					continue
+				}
+				if cs != nil {
+					if len(cs.g.MemberIDs()) > 0 {
+						q.fn(nil, now, img, kerr.InconsistentGroupProtocol.Code)
+						continue
+					}
+					// An empty consumer group that a classic member joins
+					// becomes a classic group again.
+					if err := c.removeConsumer(l.id); err != nil {
+						q.fn(nil, now, img, kerr.CoordinatorNotAvailable.Code)
+						continue
+					}
+					img, _ = c.md.Current()
+				}
+				cs = nil
+				g = c.load(img, l.id)
+			}
 			q.fn(g, now, img, 0)
 			c.settle(g)
 			if g.State() == Dead {
@@ -383,16 +463,42 @@ func (c *Coordinator) run(l *loop) {
 		if g != nil {
 			c.settle(g)
 		}
+		if cs != nil {
+			cs.g.Tick(c.now())
+			cs = c.persistConsumer(cs, l.id, img)
+		}
 		c.report(l, g)
-		if (g == nil || g.Idle()) && c.tryExit(l) {
+		if cs == nil && (g == nil || g.Idle()) && c.tryExit(l) {
 			return
 		}
+		if cs != nil && len(cs.g.MemberIDs()) == 0 && g == nil && c.tryExit(l) {
+			return
+		}
+		var next time.Time
 		if g != nil {
 			if d, ok := g.NextDeadline(); ok {
-				timer.Reset(d.Sub(c.now()))
+				next = d
 			}
 		}
+		if cs != nil {
+			next = cs.g.NextDeadline()
+		}
+		if !next.IsZero() {
+			timer.Reset(next.Sub(c.now()))
+		}
 	}
+}
+
+func consumerNew(c *Coordinator, img *metadata.Image, id string) *consumergroup.Group {
+	return consumergroup.New(id, c.consumerConfig(img, id))
+}
+
+// removeConsumer records that an empty consumer group is one no more.
+func (c *Coordinator) removeConsumer(id string) error {
+	ctx, cancel := context.WithTimeout(c.ctx, c.cfg.PersistTimeout)
+	defer cancel()
+	_, err := c.consumerWriter().WriteConsumerGroup(ctx, &metadata.RemoveConsumerGroup{Group: id})
+	return controllerErr(err)
 }
 
 func (c *Coordinator) load(img *metadata.Image, id string) *Group {
@@ -426,7 +532,9 @@ func (c *Coordinator) scanLoaded() {
 			continue
 		}
 		for _, id := range img.Groups() {
-			if gen, ok := img.GroupGeneration(id); !ok || len(gen.Members) == 0 {
+			gen, classic := img.GroupGeneration(id)
+			cg, consumer := img.ConsumerGroup(id)
+			if !(consumer && len(cg.Members) > 0) && (consumer || !classic || len(gen.Members) == 0) {
 				continue
 			}
 			if code, _ := ownership(img, c.cfg.NodeID, id); code != 0 {
@@ -479,6 +587,26 @@ func call[T any](ctx context.Context, c *Coordinator, groupID string, fn func(g 
 	ch := make(chan T, 1)
 	c.submit(groupID, func(g *Group, now time.Time, img *metadata.Image, code int16) {
 		ch <- fn(g, now, img, code)
+	})
+	select {
+	case v := <-ch:
+		return v, nil
+	case <-ctx.Done():
+		var zero T
+		return zero, ctx.Err()
+	}
+}
+
+// callBoth is call with onConsumer run instead of fn when the group is a
+// consumer group.
+func callBoth[T any](ctx context.Context, c *Coordinator, groupID string, fn func(g *Group, now time.Time, img *metadata.Image, code int16) T,
+	onConsumer func(cs *consumerState, now time.Time, img *metadata.Image) T) (T, error) {
+	ch := make(chan T, 1)
+	c.enqueue(groupID, queued{
+		fn: func(g *Group, now time.Time, img *metadata.Image, code int16) { ch <- fn(g, now, img, code) },
+		onConsumer: func(cs *consumerState, now time.Time, img *metadata.Image, _ int16, _ string) {
+			ch <- onConsumer(cs, now, img)
+		},
 	})
 	select {
 	case v := <-ch:
@@ -567,8 +695,11 @@ func (c *Coordinator) Leave(ctx context.Context, groupID string, members []Leave
 type CommitRequest struct {
 	Group                string
 	MemberID, InstanceID string
-	Generation           int32
+	Generation           int32 // the member epoch, for a consumer group
 	Offsets              []metadata.OffsetCommit
+	// Version is the OffsetCommit's: a consumer-protocol member must use
+	// v9 or above.
+	Version int16
 }
 
 // Commit checks the member and generation on the group's loop and writes
@@ -637,7 +768,7 @@ func (c *Coordinator) Describe(ctx context.Context, groupID string) (Description
 		d    Description
 		code int16
 	}
-	res, err := call(ctx, c, groupID, func(g *Group, _ time.Time, img *metadata.Image, code int16) result {
+	res, err := callBoth(ctx, c, groupID, func(g *Group, _ time.Time, img *metadata.Image, code int16) result {
 		if code != 0 {
 			return result{code: code}
 		}
@@ -646,6 +777,10 @@ func (c *Coordinator) Describe(ctx context.Context, groupID string) (Description
 			return result{code: kerr.GroupIDNotFound.Code}
 		}
 		return result{d: d}
+	}, func(*consumerState, time.Time, *metadata.Image) result {
+		// Kafka's DescribeGroups describes classic groups only; a
+		// consumer group is ConsumerGroupDescribe's.
+		return result{code: kerr.GroupIDNotFound.Code}
 	})
 	if err != nil {
 		return Description{}, err
@@ -656,8 +791,11 @@ func (c *Coordinator) Describe(ctx context.Context, groupID string) (Description
 // Listing is one group in ListGroups.
 type Listing struct {
 	Group        string
-	State        State
+	State        State // a classic group's
 	ProtocolType string
+	// Type is "classic" or "consumer" (ListGroups v5, KIP-1043);
+	// StateName the state as ListGroups shows it, for either type.
+	Type, StateName string
 }
 
 // List returns the groups this broker coordinates: loaded ones with their
@@ -686,21 +824,48 @@ func (c *Coordinator) List(ctx context.Context) ([]Listing, error) {
 			continue
 		}
 		if !loaded[id] {
-			l := Listing{Group: id, State: Empty}
+			l := Listing{Group: id, State: Empty, StateName: Empty.String(), Type: "classic"}
 			if gen, ok := img.GroupGeneration(id); ok {
 				l.ProtocolType = gen.ProtocolType
+			}
+			if cg, ok := img.ConsumerGroup(id); ok {
+				l.Type, l.ProtocolType, l.StateName = "consumer", ConsumerProtocolType, "Empty"
+				if len(cg.Members) > 0 {
+					l.StateName = "Stable" // as recorded; the loop will know better once loaded
+				}
 			}
 			out = append(out, l)
 			continue
 		}
-		d, err := c.Describe(ctx, id)
+		type result struct {
+			l    Listing
+			code int16
+		}
+		res, err := callBoth(ctx, c, id, func(g *Group, _ time.Time, img *metadata.Image, code int16) result {
+			if code != 0 {
+				return result{code: code}
+			}
+			d := g.Describe()
+			if d.State == Empty && !imageHas(img, id) {
+				return result{code: kerr.GroupIDNotFound.Code}
+			}
+			return result{l: Listing{Group: id, State: d.State, StateName: d.State.String(), ProtocolType: d.ProtocolType, Type: "classic"}}
+		}, func(cs *consumerState, _ time.Time, img *metadata.Image) result {
+			if cs.written == nil && len(cs.g.MemberIDs()) == 0 {
+				return result{code: kerr.GroupIDNotFound.Code}
+			}
+			return result{l: Listing{Group: id, State: Empty, StateName: cs.g.State(), ProtocolType: ConsumerProtocolType, Type: "consumer"}}
+		})
+		if err == nil {
+			err = errFor(res.code)
+		}
 		switch {
 		case errors.Is(err, kerr.GroupIDNotFound), errors.Is(err, kerr.NotCoordinator):
 			continue
 		case err != nil:
 			return nil, err
 		}
-		out = append(out, Listing{Group: id, State: d.State, ProtocolType: d.ProtocolType})
+		out = append(out, res.l)
 	}
 	return out, nil
 }
@@ -713,7 +878,24 @@ func (c *Coordinator) Delete(ctx context.Context, groups []string) []error {
 	for i, id := range groups {
 		ch := make(chan error, 1)
 		chans[i] = ch
-		c.submit(id, func(g *Group, _ time.Time, img *metadata.Image, code int16) {
+		c.enqueue(id, queued{onConsumer: func(cs *consumerState, _ time.Time, img *metadata.Image, _ int16, _ string) {
+			switch {
+			case len(cs.g.MemberIDs()) > 0:
+				ch <- kerr.NonEmptyGroup
+			case !imageHas(img, id):
+				ch <- kerr.GroupIDNotFound
+			default:
+				dctx, cancel := context.WithTimeout(c.ctx, c.cfg.PersistTimeout)
+				_, err := c.ctrl.DeleteGroups(dctx, []string{id})
+				cancel()
+				if err == nil {
+					// Gone from the image: the loop holds a fresh group,
+					// which writes nothing until a member joins.
+					cs.g, cs.written = consumerNew(c, img, id), nil
+				}
+				ch <- controllerErr(err)
+			}
+		}, fn: func(g *Group, _ time.Time, img *metadata.Image, code int16) {
 			switch {
 			case code != 0:
 				ch <- errFor(code)
@@ -730,7 +912,7 @@ func (c *Coordinator) Delete(ctx context.Context, groups []string) []error {
 				}
 				ch <- controllerErr(err)
 			}
-		})
+		}})
 	}
 	errs := make([]error, len(groups))
 	for i, ch := range chans {
@@ -751,7 +933,7 @@ func (c *Coordinator) DeleteOffsets(ctx context.Context, groupID string, parts [
 		code       int16
 		subscribed func(topic string) bool
 	}
-	res, err := call(ctx, c, groupID, func(g *Group, _ time.Time, img *metadata.Image, code int16) result {
+	res, err := callBoth(ctx, c, groupID, func(g *Group, _ time.Time, img *metadata.Image, code int16) result {
 		switch {
 		case code != 0:
 			return result{code: code}
@@ -772,6 +954,17 @@ func (c *Coordinator) DeleteOffsets(ctx context.Context, groupID string, parts [
 		default:
 			return result{code: kerr.NonEmptyGroup.Code}
 		}
+	}, func(cs *consumerState, _ time.Time, img *metadata.Image) result {
+		// Kafka's ConsumerGroup.isSubscribedToTopic: a topic some member
+		// subscribes to, as the group last resolved the subscriptions.
+		if len(cs.g.MemberIDs()) == 0 {
+			if !imageHas(img, groupID) {
+				return result{code: kerr.GroupIDNotFound.Code}
+			}
+			return result{subscribed: func(string) bool { return false }}
+		}
+		topics := cs.g.Export().Topics
+		return result{subscribed: func(t string) bool { _, ok := topics[t]; return ok }}
 	})
 	if err != nil {
 		return nil, err

@@ -33,7 +33,7 @@ func (w *twin) image() *metadata.Image {
 }
 
 // apply commits recs as given.
-func (w *twin) apply(t *testing.T, recs ...metadata.Record) {
+func (w *twin) apply(t testing.TB, recs ...metadata.Record) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
 	defer cancel()
@@ -45,7 +45,7 @@ func (w *twin) apply(t *testing.T, recs ...metadata.Record) {
 var slotsID = [16]byte{0xc0}
 
 // slotsImage: brokers 1 and 2, one slot led by leader.
-func slotsImage(t *testing.T, leader int32) *twin {
+func slotsImage(t testing.TB, leader int32) *twin {
 	node, err := raftfsm.StartInMemory(raftfsm.Config{
 		NodeID: 1, ClusterID: "group-test-cluster",
 		// The brokers here never heartbeat: sessions must outlive the test.

@@ -37,6 +37,27 @@
 //     coordinated here and their states, published by each loop after its
 //     round, so a scrape queues nothing on a loop) and the Observer told of
 //     each rebalance that reached Stable and how long it took.
+//   - consumer.go: KIP-848 consumer groups on the same loops. A loop holds
+//     either a classic Group or a consumergroup.Group (the pure state
+//     machine of broker/group/consumergroup); which one the image says (a
+//     metadata.ConsumerGroup record makes it a consumer group). Heartbeats
+//     of one round run against the group, then the loop writes the group's
+//     whole state through the controller if it changed (one write per
+//     round, none for steady heartbeats; the controller coalesces rounds
+//     of many groups into one Raft entry) and only then answers them, so a
+//     coordinator that takes the slot over (Restore from the image) resumes
+//     from what every member was told: no full rebalance, and no partition
+//     with two owners. The record carries the slot's leader epoch, which the
+//     controller checks against its image, so a coordinator that lost the
+//     slot cannot write. A failed write answers the round with the error
+//     and drops the group, to be reloaded from the image. An empty classic
+//     group becomes a consumer group when a consumer-protocol member joins;
+//     an empty consumer group becomes classic when a classic member joins
+//     (RemoveConsumerGroup); classic members in a consumer group with
+//     members (KIP-848's online upgrade) are not built: they get
+//     INCONSISTENT_GROUP_PROTOCOL. OffsetCommit checks the member epoch as
+//     Kafka's ConsumerGroup.validateOffsetCommit, OffsetFetch v9 the member
+//     epoch as validateOffsetFetch.
 //   - coordinator.go: Coordinator, which owns one event loop per loaded group
 //     and is what the broker's API handlers call; the loop writes offset
 //     commits (Commit) and generations through the controller.
@@ -79,7 +100,7 @@
 // arrive as the small interfaces Controller and MetadataSource.
 // Its tests run against the in-memory controller twin (raftfsm.StartInMemory).
 //
-//arch:imports std metadata github.com/twmb/franz-go/pkg/kmsg github.com/twmb/franz-go/pkg/kerr
+//arch:imports std metadata broker/group/assignor broker/group/consumergroup github.com/twmb/franz-go/pkg/kmsg github.com/twmb/franz-go/pkg/kerr
 //arch:imports github.com/rs/zerolog
 //arch:importers broker cmd/...
 package group

@@ -66,6 +66,7 @@ var kinds = []kind{
 	// A coordinator that lost its slot: Kafka's log append fails then
 	// with NOT_COORDINATOR, and the client finds the new one.
 	{metadata.ErrTxnCoordinatorFenced, kerr.NotCoordinator},
+	{metadata.ErrGroupCoordinatorFenced, kerr.NotCoordinator},
 	{metadata.ErrNoReassignmentInProgress, kerr.NoReassignmentInProgress},
 }
 

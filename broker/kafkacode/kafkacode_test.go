@@ -85,6 +85,7 @@ func TestMapping(t *testing.T) {
 		{metadata.ErrInvalidTxnState, kerr.InvalidTxnState},
 		{metadata.ErrProducerFenced, kerr.ProducerFenced},
 		{metadata.ErrTxnCoordinatorFenced, kerr.NotCoordinator},
+		{metadata.ErrGroupCoordinatorFenced, kerr.NotCoordinator},
 		{metadata.ErrUnacceptableCredential, kerr.UnacceptableCredential},
 		{metadata.ErrUnsupportedSaslMechanism, kerr.UnsupportedSaslMechanism},
 		{metadata.ErrNoReassignmentInProgress, kerr.NoReassignmentInProgress},

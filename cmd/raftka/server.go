@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strconv"
 	"syscall"
 	"time"
 
@@ -123,6 +124,13 @@ func runServer(ctx context.Context, cfg *config.Config, log zerolog.Logger, shut
 			MaxSessionTimeout:     cfg.GroupMaxSessionTimeout,
 			InitialRebalanceDelay: cfg.GroupInitialRebalanceDelay,
 			MaxSize:               int(cfg.GroupMaxSize),
+		},
+		Consumer: group.ConsumerConfig{
+			SessionTimeout:    cfg.GroupConsumerSessionTimeout,
+			HeartbeatInterval: cfg.GroupConsumerHeartbeatInterval,
+			MaxSize:           int(cfg.GroupConsumerMaxSize),
+			Assignors:         cfg.GroupConsumerAssignors,
+			Overrides:         groupConfigOverrides(cfg),
 		},
 		OffsetsTopicPartitions:        cfg.OffsetsTopicNumPartitions,
 		OffsetsTopicReplicationFactor: cfg.OffsetsTopicReplicationFactor,
@@ -571,4 +579,26 @@ func securityProtocolID(p string) int16 {
 		return 3
 	}
 	return 0
+}
+
+// groupConfigOverrides reads a group's consumer.session.timeout.ms and
+// consumer.heartbeat.interval.ms (GROUP config resource) from the image,
+// kept within the broker's group.consumer.min/max bounds as Kafka's
+// GroupConfig does.
+func groupConfigOverrides(cfg *config.Config) func(img *metadata.Image, group string) (time.Duration, time.Duration) {
+	ms := func(m map[string]string, key string, lo, hi time.Duration) time.Duration {
+		n, err := strconv.ParseInt(m[key], 10, 32)
+		if err != nil || n <= 0 {
+			return 0
+		}
+		return min(max(time.Duration(n)*time.Millisecond, lo), hi)
+	}
+	return func(img *metadata.Image, group string) (time.Duration, time.Duration) {
+		m := img.GroupConfigs(group)
+		if len(m) == 0 {
+			return 0, 0
+		}
+		return ms(m, "consumer.session.timeout.ms", cfg.GroupConsumerMinSessionTimeout, cfg.GroupConsumerMaxSessionTimeout),
+			ms(m, "consumer.heartbeat.interval.ms", cfg.GroupConsumerMinHeartbeatInterval, cfg.GroupConsumerMaxHeartbeatInterval)
+	}
 }

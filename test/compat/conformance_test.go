@@ -277,8 +277,78 @@ func groupRows() []row {
 				func(r kmsg.Response, _ *env) error {
 					return want("sync", r.(*kmsg.SyncGroupResponse).ErrorCode, kerr.InvalidGroupID.Code)
 				}},
+			row{68, at, "empty group id", "GroupMetadataManager.throwIfConsumerGroupHeartbeatRequestIsInvalid: \"GroupId can't be empty.\" is INVALID_REQUEST",
+				func(v int16, e *env) kmsg.Request {
+					r := kmsg.NewPtrConsumerGroupHeartbeatRequest()
+					r.Version, r.MemberID, r.RebalanceTimeoutMillis = v, "m", 30000
+					r.SubscribedTopicNames, r.Topics = []string{topic}, []kmsg.ConsumerGroupHeartbeatRequestTopic{}
+					return r
+				},
+				func(r kmsg.Response, _ *env) error {
+					return want("heartbeat", r.(*kmsg.ConsumerGroupHeartbeatResponse).ErrorCode, kerr.InvalidRequest.Code)
+				}},
+			row{69, at, "unknown group", "GroupMetadataManager.consumerGroupDescribe: a group that does not exist is GROUP_ID_NOT_FOUND",
+				func(v int16, e *env) kmsg.Request {
+					r := kmsg.NewPtrConsumerGroupDescribeRequest()
+					r.Version, r.Groups = v, []string{noGroup}
+					return r
+				},
+				func(r kmsg.Response, _ *env) error {
+					gs := r.(*kmsg.ConsumerGroupDescribeResponse).Groups
+					if len(gs) != 1 {
+						return fmt.Errorf("%d groups answered", len(gs))
+					}
+					return want("describe", gs[0].ErrorCode, kerr.GroupIDNotFound.Code)
+				}},
 		)
 	}
+	out = append(out,
+		row{68, highest, "join without a member id", "GroupMetadataManager.throwIfConsumerGroupHeartbeatRequestIsInvalid v1+ (KIP-1082): \"MemberId can't be empty.\" is INVALID_REQUEST",
+			func(v int16, e *env) kmsg.Request {
+				r := kmsg.NewPtrConsumerGroupHeartbeatRequest()
+				r.Version, r.Group, r.RebalanceTimeoutMillis = v, noGroup, 30000
+				r.SubscribedTopicNames, r.Topics = []string{topic}, []kmsg.ConsumerGroupHeartbeatRequestTopic{}
+				return r
+			},
+			func(r kmsg.Response, _ *env) error {
+				return want("heartbeat", r.(*kmsg.ConsumerGroupHeartbeatResponse).ErrorCode, kerr.InvalidRequest.Code)
+			}},
+		row{68, highest, "join and leave", "GroupMetadataManager.consumerGroupHeartbeat: a member joining at epoch 0 gets epoch 1; consumerGroupLeave answers epoch -1",
+			func(v int16, e *env) kmsg.Request {
+				r := kmsg.NewPtrConsumerGroupHeartbeatRequest()
+				r.Version, r.Group, r.MemberID, r.RebalanceTimeoutMillis = v, "conformance-848", "conformance-member", 30000
+				r.SubscribedTopicNames, r.Topics = []string{topic}, []kmsg.ConsumerGroupHeartbeatRequestTopic{}
+				return r
+			},
+			func(r kmsg.Response, _ *env) error {
+				resp := r.(*kmsg.ConsumerGroupHeartbeatResponse)
+				if err := want("join", resp.ErrorCode, 0); err != nil {
+					return err
+				}
+				if resp.MemberEpoch != 1 || resp.Assignment == nil || len(resp.Assignment.Topics) != 1 {
+					return fmt.Errorf("join: epoch %d, assignment %+v; want epoch 1 and the topic's partitions", resp.MemberEpoch, resp.Assignment)
+				}
+				return nil
+			}},
+		row{16, highest, "type filter", "GroupCoordinatorShard.listGroups v5 (KIP-1043): the types filter keeps only groups of the named types; consumer-protocol groups are type consumer",
+			func(v int16, e *env) kmsg.Request {
+				r := kmsg.NewPtrListGroupsRequest()
+				r.Version, r.TypesFilter = v, []string{"Consumer"}
+				return r
+			},
+			func(r kmsg.Response, _ *env) error {
+				resp := r.(*kmsg.ListGroupsResponse)
+				if err := want("list", resp.ErrorCode, 0); err != nil {
+					return err
+				}
+				for _, g := range resp.Groups {
+					if g.GroupType != "consumer" {
+						return fmt.Errorf("group %s of type %s listed under the consumer type filter", g.Group, g.GroupType)
+					}
+				}
+				return nil
+			}},
+	)
 	return out
 }
 

@@ -2,9 +2,9 @@
 // pure code: what the coordinator does with a ConsumerGroupHeartbeat, a
 // leave, a session or rebalance timeout, following Kafka 4.1's
 // GroupMetadataManager (consumerGroupHeartbeat, consumerGroupLeave) and
-// CurrentAssignmentBuilder. It is not wired to the network: keys 68/69
-// are not registered until the protocol is durable and tested end to end
-// (clients that opt in switch to KIP-848 as soon as key 68 is advertised).
+// CurrentAssignmentBuilder. The coordinator (broker/group/consumer.go)
+// runs it on the group's loop and makes its Export durable before it
+// answers a heartbeat.
 //
 // The model, as in Kafka:
 //   - The group epoch rises whenever what the assignment depends on
@@ -45,16 +45,15 @@
 //
 // wire.go reads a kmsg ConsumerGroupHeartbeat request into a
 // HeartbeatRequest, writes the answer back, and builds the group's
-// ConsumerGroupDescribe entry, so the handlers, once registered, only
-// route.
+// ConsumerGroupDescribe entry, so the handlers only route.
 //
 // Failover: Export gives the durable state (group epoch, members with
 // their subscriptions and current assignments, the target assignment and
 // its epoch, the subscribed topics), Restore rebuilds a group from it with
 // every session started afresh, as a coordinator that loads a group.
 //
-// Not here yet: classic members in a consumer group (the upgrade path),
-// and the records that would carry State through the Raft FSM. The package has
+// Not here yet: classic members in a consumer group (the upgrade path).
+// The package has
 // no goroutines, no clock (times are inputs; NextDeadline/Tick drive the
 // timers) and no I/O; member ids come from Config.NewMemberID when a v0
 // client sends none.

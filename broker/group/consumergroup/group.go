@@ -54,6 +54,13 @@ type Metadata interface {
 	TopicNames() []string
 }
 
+// RackMetadata is Metadata that knows the racks of each partition's
+// replicas (Racks[p]), for the assignors' rack-aware placement. It is
+// asked only when a target assignment is computed, not per heartbeat.
+type RackMetadata interface {
+	Racks(topic string, id assignor.TopicID) [][]string
+}
+
 // Config is the coordinator's configuration of one group.
 type Config struct {
 	SessionTimeout    time.Duration // group.consumer.session.timeout.ms (or the group's override)
@@ -183,6 +190,12 @@ func New(id string, cfg Config) *Group {
 		target: map[string]assignor.Assignment{}, owners: map[tp]string{},
 		metadata: map[string]topicMeta{},
 	}
+}
+
+// SetTimeouts changes the session timeout and heartbeat interval (a
+// group's dynamic config changed); they apply from the next heartbeat.
+func (g *Group) SetTimeouts(session, heartbeat time.Duration) {
+	g.cfg.SessionTimeout, g.cfg.HeartbeatInterval = session, heartbeat
 }
 
 // Epoch is the group epoch.
@@ -475,7 +488,7 @@ func (g *Group) Heartbeat(now time.Time, r HeartbeatRequest, md Metadata) Heartb
 	target := g.target
 	if epoch > g.assignmentEpoch {
 		var err error
-		if target, err = g.computeTarget(members(), metadata, replaced); err != nil {
+		if target, err = g.computeTarget(members(), metadata, replaced, md); err != nil {
 			return fail(kerr.UnknownServerError, "Failed to compute a new target assignment for epoch %d: %v", epoch, err)
 		}
 	}
@@ -594,14 +607,20 @@ func subscriptionMetadata(members []*Member, md Metadata) map[string]topicMeta {
 // computeTarget runs the preferred assignor over members: the one most
 // members name (ties by name), else the configured default, as Kafka's
 // computePreferredServerAssignor.
-func (g *Group) computeTarget(members []*Member, metadata map[string]topicMeta, replaced string) (map[string]assignor.Assignment, error) {
+func (g *Group) computeTarget(members []*Member, metadata map[string]topicMeta, replaced string, md Metadata) (map[string]assignor.Assignment, error) {
 	a := g.preferred(members)
 	if a == nil {
 		return nil, fmt.Errorf("no assignor configured")
 	}
 	in := assignor.Group{Topics: map[assignor.TopicID]assignor.Topic{}}
-	for _, meta := range metadata {
-		in.Topics[meta.id] = assignor.Topic{ID: meta.id, Partitions: meta.partitions}
+	for n, meta := range metadata {
+		t := assignor.Topic{ID: meta.id, Partitions: meta.partitions}
+		// The replicas' racks, for rack-aware assignment, as the metadata
+		// has them now (the partition count is the group's resolved one).
+		if rm, ok := md.(RackMetadata); ok {
+			t.Name, t.Racks = n, rm.Racks(n, meta.id)
+		}
+		in.Topics[meta.id] = t
 	}
 	for _, m := range members {
 		am := assignor.Member{ID: m.ID, InstanceID: m.InstanceID, Rack: m.RackID, Current: g.target[m.ID]}

@@ -119,13 +119,17 @@ func (t imageTopics) Topic(name string) (Topic, bool) {
 	return Topic{ID: ti.ID, Partitions: int32(len(ti.Partitions))}, true
 }
 
-// IsClassic says whether img knows groupID as a classic group (committed
-// offsets or a generation): a group id is one kind at a time.
+// IsClassic says whether img knows groupID as a group of another kind: a
+// classic group (committed offsets or a generation) or a KIP-848 consumer
+// group. A group id is one kind at a time.
 func IsClassic(img *metadata.Image, groupID string) bool {
 	if img == nil {
 		return false
 	}
 	if _, ok := img.GroupGeneration(groupID); ok {
+		return true
+	}
+	if _, ok := img.ConsumerGroup(groupID); ok {
 		return true
 	}
 	return len(img.Offsets(groupID)) > 0

@@ -1,0 +1,94 @@
+package metadata
+
+import (
+	"errors"
+	"testing"
+	"time"
+)
+
+func cgState(epoch, coordEpoch int32, members ...ConsumerGroupMember) *ConsumerGroup {
+	return &ConsumerGroup{Group: "cg", CoordinatorEpoch: coordEpoch, Epoch: epoch, AssignmentEpoch: epoch, Members: members,
+		Topics: []ConsumerGroupTopic{{Name: "orders", ID: idA, Partitions: 2}}, StateTimestampMs: 1000}
+}
+
+func owning(id string, ps ...int32) ConsumerGroupMember {
+	return ConsumerGroupMember{MemberID: id, Epoch: 1, SubscribedTopicNames: []string{"orders"},
+		Assigned: []ConsumerGroupPartitions{{TopicID: idA, Partitions: ps}}}
+}
+
+func TestConsumerGroupApply(t *testing.T) {
+	img, d := mustApply(t, NewImage(), cgState(1, 0, owning("a", 0), owning("b", 1)))
+	if len(d.GroupsChanged) != 1 || d.GroupsChanged[0] != "cg" {
+		t.Fatalf("GroupsChanged = %v", d.GroupsChanged)
+	}
+	got, ok := img.ConsumerGroup("cg")
+	if !ok || len(got.Members) != 2 || got.Epoch != 1 {
+		t.Fatalf("ConsumerGroup = %+v %v", got, ok)
+	}
+
+	cases := []struct {
+		name string
+		rec  *ConsumerGroup
+		want error
+	}{
+		{"two owners", cgState(2, 0, owning("a", 0, 1), owning("b", 1)), ErrInvalidRecord},
+		{"unsorted members", cgState(2, 0, owning("b", 1), owning("a", 0)), ErrInvalidRecord},
+		{"older group epoch", cgState(0, 0), ErrStaleRecord},
+		{"assignment ahead of the group", &ConsumerGroup{Group: "cg", Epoch: 1, AssignmentEpoch: 2}, ErrInvalidRecord},
+		{"no group id", &ConsumerGroup{}, ErrInvalidRecord},
+	}
+	for _, c := range cases {
+		_, d := img.Apply([]Record{c.rec})
+		if len(d.Skipped) != 1 || !errors.Is(d.Skipped[0].Err, c.want) {
+			t.Errorf("%s: skipped %v, want %v", c.name, d.Skipped, c.want)
+		}
+	}
+
+	// A newer coordinator epoch fences the older one.
+	img, _ = mustApply(t, img, cgState(2, 5, owning("a", 0, 1)))
+	if _, d := img.Apply([]Record{cgState(3, 4, owning("a", 0))}); len(d.Skipped) != 1 || !errors.Is(d.Skipped[0].Err, ErrGroupCoordinatorFenced) {
+		t.Fatalf("stale coordinator: skipped %v", d.Skipped)
+	}
+
+	// The state survives a snapshot (image -> records -> replay).
+	replayed, _ := mustApply(t, NewImage(), img.Records()...)
+	if !replayed.Equal(img) {
+		t.Fatal("snapshot replay differs")
+	}
+
+	// RemoveConsumerGroup keeps the offsets; DeleteGroup drops everything.
+	img, _ = mustApply(t, img, &CommitOffsets{Group: "cg", Offsets: []OffsetCommit{{Topic: "orders", Partition: 0, Offset: 5}}})
+	kept, _ := mustApply(t, img, &RemoveConsumerGroup{Group: "cg"})
+	if _, ok := kept.ConsumerGroup("cg"); ok || kept.Offsets("cg") == nil {
+		t.Fatal("RemoveConsumerGroup: want the state gone and the offsets kept")
+	}
+	gone, _ := mustApply(t, img, &DeleteGroup{Group: "cg"})
+	if _, ok := gone.ConsumerGroup("cg"); ok || gone.Offsets("cg") != nil {
+		t.Fatal("DeleteGroup left state behind")
+	}
+}
+
+// Offsets of a consumer-protocol group expire as Kafka's: with members,
+// only those of topics no member subscribes to; empty, all of them
+// retention after it became empty.
+func TestExpireOffsetsConsumerGroup(t *testing.T) {
+	img, _ := mustApply(t, NewImage(), cgState(1, 0, owning("a", 0)),
+		&CommitOffsets{Group: "cg", Offsets: []OffsetCommit{
+			{Topic: "orders", Partition: 0, Offset: 5, CommitTimeMs: 0},
+			{Topic: "old", Partition: 0, Offset: 5, CommitTimeMs: 0},
+		}})
+	recs := ExpireOffsets(img, 10_000, time.Second)
+	if len(recs) != 1 {
+		t.Fatalf("records %v", recs)
+	}
+	if d, ok := recs[0].(*DeleteOffsets); !ok || len(d.Partitions) != 1 || d.Partitions[0].Topic != "old" {
+		t.Fatalf("want only the unsubscribed topic expired, got %#v", recs[0])
+	}
+	empty, _ := mustApply(t, img, &ConsumerGroup{Group: "cg", Epoch: 2, AssignmentEpoch: 2, StateTimestampMs: 5_000})
+	if recs := ExpireOffsets(empty, 5_500, time.Second); len(recs) != 0 {
+		t.Fatalf("expired before retention passed since empty: %v", recs)
+	}
+	if recs := ExpireOffsets(empty, 6_000, time.Second); len(recs) != 1 || recs[0].Type() != TypeDeleteGroup {
+		t.Fatalf("want the empty group deleted, got %v", recs)
+	}
+}
