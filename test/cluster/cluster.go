@@ -38,7 +38,12 @@ type opts struct {
 	clusterID     string
 	logLevel      string
 	tailLines     int
+	binary        string // "" for Binary()
 }
+
+// WithBinary runs (and formats) every node with the raftka binary at path,
+// such as a previous release's from BuildRevision, instead of this tree's.
+func WithBinary(path string) Opt { return opt{func(o *opts) { o.binary = path }} }
 
 // Nodes sets the number of nodes, with ids 1..n. Default 3.
 func Nodes(n int) Opt { return opt{func(o *opts) { o.nodes = n }} }
@@ -203,7 +208,7 @@ func Prepare(t testing.TB, o ...Opt) *Cluster {
 	}
 	for _, n := range c.nodes {
 		args := append([]string{"--log-level", "warn", "storage", "format", "--config", n.configPath, "--cluster-id", c.clusterID}, cfg.formatArgs...)
-		if out, err := Run(t, args...); err != nil {
+		if out, err := RunBinary(t, n.binaryPath(), args...); err != nil {
 			t.Fatalf("test/cluster: formatting node %d: %v\n%s", n.id, err, out)
 		}
 	}

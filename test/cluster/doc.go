@@ -17,6 +17,9 @@
 //		cluster.WaitFor(t, 10*time.Second, func() (bool, string) { ... })
 //	}
 //
+// An upgrade test starts the nodes on an earlier revision's binary
+// (BuildRevision, WithBinary) and rolls them with SetBinary and Restart.
+//
 // Processes are started in their own process group and, on Linux, with a
 // parent-death signal, so they die with the test binary; cleanup kills only
 // the process groups it started. Node and Cluster methods report failures

@@ -29,8 +29,32 @@ type Node struct {
 	noMetrics      bool // metrics.listener omitted (Omit)
 	brokerOnly     bool
 
-	mu   sync.Mutex
-	proc *process // nil before the first start
+	mu     sync.Mutex
+	proc   *process // nil before the first start
+	binary string   // SetBinary's; "" for the cluster's
+}
+
+// SetBinary makes the node's next starts run the raftka binary at path
+// ("" for the cluster's own): a rolling upgrade or downgrade is SetBinary
+// and Restart, one node at a time.
+func (n *Node) SetBinary(path string) {
+	n.mu.Lock()
+	n.binary = path
+	n.mu.Unlock()
+}
+
+// binaryPath is the binary the node runs.
+func (n *Node) binaryPath() string {
+	n.mu.Lock()
+	b := n.binary
+	n.mu.Unlock()
+	switch {
+	case b != "":
+		return b
+	case n.c.o.binary != "":
+		return n.c.o.binary
+	}
+	return Binary(n.c.t)
 }
 
 // process is one run of the binary.
@@ -129,7 +153,7 @@ func (n *Node) start() {
 // launch starts the binary with its output copied, line by line and
 // prefixed with the node id, to the node's log file.
 func (n *Node) launch(args ...string) (*process, error) {
-	return n.launchCmd(Binary(n.c.t), args...)
+	return n.launchCmd(n.binaryPath(), args...)
 }
 
 func (n *Node) launchCmd(bin string, args ...string) (*process, error) {
