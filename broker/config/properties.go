@@ -115,8 +115,8 @@ type Config struct {
 	// FollowerReplicationThrottledRate is follower.replication.throttled.rate
 	// (bytes/s for throttled replicas out of the ISR, KIP-73).
 	FollowerReplicationThrottledRate int64
-	HighWatermarkCheckpoint     time.Duration
-	FollowerDropBehind          int64 // raftka.follower.drop.behind.bytes
+	HighWatermarkCheckpoint          time.Duration
+	FollowerDropBehind               int64 // raftka.follower.drop.behind.bytes
 
 	// Topic defaults for compaction: log.cleanup.policy,
 	// log.cleaner.min.cleanable.ratio, .delete.retention.ms,
