@@ -49,7 +49,8 @@ func WithBinary(path string) Opt { return opt{func(o *opts) { o.binary = path }}
 func Nodes(n int) Opt { return opt{func(o *opts) { o.nodes = n }} }
 
 // BrokerOnly gives the nodes with these ids process.roles=broker: they are
-// not Raft voters and have no controller listener.
+// Raft non-voters (not in controller.quorum.voters), with a CONTROLLER
+// listener for the metadata log.
 func BrokerOnly(ids ...int32) Opt {
 	return opt{func(o *opts) {
 		for _, id := range ids {
@@ -181,9 +182,6 @@ func Prepare(t testing.TB, o ...Opt) *Cluster {
 			noMetrics:      cfg.omit["metrics.listener"],
 			brokerOnly:     cfg.brokerOnly[id],
 		}
-		if n.brokerOnly {
-			n.controllerPort = 0
-		}
 		c.nodes = append(c.nodes, n)
 	}
 	if len(c.voters()) == 0 {
@@ -220,9 +218,21 @@ func Prepare(t testing.TB, o ...Opt) *Cluster {
 // before it serves clients.
 func (c *Cluster) StartAll() {
 	c.t.Helper()
+	c.startNodes(func(*Node) bool { return true })
+}
+
+// StartNodes is StartAll for the named nodes only: a node prepared but
+// kept back joins a running cluster later (a new or replacement broker).
+func (c *Cluster) StartNodes(ids ...int32) {
+	c.t.Helper()
+	c.startNodes(func(n *Node) bool { return slices.Contains(ids, n.id) })
+}
+
+func (c *Cluster) startNodes(want func(*Node) bool) {
+	c.t.Helper()
 	var started []*Node
 	for _, n := range c.nodes {
-		if !n.Running() {
+		if want(n) && !n.Running() {
 			n.start()
 			started = append(started, n)
 		}
@@ -290,7 +300,9 @@ func (c *Cluster) serverProperties(n *Node) string {
 	}
 	roles, listeners := "broker,controller", fmt.Sprintf("PLAINTEXT://%s,CONTROLLER://%s", n.ClientAddr(), n.ControllerAddr())
 	if n.brokerOnly {
-		roles, listeners = "broker", "PLAINTEXT://"+n.ClientAddr()
+		// A Raft non-voter still replicates the metadata log, over its
+		// CONTROLLER listener.
+		roles = "broker"
 	}
 	props := []kv{
 		{"process.roles", roles},

@@ -24,7 +24,7 @@ type Node struct {
 	configPath     string
 	logPath        string
 	clientPort     int
-	controllerPort int // 0 for a broker-only node
+	controllerPort int
 	metricsPort    int
 	noMetrics      bool // metrics.listener omitted (Omit)
 	brokerOnly     bool
@@ -81,13 +81,9 @@ func (n *Node) ID() int32 { return n.id }
 // ClientAddr is the PLAINTEXT listener, host:port.
 func (n *Node) ClientAddr() string { return loopback(n.clientPort) }
 
-// ControllerAddr is the CONTROLLER listener, or "" on a broker-only node.
-func (n *Node) ControllerAddr() string {
-	if n.controllerPort == 0 {
-		return ""
-	}
-	return loopback(n.controllerPort)
-}
+// ControllerAddr is the CONTROLLER listener (on a broker-only node, the
+// Raft non-voter's).
+func (n *Node) ControllerAddr() string { return loopback(n.controllerPort) }
 
 // MetricsAddr is the metrics.listener address, or "" when the test omitted
 // the key.
