@@ -29,6 +29,8 @@ type Node struct {
 	noMetrics      bool // metrics.listener omitted (Omit)
 	brokerOnly     bool
 
+	host string // "" for 127.0.0.1; its namespace's address when Isolated
+
 	mu     sync.Mutex
 	proc   *process // nil before the first start
 	binary string   // SetBinary's; "" for the cluster's
@@ -79,11 +81,19 @@ func (p *process) exited() bool {
 func (n *Node) ID() int32 { return n.id }
 
 // ClientAddr is the PLAINTEXT listener, host:port.
-func (n *Node) ClientAddr() string { return loopback(n.clientPort) }
+func (n *Node) ClientAddr() string { return n.addr(n.clientPort) }
+
+// addr is host:port at the node's address.
+func (n *Node) addr(port int) string {
+	if n.host == "" {
+		return loopback(port)
+	}
+	return net.JoinHostPort(n.host, strconv.Itoa(port))
+}
 
 // ControllerAddr is the CONTROLLER listener (on a broker-only node, the
 // Raft non-voter's).
-func (n *Node) ControllerAddr() string { return loopback(n.controllerPort) }
+func (n *Node) ControllerAddr() string { return n.addr(n.controllerPort) }
 
 // MetricsAddr is the metrics.listener address, or "" when the test omitted
 // the key.
@@ -91,7 +101,7 @@ func (n *Node) MetricsAddr() string {
 	if n.noMetrics {
 		return ""
 	}
-	return loopback(n.metricsPort)
+	return n.addr(n.metricsPort)
 }
 
 // DataDir is the node's log dir (also its metadata dir).
@@ -163,6 +173,11 @@ func (n *Node) launchCmd(bin string, args ...string) (*process, error) {
 		return nil, err
 	}
 	cmd := exec.Command(bin, args...)
+	if w := n.c.netns; w != nil {
+		// ip netns exec enters the namespace and execs the binary: the
+		// process (and its pid) is raftka's.
+		cmd = exec.Command("ip", append([]string{"netns", "exec", w.ns(n.id), bin}, args...)...)
+	}
 	cmd.Dir = n.dir
 	cmd.Env = append(os.Environ(), "NO_COLOR=1")
 	cmd.Stdout, cmd.Stderr = w, w
