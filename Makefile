@@ -5,10 +5,21 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -s -w -X main.version=$(VERSION)
 FUZZTIME ?= 10s
 
-.PHONY: build run test test-long lint bench fuzz clean image compose-up compose-down
+.PHONY: build build-previous run test test-long lint bench fuzz clean image compose-up compose-down
 
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/raftka
+
+# bin/raftka-$(REV): the binary of an earlier git revision (a tag or a
+# commit), built from `git archive` in a temporary directory, for rolling
+# upgrade tests (test/e2e's upgrade test uses bin/raftka-<rev> when present).
+build-previous:
+	@test -n "$(REV)" || { echo "usage: make build-previous REV=<tag or commit>"; exit 2; }
+	@set -e; tmp=$$(mktemp -d); trap 'rm -rf "$$tmp"' EXIT; \
+	  git archive "$(REV)" | tar -x -C "$$tmp"; \
+	  mkdir -p bin; out="$$(pwd)/bin/raftka-$(REV)"; \
+	  (cd "$$tmp" && CGO_ENABLED=0 $(GO) build -trimpath -ldflags '-s -w -X main.version=$(REV)' -o "$$out" ./cmd/raftka); \
+	  echo "built $$out"
 
 # A three-node cluster on this machine: clients at localhost:9092,9093,9094.
 run: build

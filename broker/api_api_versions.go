@@ -24,13 +24,15 @@ package broker
 //     at v4.
 //
 // Features (KIP-584): SupportedFeatures lists the levels this binary can
-// run: metadata.version at metadata.MetadataVersionLevel only (Kafka 4.1's
-// 4.1-IV1, matching the protocol maxima advertised) and transaction.version
-// 0-2. FinalizedFeatures come from the metadata image, where the active
-// controller writes metadata.version and transaction.version 2 (KIP-890,
-// served: broker/txn EndV2, the leaders' implicit AddPartitionsToTxn) when
-// the quorum forms (raftfsm); levels above 0 only, min = max = level, and
-// FinalizedFeaturesEpoch the image's Raft index, as Kafka reports them.
+// run (metadata.SupportedFeatures): metadata.version 27 (Kafka 4.1's
+// 4.1-IV1, the level of raftka's releases before gating, whose protocol
+// maxima are the ones advertised) to 28, and transaction.version 0-2.
+// FinalizedFeatures come from the metadata image, where the active
+// controller of a new cluster finalizes the newest levels (transaction.
+// version 2 is KIP-890, served: broker/txn EndV2, the leaders' implicit
+// AddPartitionsToTxn) and UpdateFeatures moves them; levels above 0 only,
+// min = max = level, and FinalizedFeaturesEpoch the image's Raft index, as
+// Kafka reports them.
 // group.version and share.version are 0 and so absent, as Kafka lists them
 // until they are finalized: kgo and the Java client read these levels to
 // choose protocols. raftka does not serve KIP-848 groups yet, and serves
@@ -57,18 +59,25 @@ func init() {
 	})
 }
 
-// supportedFeature is a feature this binary can run at levels min..max.
-type supportedFeature struct {
-	name     string
-	min, max int16
-}
-
-// supportedFeatures are the features this binary runs; a feature at level 0
-// only is not listed, as Kafka's BrokerFeatures leaves such features out.
-var supportedFeatures = []supportedFeature{
-	{name: metadata.MetadataVersionFeature, min: metadata.MetadataVersionLevel, max: metadata.MetadataVersionLevel},
-	{name: metadata.TransactionVersionFeature, min: 0, max: metadata.TransactionVersionLevel},
-}
+// supportedFeatures are the features this binary runs (metadata's
+// table), sorted by name; a feature at level 0 only is not listed, as
+// Kafka's BrokerFeatures leaves such features out.
+var supportedFeatures = func() []kmsg.ApiVersionsResponseSupportedFeature {
+	names := make([]string, 0, len(metadata.SupportedFeatures))
+	for n, r := range metadata.SupportedFeatures {
+		if r.Max > 0 {
+			names = append(names, n)
+		}
+	}
+	slices.Sort(names)
+	out := make([]kmsg.ApiVersionsResponseSupportedFeature, 0, len(names))
+	for _, n := range names {
+		sf := kmsg.NewApiVersionsResponseSupportedFeature()
+		sf.Name, sf.MinVersion, sf.MaxVersion = n, metadata.SupportedFeatures[n].Min, metadata.SupportedFeatures[n].Max
+		out = append(out, sf)
+	}
+	return out
+}()
 
 func handleAPIVersions(_ context.Context, rc *request, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.ApiVersionsRequest)
@@ -86,11 +95,7 @@ func handleAPIVersions(_ context.Context, rc *request, kreq kmsg.Request) (kmsg.
 	if req.Version < 3 {
 		return resp, nil
 	}
-	for _, f := range supportedFeatures {
-		sf := kmsg.NewApiVersionsResponseSupportedFeature()
-		sf.Name, sf.MinVersion, sf.MaxVersion = f.name, f.min, f.max
-		resp.SupportedFeatures = append(resp.SupportedFeatures, sf)
-	}
+	resp.SupportedFeatures = append(resp.SupportedFeatures, supportedFeatures...)
 	if md := rc.conn.srv.deps.Metadata; md != nil {
 		img, index := md.Current()
 		// Kafka reports the metadata offset the features were read at.

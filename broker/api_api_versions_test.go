@@ -80,9 +80,9 @@ func TestAPIVersionsHandler(t *testing.T) {
 		}
 		// What the binary supports does not depend on the image.
 		if sf := resp.SupportedFeatures; v >= 3 && (len(sf) != 2 || sf[0].Name != "metadata.version" ||
-			sf[0].MinVersion != metadata.MetadataVersionLevel || sf[0].MaxVersion != metadata.MetadataVersionLevel ||
+			sf[0].MinVersion != metadata.MetadataVersionMin || sf[0].MaxVersion != metadata.MetadataVersionLevel ||
 			sf[1].Name != "transaction.version" || sf[1].MinVersion != 0 || sf[1].MaxVersion != 2) {
-			t.Errorf("v%d: supported features %+v, want metadata.version %d and transaction.version 0-2", v, sf, metadata.MetadataVersionLevel)
+			t.Errorf("v%d: supported features %+v, want metadata.version %d-%d and transaction.version 0-2", v, sf, metadata.MetadataVersionMin, metadata.MetadataVersionLevel)
 		}
 	}
 }

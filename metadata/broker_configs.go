@@ -31,7 +31,9 @@ func (d BrokerConfigDef) Validate(v string) error {
 // too but raftka's cleaner has no such buffers (broker/kafka_keys.go).
 // And producer.id.expiration.ms (DynamicProducerStateManagerConfig), which
 // every log applies from its next expiry pass, and num.replica.fetchers
-// (DynamicThreadPool), to which the replica manager resizes its fetchers.
+// (DynamicThreadPool), to which the replica manager resizes its fetchers,
+// and follower.replication.throttled.rate (DynamicReplicationQuota), the
+// follower side of KIP-73.
 var dynamicBrokerConfigDefs = []BrokerConfigDef{
 	{Name: "log.cleaner.backoff.ms", Type: ConfigTypeLong, Default: "15000", check: atLeast(0),
 		Doc: "How long a cleaner thread sleeps when no log needs cleaning."},
@@ -44,6 +46,8 @@ var dynamicBrokerConfigDefs = []BrokerConfigDef{
 	// cannot have a cleaner of no threads either way.
 	{Name: "log.cleaner.threads", Type: ConfigTypeInt, Default: "1", check: atLeast(1),
 		Doc: "Cleaner threads; each cleans one log at a time."},
+	{Name: "follower.replication.throttled.rate", Type: ConfigTypeLong, Default: maxLong, check: atLeast(0),
+		Doc: "Bytes per second this broker's fetchers copy for throttled replicas out of the ISR (KIP-73)."},
 	{Name: "num.replica.fetchers", Type: ConfigTypeInt, Default: "1", check: atLeast(1),
 		Doc: "Fetchers per source broker that replicate the partitions followed here."},
 	{Name: "producer.id.expiration.ms", Type: ConfigTypeInt, Default: "86400000", check: atLeast(1),

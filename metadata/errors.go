@@ -32,7 +32,8 @@ var (
 	ErrStaleBrokerEpoch = errors.New("metadata: stale broker epoch")
 	// ErrFencedLeaderEpoch: FENCED_LEADER_EPOCH.
 	ErrFencedLeaderEpoch = errors.New("metadata: fenced leader epoch")
-	// ErrInvalidUpdateVersion: INVALID_UPDATE_VERSION (stale partition epoch).
+	// ErrInvalidUpdateVersion: INVALID_UPDATE_VERSION (stale partition epoch;
+	// a feature level UpdateFeatures may not set).
 	ErrInvalidUpdateVersion = errors.New("metadata: invalid update version (partition epoch)")
 	// ErrNotLeader: INVALID_REQUEST (AlterPartition from a broker that does
 	// not lead the partition at the current leader epoch, as Kafka's

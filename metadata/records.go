@@ -147,20 +147,13 @@ const (
 	TransactionVersionLevel   int16 = 2
 )
 
-// MetadataVersionFeature is the feature whose level Image.FeatureLevel returns.
+// MetadataVersionFeature is the feature whose level Image.FeatureLevel
+// returns. Its levels gate which records the controller writes
+// (features.go). The other features Kafka 4.1 finalizes (group.version,
+// share.version, eligible.leader.replicas.version, kraft.version) stay at
+// 0, which is absent: clients choose protocols by these levels, and raftka
+// serves none of what they name.
 const MetadataVersionFeature = "metadata.version"
-
-// MetadataVersionLevel is the metadata.version this binary serves: Kafka
-// 4.1's latest, 4.1-IV1 (27), whose protocol maxima (Fetch v18 among them)
-// are the ones the broker advertises. The active controller finalizes it
-// when the image holds a lower level (raftfsm), so clients read it from
-// ApiVersions' FinalizedFeatures as they do from Kafka. transaction.version
-// is finalized too (TransactionVersionLevel). The other features Kafka 4.1
-// finalizes (group.version, share.version, eligible.leader.replicas.version,
-// kraft.version) stay at 0, which is absent: raftka serves neither KIP-848
-// or share groups, ELR, nor a dynamic quorum, and clients choose protocols
-// by these levels.
-const MetadataVersionLevel int16 = 27
 
 // Endpoint is one listener a broker advertises.
 type Endpoint struct {

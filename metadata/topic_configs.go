@@ -142,11 +142,11 @@ var topicConfigDefs = []TopicConfigDef{
 	{Name: "flush.ms", Type: ConfigTypeLong, Default: maxLong, Brokers: []BrokerSynonym{{Key: "log.flush.interval.ms"}},
 		Doc: "fsync when data is this old", check: atLeast(0)},
 	{Name: "follower.replication.throttled.replicas", Type: ConfigTypeList, Default: "",
-		Doc: "accepted for kafka-reassign-partitions compatibility; raftka does not throttle"},
+		Doc: "replicas (partition:broker, or *) whose fetchers on that broker are held to its follower.replication.throttled.rate while out of the ISR", check: throttledReplicaList},
 	{Name: "index.interval.bytes", Type: ConfigTypeInt, Default: "4096", Brokers: []BrokerSynonym{{Key: "log.index.interval.bytes"}},
 		Doc: "bytes between offset index entries", check: atLeast(0)},
 	{Name: "leader.replication.throttled.replicas", Type: ConfigTypeList, Default: "",
-		Doc: "accepted for kafka-reassign-partitions compatibility; raftka does not throttle"},
+		Doc: "accepted for kafka-reassign-partitions compatibility; raftka throttles on the follower side only (follower.replication.throttled.replicas)", check: throttledReplicaList},
 	{Name: "max.compaction.lag.ms", Type: ConfigTypeLong, Default: maxLong, Brokers: []BrokerSynonym{{Key: "log.cleaner.max.compaction.lag.ms"}},
 		Doc: "longest a record stays uncompacted", check: atLeast(1)},
 	{Name: "max.message.bytes", Type: ConfigTypeInt, Default: "1048588", Brokers: []BrokerSynonym{{Key: "message.max.bytes"}},
@@ -450,4 +450,38 @@ func scaleValue(d TopicConfigDef, raw string, scale int64) (string, error) {
 		return "", err
 	}
 	return raw, nil
+}
+
+// throttledReplicaList is Kafka's ThrottledReplicaListValidator: "*", or
+// partition:broker entries separated by commas.
+func throttledReplicaList(v string) error {
+	if v == "" || strings.TrimSpace(v) == "*" {
+		return nil
+	}
+	for _, e := range strings.Split(v, ",") {
+		p, b, ok := strings.Cut(strings.TrimSpace(e), ":")
+		if _, err := strconv.ParseInt(p, 10, 32); !ok || err != nil {
+			return fmt.Errorf("%q: want [partitionId]:[brokerId] entries or *", e)
+		}
+		if _, err := strconv.ParseInt(b, 10, 32); err != nil {
+			return fmt.Errorf("%q: want [partitionId]:[brokerId] entries or *", e)
+		}
+	}
+	return nil
+}
+
+// ThrottledReplicas reports whether a throttled-replicas value (see
+// throttledReplicaList) names partition on broker.
+func ThrottledReplicas(v string, partition, broker int32) bool {
+	v = strings.TrimSpace(v)
+	if v == "*" {
+		return true
+	}
+	want := strconv.Itoa(int(partition)) + ":" + strconv.Itoa(int(broker))
+	for _, e := range strings.Split(v, ",") {
+		if strings.TrimSpace(e) == want {
+			return true
+		}
+	}
+	return false
 }

@@ -205,3 +205,19 @@ func TestValidateBrokerConfig(t *testing.T) {
 		t.Errorf("log.segment.bytes: %s %d %v", d.Name, scale, ok)
 	}
 }
+
+// Kafka's ThrottledReplicaListValidator, for both throttled-replica keys.
+func TestThrottledReplicaListValidation(t *testing.T) {
+	for _, key := range []string{"follower.replication.throttled.replicas", "leader.replication.throttled.replicas"} {
+		d, ok := LookupTopicConfig(key)
+		if !ok {
+			t.Fatalf("%s is not a topic config", key)
+		}
+		for v, ok := range map[string]bool{"": true, "*": true, "0:1": true, "0:1,1:2": true, " 0:1 , 1:2": true,
+			"0": false, "a:1": false, "0:b": false, "0:1,": false, "**": false} {
+			if err := d.Validate(v); (err == nil) != ok {
+				t.Errorf("%s=%q: %v, want ok %v", key, v, err, ok)
+			}
+		}
+	}
+}

@@ -69,6 +69,9 @@ type controller struct {
 	done chan struct{}
 
 	leases map[int32]*lease
+	// features is what each broker last said it supports
+	// (controller_features.go); it is not replicated.
+	features map[int32]map[string]metadata.FeatureRange
 	// startIndex is the last log index when this controller started. A
 	// broker whose registration index is unknown (registered under an
 	// earlier leader) counts as caught up once it has applied this.
@@ -77,11 +80,12 @@ type controller struct {
 
 func newController(n *Node) *controller {
 	c := &controller{
-		n:      n,
-		ops:    make(chan *op, maxBatchOps),
-		quit:   make(chan struct{}),
-		done:   make(chan struct{}),
-		leases: make(map[int32]*lease),
+		n:        n,
+		ops:      make(chan *op, maxBatchOps),
+		quit:     make(chan struct{}),
+		done:     make(chan struct{}),
+		leases:   make(map[int32]*lease),
+		features: make(map[int32]map[string]metadata.FeatureRange),
 	}
 	go c.run()
 	return c
@@ -145,28 +149,9 @@ func (c *controller) run() {
 		}
 		log.Info().Str("cluster_id", c.n.cfg.ClusterID).Msg("wrote the cluster id into the metadata log")
 	}
-	// Finalize the metadata.version this binary serves in the log itself,
-	// not only in snapshots, so every node's image (and ApiVersions) has it
-	// from the first term on. A level above ours, written by a newer binary,
-	// is left alone: downgrades are not ours to decide.
-	if img, _ = c.n.pub.Current(); img.FeatureLevel() < metadata.MetadataVersionLevel {
-		if err := c.commit([]metadata.Record{&metadata.FeatureLevel{Name: metadata.MetadataVersionFeature, Level: metadata.MetadataVersionLevel}}); err != nil {
-			log.Warn().Err(err).Msg("writing metadata.version")
-			return
-		}
-		log.Info().Int16("metadata_version", metadata.MetadataVersionLevel).Msg("finalized metadata.version")
-	}
-	// transaction.version 2 (KIP-890), which the transaction coordinators
-	// serve; as for metadata.version, a higher level is left alone.
-	if img, _ = c.n.pub.Current(); func() bool {
-		l, _ := img.Feature(metadata.TransactionVersionFeature)
-		return l < metadata.TransactionVersionLevel
-	}() {
-		if err := c.commit([]metadata.Record{&metadata.FeatureLevel{Name: metadata.TransactionVersionFeature, Level: metadata.TransactionVersionLevel}}); err != nil {
-			log.Warn().Err(err).Msg("writing transaction.version")
-			return
-		}
-		log.Info().Int16("transaction_version", metadata.TransactionVersionLevel).Msg("finalized transaction.version")
+	if err := c.bootstrapFeatures(); err != nil {
+		log.Warn().Err(err).Msg("finalizing the features of a new cluster")
+		return
 	}
 	if err := c.completeReadyReassignments(); err != nil {
 		log.Warn().Err(err).Msg("completing partition reassignments")
@@ -269,8 +254,15 @@ func (c *controller) process(batch []*op, now time.Time) {
 	before := img
 	var all []metadata.Record
 	decs := make([]decision, len(batch))
+	refused := make([]error, len(batch))
 	for i, o := range batch {
 		d := o.decide(c, img, now)
+		if err := metadata.CheckRecords(d.recs, img.FeatureLevel()); err != nil {
+			// Nothing is written that a broker at the finalized level
+			// could not read; the operation fails UNSUPPORTED_VERSION.
+			refused[i] = err
+			continue
+		}
 		if len(d.recs) > 0 {
 			img, _ = img.Apply(d.recs)
 			all = append(all, d.recs...)
@@ -293,6 +285,10 @@ func (c *controller) process(batch []*op, now time.Time) {
 	for i, o := range batch {
 		if err != nil {
 			o.done <- opResult{err: err}
+			continue
+		}
+		if refused[i] != nil {
+			o.done <- opResult{err: refused[i]}
 			continue
 		}
 		if decs[i].after != nil {

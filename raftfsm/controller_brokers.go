@@ -32,6 +32,14 @@ func decideRegister(req *kmsg.BrokerRegistrationRequest) decideFunc {
 			resp.ErrorCode = kerr.InconsistentClusterID.Code
 			return decision{resp: resp}
 		}
+		feats := registrationFeatures(req)
+		if err := metadata.CheckBrokerFeatures(img, feats); err != nil {
+			// BrokerRegistrationResponse has no message field: the
+			// controller's log says why.
+			c.n.log.Warn().Int32("broker", req.BrokerID).Err(err).Msg("refused a broker registration")
+			resp.ErrorCode = kerr.UnsupportedVersion.Code
+			return decision{resp: resp}
+		}
 		old, registered := img.Broker(req.BrokerID)
 		if registered && old.IncarnationID != req.IncarnationID && !old.Fenced {
 			// Another live process holds this id: refuse until its session
@@ -73,6 +81,7 @@ func decideRegister(req *kmsg.BrokerRegistrationRequest) decideFunc {
 			l := c.leaseOf(id, now)
 			l.lastSeen = now
 			l.regIndex = index
+			c.features[id] = feats
 		}}
 	}
 }
@@ -88,6 +97,7 @@ func decideHeartbeat(req *kmsg.BrokerHeartbeatRequest) decideFunc {
 		}
 		l := c.leaseOf(b.ID, now)
 		l.lastSeen = now
+		c.features[b.ID] = heartbeatFeatures(req)
 		need := l.regIndex
 		if need == 0 {
 			need = c.startIndex
@@ -198,7 +208,7 @@ func decideUnregister(req *kmsg.UnregisterBrokerRequest) decideFunc {
 		recs = append(recs, evacuate(next, b.ID, metadata.ReasonBrokerFenced, c.unclean(next))...)
 		recs = append(recs, &metadata.UnregisterBroker{BrokerID: b.ID, BrokerEpoch: b.Epoch})
 		id := b.ID
-		return decision{recs: recs, resp: resp, after: func(uint64) { delete(c.leases, id) }}
+		return decision{recs: recs, resp: resp, after: func(uint64) { delete(c.leases, id); delete(c.features, id) }}
 	}
 }
 

@@ -61,7 +61,9 @@
 // ElectLeaders, AlterPartitionReassignments, ListPartitionReassignments,
 // DescribeQuorum, AlterUserScramCredentials, CreateAcls,
 // DeleteAcls (controller_acls.go), AlterClientQuotas, Envelope (transaction
-// state, below), AddRaftVoter with
+// state, below), UpdateFeatures (controller_features.go: feature levels,
+// the brokers' supported ranges from registration and SupportedFeaturesTag
+// (10060) on heartbeats), AddRaftVoter with
 // NonvoterTag (a broker-only node joining as a Raft non-voter), and the
 // group coordinators' writes below.
 //

@@ -271,11 +271,14 @@ func call[R kmsg.Response](ctx context.Context, c *ControllerClient, req kmsg.Re
 // RegisterBroker sends BrokerRegistration; the response carries the new
 // broker epoch.
 func (c *ControllerClient) RegisterBroker(ctx context.Context, req *kmsg.BrokerRegistrationRequest) (*kmsg.BrokerRegistrationResponse, error) {
+	withSupportedFeatures(req)
 	return call[*kmsg.BrokerRegistrationResponse](ctx, c, req)
 }
 
-// Heartbeat sends BrokerHeartbeat.
+// Heartbeat sends BrokerHeartbeat, with this binary's supported features
+// (SupportedFeaturesTag).
 func (c *ControllerClient) Heartbeat(ctx context.Context, req *kmsg.BrokerHeartbeatRequest) (*kmsg.BrokerHeartbeatResponse, error) {
+	withSupportedFeatures(req)
 	return call[*kmsg.BrokerHeartbeatResponse](ctx, c, req)
 }
 
@@ -359,6 +362,11 @@ func (c *ControllerClient) ElectLeaders(ctx context.Context, req *kmsg.ElectLead
 // AlterPartitionReassignments sends AlterPartitionReassignments (key 45).
 func (c *ControllerClient) AlterPartitionReassignments(ctx context.Context, req *kmsg.AlterPartitionAssignmentsRequest) (*kmsg.AlterPartitionAssignmentsResponse, error) {
 	return call[*kmsg.AlterPartitionAssignmentsResponse](ctx, c, req)
+}
+
+// UpdateFeatures sends UpdateFeatures (key 57).
+func (c *ControllerClient) UpdateFeatures(ctx context.Context, req *kmsg.UpdateFeaturesRequest) (*kmsg.UpdateFeaturesResponse, error) {
+	return call[*kmsg.UpdateFeaturesResponse](ctx, c, req)
 }
 
 // ListPartitionReassignments sends ListPartitionReassignments (key 46).

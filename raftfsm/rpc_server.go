@@ -68,7 +68,11 @@ func (n *Node) handle(ctx context.Context, hdr requestHeader, req kmsg.Request) 
 		}
 		res := c.submit(ctx, d)
 		if res.err != nil {
-			return errorResponse(req, errCode(res.err))
+			resp := errorResponse(req, errCode(res.err))
+			if errors.Is(res.err, metadata.ErrUnsupportedByMetadataVersion) {
+				setErrorMessage(resp, res.err.Error())
+			}
+			return resp
 		}
 		if tags := respTags(res.resp); tags != nil {
 			setIndexTag(tags, res.index)
@@ -136,6 +140,8 @@ func (n *Node) decideFor(req kmsg.Request) decideFunc {
 		return decideAlterClientQuotas(r)
 	case *kmsg.EnvelopeRequest:
 		return decideEnvelope(r)
+	case *kmsg.UpdateFeaturesRequest:
+		return decideUpdateFeatures(r)
 	case *kmsg.AddRaftVoterRequest, *kmsg.DescribeQuorumRequest:
 		// Answered outside the loop (a Raft configuration change, a read of
 		// Raft state); the non-nil func only marks them as served.
@@ -229,6 +235,8 @@ func respTags(resp kmsg.Response) *kmsg.Tags {
 		return &r.UnknownTags
 	case *kmsg.EnvelopeResponse:
 		return &r.UnknownTags
+	case *kmsg.UpdateFeaturesResponse:
+		return &r.UnknownTags
 	}
 	return nil
 }
@@ -307,6 +315,16 @@ func errorResponse(req kmsg.Request, code int16) kmsg.Response {
 		resp.(*kmsg.SyncGroupResponse).ErrorCode = code
 	case *kmsg.EnvelopeRequest:
 		resp.(*kmsg.EnvelopeResponse).ErrorCode = code
+	case *kmsg.UpdateFeaturesRequest:
+		x := resp.(*kmsg.UpdateFeaturesResponse)
+		x.ErrorCode = code
+		if r.Version < 2 {
+			for _, u := range r.FeatureUpdates {
+				rr := kmsg.NewUpdateFeaturesResponseResult()
+				rr.Feature, rr.ErrorCode = u.Feature, code
+				x.Results = append(x.Results, rr)
+			}
+		}
 	case *kmsg.DeleteGroupsRequest:
 		x := resp.(*kmsg.DeleteGroupsResponse)
 		for _, g := range r.Groups {
@@ -360,4 +378,60 @@ func errorResponse(req kmsg.Request, code int16) kmsg.Response {
 	}
 	resp.SetVersion(req.GetVersion())
 	return resp
+}
+
+// setErrorMessage puts msg on every error message field of an error
+// response (errorResponse's) that has one, so a client sees why.
+func setErrorMessage(resp kmsg.Response, msg string) {
+	m := kmsg.StringPtr(msg)
+	switch x := resp.(type) {
+	case *kmsg.CreateTopicsResponse:
+		for i := range x.Topics {
+			x.Topics[i].ErrorMessage = m
+		}
+	case *kmsg.DeleteTopicsResponse:
+		for i := range x.Topics {
+			x.Topics[i].ErrorMessage = m
+		}
+	case *kmsg.CreatePartitionsResponse:
+		for i := range x.Topics {
+			x.Topics[i].ErrorMessage = m
+		}
+	case *kmsg.AlterConfigsResponse:
+		for i := range x.Resources {
+			x.Resources[i].ErrorMessage = m
+		}
+	case *kmsg.IncrementalAlterConfigsResponse:
+		for i := range x.Resources {
+			x.Resources[i].ErrorMessage = m
+		}
+	case *kmsg.AlterUserSCRAMCredentialsResponse:
+		for i := range x.Results {
+			x.Results[i].ErrorMessage = m
+		}
+	case *kmsg.CreateACLsResponse:
+		for i := range x.Results {
+			x.Results[i].ErrorMessage = m
+		}
+	case *kmsg.DeleteACLsResponse:
+		for i := range x.Results {
+			x.Results[i].ErrorMessage = m
+		}
+	case *kmsg.AlterClientQuotasResponse:
+		for i := range x.Entries {
+			x.Entries[i].ErrorMessage = m
+		}
+	case *kmsg.AlterPartitionAssignmentsResponse:
+		x.ErrorMessage = m
+	case *kmsg.ElectLeadersResponse:
+		// ElectLeaders has messages per partition only, and none are
+		// listed in an error answer.
+	case *kmsg.UnregisterBrokerResponse:
+		x.ErrorMessage = m
+	case *kmsg.UpdateFeaturesResponse:
+		x.ErrorMessage = m
+		for i := range x.Results {
+			x.Results[i].ErrorMessage = m
+		}
+	}
 }

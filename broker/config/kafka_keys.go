@@ -66,7 +66,7 @@ var kafkaIgnored = toSet(
 	"create.topic.policy.class.name", "alter.log.dirs.replication.quota.window.num",
 	"alter.log.dirs.replication.quota.window.size.seconds", "replication.quota.window.num",
 	"replication.quota.window.size.seconds", "leader.replication.throttled.rate",
-	"follower.replication.throttled.rate", "replica.alter.log.dirs.io.max.bytes.per.second",
+	"replica.alter.log.dirs.io.max.bytes.per.second",
 
 	// Groups beyond the classic protocol.
 	"group.coordinator.new.enable", "group.coordinator.threads",

@@ -112,8 +112,11 @@ type Config struct {
 	FetchSessionCacheSlots      int32
 	FetchSessionEvictionMin     time.Duration
 	NumReplicaFetchers          int32
-	HighWatermarkCheckpoint     time.Duration
-	FollowerDropBehind          int64 // raftka.follower.drop.behind.bytes
+	// FollowerReplicationThrottledRate is follower.replication.throttled.rate
+	// (bytes/s for throttled replicas out of the ISR, KIP-73).
+	FollowerReplicationThrottledRate int64
+	HighWatermarkCheckpoint          time.Duration
+	FollowerDropBehind               int64 // raftka.follower.drop.behind.bytes
 
 	// Topic defaults for compaction: log.cleanup.policy,
 	// log.cleaner.min.cleanable.ratio, .delete.retention.ms,

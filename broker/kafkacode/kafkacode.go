@@ -68,6 +68,9 @@ var kinds = []kind{
 	{metadata.ErrTxnCoordinatorFenced, kerr.NotCoordinator},
 	{metadata.ErrGroupCoordinatorFenced, kerr.NotCoordinator},
 	{metadata.ErrNoReassignmentInProgress, kerr.NoReassignmentInProgress},
+	// A write the finalized metadata.version does not allow, as Kafka
+	// answers an API whose records the level lacks.
+	{metadata.ErrUnsupportedByMetadataVersion, kerr.UnsupportedVersion},
 }
 
 // lookup is the code of err's kind, if the table or the protocol names it.

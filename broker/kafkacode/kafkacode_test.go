@@ -89,6 +89,7 @@ func TestMapping(t *testing.T) {
 		{metadata.ErrUnacceptableCredential, kerr.UnacceptableCredential},
 		{metadata.ErrUnsupportedSaslMechanism, kerr.UnsupportedSaslMechanism},
 		{metadata.ErrNoReassignmentInProgress, kerr.NoReassignmentInProgress},
+		{metadata.ErrUnsupportedByMetadataVersion, kerr.UnsupportedVersion},
 	}
 	tested := make(map[error]bool)
 	for _, c := range cases {

@@ -437,9 +437,41 @@ func refusalBackoff(n int, limit time.Duration) time.Duration {
 	return min(d, limit)
 }
 
-// fetch sends one Fetch for items and appends what comes back.
+// throttleRecheck is how long a fetcher whose every partition is held by
+// the follower quota waits before it looks again.
+const throttleRecheck = 100 * time.Millisecond
+
+// fetch sends one Fetch for items and appends what comes back. Throttled
+// partitions (throttle.go) are left out while the follower quota is used
+// up; when that leaves nothing, it waits throttleRecheck instead.
 func (f *fetcher) fetch(ep LeaderEndpoint, items []fetchItem, wait time.Duration) error {
 	cfg := &f.m.cfg
+	img := f.m.img.Load()
+	throttled := map[*Partition]bool{}
+	exceeded := f.m.followerQuota.exceeded(f.m.now())
+	kept := items[:0:0]
+	for _, it := range items {
+		if f.m.followerThrottled(img, it.p) {
+			if exceeded {
+				continue
+			}
+			throttled[it.p] = true
+		}
+		kept = append(kept, it)
+	}
+	if len(kept) == 0 {
+		f.sleep(throttleRecheck, true)
+		return nil
+	}
+	items = kept
+	// Throttled partitions share what the quota still allows (at least
+	// one byte: the leader always answers a first batch whole).
+	throttledMax := int32(cfg.FetchPartitionMaxBytes)
+	if len(throttled) > 0 {
+		if a := f.m.followerQuota.allowance(f.m.now()) / float64(len(throttled)); a < float64(throttledMax) {
+			throttledMax = max(int32(a), 1)
+		}
+	}
 	req := kmsg.NewPtrFetchRequest()
 	req.Version = fetchVersion
 	req.ReplicaID = cfg.BrokerID
@@ -467,6 +499,9 @@ func (f *fetcher) fetch(ep LeaderEndpoint, items []fetchItem, wait time.Duration
 		}
 		rp.LogStartOffset = p.log.LogStartOffset()
 		rp.PartitionMaxBytes = int32(cfg.FetchPartitionMaxBytes)
+		if throttled[p] {
+			rp.PartitionMaxBytes = throttledMax
+		}
 		rp.HighWatermark = p.log.HighWatermark()
 		req.Topics[i].Partitions = append(req.Topics[i].Partitions, rp)
 		want[storage.TopicPartition{Topic: p.topic, Partition: p.index}] = it
@@ -498,6 +533,9 @@ func (f *fetcher) fetch(ep LeaderEndpoint, items []fetchItem, wait time.Duration
 			it, ok := want[storage.TopicPartition{Topic: t.Topic, Partition: rp.Partition}]
 			if !ok {
 				continue
+			}
+			if throttled[it.p] {
+				f.m.followerQuota.record(len(rp.RecordBatches), f.m.now())
 			}
 			st := f.currentLocked(it.p, it.epoch)
 			if st == nil || st.truncating {

@@ -129,6 +129,9 @@ type Manager struct {
 	// ISR changes the controller accepted (Kafka's IsrShrinksPerSec and
 	// IsrExpandsPerSec), read by Health.
 	isrShrinks, isrExpands atomic.Uint64
+
+	// followerQuota is follower.replication.throttled.rate (throttle.go).
+	followerQuota *rateQuota
 }
 
 // NewManager starts a Manager (its ISR expiry loop); feed it metadata with
@@ -140,7 +143,7 @@ func NewManager(cfg Config) (*Manager, error) {
 	m := &Manager{
 		cfg: cfg, log: cfg.Logger.With().Str("component", "replica").Int32("broker", cfg.BrokerID).Logger(),
 		fetchers: map[fetcherKey]*fetcher{}, parts: map[storage.TopicPartition]*Partition{},
-		appliedCh: make(chan struct{}),
+		appliedCh: make(chan struct{}), followerQuota: newRateQuota(),
 	}
 	m.ctx, m.cancel = context.WithCancel(context.Background())
 	m.img.Store(metadata.NewImage())

@@ -43,6 +43,12 @@ func init() {
 				Action: clusterID,
 			},
 			{
+				Name:   "unregister",
+				Usage:  "remove a broker that is gone for good from the cluster, as kafka-cluster.sh unregister (drain it first: its replicas stay listed)",
+				Flags:  append(flags(), &cli.IntFlag{Name: "id", Value: -1, Usage: "the broker id to unregister"}),
+				Action: clusterUnregister,
+			},
+			{
 				Name:   "watch",
 				Usage:  "watch cluster health and throughput, refreshing (raftka top)",
 				Flags:  topFlags(),
@@ -84,6 +90,31 @@ func clusterID(c *cli.Context) error {
 		return requestError(c, "describe cluster", err)
 	}
 	_, err = fmt.Fprintf(c.App.Writer, "Cluster ID: %s\n", cluster.ClusterID)
+	return err
+}
+
+func clusterUnregister(c *cli.Context) error {
+	id := c.Int("id")
+	if id < 0 {
+		return errors.New("cluster unregister: --id N is required")
+	}
+	cl, err := newClient(c)
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(c.Context, c.Duration("request-timeout"))
+	defer cancel()
+	req := kmsg.NewPtrUnregisterBrokerRequest()
+	req.BrokerID = int32(id)
+	resp, err := req.RequestWith(ctx, cl)
+	if err == nil {
+		err = responseError(resp.ErrorCode, resp.ErrorMessage)
+	}
+	if err != nil {
+		return requestError(c, fmt.Sprintf("unregister broker %d", id), err)
+	}
+	_, err = fmt.Fprintf(c.App.Writer, "Broker %d is no longer registered.\n", id)
 	return err
 }
 

@@ -14,7 +14,8 @@ import (
 // Dynamic broker configs that reach a running component (metadata's
 // dynamic broker table): the cleaner's log.cleaner.threads,
 // .dedupe.buffer.size, .io.max.bytes.per.second and .backoff.ms,
-// producer.id.expiration.ms and num.replica.fetchers. They are in the Raft metadata, so a value
+// producer.id.expiration.ms, num.replica.fetchers and
+// follower.replication.throttled.rate. They are in the Raft metadata, so a value
 // survives a restart: the first image the watcher sees (the snapshot and
 // the log replayed) reapplies it.
 
@@ -104,6 +105,10 @@ func applyDynamicConfigs(img *metadata.Image, logs *storage.Manager, replicas *r
 		} else {
 			log.Info().Dur("producer_id_expiration", want).Msg("producer.id.expiration.ms changed by a dynamic broker config")
 		}
+	}
+	if want := eff.FollowerReplicationThrottledRate; want != replicas.FollowerThrottle() {
+		replicas.SetFollowerThrottle(want)
+		log.Info().Int64("follower_replication_throttled_rate", want).Msg("follower replication throttle set by a dynamic broker config")
 	}
 	if want := int(eff.NumReplicaFetchers); want != replicas.NumFetchers() {
 		if err := replicas.SetNumFetchers(want); err != nil {

@@ -49,13 +49,16 @@ func init() {
 				Usage: "start the reassignment in --reassignment-json-file",
 				Flags: []cli.Flag{bootstrapFlag(), requestTimeoutFlag(), reassignFile,
 					&cli.BoolFlag{Name: "additional", Usage: "start it even while other reassignments are in progress"},
+					&cli.Int64Flag{Name: "throttle", Value: -1, Usage: "bytes/s the new replicas may copy while they catch up (follower.replication.throttled.rate and the topics' follower.replication.throttled.replicas; verify removes them)"},
 				},
 				Action: reassignExecute,
 			},
 			{
-				Name:   "verify",
-				Usage:  "report whether each partition of --reassignment-json-file has reached its replicas (exit status 1 while any is still moving)",
-				Flags:  []cli.Flag{bootstrapFlag(), requestTimeoutFlag(), reassignFile},
+				Name:  "verify",
+				Usage: "report whether each partition of --reassignment-json-file has reached its replicas (exit status 1 while any is still moving); once none is, remove the throttles",
+				Flags: []cli.Flag{bootstrapFlag(), requestTimeoutFlag(), reassignFile,
+					&cli.BoolFlag{Name: "preserve-throttles", Usage: "leave the replication throttles in place"},
+				},
 				Action: reassignVerify,
 			},
 			{
@@ -311,6 +314,13 @@ func reassignExecute(c *cli.Context) error {
 			return err
 		}
 		fmt.Fprintln(w, "\nSave this to use as the --reassignment-json-file option during rollback")
+		if rate := c.Int64("throttle"); rate >= 0 {
+			if err := setThrottles(ctx, adm, rollback, want, rate); err != nil {
+				return requestError(c, "reassign execute", err)
+			}
+			fmt.Fprintln(w, "Warning: You must run --verify periodically, until the reassignment completes, to ensure the throttle is removed.")
+			fmt.Fprintf(w, "The inter-broker throttle limit was set to %d B/s\n", rate)
+		}
 		req := kadm.AlterPartitionAssignmentsReq{}
 		for _, e := range want {
 			req.Assign(e.Topic, e.Partition, e.Replicas)
@@ -419,6 +429,11 @@ func reassignVerify(c *cli.Context) error {
 		if moving > 0 {
 			return cli.Exit("", 1)
 		}
+		if !c.Bool("preserve-throttles") {
+			if err := clearThrottles(ctx, adm, w, slices.Sorted(maps.Keys(topics))); err != nil {
+				return requestError(c, "reassign verify", err)
+			}
+		}
 		if differ > 0 {
 			return fmt.Errorf("reassign verify: %d partitions are not at the requested replicas", differ)
 		}
@@ -524,4 +539,92 @@ func reassignDrain(c *cli.Context) error {
 		}
 		return alterAssignments(c, ctx, adm, req, "Successfully started partition reassignments for", "drain")
 	})
+}
+
+// throttlePlan is what kafka-reassign-partitions.sh --throttle sets, on
+// the follower side (raftka does not throttle leaders): per topic, the
+// replicas being added ("partition:broker", the target's brokers not in
+// the current replicas), and the brokers that receive them.
+func throttlePlan(cur, want []reassignmentEntry) (map[string]string, []int32) {
+	perTopic := map[string][]string{}
+	brokers := map[int32]bool{}
+	for _, e := range want {
+		i := slices.IndexFunc(cur, func(c reassignmentEntry) bool { return c.Topic == e.Topic && c.Partition == e.Partition })
+		for _, b := range e.Replicas {
+			if i >= 0 && slices.Contains(cur[i].Replicas, b) {
+				continue
+			}
+			perTopic[e.Topic] = append(perTopic[e.Topic], fmt.Sprintf("%d:%d", e.Partition, b))
+			brokers[b] = true
+		}
+	}
+	out := map[string]string{}
+	for t, l := range perTopic {
+		slices.Sort(l)
+		out[t] = strings.Join(slices.Compact(l), ",")
+	}
+	return out, slices.Sorted(maps.Keys(brokers))
+}
+
+func setThrottles(ctx context.Context, adm *kadm.Client, cur, want []reassignmentEntry, rate int64) error {
+	topics, brokers := throttlePlan(cur, want)
+	for _, t := range slices.Sorted(maps.Keys(topics)) {
+		v := topics[t]
+		resp, err := adm.AlterTopicConfigs(ctx, []kadm.AlterConfig{{Op: kadm.SetConfig, Name: "follower.replication.throttled.replicas", Value: &v}}, t)
+		if err := configsErr(resp, err); err != nil {
+			return fmt.Errorf("throttling topic %s: %w", t, err)
+		}
+	}
+	rs := strconv.FormatInt(rate, 10)
+	for _, b := range brokers {
+		resp, err := adm.AlterBrokerConfigs(ctx, []kadm.AlterConfig{{Op: kadm.SetConfig, Name: "follower.replication.throttled.rate", Value: &rs}}, b)
+		if err := configsErr(resp, err); err != nil {
+			return fmt.Errorf("throttling broker %d: %w", b, err)
+		}
+	}
+	return nil
+}
+
+// clearThrottles removes the throttled-replica lists from the topics and
+// the throttle rate from every broker, as kafka-reassign-partitions.sh
+// --verify does once nothing is moving.
+func clearThrottles(ctx context.Context, adm *kadm.Client, w io.Writer, topics []string) error {
+	meta, err := adm.BrokerMetadata(ctx)
+	if err != nil {
+		return err
+	}
+	var ids []string
+	del := []kadm.AlterConfig{{Op: kadm.DeleteConfig, Name: "follower.replication.throttled.rate"}}
+	for _, b := range meta.Brokers {
+		resp, err := adm.AlterBrokerConfigs(ctx, del, b.NodeID)
+		if err := configsErr(resp, err); err != nil {
+			return fmt.Errorf("clearing the throttle of broker %d: %w", b.NodeID, err)
+		}
+		ids = append(ids, strconv.Itoa(int(b.NodeID)))
+	}
+	fmt.Fprintf(w, "Clearing broker-level throttles on brokers %s\n", strings.Join(ids, ","))
+	tdel := []kadm.AlterConfig{{Op: kadm.DeleteConfig, Name: "follower.replication.throttled.replicas"}}
+	for _, t := range topics {
+		resp, err := adm.AlterTopicConfigs(ctx, tdel, t)
+		if err := configsErr(resp, err); err != nil {
+			return fmt.Errorf("clearing the throttle of topic %s: %w", t, err)
+		}
+		fmt.Fprintf(w, "Clearing topic-level throttles on topic %s\n", t)
+	}
+	return nil
+}
+
+func configsErr(resp kadm.AlterConfigsResponses, err error) error {
+	if err != nil {
+		return err
+	}
+	for _, r := range resp {
+		if r.Err != nil {
+			if r.ErrMessage != "" {
+				return fmt.Errorf("%w: %s", r.Err, r.ErrMessage)
+			}
+			return r.Err
+		}
+	}
+	return nil
 }

@@ -126,3 +126,24 @@ func TestReassignAgainstKfake(t *testing.T) {
 		t.Fatalf("drain without --broker: %v", err)
 	}
 }
+
+func TestThrottlePlan(t *testing.T) {
+	cur := []reassignmentEntry{
+		{Topic: "a", Partition: 0, Replicas: []int32{1, 2, 3}},
+		{Topic: "a", Partition: 1, Replicas: []int32{2, 3, 1}},
+		{Topic: "b", Partition: 0, Replicas: []int32{1}},
+	}
+	want := []reassignmentEntry{
+		{Topic: "a", Partition: 0, Replicas: []int32{4, 2, 3}},
+		{Topic: "a", Partition: 1, Replicas: []int32{2, 3, 5}},
+		{Topic: "b", Partition: 0, Replicas: []int32{1, 4}},
+		{Topic: "c", Partition: 0, Replicas: []int32{6}}, // not in cur: every replica is new
+	}
+	topics, brokers := throttlePlan(cur, want)
+	if topics["a"] != "0:4,1:5" || topics["b"] != "0:4" || topics["c"] != "0:6" || len(topics) != 3 {
+		t.Errorf("topics %v", topics)
+	}
+	if !slices.Equal(brokers, []int32{4, 5, 6}) {
+		t.Errorf("brokers %v", brokers)
+	}
+}

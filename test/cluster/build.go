@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -32,6 +33,9 @@ func Main(m *testing.M) {
 	code := m.Run()
 	if build.dir != "" {
 		os.RemoveAll(build.dir)
+	}
+	for _, d := range revDirs {
+		os.RemoveAll(d)
 	}
 	if code == 0 {
 		if err := goleak.Find(); err != nil {
@@ -106,7 +110,12 @@ func fileExists(p string) bool {
 // such as storage format or topics) and returns its combined output.
 func Run(t testing.TB, args ...string) (string, error) {
 	t.Helper()
-	bin := Binary(t)
+	return RunBinary(t, Binary(t), args...)
+}
+
+// RunBinary is Run with the raftka binary at bin.
+func RunBinary(t testing.TB, bin string, args ...string) (string, error) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, bin, args...)
@@ -121,3 +130,73 @@ func Run(t testing.TB, args ...string) (string, error) {
 	}
 	return string(out), nil
 }
+
+var revisions struct {
+	mu    sync.Mutex
+	built map[string]string
+}
+
+// BuildRevision returns a raftka binary built from git revision rev of this
+// repository, for upgrade tests: bin/raftka-<rev> at the repository's top
+// if `make build-previous REV=<rev>` made it, else built here from `git
+// archive` into a temporary directory (once per test binary; removed by
+// Main). It skips the test, or fails it under CI=true, when this tree is
+// not a git checkout holding rev.
+func BuildRevision(t testing.TB, rev string) string {
+	t.Helper()
+	if !mainCalled.Load() {
+		t.Fatal("test/cluster: call cluster.Main(m) from TestMain; it removes the built binaries afterwards")
+	}
+	skip := func(format string, args ...any) {
+		t.Helper()
+		if os.Getenv("CI") == "true" {
+			t.Fatalf(format, args...)
+		}
+		t.Skipf(format, args...)
+	}
+	top, err := exec.Command("git", "rev-parse", "--show-toplevel").Output()
+	if err != nil {
+		skip("test/cluster: not a git checkout (git rev-parse: %v): no revision %s to build", err, rev)
+	}
+	root := strings.TrimSpace(string(top))
+	if err := exec.Command("git", "-C", root, "cat-file", "-e", rev+"^{commit}").Run(); err != nil {
+		skip("test/cluster: this checkout has no commit %s (a shallow clone?): %v", rev, err)
+	}
+	if p := filepath.Join(root, "bin", "raftka-"+rev); fileExists(p) {
+		return p
+	}
+	revisions.mu.Lock()
+	defer revisions.mu.Unlock()
+	if p, ok := revisions.built[rev]; ok {
+		return p
+	}
+	dir, err := os.MkdirTemp("", "raftka-rev-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	revDirs = append(revDirs, dir)
+	src := filepath.Join(dir, "src")
+	if err := os.MkdirAll(src, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	goTool, err := goTool()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	script := `git -C "$1" archive "$2" | tar -x -C "$3" && cd "$3" && CGO_ENABLED=0 "$4" build -trimpath -o "$5" ./cmd/raftka`
+	bin := filepath.Join(dir, "raftka-"+rev)
+	out, err := exec.CommandContext(ctx, "sh", "-c", script, "sh", root, rev, src, goTool, bin).CombinedOutput()
+	if err != nil {
+		t.Fatalf("test/cluster: building revision %s: %v\n%s", rev, err, out)
+	}
+	if revisions.built == nil {
+		revisions.built = map[string]string{}
+	}
+	revisions.built[rev] = bin
+	return bin
+}
+
+// revDirs are BuildRevision's directories, removed by Main.
+var revDirs []string

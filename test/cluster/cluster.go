@@ -38,13 +38,27 @@ type opts struct {
 	clusterID     string
 	logLevel      string
 	tailLines     int
+	binary        string // "" for Binary()
+	isolated      bool
 }
+
+// Isolated runs every node in a network namespace of its own, at its own
+// address on a bridge the test process reaches too, so a test can cut one
+// node off the network (Node.Cut, Node.Heal) while its process runs. It
+// needs root and iproute2: without them the test is skipped (failed under
+// CI=true).
+func Isolated() Opt { return opt{func(o *opts) { o.isolated = true }} }
+
+// WithBinary runs (and formats) every node with the raftka binary at path,
+// such as a previous release's from BuildRevision, instead of this tree's.
+func WithBinary(path string) Opt { return opt{func(o *opts) { o.binary = path }} }
 
 // Nodes sets the number of nodes, with ids 1..n. Default 3.
 func Nodes(n int) Opt { return opt{func(o *opts) { o.nodes = n }} }
 
 // BrokerOnly gives the nodes with these ids process.roles=broker: they are
-// not Raft voters and have no controller listener.
+// Raft non-voters (not in controller.quorum.voters), with a CONTROLLER
+// listener for the metadata log.
 func BrokerOnly(ids ...int32) Opt {
 	return opt{func(o *opts) {
 		for _, id := range ids {
@@ -120,6 +134,7 @@ type Cluster struct {
 	root      string
 	clusterID string
 	nodes     []*Node
+	netns     *netnsNet // Isolated's network; nil on loopback
 }
 
 // Start prepares the cluster (see Prepare), starts every node and waits
@@ -176,10 +191,18 @@ func Prepare(t testing.TB, o ...Opt) *Cluster {
 			noMetrics:      cfg.omit["metrics.listener"],
 			brokerOnly:     cfg.brokerOnly[id],
 		}
-		if n.brokerOnly {
-			n.controllerPort = 0
-		}
 		c.nodes = append(c.nodes, n)
+	}
+	if cfg.isolated {
+		var ids []int32
+		for _, n := range c.nodes {
+			ids = append(ids, n.id)
+		}
+		c.netns = setupNetns(t, ids)
+		c.netns.owned = true
+		for _, n := range c.nodes {
+			n.host = c.netns.host(n.id)
+		}
 	}
 	if len(c.voters()) == 0 {
 		t.Fatal("test/cluster: every node is broker-only; a cluster needs at least one controller")
@@ -203,7 +226,7 @@ func Prepare(t testing.TB, o ...Opt) *Cluster {
 	}
 	for _, n := range c.nodes {
 		args := append([]string{"--log-level", "warn", "storage", "format", "--config", n.configPath, "--cluster-id", c.clusterID}, cfg.formatArgs...)
-		if out, err := Run(t, args...); err != nil {
+		if out, err := RunBinary(t, n.binaryPath(), args...); err != nil {
 			t.Fatalf("test/cluster: formatting node %d: %v\n%s", n.id, err, out)
 		}
 	}
@@ -215,9 +238,21 @@ func Prepare(t testing.TB, o ...Opt) *Cluster {
 // before it serves clients.
 func (c *Cluster) StartAll() {
 	c.t.Helper()
+	c.startNodes(func(*Node) bool { return true })
+}
+
+// StartNodes is StartAll for the named nodes only: a node prepared but
+// kept back joins a running cluster later (a new or replacement broker).
+func (c *Cluster) StartNodes(ids ...int32) {
+	c.t.Helper()
+	c.startNodes(func(n *Node) bool { return slices.Contains(ids, n.id) })
+}
+
+func (c *Cluster) startNodes(want func(*Node) bool) {
+	c.t.Helper()
 	var started []*Node
 	for _, n := range c.nodes {
-		if !n.Running() {
+		if want(n) && !n.Running() {
 			n.start()
 			started = append(started, n)
 		}
@@ -285,7 +320,9 @@ func (c *Cluster) serverProperties(n *Node) string {
 	}
 	roles, listeners := "broker,controller", fmt.Sprintf("PLAINTEXT://%s,CONTROLLER://%s", n.ClientAddr(), n.ControllerAddr())
 	if n.brokerOnly {
-		roles, listeners = "broker", "PLAINTEXT://"+n.ClientAddr()
+		// A Raft non-voter still replicates the metadata log, over its
+		// CONTROLLER listener.
+		roles = "broker"
 	}
 	props := []kv{
 		{"process.roles", roles},
@@ -428,6 +465,9 @@ func freePorts(n int) ([]int, error) {
 func (c *Cluster) cleanup() {
 	for _, n := range c.nodes {
 		n.cleanup()
+	}
+	if c.netns != nil {
+		c.netns.teardown()
 	}
 	if !c.t.Failed() {
 		return

@@ -135,7 +135,7 @@ func TestPrepareBrokerOnlyAndClusterID(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cfg.Roles.Controller || len(cfg.Voters) != 3 || c.Node(4).ControllerAddr() != "" {
+	if cfg.Roles.Controller || len(cfg.Voters) != 3 || c.Node(4).ControllerAddr() == "" {
 		t.Errorf("broker-only node: roles %v voters %v", cfg.Roles, cfg.Voters)
 	}
 	cfg, _, err = config.Load(c.Node(1).ConfigPath(), nil)

@@ -24,13 +24,39 @@ type Node struct {
 	configPath     string
 	logPath        string
 	clientPort     int
-	controllerPort int // 0 for a broker-only node
+	controllerPort int
 	metricsPort    int
 	noMetrics      bool // metrics.listener omitted (Omit)
 	brokerOnly     bool
 
-	mu   sync.Mutex
-	proc *process // nil before the first start
+	host string // "" for 127.0.0.1; its namespace's address when Isolated
+
+	mu     sync.Mutex
+	proc   *process // nil before the first start
+	binary string   // SetBinary's; "" for the cluster's
+}
+
+// SetBinary makes the node's next starts run the raftka binary at path
+// ("" for the cluster's own): a rolling upgrade or downgrade is SetBinary
+// and Restart, one node at a time.
+func (n *Node) SetBinary(path string) {
+	n.mu.Lock()
+	n.binary = path
+	n.mu.Unlock()
+}
+
+// binaryPath is the binary the node runs.
+func (n *Node) binaryPath() string {
+	n.mu.Lock()
+	b := n.binary
+	n.mu.Unlock()
+	switch {
+	case b != "":
+		return b
+	case n.c.o.binary != "":
+		return n.c.o.binary
+	}
+	return Binary(n.c.t)
 }
 
 // process is one run of the binary.
@@ -55,15 +81,19 @@ func (p *process) exited() bool {
 func (n *Node) ID() int32 { return n.id }
 
 // ClientAddr is the PLAINTEXT listener, host:port.
-func (n *Node) ClientAddr() string { return loopback(n.clientPort) }
+func (n *Node) ClientAddr() string { return n.addr(n.clientPort) }
 
-// ControllerAddr is the CONTROLLER listener, or "" on a broker-only node.
-func (n *Node) ControllerAddr() string {
-	if n.controllerPort == 0 {
-		return ""
+// addr is host:port at the node's address.
+func (n *Node) addr(port int) string {
+	if n.host == "" {
+		return loopback(port)
 	}
-	return loopback(n.controllerPort)
+	return net.JoinHostPort(n.host, strconv.Itoa(port))
 }
+
+// ControllerAddr is the CONTROLLER listener (on a broker-only node, the
+// Raft non-voter's).
+func (n *Node) ControllerAddr() string { return n.addr(n.controllerPort) }
 
 // MetricsAddr is the metrics.listener address, or "" when the test omitted
 // the key.
@@ -71,7 +101,7 @@ func (n *Node) MetricsAddr() string {
 	if n.noMetrics {
 		return ""
 	}
-	return loopback(n.metricsPort)
+	return n.addr(n.metricsPort)
 }
 
 // DataDir is the node's log dir (also its metadata dir).
@@ -129,7 +159,7 @@ func (n *Node) start() {
 // launch starts the binary with its output copied, line by line and
 // prefixed with the node id, to the node's log file.
 func (n *Node) launch(args ...string) (*process, error) {
-	return n.launchCmd(Binary(n.c.t), args...)
+	return n.launchCmd(n.binaryPath(), args...)
 }
 
 func (n *Node) launchCmd(bin string, args ...string) (*process, error) {
@@ -143,6 +173,11 @@ func (n *Node) launchCmd(bin string, args ...string) (*process, error) {
 		return nil, err
 	}
 	cmd := exec.Command(bin, args...)
+	if w := n.c.netns; w != nil {
+		// ip netns exec enters the namespace and execs the binary: the
+		// process (and its pid) is raftka's.
+		cmd = exec.Command("ip", append([]string{"netns", "exec", w.ns(n.id), bin}, args...)...)
+	}
 	cmd.Dir = n.dir
 	cmd.Env = append(os.Environ(), "NO_COLOR=1")
 	cmd.Stdout, cmd.Stderr = w, w

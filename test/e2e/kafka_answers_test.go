@@ -98,9 +98,9 @@ func testFinalizedFeatures(t *testing.T, c *cluster.Cluster) {
 		if resp.FinalizedFeaturesEpoch <= 0 {
 			t.Errorf("%s: finalized features epoch %d", n.ClientAddr(), resp.FinalizedFeaturesEpoch)
 		}
-		if ff := resp.FinalizedFeatures; len(ff) != 2 || ff[0].Name != "metadata.version" || ff[0].MaxVersionLevel != 27 || ff[0].MinVersionLevel != 27 ||
+		if ff := resp.FinalizedFeatures; len(ff) != 2 || ff[0].Name != "metadata.version" || ff[0].MaxVersionLevel != 28 || ff[0].MinVersionLevel != 28 ||
 			ff[1].Name != "transaction.version" || ff[1].MaxVersionLevel != 2 || ff[1].MinVersionLevel != 2 {
-			t.Errorf("%s: finalized features %+v, want metadata.version 27 (4.1-IV1) and transaction.version 2", n.ClientAddr(), ff)
+			t.Errorf("%s: finalized features %+v, want metadata.version 28 (0.2-IV0) and transaction.version 2", n.ClientAddr(), ff)
 		}
 	}
 }
