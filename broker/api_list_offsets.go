@@ -15,8 +15,14 @@ package broker
 // UNKNOWN_TOPIC_OR_PARTITION, UNSUPPORTED_VERSION for a special timestamp
 // the version does not know, INVALID_REQUEST for a partition listed twice.
 //
-// Version notes: v0 (MaxNumOffsets, OldStyleOffsets) is not served, as in
-// Kafka 4. v2: IsolationLevel. v4: CurrentLeaderEpoch, LeaderEpoch. v6:
+// Version notes: v0 (MaxNumOffsets, OldStyleOffsets) is answered but not
+// advertised (apiEntry.quietBelow): Kafka 4 removed it (KIP-896), yet
+// Debian's Burrow 1.2.1 and old sarama send it blindly for end offsets. A v0
+// answer is Kafka 3's for a consumer: latest is the high watermark, earliest
+// the log start offset, a timestamp the first offset at or after it (v1's
+// rule; Kafka 3 answered segment base offsets by file time), each as a
+// one-element OldStyleOffsets, none when MaxNumOffsets is 0; a negative
+// MaxNumOffsets is INVALID_REQUEST. v2: IsolationLevel. v4: CurrentLeaderEpoch, LeaderEpoch. v6:
 // flexible. v10: TimeoutMillis (only for tiered storage; unused). v11
 // (Kafka 4.2, KIP-1023 timestamp -6, earliest pending upload) is not served:
 // raftka answers as Kafka 4.1, whose ListOffsetsRequest.json stops at v10.
@@ -34,6 +40,7 @@ func init() {
 	register(apiEntry{
 		key:           2,
 		advertisedMin: 1, min: 1, max: 10,
+		quietBelow: 1,    // v0 for Burrow and old sarama, see above
 		concurrent: true, // reads only
 		handle:     handleListOffsets,
 	})
@@ -75,6 +82,9 @@ func handleListOffsets(ctx context.Context, rc *request, kreq kmsg.Request) (kms
 			if min, special := minVersionForTimestamp[p.Timestamp]; special && req.Version < min {
 				err = fmt.Errorf("%w: timestamp %d needs ListOffsets v%d", kerr.UnsupportedVersion, p.Timestamp, min)
 			}
+			if req.Version == 0 && p.MaxNumOffsets < 0 {
+				err = fmt.Errorf("%w: MaxNumOffsets %d", kerr.InvalidRequest, p.MaxNumOffsets)
+			}
 			if seen[p.Partition] > 1 {
 				err = fmt.Errorf("%w: partition %d listed twice", kerr.InvalidRequest, p.Partition)
 			}
@@ -91,6 +101,9 @@ func handleListOffsets(ctx context.Context, rc *request, kreq kmsg.Request) (kms
 				})
 			}
 			rp.ErrorCode = errorCode(err)
+			if req.Version == 0 && err == nil && rp.Offset >= 0 && p.MaxNumOffsets > 0 {
+				rp.OldStyleOffsets = []int64{rp.Offset}
+			}
 			rt.Partitions = append(rt.Partitions, rp)
 		}
 		resp.Topics = append(resp.Topics, rt)

@@ -2,6 +2,7 @@ package broker
 
 import (
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/raftka/raftka/storage/recordbatch"
@@ -202,5 +203,62 @@ func TestDescribeLogDirs(t *testing.T) {
 		if v >= 4 && (d.TotalBytes <= 0 || d.UsableBytes <= 0 || d.UsableBytes > d.TotalBytes) {
 			t.Fatalf("v4: total %d usable %d", d.TotalBytes, d.UsableBytes)
 		}
+	}
+}
+
+// TestListOffsetsV0 checks the unadvertised v0 answer Burrow 1.2.1 relies
+// on: one OldStyleOffsets entry per partition, by Kafka 3's consumer rules.
+func TestListOffsetsV0(t *testing.T) {
+	f := newPartFixture(t)
+	timedTopic(f)
+	cases := []struct {
+		name    string
+		part    int32
+		ts      int64
+		max     int32
+		code    int16
+		offsets []int64
+	}{
+		{"latest is the high watermark", 0, -1, 1, 0, []int64{4}},
+		{"earliest is the log start", 0, -2, 1, 0, []int64{0}},
+		{"by time", 0, 1500, 1, 0, []int64{1}},
+		{"by time after all", 0, 9000, 1, 0, nil},
+		{"several asked for, one answered", 0, -1, 10, 0, []int64{4}},
+		{"none asked for", 0, -1, 0, 0, nil},
+		{"negative count", 0, -1, -1, kerr.InvalidRequest.Code, nil},
+		{"max timestamp is not v0's", 0, -3, 1, kerr.UnsupportedVersion.Code, nil},
+		{"not leader", 1, -1, 1, kerr.NotLeaderForPartition.Code, nil},
+		{"unknown partition", 5, -1, 1, kerr.UnknownTopicOrPartition.Code, nil},
+	}
+	for _, c := range cases {
+		req := kmsg.NewPtrListOffsetsRequest()
+		req.Version, req.ReplicaID = 0, -1
+		rt := kmsg.NewListOffsetsRequestTopic()
+		rt.Topic = "timed"
+		rp := kmsg.NewListOffsetsRequestTopicPartition()
+		rp.Partition, rp.Timestamp, rp.MaxNumOffsets = c.part, c.ts, c.max
+		rt.Partitions = append(rt.Partitions, rp)
+		req.Topics = append(req.Topics, rt)
+		got := f.call(req).(*kmsg.ListOffsetsResponse).Topics[0].Partitions[0]
+		if got.ErrorCode != c.code || !slices.Equal(got.OldStyleOffsets, c.offsets) {
+			t.Errorf("%s: %v %v; want %v %v", c.name, kerr.ErrorForCode(got.ErrorCode), got.OldStyleOffsets, kerr.ErrorForCode(c.code), c.offsets)
+		}
+	}
+}
+
+// TestListOffsetsV0NotAdvertised holds ApiVersions to Kafka 4.1's range
+// while v0 is answered.
+func TestListOffsetsV0NotAdvertised(t *testing.T) {
+	e := defaultAPIs.lookup(2)
+	for _, k := range defaultAPIs.apiKeys() {
+		if k.ApiKey == 2 && k.MinVersion != 1 {
+			t.Errorf("ListOffsets advertised from v%d, want Kafka 4.1's v1", k.MinVersion)
+		}
+	}
+	if e.check(0) != versionOK || e.check(1) != versionOK || e.check(11) != versionUnsupported {
+		t.Errorf("ListOffsets version checks: v0 %v v1 %v v11 %v", e.check(0), e.check(1), e.check(11))
+	}
+	if d := defaultAPIs.lookup(35); d.check(0) != versionUnsupported { // DescribeLogDirs v0 stays closed
+		t.Errorf("DescribeLogDirs v0: %v, want unsupported", d.check(0))
 	}
 }

@@ -38,6 +38,14 @@ type apiEntry struct {
 	advertisedMin int16
 	min, max      int16
 
+	// quietBelow is how many versions below advertisedMin handle still
+	// answers without ApiVersions advertising them. Only ListOffsets has
+	// one: v0, which Kafka 4 removed (KIP-896) but Debian's Burrow 1.2.1
+	// (before 1.9.4) and old sarama send without looking at ApiVersions.
+	// Answering it keeps those lag monitors working while clients that
+	// negotiate see Kafka 4.1's range and never send it.
+	quietBelow int16
+
 	// concurrent means the handler has no side effects whose order matters
 	// relative to later requests on the same connection, so the next request
 	// may start before this one finishes. Otherwise the connection's next
@@ -72,6 +80,8 @@ func (t *apiTable) add(e apiEntry) error {
 		return fmt.Errorf("broker: api key %d: bad version range advertised %d, accepted %d-%d", e.key, e.advertisedMin, e.min, e.max)
 	case e.max > probe.MaxVersion():
 		return fmt.Errorf("broker: api key %d: max version %d above kmsg's %d", e.key, e.max, probe.MaxVersion())
+	case e.quietBelow < 0 || e.quietBelow > e.advertisedMin || (e.quietBelow > 0 && e.advertisedMin != e.min):
+		return fmt.Errorf("broker: api key %d: %d quiet versions below advertised %d (accepted from %d)", e.key, e.quietBelow, e.advertisedMin, e.min)
 	case e.advertisedMin < e.min && e.reject == nil:
 		return fmt.Errorf("broker: api key %d advertises %d below its minimum %d without a reject func", e.key, e.advertisedMin, e.min)
 	}
@@ -119,6 +129,8 @@ const (
 
 func (e *apiEntry) check(version int16) versionCheck {
 	switch {
+	case version < e.advertisedMin && version >= e.advertisedMin-e.quietBelow:
+		return versionOK
 	case version < e.advertisedMin || version > e.max:
 		return versionUnsupported
 	case version < e.min:

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"os"
 	"os/exec"
@@ -267,12 +268,12 @@ func kcatShows(ctx context.Context, t *testing.T, c *cluster.Cluster, group, top
 // root-path "/" there is nothing to create and no notifier is configured,
 // so it never needs a ZooKeeper: the server named is a closed loopback port.
 //
-// Its lag endpoint (/v3/kafka/<cluster>/consumer/<group>/lag) is not
-// checked: Burrow before 1.9.4 fetches the partitions' end offsets with
-// ListOffsets v0, which Kafka 4 removed (KIP-896) and raftka, as Kafka 4.1,
-// does not serve, and its storage drops commits of partitions whose end
-// offset it does not know. Debian's Burrow reports no lag from Kafka 4.1
-// either.
+// Then its lag endpoint (/v3/kafka/<cluster>/consumer/<group>/lag) must
+// report each partition's lag as the end offset minus the commit. Burrow
+// before 1.9.4 fetches end offsets with ListOffsets v0, which Kafka 4
+// removed (KIP-896) and raftka answers without advertising it
+// (broker/api_list_offsets.go); without that answer Burrow's storage drops
+// every commit and reports no lag, as it does against Kafka 4.1.
 func TestBurrowReadsOffsetsTopic(t *testing.T) {
 	burrow := ""
 	for _, name := range []string{"Burrow", "burrow"} {
@@ -404,6 +405,85 @@ expire-cache=1
 	if st.Error || !slices.Contains(st.Clusters, "raftka") {
 		t.Errorf("Burrow's cluster list: %s", body)
 	}
+
+	// Burrow's storage keeps a commit only once it knows the partition's
+	// end offset, so commits it read before its first offset refresh may be
+	// gone: commit again (bounded) until the lag it reports is right.
+	ends, err := adm.ListEndOffsets(ctx, topic)
+	if err != nil || ends.Error() != nil {
+		t.Fatalf("end offsets: %v %v", err, ends.Error())
+	}
+	again := map[int32]int64{0: 16, 1: 13}
+	wantLag := map[int32]int64{}
+	for p, at := range again {
+		end, _ := ends.Lookup(topic, p)
+		wantLag[p] = end.Offset - at
+	}
+	lagURL := fmt.Sprintf("http://127.0.0.1:%d/v3/kafka/raftka/consumer/%s/lag", ports[1], group)
+	last := time.Time{}
+	cluster.WaitFor(t, 90*time.Second, func() (bool, string) {
+		if time.Since(last) > 5*time.Second {
+			last = time.Now()
+			commits := kadm.Offsets{}
+			for p, at := range again {
+				commits.Add(kadm.Offset{Topic: topic, Partition: p, At: at, LeaderEpoch: -1})
+			}
+			if resp, err := adm.CommitOffsets(ctx, group, commits); err != nil || resp.Error() != nil {
+				return false, fmt.Sprintf("commit: %v %v", err, resp.Error())
+			}
+		}
+		lag, body, err := burrowLag(ctx, lagURL)
+		if err != nil {
+			return false, err.Error()
+		}
+		got := map[int32]int64{}
+		for _, p := range lag.Status.Partitions {
+			if p.Topic == topic && p.End.Offset == again[p.Partition] {
+				got[p.Partition] = p.CurrentLag
+			}
+		}
+		return !lag.Error && lag.Status.Status != "" && maps.Equal(got, wantLag),
+			fmt.Sprintf("Burrow's lag %v, want %v (end offsets %v minus commits %v); answer %s", got, wantLag, ends, again, body)
+	})
+}
+
+// burrowLagAnswer is the part of Burrow's consumer lag answer checked.
+type burrowLagAnswer struct {
+	Error  bool `json:"error"`
+	Status struct {
+		Status     string `json:"status"`
+		Partitions []struct {
+			Topic      string `json:"topic"`
+			Partition  int32  `json:"partition"`
+			CurrentLag int64  `json:"current_lag"`
+			End        struct {
+				Offset int64 `json:"offset"`
+			} `json:"end"`
+		} `json:"partitions"`
+	} `json:"status"`
+}
+
+func burrowLag(ctx context.Context, url string) (burrowLagAnswer, string, error) {
+	var lag burrowLagAnswer
+	rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(rctx, http.MethodGet, url, nil)
+	if err != nil {
+		return lag, "", err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return lag, "", err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	if err != nil {
+		return lag, "", err
+	}
+	if err := json.Unmarshal(b, &lag); err != nil {
+		return lag, string(b), fmt.Errorf("Burrow answered %d %q: %w", resp.StatusCode, b, err)
+	}
+	return lag, string(b), nil
 }
 
 type burrowClusters struct {
