@@ -104,7 +104,10 @@ type Coordinator struct {
 	// with the Raft index that committed it, until the image has it (see
 	// current).
 	written map[string]writtenTxn
-	closed  bool
+	// adding holds, per id, the AddPartitions calls waiting to be decided
+	// together (see AddPartitions).
+	adding map[string]*addQueue
+	closed bool
 
 	createMu sync.Mutex
 }
@@ -159,7 +162,7 @@ func NewCoordinator(cfg Config, md MetadataSource, ctrl Controller, markers Mark
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	c := &Coordinator{cfg: cfg, md: md, ctrl: ctrl, markers: markers, log: cfg.Logger, ctx: ctx, cancel: cancel,
-		locks: map[string]*idLock{}, completing: map[string]chan struct{}{}, written: map[string]writtenTxn{}}
+		locks: map[string]*idLock{}, completing: map[string]chan struct{}{}, written: map[string]writtenTxn{}, adding: map[string]*addQueue{}}
 	c.wg.Add(1)
 	go c.scan()
 	return c
@@ -411,11 +414,125 @@ func (c *Coordinator) InitProducerID(ctx context.Context, id string, in InitInpu
 }
 
 // AddPartitions adds partitions to the producer's transaction
-// (AddPartitionsToTxn).
+// (AddPartitionsToTxn, and the partition leaders' adds of transaction
+// version 2).
+//
+// Adds to one id coalesce: every partition leader of a transaction adds
+// its partitions at the start of it, at once, and each add is a Raft
+// write made under the id's lock, so one after the other they cost a
+// write each (six partitions on three leaders: 14 ms of a 21 ms produce
+// in the txn1000 bench row). An add that finds another add of its id not
+// yet decided joins it; the first one decides them all, in arrival
+// order, against the state each leaves, and records the result with one
+// write. Each caller is answered once that write is committed (a
+// partition is in the durable transaction before any data of it is
+// appended), with its own code.
 func (c *Coordinator) AddPartitions(ctx context.Context, id string, pid int64, epoch int16, parts []metadata.TopicPartition) error {
-	return c.step(ctx, id, func(cur *metadata.Transaction, ce int32) (*metadata.Transaction, int16) {
-		return AddPartitions(cur, pid, epoch, parts, c.now(), ce)
+	if id == "" {
+		return kerr.InvalidRequest
+	}
+	me := &pendingAdd{pid: pid, epoch: epoch, parts: parts, done: make(chan struct{})}
+	c.mu.Lock()
+	q := c.adding[id]
+	first := q == nil
+	if first {
+		q = &addQueue{}
+		c.adding[id] = q
+	}
+	q.adds = append(q.adds, me)
+	c.mu.Unlock()
+	if !first {
+		select {
+		case <-me.done:
+			return me.err
+		case <-ctx.Done():
+			// The first add may still record these partitions; a
+			// partition in the transaction with no data is ended by
+			// its marker like any other.
+			return fmt.Errorf("%w: %w", kerr.RequestTimedOut, ctx.Err())
+		}
+	}
+	err := c.step(ctx, id, func(cur *metadata.Transaction, ce int32) (*metadata.Transaction, int16) {
+		// The id's lock is held: the adds that arrived while this one
+		// waited for it (behind the id's previous write, or for its
+		// previous transaction's markers) are decided with it. The queue
+		// closes with the decision that ends the wait; later adds start
+		// the next batch.
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		next, code := addBatch(cur, q.adds, c.now(), ce)
+		if code != kerr.ConcurrentTransactions.Code {
+			delete(c.adding, id)
+		}
+		return next, code
 	})
+	c.mu.Lock()
+	if c.adding[id] == q {
+		delete(c.adding, id)
+	}
+	batch := q.adds
+	c.mu.Unlock()
+	for _, a := range batch {
+		switch {
+		case err != nil && !errors.Is(err, kerr.ConcurrentTransactions):
+			a.err = err // the write, or the ownership check, failed for all
+		case !a.decided:
+			a.err = err
+		default:
+			a.err = codeErr(a.code)
+		}
+		if a != me {
+			close(a.done)
+		}
+	}
+	return me.err
+}
+
+// pendingAdd is one AddPartitions call waiting in its id's addQueue.
+type pendingAdd struct {
+	pid   int64
+	epoch int16
+	parts []metadata.TopicPartition
+	// decided and code are the batch's last decision of this add.
+	decided bool
+	code    int16
+	err     error
+	done    chan struct{}
+}
+
+// addQueue collects the adds of one id not yet decided.
+type addQueue struct{ adds []*pendingAdd }
+
+// addBatch decides a batch of adds in order, each against the state the
+// ones before it leave. It answers CONCURRENT_TRANSACTIONS for the batch
+// (step then waits for the marker writer and decides it again) when any
+// add meets the previous transaction still completing: its state is the
+// same for all of them.
+func addBatch(cur *metadata.Transaction, batch []*pendingAdd, now int64, coordEpoch int32) (*metadata.Transaction, int16) {
+	state, changed := cur, false
+	concurrent := false
+	for _, a := range batch {
+		next, code := AddPartitions(state, a.pid, a.epoch, a.parts, now, coordEpoch)
+		a.code, a.decided = code, true
+		if code == kerr.ConcurrentTransactions.Code {
+			concurrent = true
+		}
+		if next != nil {
+			state, changed = next, true
+		}
+	}
+	if concurrent {
+		for _, a := range batch {
+			if a.code == 0 {
+				a.code = kerr.ConcurrentTransactions.Code
+			}
+		}
+		return nil, kerr.ConcurrentTransactions.Code
+	}
+	if !changed {
+		return nil, 0
+	}
+	return state, 0
 }
 
 // GroupSlot is the __consumer_offsets partition of a group in img.

@@ -332,3 +332,107 @@ func TestCoordinatorTakeover(t *testing.T) {
 		t.Fatalf("retried commit at the new coordinator: %v", err)
 	}
 }
+
+// gatedController counts the coordinator's writes and, while gate is set,
+// holds each write until the test lets it go.
+type gatedController struct {
+	noWait
+	writes  atomic.Int32
+	gate    chan struct{}
+	entered chan struct{}
+}
+
+func (g *gatedController) WriteTxn(ctx context.Context, rec metadata.Record) (uint64, error) {
+	g.writes.Add(1)
+	if g.gate != nil {
+		g.entered <- struct{}{}
+		<-g.gate
+	}
+	return g.noWait.WriteTxn(ctx, rec)
+}
+
+// Adds to one id that arrive while one of its writes is in flight are
+// decided together and recorded with one write; each caller gets its own
+// answer (a stale epoch among them is refused alone).
+func TestCoordinatorCoalescesAdds(t *testing.T) {
+	w := newTwin(t, 1)
+	m := &markers{}
+	clk := &fakeClock{}
+	clk.ms.Store(1_000_000)
+	var next atomic.Int64
+	next.Store(1000)
+	g := &gatedController{noWait: noWait{w.node.Client()}}
+	c := NewCoordinator(Config{
+		NodeID: 1, Limits: Limits{MaxTimeoutMs: 60000, IDExpirationMs: 3600000},
+		ResumeInterval: 20 * time.Millisecond, MarkerRetryBackoff: 10 * time.Millisecond,
+		ProducerIDs: func(context.Context) (int64, error) { return next.Add(1), nil },
+		Now:         clk.now, Logger: zerolog.Nop(),
+	}, w, g, m)
+	t.Cleanup(c.Close)
+	pid, epoch, err := c.InitProducerID(ctx(t), "t4", InitInput{TimeoutMs: 30000, ProducerID: -1, ProducerEpoch: -1, Version: 5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g.gate, g.entered = make(chan struct{}), make(chan struct{}, 16)
+	before := g.writes.Load()
+	// The first add's write is held; the others queue behind it.
+	errs := make([]error, 5)
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		errs[0] = c.AddPartitions(ctx(t), "t4", pid, epoch, []metadata.TopicPartition{{Topic: "d", Partition: 0}})
+	}()
+	<-g.entered
+	for i := 1; i < 5; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			e, part := epoch, int32(i) // partitions 1-3 (the records do not check that they exist)
+			if i == 4 {
+				e = epoch - 1 // a fenced producer's add, refused alone
+			}
+			errs[i] = c.AddPartitions(ctx(t), "t4", pid, e, []metadata.TopicPartition{{Topic: "d", Partition: part}})
+		}()
+	}
+	// Wait until the four are queued behind the held write.
+	deadline := time.Now().Add(waitLimit)
+	for {
+		c.mu.Lock()
+		n := 0
+		if q := c.adding["t4"]; q != nil {
+			n = len(q.adds)
+		}
+		c.mu.Unlock()
+		if n == 4 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d adds queued, want 4", n)
+		}
+		time.Sleep(time.Millisecond)
+	}
+	close(g.gate)
+	wg.Wait()
+	if got := g.writes.Load() - before; got != 2 {
+		t.Fatalf("%d writes for 5 adds, want 2 (the held one and one for the three queued that add)", got)
+	}
+	for i, err := range errs[:4] {
+		if err != nil {
+			t.Fatalf("add %d: %v", i, err)
+		}
+	}
+	if !errors.Is(errs[4], kerr.ProducerFenced) && !errors.Is(errs[4], kerr.InvalidProducerEpoch) {
+		t.Fatalf("stale epoch add: %v", errs[4])
+	}
+	tx, ok := c.Transaction("t4")
+	if !ok || tx.State != metadata.TxnOngoing || len(tx.Partitions) != 4 {
+		t.Fatalf("state %+v", tx)
+	}
+	c.mu.Lock()
+	left := len(c.adding)
+	c.mu.Unlock()
+	if left != 0 {
+		t.Fatalf("%d add queues left open", left)
+	}
+}
