@@ -34,9 +34,11 @@ type Controller interface {
 	// CreateTopics creates the slots topic on the first FindCoordinator.
 	CreateTopics(ctx context.Context, req *kmsg.CreateTopicsRequest) (*kmsg.CreateTopicsResponse, error)
 	// WriteTxn records a *metadata.Transaction or *metadata.TxnOffsetCommit
-	// and returns the Raft index that committed it; the rule
-	// metadata.CheckTxnTransition refuses with Kafka's error.
-	WriteTxn(ctx context.Context, rec metadata.Record) (uint64, error)
+	// (or several *metadata.Transaction of one id, in one Raft entry, each
+	// checked against the state the one before it leaves) and returns the
+	// Raft index that committed it; the rule metadata.CheckTxnTransition
+	// refuses with Kafka's error.
+	WriteTxn(ctx context.Context, recs ...metadata.Record) (uint64, error)
 }
 
 // MarkerWriter sends WriteTxnMarkers to a partition leader: over the
@@ -97,9 +99,13 @@ type Coordinator struct {
 
 	mu    sync.Mutex // guards locks, completing, closed, adding to wg
 	locks map[string]*idLock
-	// completing holds, per id with a marker writer running, a channel
-	// closed when it ends.
-	completing map[string]chan struct{}
+	// completing holds, per id with a marker writer running, its
+	// channels (see completion).
+	completing map[string]*completion
+	// markersWritten holds, per id, the Prepare* state whose markers are
+	// all written, until its Complete* state is recorded: an add may then
+	// record that state itself, with its own, in one Raft entry.
+	markersWritten map[string]metadata.Transaction
 	// written holds each id's last state written by this coordinator
 	// with the Raft index that committed it, until the image has it (see
 	// current).
@@ -162,7 +168,7 @@ func NewCoordinator(cfg Config, md MetadataSource, ctrl Controller, markers Mark
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	c := &Coordinator{cfg: cfg, md: md, ctrl: ctrl, markers: markers, log: cfg.Logger, ctx: ctx, cancel: cancel,
-		locks: map[string]*idLock{}, completing: map[string]chan struct{}{}, written: map[string]writtenTxn{}, adding: map[string]*addQueue{}}
+		locks: map[string]*idLock{}, completing: map[string]*completion{}, markersWritten: map[string]metadata.Transaction{}, written: map[string]writtenTxn{}, adding: map[string]*addQueue{}}
 	c.wg.Add(1)
 	go c.scan()
 	return c
@@ -303,6 +309,21 @@ const concurrentWait = 2 * time.Second
 // (tens of milliseconds) for what is usually a few milliseconds of
 // markers, which made every transaction after the first pay it.
 func (c *Coordinator) step(ctx context.Context, id string, decide func(cur *metadata.Transaction, coordEpoch int32) (*metadata.Transaction, int16)) error {
+	return c.stepWrites(ctx, id, false, func(cur *metadata.Transaction, coordEpoch int32) ([]*metadata.Transaction, int16) {
+		next, code := decide(cur, coordEpoch)
+		if next == nil {
+			return nil, code
+		}
+		return []*metadata.Transaction{next}, code
+	})
+}
+
+// stepWrites is step for a decision that may record several states of
+// the id in one Raft entry (the last is the id's new state). With
+// afterMarkers, the first wait for the previous transaction ends as soon
+// as its markers are written rather than when its Complete* state is
+// recorded: the decision may record that state itself.
+func (c *Coordinator) stepWrites(ctx context.Context, id string, afterMarkers bool, decide func(cur *metadata.Transaction, coordEpoch int32) ([]*metadata.Transaction, int16)) error {
 	if id == "" {
 		// Kafka's coordinator refuses an empty transactional id so.
 		return kerr.InvalidRequest
@@ -313,10 +334,14 @@ func (c *Coordinator) step(ctx context.Context, id string, decide func(cur *meta
 			return err
 		}
 		c.mu.Lock()
-		done := c.completing[id]
+		comp := c.completing[id]
 		c.mu.Unlock()
-		if done == nil {
+		if comp == nil {
 			return err
+		}
+		done := comp.done
+		if afterMarkers && attempt == 0 {
+			done = comp.markers
 		}
 		select {
 		case <-done:
@@ -328,7 +353,7 @@ func (c *Coordinator) step(ctx context.Context, id string, decide func(cur *meta
 	}
 }
 
-func (c *Coordinator) stepOnce(ctx context.Context, id string, decide func(cur *metadata.Transaction, coordEpoch int32) (*metadata.Transaction, int16)) error {
+func (c *Coordinator) stepOnce(ctx context.Context, id string, decide func(cur *metadata.Transaction, coordEpoch int32) ([]*metadata.Transaction, int16)) error {
 	unlock := c.lock(id)
 	defer unlock()
 	img, idx := c.md.Current()
@@ -337,10 +362,15 @@ func (c *Coordinator) stepOnce(ctx context.Context, id string, decide func(cur *
 		return codeErr(code)
 	}
 	cur := c.current(img, idx, id)
-	next, code := decide(cur, epoch)
-	if next != nil {
+	states, code := decide(cur, epoch)
+	if len(states) > 0 {
+		next := states[len(states)-1]
+		recs := make([]metadata.Record, len(states))
+		for i, st := range states {
+			recs[i] = st
+		}
 		wctx, cancel := context.WithTimeout(ctx, c.cfg.WriteTimeout)
-		index, err := c.ctrl.WriteTxn(wctx, next)
+		index, err := c.ctrl.WriteTxn(wctx, recs...)
 		cancel()
 		if err != nil {
 			return controllerErr(err)
@@ -436,7 +466,7 @@ func (c *Coordinator) AddPartitions(ctx context.Context, id string, pid int64, e
 	q := c.adding[id]
 	first := q == nil
 	if first {
-		q = &addQueue{}
+		q = &addQueue{decided: make(chan struct{})}
 		c.adding[id] = q
 	}
 	q.adds = append(q.adds, me)
@@ -452,7 +482,7 @@ func (c *Coordinator) AddPartitions(ctx context.Context, id string, pid int64, e
 			return fmt.Errorf("%w: %w", kerr.RequestTimedOut, ctx.Err())
 		}
 	}
-	err := c.step(ctx, id, func(cur *metadata.Transaction, ce int32) (*metadata.Transaction, int16) {
+	err := c.stepWrites(ctx, id, true, func(cur *metadata.Transaction, ce int32) ([]*metadata.Transaction, int16) {
 		// The id's lock is held: the adds that arrived while this one
 		// waited for it (behind the id's previous write, or for its
 		// previous transaction's markers) are decided with it. The queue
@@ -460,11 +490,30 @@ func (c *Coordinator) AddPartitions(ctx context.Context, id string, pid int64, e
 		// the next batch.
 		c.mu.Lock()
 		defer c.mu.Unlock()
-		next, code := addBatch(cur, q.adds, c.now(), ce)
-		if code != kerr.ConcurrentTransactions.Code {
-			delete(c.adding, id)
+		now := c.now()
+		// The previous transaction's markers are all written but its
+		// Complete* state is not recorded yet: record it here, before
+		// this transaction's first state and in the same Raft entry,
+		// rather than wait a Raft write for the marker writer to do so
+		// (the marker writer then finds the state moved on). The
+		// partitions of the new transaction are still recorded only
+		// after every marker of the old one is written.
+		var states []*metadata.Transaction
+		base := cur
+		if w, ok := c.markersWritten[id]; ok && cur != nil && sameTxn(&w, cur) {
+			if done := Complete(cur, now, ce); done != nil {
+				states, base = append(states, done), done
+			}
 		}
-		return next, code
+		next, code := addBatch(base, q.adds, now, ce)
+		if code == kerr.ConcurrentTransactions.Code {
+			return nil, code
+		}
+		delete(c.adding, id)
+		if next != nil {
+			states = append(states, next)
+		}
+		return states, code
 	})
 	c.mu.Lock()
 	if c.adding[id] == q {
@@ -472,6 +521,7 @@ func (c *Coordinator) AddPartitions(ctx context.Context, id string, pid int64, e
 	}
 	batch := q.adds
 	c.mu.Unlock()
+	close(q.decided)
 	for _, a := range batch {
 		switch {
 		case err != nil && !errors.Is(err, kerr.ConcurrentTransactions):
@@ -500,8 +550,12 @@ type pendingAdd struct {
 	done    chan struct{}
 }
 
-// addQueue collects the adds of one id not yet decided.
-type addQueue struct{ adds []*pendingAdd }
+// addQueue collects the adds of one id not yet decided; decided is
+// closed once their decision is recorded (or failed).
+type addQueue struct {
+	adds    []*pendingAdd
+	decided chan struct{}
+}
 
 // addBatch decides a batch of adds in order, each against the state the
 // ones before it leave. It answers CONCURRENT_TRANSACTIONS for the batch
@@ -605,23 +659,56 @@ func (c *Coordinator) CommitOffsets(ctx context.Context, id string, pid int64, e
 	return controllerErr(err)
 }
 
+// completion is a running marker writer: markers is closed when every
+// marker of the transaction is written (or the writer ends), done when
+// the writer ends.
+type completion struct {
+	markers     chan struct{}
+	markersOnce sync.Once
+	done        chan struct{}
+	again       bool // guarded by Coordinator.mu: a Prepare* state was recorded while it ran
+}
+
+func (cp *completion) markersDone() { cp.markersOnce.Do(func() { close(cp.markers) }) }
+
+// sameTxn reports whether a and b are the same transaction in the same
+// state.
+func sameTxn(a, b *metadata.Transaction) bool {
+	return a.ProducerID == b.ProducerID && a.ProducerEpoch == b.ProducerEpoch && a.State == b.State
+}
+
 // startCompleting starts the marker writer of id unless one runs.
 func (c *Coordinator) startCompleting(id string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.closed || c.completing[id] != nil {
+	if c.closed {
 		return
 	}
-	done := make(chan struct{})
-	c.completing[id] = done
+	if comp := c.completing[id]; comp != nil {
+		// The running writer may be on its way out, having found the
+		// state it was started for ended: it looks once more.
+		comp.again = true
+		return
+	}
+	comp := &completion{markers: make(chan struct{}), done: make(chan struct{})}
+	c.completing[id] = comp
 	c.wg.Add(1)
 	go func() {
 		defer c.wg.Done()
-		c.complete(id)
-		c.mu.Lock()
+		for {
+			c.complete(id, comp)
+			c.mu.Lock()
+			if !comp.again || c.closed {
+				break
+			}
+			comp.again = false
+			c.mu.Unlock()
+		}
 		delete(c.completing, id)
+		delete(c.markersWritten, id)
 		c.mu.Unlock()
-		close(done)
+		comp.markersDone()
+		close(comp.done)
 	}()
 }
 
@@ -629,7 +716,7 @@ func (c *Coordinator) startCompleting(id string) {
 // of the transaction, retrying until each is written, then records the
 // Complete* state. It stops when this broker no longer coordinates id
 // (the next coordinator finishes) or the state moved on.
-func (c *Coordinator) complete(id string) {
+func (c *Coordinator) complete(id string, comp *completion) {
 	var done map[metadata.TopicPartition]bool
 	var forState *metadata.Transaction
 	for {
@@ -651,6 +738,24 @@ func (c *Coordinator) complete(id string) {
 			return
 		}
 		if len(done) == len(t.Partitions) {
+			c.mu.Lock()
+			c.markersWritten[id] = t
+			q := c.adding[id]
+			c.mu.Unlock()
+			comp.markersDone()
+			if q != nil {
+				// The next transaction's adds are waiting for these
+				// markers: they record the Complete* state with their
+				// own in one write. Look again once they are decided
+				// (nothing left to do unless their write failed).
+				select {
+				case <-q.decided:
+				case <-time.After(concurrentWait):
+				case <-c.ctx.Done():
+					return
+				}
+				continue
+			}
 			err := c.step(c.ctx, id, func(cur *metadata.Transaction, ce int32) (*metadata.Transaction, int16) {
 				if cur == nil || cur.State != t.State || cur.ProducerID != t.ProducerID || cur.ProducerEpoch != t.ProducerEpoch {
 					return nil, 0
