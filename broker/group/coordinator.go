@@ -363,6 +363,10 @@ func (c *Coordinator) run(l *loop) {
 			if g == nil {
 				g, epoch = c.load(img, l.id), ep
 			}
+			if q.commit != nil && q.commit.r.Write != nil {
+				c.writeOwn(g, now, q.commit)
+				continue
+			}
 			if q.commit != nil {
 				if checkCommit(g, now, q.commit) {
 					commits = append(commits, q.commit)
@@ -569,6 +573,11 @@ type CommitRequest struct {
 	MemberID, InstanceID string
 	Generation           int32
 	Offsets              []metadata.OffsetCommit
+	// Write, when set, stores the commit instead of Offsets: it runs on
+	// the group's loop right after the member check passes, so a member
+	// fenced after the check cannot slip in between (TxnOffsetCommit's
+	// offsets, which the transaction coordinator holds pending).
+	Write func(ctx context.Context) error
 }
 
 // Commit checks the member and generation on the group's loop and writes
@@ -589,6 +598,19 @@ func (c *Coordinator) Commit(ctx context.Context, r CommitRequest) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	}
+}
+
+// writeOwn checks a commit that brings its own writer against the group
+// and, if it passes, runs the writer on the group's loop and answers with
+// its outcome.
+func (c *Coordinator) writeOwn(g *Group, now time.Time, co *commitOp) {
+	if code := g.ValidateCommit(now, co.r.MemberID, co.r.InstanceID, co.r.Generation); code != 0 {
+		co.done <- errFor(code)
+		return
+	}
+	ctx, cancel := context.WithTimeout(c.ctx, c.cfg.PersistTimeout)
+	defer cancel()
+	co.done <- co.r.Write(ctx)
 }
 
 // checkCommit checks a commit against the group; a commit that fails, or
