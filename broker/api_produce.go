@@ -176,7 +176,7 @@ func handleProduce(ctx context.Context, rc *request, kreq kmsg.Request) (kmsg.Re
 		var res storage.AppendResult
 		var ack *replica.Ack
 		if err == nil {
-			res, ack, err = srv.appendBatch(ctx, rc, it.topic, it.partition, it.records, req.Acks)
+			res, ack, err = srv.appendBatch(ctx, rc, it.topic, it.partition, it.records, req.Acks, it.guard)
 		}
 		if err != nil {
 			failed = true
@@ -249,6 +249,7 @@ type produceItem struct {
 	partition int32
 	records   []byte
 	err       error // the partition's answer when it is not appended
+	guard     txnGuard
 }
 
 // verifyProduceTxn checks the transactional batches of a request before
@@ -289,8 +290,9 @@ func (s *Server) verifyProduceTxn(ctx context.Context, rc *request, req *kmsg.Pr
 		for j, i := range at {
 			parts[j] = metadata.TopicPartition{Topic: items[i].topic, Partition: items[i].partition}
 		}
-		for j, err := range s.verifyTxnPartitions(ctx, *req.TransactionID, add, k.pid, k.epoch, parts) {
-			items[at[j]].err = err
+		errs, guards := s.verifyTxnPartitions(ctx, *req.TransactionID, add, k.pid, k.epoch, parts)
+		for j, err := range errs {
+			items[at[j]].err, items[at[j]].guard = err, guards[j]
 		}
 	}
 }
@@ -302,23 +304,26 @@ func (s *Server) verifyProduceTxn(ctx context.Context, rc *request, req *kmsg.Pr
 // Sequence checks for idempotent producers happen inside the log's append
 // (storage.AppendResult.Duplicate marks a retry answered from the producer
 // state), so every path into a log gets them.
-func (s *Server) appendBatch(ctx context.Context, rc *request, topic string, partition int32, records []byte, acks int16) (storage.AppendResult, *replica.Ack, error) {
+func (s *Server) appendBatch(ctx context.Context, rc *request, topic string, partition int32, records []byte, acks int16, guard txnGuard) (storage.AppendResult, *replica.Ack, error) {
 	// Server.onPartition's retry, written out: a closure here would cost an
 	// allocation per partition on the produce path.
-	res, ack, err := s.appendOnce(topic, partition, records, acks)
+	res, ack, err := s.appendOnce(topic, partition, records, acks, guard)
 	if err != nil && staleAnswer(err) && s.catchUp(ctx, rc) {
-		res, ack, err = s.appendOnce(topic, partition, records, acks)
+		res, ack, err = s.appendOnce(topic, partition, records, acks, guard)
 	}
 	return res, ack, err
 }
 
-func (s *Server) appendOnce(topic string, partition int32, records []byte, acks int16) (storage.AppendResult, *replica.Ack, error) {
+func (s *Server) appendOnce(topic string, partition int32, records []byte, acks int16, guard txnGuard) (storage.AppendResult, *replica.Ack, error) {
 	if s.deps.Replicas == nil {
 		return storage.AppendResult{}, nil, errNoReplicas
 	}
 	p, err := s.deps.Replicas.Partition(topic, partition)
 	if err != nil {
 		return storage.AppendResult{}, nil, err
+	}
+	if guard.set {
+		return p.AppendAsLeaderGuarded(records, acks, guard.value)
 	}
 	return p.AppendAsLeader(records, acks)
 }

@@ -332,35 +332,49 @@ func writeMarkersLocal(ctx context.Context, replicas ReplicaManager, req *kmsg.W
 // add) otherwise. It answers one error per partition, nil when the batch
 // may be appended.
 //
-// Between the answer and the append a marker could end the transaction;
-// Kafka closes that window with a verification guard in the producer
-// state, which raftka does not have yet: the batch then opens a
-// transaction the coordinator does not know of, which the coordinator's
-// next marker for the producer (its next transaction or the fencing abort
-// of its next InitProducerId) ends.
-func (s *Server) verifyTxnPartitions(ctx context.Context, txnID string, add bool, pid int64, epoch int16, parts []metadata.TopicPartition) []error {
+// Between the answer and the append a marker could end the transaction
+// verified, and the batch would then open one the coordinator does not
+// know of. As Kafka's verification guard, each verified partition gets the
+// producer's marker count in the log taken before the coordinator was
+// asked (txnGuard); the append refuses the batch with INVALID_TXN_STATE if
+// a marker came since (storage.AppendOptions.TxnGuard). Under transaction
+// version 2 the marker's bumped epoch does that instead.
+func (s *Server) verifyTxnPartitions(ctx context.Context, txnID string, add bool, pid int64, epoch int16, parts []metadata.TopicPartition) ([]error, []txnGuard) {
 	errs := make([]error, len(parts))
+	guards := make([]txnGuard, len(parts))
 	if !add && s.config != nil && !s.config.TransactionPartitionVerification {
-		return errs
+		return errs, guards
 	}
 	var ask []metadata.TopicPartition
 	var at []int // index in parts of each asked partition
 	for i, tp := range parts {
 		if s.deps.Replicas != nil {
-			if p, err := s.deps.Replicas.Partition(tp.Topic, tp.Partition); err == nil && p.Log().InTransaction(pid, epoch) {
-				continue
+			if p, err := s.deps.Replicas.Partition(tp.Topic, tp.Partition); err == nil {
+				open, g := p.Log().TxnGuard(pid, epoch)
+				if open {
+					continue
+				}
+				// Taken before the coordinator is asked: a marker for the
+				// producer appended after it refuses the batch. Not when
+				// the leader adds the partition (transaction version 2):
+				// the add may wait for the previous transaction's marker
+				// to land here, and the marker's bumped epoch refuses a
+				// late batch of the old transaction already.
+				if !add {
+					guards[i] = txnGuard{set: true, value: g}
+				}
 			}
 		}
 		ask, at = append(ask, tp), append(at, i)
 	}
 	if len(ask) == 0 {
-		return errs
+		return errs, guards
 	}
-	fail := func(err error) []error {
+	fail := func(err error) ([]error, []txnGuard) {
 		for _, i := range at {
 			errs[i] = err
 		}
-		return errs
+		return errs, guards
 	}
 	if s.deps.Txns == nil || s.deps.Metadata == nil {
 		return fail(fmt.Errorf("%w: no transaction coordinator to verify with", kerr.InvalidTxnState))
@@ -432,7 +446,14 @@ func (s *Server) verifyTxnPartitions(ctx context.Context, txnID string, add bool
 			errs[i] = verifyErr(kerr.ErrorForCode(codes[k]))
 		}
 	}
-	return errs
+	return errs, guards
+}
+
+// txnGuard is a partition's verification guard for one produce
+// (storage.Log.TxnGuard), set when the partition was verified.
+type txnGuard struct {
+	set   bool
+	value uint64
 }
 
 // verifyErr is what a produce answers when verification fails, as
