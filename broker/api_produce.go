@@ -37,7 +37,8 @@ package broker
 //     on this node), and the producer's open transaction at the
 //     coordinator must include the partition, asked of the coordinator
 //     unless the producer already has a transaction open in the partition
-//     at that epoch (verifyTxnPartition, txns.go): INVALID_TXN_STATE when it
+//     at that epoch (verifyTxnPartitions, txns.go; one call for all the
+//     request's partitions): INVALID_TXN_STATE when it
 //     does not, INVALID_PRODUCER_EPOCH for a fenced producer,
 //     NOT_ENOUGH_REPLICAS (retriable) while the coordinator cannot answer.
 //     Under transaction version 2 (produce v12+ while transaction.version 2
@@ -136,6 +137,10 @@ func handleProduce(ctx context.Context, rc *request, kreq kmsg.Request) (kmsg.Re
 	var pending []pendingAck
 	failed := false
 	hints := map[int32]bool{} // leaders named in CurrentLeader, for NodeEndpoints
+	// First every partition's checks, then the transactional ones'
+	// verification (one coordinator call for the request), then the
+	// appends in request order.
+	var items []produceItem
 	for _, t := range req.Topics {
 		rt := kmsg.NewProduceResponseTopic()
 		rt.Topic, rt.TopicID = t.Topic, t.TopicID
@@ -154,39 +159,44 @@ func handleProduce(ctx context.Context, rc *request, kreq kmsg.Request) (kmsg.Re
 			topicErr = kerr.TopicAuthorizationFailed
 		}
 		rt.Partitions = make([]kmsg.ProduceResponseTopicPartition, len(t.Partitions))
+		resp.Topics = append(resp.Topics, rt)
 		for i, p := range t.Partitions {
-			rp := &rt.Partitions[i]
+			rp := &resp.Topics[len(resp.Topics)-1].Partitions[i]
 			*rp = kmsg.NewProduceResponseTopicPartition()
 			rp.Partition = p.Partition
 			rp.BaseOffset, rp.LogAppendTime, rp.LogStartOffset = -1, -1, -1
-
-			err := firstErr(txnErr, topicErr, acksErr, internalTopicErr(topicErr, name))
-			var res storage.AppendResult
-			var ack *replica.Ack
-			if err == nil {
-				res, ack, err = srv.appendBatch(ctx, rc, req.TransactionID, req.Version, name, p.Partition, p.Records, req.Acks)
-			}
-			if err != nil {
-				failed = true
-				setProduceError(rp, req.Version, err)
-				srv.batchRefused(rc, name, p.Partition, rp.ErrorCode, err)
-				if req.Version >= 10 && wantsLeaderHint(rp.ErrorCode) {
-					if h, ok := leaderOf(img, name, p.Partition, rc.conn.listener); ok {
-						rp.CurrentLeader.LeaderID, rp.CurrentLeader.LeaderEpoch = h.leader, h.epoch
-						hints[h.leader] = true
-					}
-				}
-				continue
-			}
-			rp.BaseOffset, rp.LogAppendTime, rp.LogStartOffset = res.BaseOffset, res.LogAppendTime, res.LogStartOffset
-			if !res.Duplicate {
-				srv.metrics.TopicProduced(name, int64(len(p.Records)), res.RecordCount)
-			}
-			if ack != nil {
-				pending = append(pending, pendingAck{rp: rp, ack: ack})
-			}
+			items = append(items, produceItem{rp: rp, topic: name, partition: p.Partition, records: p.Records,
+				err: firstErr(txnErr, topicErr, acksErr, internalTopicErr(topicErr, name))})
 		}
-		resp.Topics = append(resp.Topics, rt)
+	}
+	srv.verifyProduceTxn(ctx, rc, req, items)
+	for i := range items {
+		it := &items[i]
+		rp, err := it.rp, it.err
+		var res storage.AppendResult
+		var ack *replica.Ack
+		if err == nil {
+			res, ack, err = srv.appendBatch(ctx, rc, it.topic, it.partition, it.records, req.Acks, it.guard)
+		}
+		if err != nil {
+			failed = true
+			setProduceError(rp, req.Version, err)
+			srv.batchRefused(rc, it.topic, it.partition, rp.ErrorCode, err)
+			if req.Version >= 10 && wantsLeaderHint(rp.ErrorCode) {
+				if h, ok := leaderOf(img, it.topic, it.partition, rc.conn.listener); ok {
+					rp.CurrentLeader.LeaderID, rp.CurrentLeader.LeaderEpoch = h.leader, h.epoch
+					hints[h.leader] = true
+				}
+			}
+			continue
+		}
+		rp.BaseOffset, rp.LogAppendTime, rp.LogStartOffset = res.BaseOffset, res.LogAppendTime, res.LogStartOffset
+		if !res.Duplicate {
+			srv.metrics.TopicProduced(it.topic, int64(len(it.records)), res.RecordCount)
+		}
+		if ack != nil {
+			pending = append(pending, pendingAck{rp: rp, ack: ack})
+		}
 	}
 	// Everything whose order matters on this connection is done.
 	rc.release()
@@ -232,41 +242,88 @@ func handleProduce(ctx context.Context, rc *request, kreq kmsg.Request) (kmsg.Re
 	return resp, nil
 }
 
+// produceItem is one partition of a produce request on its way to the log.
+type produceItem struct {
+	rp        *kmsg.ProduceResponseTopicPartition
+	topic     string
+	partition int32
+	records   []byte
+	err       error // the partition's answer when it is not appended
+	guard     txnGuard
+}
+
+// verifyProduceTxn checks the transactional batches of a request before
+// any is appended: a batch with the transactional bit needs the request's
+// transactional id, and its partition must be in the producer's open
+// transaction (verifyTxnPartitions: asked of the coordinator, or under
+// transaction version 2 — produce v12+ while it is finalized — added to
+// it by the leader, KIP-890 part 2). The partitions of one producer id and
+// epoch (a request has one) go to the coordinator in one call.
+func (s *Server) verifyProduceTxn(ctx context.Context, rc *request, req *kmsg.ProduceRequest, items []produceItem) {
+	type producer struct {
+		pid   int64
+		epoch int16
+	}
+	var groups map[producer][]int
+	for i := range items {
+		it := &items[i]
+		if it.err != nil || len(it.records) < storage.BatchHeaderSize || !storage.Batch(it.records).Transactional() {
+			continue
+		}
+		if req.TransactionID == nil || *req.TransactionID == "" {
+			it.err = errNoTransactionalID
+			continue
+		}
+		b := storage.Batch(it.records)
+		if groups == nil {
+			groups = map[producer][]int{}
+		}
+		k := producer{b.ProducerID(), b.ProducerEpoch()}
+		groups[k] = append(groups[k], i)
+	}
+	if len(groups) == 0 {
+		return
+	}
+	add := req.Version >= 12 && txnV2(rc)
+	for k, at := range groups {
+		parts := make([]metadata.TopicPartition, len(at))
+		for j, i := range at {
+			parts[j] = metadata.TopicPartition{Topic: items[i].topic, Partition: items[i].partition}
+		}
+		errs, guards := s.verifyTxnPartitions(ctx, *req.TransactionID, add, k.pid, k.epoch, parts)
+		for j, err := range errs {
+			items[at[j]].err, items[at[j]].guard = err, guards[j]
+		}
+	}
+}
+
 // appendBatch appends one partition's records as leader: the one path a
-// produced batch takes into a log.
+// produced batch takes into a log (its transactional checks are
+// verifyProduceTxn's, made for the whole request first).
 //
 // Sequence checks for idempotent producers happen inside the log's append
 // (storage.AppendResult.Duplicate marks a retry answered from the producer
 // state), so every path into a log gets them.
-func (s *Server) appendBatch(ctx context.Context, rc *request, txnID *string, version int16, topic string, partition int32, records []byte, acks int16) (storage.AppendResult, *replica.Ack, error) {
-	if len(records) >= storage.BatchHeaderSize && storage.Batch(records).Transactional() {
-		if txnID == nil || *txnID == "" {
-			return storage.AppendResult{}, nil, errNoTransactionalID
-		}
-		// Transaction version 2 (produce v12+ while it is finalized): the
-		// leader adds the partition to the transaction, the client does
-		// not (KIP-890 part 2).
-		add := version >= 12 && txnV2(rc)
-		if err := s.verifyTxnPartition(ctx, *txnID, add, topic, partition, storage.Batch(records)); err != nil {
-			return storage.AppendResult{}, nil, err
-		}
-	}
+func (s *Server) appendBatch(ctx context.Context, rc *request, topic string, partition int32, records []byte, acks int16, guard txnGuard) (storage.AppendResult, *replica.Ack, error) {
 	// Server.onPartition's retry, written out: a closure here would cost an
 	// allocation per partition on the produce path.
-	res, ack, err := s.appendOnce(topic, partition, records, acks)
+	res, ack, err := s.appendOnce(topic, partition, records, acks, guard)
 	if err != nil && staleAnswer(err) && s.catchUp(ctx, rc) {
-		res, ack, err = s.appendOnce(topic, partition, records, acks)
+		res, ack, err = s.appendOnce(topic, partition, records, acks, guard)
 	}
 	return res, ack, err
 }
 
-func (s *Server) appendOnce(topic string, partition int32, records []byte, acks int16) (storage.AppendResult, *replica.Ack, error) {
+func (s *Server) appendOnce(topic string, partition int32, records []byte, acks int16, guard txnGuard) (storage.AppendResult, *replica.Ack, error) {
 	if s.deps.Replicas == nil {
 		return storage.AppendResult{}, nil, errNoReplicas
 	}
 	p, err := s.deps.Replicas.Partition(topic, partition)
 	if err != nil {
 		return storage.AppendResult{}, nil, err
+	}
+	if guard.set {
+		return p.AppendAsLeaderGuarded(records, acks, guard.value)
 	}
 	return p.AppendAsLeader(records, acks)
 }

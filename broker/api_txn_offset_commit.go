@@ -16,10 +16,9 @@ package broker
 // (INVALID_PRODUCER_EPOCH before v3) for another producer epoch, and
 // INVALID_TXN_STATE when no transaction is open.
 //
-// The member check and the write are two steps here (Kafka makes them one
-// under the group lock): a member fenced between them still has its
-// offsets held; they commit only with its transaction, which the fencing
-// producer's InitProducerId aborts.
+// The member check and the write are one step, as under Kafka's group
+// lock: the write runs on the group's loop right after the check
+// (group.CommitRequest.Write), so no rebalance comes between them.
 //
 // Authorization (KafkaApis.handleTxnOffsetCommitRequest): WRITE on the
 // transactional id (TRANSACTIONAL_ID_AUTHORIZATION_FAILED), READ on the
@@ -97,16 +96,22 @@ func handleTxnOffsetCommit(ctx context.Context, rc *request, kreq kmsg.Request) 
 				offsets = append(offsets, metadata.OffsetCommit{Topic: t.Topic, Partition: p.Partition, Offset: p.Offset, LeaderEpoch: le, Metadata: derefOr(p.Metadata, "")})
 			}
 		}
-		if req.Generation >= 0 || req.MemberID != "" || req.InstanceID != nil {
-			// The member check alone: a commit without offsets writes nothing.
-			if err := groups.Commit(ctx, group.CommitRequest{Group: req.Group, MemberID: req.MemberID, InstanceID: derefOr(req.InstanceID, ""), Generation: req.Generation}); err != nil {
-				all(errorCode(err))
-				break
-			}
+		write := func(ctx context.Context) error {
+			return txns.CommitOffsets(ctx, req.TransactionalID, req.ProducerID, req.ProducerEpoch, req.Group, offsets)
 		}
-		if len(offsets) > 0 {
-			err := txns.CommitOffsets(ctx, req.TransactionalID, req.ProducerID, req.ProducerEpoch, req.Group, offsets)
-			all(fencedCode(errorCode(err), req.Version, 3))
+		switch {
+		case req.Generation >= 0 || req.MemberID != "" || req.InstanceID != nil:
+			// The member check and the write in one step on the group's
+			// loop; a commit without offsets writes nothing.
+			cr := group.CommitRequest{Group: req.Group, MemberID: req.MemberID, InstanceID: derefOr(req.InstanceID, ""), Generation: req.Generation}
+			if len(offsets) > 0 {
+				cr.Write = write
+			}
+			if err := groups.Commit(ctx, cr); err != nil {
+				all(fencedCode(errorCode(err), req.Version, 3))
+			}
+		case len(offsets) > 0:
+			all(fencedCode(errorCode(write(ctx)), req.Version, 3))
 		}
 	}
 	for i, t := range req.Topics {

@@ -319,48 +319,80 @@ func writeMarkersLocal(ctx context.Context, replicas ReplicaManager, req *kmsg.W
 	return resp
 }
 
-// verifyTxnPartition is the partition leader's check of KIP-890 before a
-// transactional batch is appended (transaction.partition.verification.enable,
+// verifyTxnPartitions is the partition leader's check of KIP-890 before
+// transactional batches are appended (transaction.partition.verification.enable,
 // on by default as in Kafka): the producer's open transaction at the
-// coordinator must include the partition. A producer that already has a
-// transaction open in this partition at this epoch needs no check (Kafka
-// skips it too). The coordinator is asked in process when it is this
-// broker, with AddPartitionsToTxn v4 VerifyOnly otherwise.
+// coordinator must include each partition. A partition where the producer
+// already has a transaction open at this epoch needs no check (Kafka skips
+// it too). The partitions of one produce request are asked about (or, with
+// add, added) together, one call for all: the coordinator records an add
+// with a Raft write, and one write per partition made a produce of a few
+// partitions wait for them in turn. The coordinator is asked in process
+// when it is this broker, with AddPartitionsToTxn v4 VerifyOnly (v5 to
+// add) otherwise. It answers one error per partition, nil when the batch
+// may be appended.
 //
-// Between the answer and the append a marker could end the transaction;
-// Kafka closes that window with a verification guard in the producer
-// state, which raftka does not have yet: the batch then opens a
-// transaction the coordinator does not know of, which the coordinator's
-// next marker for the producer (its next transaction or the fencing abort
-// of its next InitProducerId) ends.
-func (s *Server) verifyTxnPartition(ctx context.Context, txnID string, add bool, topic string, partition int32, b storage.Batch) error {
+// Between the answer and the append a marker could end the transaction
+// verified, and the batch would then open one the coordinator does not
+// know of. As Kafka's verification guard, each verified partition gets the
+// producer's marker count in the log taken before the coordinator was
+// asked (txnGuard); the append refuses the batch with INVALID_TXN_STATE if
+// a marker came since (storage.AppendOptions.TxnGuard). Under transaction
+// version 2 the marker's bumped epoch does that instead.
+func (s *Server) verifyTxnPartitions(ctx context.Context, txnID string, add bool, pid int64, epoch int16, parts []metadata.TopicPartition) ([]error, []txnGuard) {
+	errs := make([]error, len(parts))
+	guards := make([]txnGuard, len(parts))
 	if !add && s.config != nil && !s.config.TransactionPartitionVerification {
-		return nil
+		return errs, guards
 	}
-	pid, epoch := b.ProducerID(), b.ProducerEpoch()
-	if s.deps.Replicas != nil {
-		if p, err := s.deps.Replicas.Partition(topic, partition); err == nil && p.Log().InTransaction(pid, epoch) {
-			return nil
+	var ask []metadata.TopicPartition
+	var at []int // index in parts of each asked partition
+	for i, tp := range parts {
+		if s.deps.Replicas != nil {
+			if p, err := s.deps.Replicas.Partition(tp.Topic, tp.Partition); err == nil {
+				open, g := p.Log().TxnGuard(pid, epoch)
+				if open {
+					continue
+				}
+				// Taken before the coordinator is asked: a marker for the
+				// producer appended after it refuses the batch. Not when
+				// the leader adds the partition (transaction version 2):
+				// the add may wait for the previous transaction's marker
+				// to land here, and the marker's bumped epoch refuses a
+				// late batch of the old transaction already.
+				if !add {
+					guards[i] = txnGuard{set: true, value: g}
+				}
+			}
 		}
+		ask, at = append(ask, tp), append(at, i)
+	}
+	if len(ask) == 0 {
+		return errs, guards
+	}
+	fail := func(err error) ([]error, []txnGuard) {
+		for _, i := range at {
+			errs[i] = err
+		}
+		return errs, guards
 	}
 	if s.deps.Txns == nil || s.deps.Metadata == nil {
-		return fmt.Errorf("%w: no transaction coordinator to verify with", kerr.InvalidTxnState)
+		return fail(fmt.Errorf("%w: no transaction coordinator to verify with", kerr.InvalidTxnState))
 	}
-	parts := []metadata.TopicPartition{{Topic: topic, Partition: partition}}
 	img, _ := s.deps.Metadata.Current()
 	var codes []int16
 	if s.deps.Txns.Ownership(img, txnID) == nil {
 		if add {
-			return verifyErr(s.deps.Txns.AddPartitions(ctx, txnID, pid, epoch, parts))
+			return fail(verifyErr(s.deps.Txns.AddPartitions(ctx, txnID, pid, epoch, ask)))
 		}
 		var err error
-		if codes, err = s.deps.Txns.Verify(ctx, txnID, pid, epoch, parts); err != nil {
-			return verifyErr(err)
+		if codes, err = s.deps.Txns.Verify(ctx, txnID, pid, epoch, ask); err != nil {
+			return fail(verifyErr(err))
 		}
 	} else {
 		place, ok := txn.Place(img, txnID)
 		if !ok || place.Leader < 0 || s.deps.Peers == nil {
-			return fmt.Errorf("%w: the transaction coordinator of %q is not available", kerr.NotEnoughReplicas, txnID)
+			return fail(fmt.Errorf("%w: the transaction coordinator of %q is not available", kerr.NotEnoughReplicas, txnID))
 		}
 		req := kmsg.NewPtrAddPartitionsToTxnRequest()
 		req.SetVersion(4)
@@ -369,35 +401,59 @@ func (s *Server) verifyTxnPartition(ctx context.Context, txnID string, add bool,
 		}
 		tx := kmsg.NewAddPartitionsToTxnRequestTransaction()
 		tx.TransactionalID, tx.ProducerID, tx.ProducerEpoch, tx.VerifyOnly = txnID, pid, epoch, !add
-		tt := kmsg.NewAddPartitionsToTxnRequestTransactionTopic()
-		tt.Topic, tt.Partitions = topic, []int32{partition}
-		tx.Topics = append(tx.Topics, tt)
+		byTopic := map[string]int{}
+		for _, tp := range ask {
+			j, ok := byTopic[tp.Topic]
+			if !ok {
+				j = len(tx.Topics)
+				byTopic[tp.Topic] = j
+				tt := kmsg.NewAddPartitionsToTxnRequestTransactionTopic()
+				tt.Topic = tp.Topic
+				tx.Topics = append(tx.Topics, tt)
+			}
+			tx.Topics[j].Partitions = append(tx.Topics[j].Partitions, tp.Partition)
+		}
 		req.Transactions = append(req.Transactions, tx)
 		vctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 		resp, err := s.deps.Peers.Request(vctx, place.Leader, req)
 		cancel()
 		if err != nil {
-			return fmt.Errorf("%w: verifying with the transaction coordinator: %v", kerr.NotEnoughReplicas, err)
+			return fail(fmt.Errorf("%w: verifying with the transaction coordinator: %v", kerr.NotEnoughReplicas, err))
 		}
 		r := resp.(*kmsg.AddPartitionsToTxnResponse)
 		if r.ErrorCode != 0 {
-			return verifyErr(kerr.ErrorForCode(r.ErrorCode))
+			return fail(verifyErr(kerr.ErrorForCode(r.ErrorCode)))
 		}
-		codes = []int16{kerr.InvalidTxnState.Code}
+		answered := map[metadata.TopicPartition]int16{}
 		for _, rt := range r.Transactions {
 			for _, t := range rt.Topics {
 				for _, p := range t.Partitions {
-					if t.Topic == topic && p.Partition == partition {
-						codes[0] = p.ErrorCode
-					}
+					answered[metadata.TopicPartition{Topic: t.Topic, Partition: p.Partition}] = p.ErrorCode
 				}
 			}
 		}
+		codes = make([]int16, len(ask))
+		for k, tp := range ask {
+			code, ok := answered[tp]
+			if !ok {
+				code = kerr.InvalidTxnState.Code
+			}
+			codes[k] = code
+		}
 	}
-	if codes[0] != 0 {
-		return verifyErr(kerr.ErrorForCode(codes[0]))
+	for k, i := range at {
+		if codes[k] != 0 {
+			errs[i] = verifyErr(kerr.ErrorForCode(codes[k]))
+		}
 	}
-	return nil
+	return errs, guards
+}
+
+// txnGuard is a partition's verification guard for one produce
+// (storage.Log.TxnGuard), set when the partition was verified.
+type txnGuard struct {
+	set   bool
+	value uint64
 }
 
 // verifyErr is what a produce answers when verification fails, as

@@ -23,14 +23,40 @@ import (
 // queue on the controller loop like offset commits, so hundreds of
 // concurrent transactions leave in one Raft entry.
 
-// decideTxnWrite records a coordinator's transaction write.
+// decideTxnWrite records a coordinator's transaction write: one
+// Transaction or TxnOffsetCommit record, or a sequence of Transaction
+// records of one id, each checked against the state the one before it
+// leaves (a coordinator records a transaction's Complete* state and the
+// next transaction's first step in one entry; see broker/txn's
+// AddPartitions). All are recorded or none.
 func decideTxnWrite(req *kmsg.EnvelopeRequest) decideFunc {
 	recs, derr := metadata.DecodeRecords(req.RequestData)
 	return func(c *controller, img *metadata.Image, now time.Time) decision {
 		resp := req.ResponseKind().(*kmsg.EnvelopeResponse)
-		if derr != nil || len(recs) != 1 {
+		if derr != nil || len(recs) == 0 {
 			resp.ErrorCode = kerr.InvalidRequest.Code
 			return decision{resp: resp}
+		}
+		if len(recs) > 1 {
+			var cur *metadata.Transaction
+			for i, rec := range recs {
+				r, ok := rec.(*metadata.Transaction)
+				if !ok || (i > 0 && r.TransactionalID != cur.TransactionalID) {
+					resp.ErrorCode = kerr.InvalidRequest.Code
+					return decision{resp: resp}
+				}
+				if i == 0 {
+					if t, ok := img.Transaction(r.TransactionalID); ok {
+						cur = &t
+					}
+				}
+				if err := metadata.CheckTxnTransition(cur, r); err != nil {
+					resp.ErrorCode = txnErrCode(err)
+					return decision{resp: resp}
+				}
+				cur = r
+			}
+			return decision{recs: recs, resp: resp}
 		}
 		var err error
 		switch r := recs[0].(type) {
@@ -80,12 +106,13 @@ func decideTxnWrite(req *kmsg.EnvelopeRequest) decideFunc {
 func txnErrCode(err error) int16 { return kafkacode.OfDecision(err) }
 
 // WriteTxn records one transaction write (a *metadata.Transaction or
-// *metadata.TxnOffsetCommit) and returns once this node's image has it. A
+// *metadata.TxnOffsetCommit, or several *metadata.Transaction of one id
+// in one Raft entry) and returns once this node's image has it. A
 // write the rules refuse fails with its Kafka error: INVALID_TXN_STATE,
 // PRODUCER_FENCED, or NOT_COORDINATOR for a coordinator whose slot epoch
 // is older than the last writer's.
-func (c *ControllerClient) WriteTxn(ctx context.Context, rec metadata.Record) (uint64, error) {
-	return c.writeTxn(ctx, rec, true)
+func (c *ControllerClient) WriteTxn(ctx context.Context, recs ...metadata.Record) (uint64, error) {
+	return c.writeTxn(ctx, recs, true)
 }
 
 // WriteTxnNoWait is WriteTxn returning as soon as the controller has
@@ -94,8 +121,8 @@ func (c *ControllerClient) WriteTxn(ctx context.Context, rec metadata.Record) (u
 // heartbeat later when the log is idle; a transaction coordinator that
 // knows what it wrote (broker/txn) need not wait for that, and three such
 // writes per transaction otherwise cost three heartbeats.
-func (c *ControllerClient) WriteTxnNoWait(ctx context.Context, rec metadata.Record) (uint64, error) {
-	return c.writeTxn(ctx, rec, false)
+func (c *ControllerClient) WriteTxnNoWait(ctx context.Context, recs ...metadata.Record) (uint64, error) {
+	return c.writeTxn(ctx, recs, false)
 }
 
 // WriteConsumerGroup records a KIP-848 group's state (a
@@ -105,16 +132,26 @@ func (c *ControllerClient) WriteTxnNoWait(ctx context.Context, rec metadata.Reco
 // writer's gets NOT_COORDINATOR; a state the rules refuse (two owners of a
 // partition) INVALID_REQUEST. Writes share Raft entries as commits do.
 func (c *ControllerClient) WriteConsumerGroup(ctx context.Context, rec metadata.Record) (uint64, error) {
-	return c.writeTxn(ctx, rec, true)
+	return c.writeTxn(ctx, []metadata.Record{rec}, true)
 }
 
-func (c *ControllerClient) writeTxn(ctx context.Context, rec metadata.Record, wait bool) (uint64, error) {
-	switch rec.(type) {
-	case *metadata.Transaction, *metadata.TxnOffsetCommit, *metadata.ConsumerGroup, *metadata.RemoveConsumerGroup:
-	default:
-		return 0, fmt.Errorf("raftfsm: WriteTxn of a %T", rec)
+func (c *ControllerClient) writeTxn(ctx context.Context, recs []metadata.Record, wait bool) (uint64, error) {
+	if len(recs) == 0 {
+		return 0, fmt.Errorf("raftfsm: WriteTxn of nothing")
 	}
-	data, err := metadata.EncodeRecords([]metadata.Record{rec})
+	for _, rec := range recs {
+		switch rec.(type) {
+		case *metadata.Transaction:
+		case *metadata.TxnOffsetCommit, *metadata.ConsumerGroup, *metadata.RemoveConsumerGroup:
+			if len(recs) > 1 {
+				return 0, fmt.Errorf("raftfsm: WriteTxn of a %T with other records", rec)
+			}
+		default:
+			return 0, fmt.Errorf("raftfsm: WriteTxn of a %T", rec)
+		}
+	}
+	rec := recs[len(recs)-1]
+	data, err := metadata.EncodeRecords(recs)
 	if err != nil {
 		return 0, err
 	}

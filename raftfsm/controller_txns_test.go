@@ -74,3 +74,43 @@ func TestWriteTxnThroughController(t *testing.T) {
 		t.Fatalf("100 writes took %d entries", after-before)
 	}
 }
+
+// Several Transaction records of one id in one write: each is checked
+// against the state the one before it leaves, and all are recorded in one
+// Raft entry or none.
+func TestWriteTxnSequence(t *testing.T) {
+	tc := startCluster(t, 1, nil)
+	n := tc.nodes[tc.leader(10*time.Second)]
+	ctx := ctxT(t, 20*time.Second)
+	c := n.Client()
+	if _, err := c.WriteTxn(ctx, testTxn("s", metadata.TxnEmpty, 0), testTxn("s", metadata.TxnOngoing, 0)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.WriteTxn(ctx, testTxn("s", metadata.TxnPrepareCommit, 0)); err != nil {
+		t.Fatal(err)
+	}
+	_, before := n.Current()
+	if _, err := c.WriteTxn(ctx, testTxn("s", metadata.TxnCompleteCommit, 0), testTxn("s", metadata.TxnOngoing, 0)); err != nil {
+		t.Fatal(err)
+	}
+	img, after := n.Current()
+	if got, _ := img.Transaction("s"); got.State != metadata.TxnOngoing || after-before != 1 {
+		t.Fatalf("after Complete+Ongoing: %+v in %d entries", got, after-before)
+	}
+	// The second step is invalid from the first (Ongoing -> CompleteCommit):
+	// nothing of the write is recorded.
+	_, err := c.WriteTxn(ctx, testTxn("s", metadata.TxnPrepareAbort, 0), testTxn("s", metadata.TxnCompleteCommit, 0))
+	if !errors.Is(err, kerr.InvalidTxnState) {
+		t.Fatalf("PrepareAbort then CompleteCommit: %v", err)
+	}
+	if _, err := c.WriteTxn(ctx, testTxn("s", metadata.TxnPrepareAbort, 0), testTxn("other", metadata.TxnEmpty, 0)); !errors.Is(err, kerr.InvalidRequest) {
+		t.Fatalf("two ids in one write: %v", err)
+	}
+	img, _ = n.Current()
+	if got, _ := img.Transaction("s"); got.State != metadata.TxnOngoing {
+		t.Fatalf("refused writes changed the state: %+v", got)
+	}
+	if _, ok := img.Transaction("other"); ok {
+		t.Fatal("a refused write recorded another id")
+	}
+}

@@ -130,7 +130,9 @@
 // the image. A transaction coordinator (broker/txn) sends each write as
 // Envelope v0 (Kafka's wrapper for requests a broker sends the controller
 // on another's behalf) whose RequestData is one metadata record batch
-// (metadata.EncodeRecords) of exactly one record:
+// (metadata.EncodeRecords) of one record, or of several Transaction
+// records of one id (each checked against the state the one before leaves;
+// all are recorded or none):
 //
 //	Transaction       the id's whole new state; checked with
 //	                  metadata.CheckTxnTransition against the image
@@ -142,7 +144,8 @@
 //	                  StateTimestampMs stamped with the controller's clock
 //	RemoveConsumerGroup  an empty consumer group becoming classic
 //
-// The answer's ErrorCode is 0, INVALID_REQUEST (not one such record),
+// The answer's ErrorCode is 0, INVALID_REQUEST (not one such record,
+// nor a sequence of one id's Transaction records),
 // INVALID_TXN_STATE, PRODUCER_FENCED, or NOT_COORDINATOR (a coordinator
 // epoch below the recorded one). Writes queue on the controller loop like
 // offset commits, so concurrent transactions share Raft entries.

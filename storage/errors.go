@@ -47,4 +47,9 @@ var (
 	// coordinator epoch older than the producer's last marker's (a
 	// coordinator that lost its slot). Kafka: TRANSACTION_COORDINATOR_FENCED.
 	ErrTransactionCoordinatorFenced = errors.New("storage: transaction coordinator fenced")
+	// ErrTxnVerificationLost: a transactional batch verified with the
+	// coordinator (AppendOptions.TxnGuard) whose producer had a marker
+	// appended since, which may have ended the transaction verified.
+	// Kafka: INVALID_TXN_STATE (its verification guard).
+	ErrTxnVerificationLost = errors.New("storage: transaction ended after verification")
 )

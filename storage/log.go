@@ -35,7 +35,10 @@ type Log struct {
 	scratch    []byte     // reused by recovery
 	nextOffset int64      // writer's view of the log end offset
 	// producers is the idempotent-producer table as of nextOffset.
-	producers     producerStates
+	producers producerStates
+	// txnMarkers counts, per producer id, the markers appended as leader
+	// (the verification guard of AppendOptions.TxnGuard); guarded by mu.
+	txnMarkers    map[int64]uint64
 	producerTTLMs int64 // producer.id.expiration.ms
 	// followerDropBehind is LogOptions.FollowerDropBehind (0: off).
 	followerDropBehind int64

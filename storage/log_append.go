@@ -12,6 +12,14 @@ type AppendOptions struct {
 	// LeaderEpoch is written into the batch's partitionLeaderEpoch and
 	// recorded in the leader-epoch cache.
 	LeaderEpoch int32
+	// TxnGuard, with Guarded, is what TxnGuard answered for the batch's
+	// producer before its transaction was verified with the coordinator:
+	// a marker for that producer appended since refuses a transactional
+	// batch (ErrTxnVerificationLost), so a batch verified for a
+	// transaction that ended meanwhile cannot open one the coordinator
+	// does not know (Kafka's verification guard).
+	TxnGuard uint64
+	Guarded  bool
 }
 
 // AppendResult describes an appended batch (or batches, for a follower).
@@ -92,6 +100,10 @@ func (l *Log) Append(batch []byte, opts AppendOptions) (AppendResult, error) {
 		}
 		l.mu.Unlock()
 		return res, err
+	}
+	if opts.Guarded && b.Transactional() && l.txnMarkers[b.ProducerID()] != opts.TxnGuard {
+		l.mu.Unlock()
+		return res, fmt.Errorf("%w: producer %d had a marker after its transaction was verified", ErrTxnVerificationLost, b.ProducerID())
 	}
 	base := l.nextOffset
 	b.SetBaseOffset(base)

@@ -204,6 +204,12 @@ func (l *Log) AppendMarker(m TxnMarker, opts AppendOptions) (AppendResult, error
 		res.LogAppendTime = now
 	}
 	err := l.appendLocked(b, BatchInfo{MaxTimestamp: now, MinTimestamp: now}, cfg)
+	if err == nil {
+		if l.txnMarkers == nil {
+			l.txnMarkers = map[int64]uint64{}
+		}
+		l.txnMarkers[m.ProducerID]++
+	}
 	res.BaseOffset, res.LastOffset = base, base
 	res.LogStartOffset = l.logStart.Load()
 	res.RecordCount, res.Bytes = 1, int64(len(b))

@@ -506,10 +506,18 @@ func (l *Log) Producers() []ProducerState {
 // it for a producer whose currentTxnFirstOffset is set. Safe to call from
 // any goroutine.
 func (l *Log) InTransaction(producerID int64, epoch int16) bool {
+	ok, _ := l.TxnGuard(producerID, epoch)
+	return ok
+}
+
+// TxnGuard reports whether the producer has a transaction open at epoch
+// in this log (InTransaction) and, for AppendOptions.TxnGuard, how many
+// markers this log has appended as leader for the producer so far.
+func (l *Log) TxnGuard(producerID int64, epoch int16) (open bool, guard uint64) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	e := l.producers[producerID]
-	return e != nil && e.epoch == epoch && e.txnFirstOffset >= 0
+	return e != nil && e.epoch == epoch && e.txnFirstOffset >= 0, l.txnMarkers[producerID]
 }
 
 // ExpireProducers drops producers whose last batch is
@@ -522,7 +530,13 @@ func (l *Log) ExpireProducers(now time.Time) (int, error) {
 	if l.closed {
 		return 0, ErrClosed
 	}
-	return l.producers.expire(now.UnixMilli(), l.producerTTLMs), nil
+	n := l.producers.expire(now.UnixMilli(), l.producerTTLMs)
+	for pid := range l.txnMarkers {
+		if l.producers[pid] == nil {
+			delete(l.txnMarkers, pid) // no transaction of it can be open or verified
+		}
+	}
+	return n, nil
 }
 
 // checkProducerLocked validates a leader's batch against the producer

@@ -609,3 +609,39 @@ func TestInTransaction(t *testing.T) {
 		t.Fatal("the next transaction is not open")
 	}
 }
+
+// The verification guard: a transactional batch appended with the guard
+// TxnGuard answered before its verification is refused, and nothing
+// appended, once a marker for its producer came in between (it would open
+// a transaction the coordinator has ended); with the guard taken after
+// the marker, or for another producer, it is appended.
+func TestTxnVerificationGuard(t *testing.T) {
+	clk := newClock()
+	l, _ := openTestLog(t, partDir(t), DefaultConfig(), LogOptions{Now: clk.now})
+	defer l.Close()
+	ts := clk.now().UnixMilli()
+	appendOK(t, l, txnBatch(10, 0, 0, 2, ts))
+	open, before := l.TxnGuard(10, 0)
+	if !open {
+		t.Fatal("the open transaction is not reported")
+	}
+	_, other := l.TxnGuard(11, 0)
+	appendMarkerOK(t, l, marker(10, 0, 0, true)) // lands between verification and append
+	leo := l.LogEndOffset()
+	if _, err := l.Append(txnBatch(10, 0, 2, 1, ts), AppendOptions{LeaderEpoch: 1, TxnGuard: before, Guarded: true}); !errors.Is(err, ErrTxnVerificationLost) {
+		t.Fatalf("append with the guard from before the marker: %v", err)
+	}
+	if l.LogEndOffset() != leo || l.InTransaction(10, 0) {
+		t.Fatal("the refused batch changed the log")
+	}
+	if _, err := l.Append(txnBatch(11, 0, 0, 1, ts), AppendOptions{LeaderEpoch: 1, TxnGuard: other, Guarded: true}); err != nil {
+		t.Fatalf("another producer's batch: %v", err)
+	}
+	open, after := l.TxnGuard(10, 0)
+	if open || after == before {
+		t.Fatalf("after the marker: open %v, guard %d (was %d)", open, after, before)
+	}
+	if _, err := l.Append(txnBatch(10, 0, 2, 1, ts), AppendOptions{LeaderEpoch: 1, TxnGuard: after, Guarded: true}); err != nil {
+		t.Fatalf("append with the guard from after the marker: %v", err)
+	}
+}

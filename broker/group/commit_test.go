@@ -303,3 +303,47 @@ func TestCloseAnswersCommitInFlight(t *testing.T) {
 		t.Fatalf("commit cut short by Close: %v, want NOT_COORDINATOR", err)
 	}
 }
+
+// A commit that brings its own writer (TxnOffsetCommit's) is written on
+// the group's loop right after its member check: a fencing step queued
+// meanwhile waits for the write, the writer's outcome is the answer, and
+// a fenced member's writer never runs.
+func TestCommitWithOwnWriter(t *testing.T) {
+	const session = 10 * time.Second
+	c, _, _, member := stableStaticGroup(t, session)
+	entered, release := make(chan struct{}, 1), make(chan struct{})
+	var calls atomic.Int32
+	write := func(context.Context) error {
+		calls.Add(1)
+		entered <- struct{}{}
+		<-release
+		return kerr.ProducerFenced
+	}
+	first := commitAsync(c, CommitRequest{Group: "g", MemberID: member, InstanceID: "i1", Generation: 1, Write: write})
+	await(t, entered)
+	left := make(chan error, 1)
+	go func() {
+		_, err := c.Leave(context.Background(), "g", []LeaveMember{{MemberID: member, InstanceID: "i1"}})
+		left <- err
+	}()
+	waitQueued(t, c, 1)
+	select {
+	case <-left:
+		t.Fatal("the member left while its checked commit was being written")
+	default:
+	}
+	close(release)
+	if err := await(t, first); !errors.Is(err, kerr.ProducerFenced) {
+		t.Fatalf("the writer's answer: %v", err)
+	}
+	if err := await(t, left); err != nil {
+		t.Fatal(err)
+	}
+	second := commitAsync(c, CommitRequest{Group: "g", MemberID: member, InstanceID: "i1", Generation: 1, Write: write})
+	if err := await(t, second); !errors.Is(err, kerr.UnknownMemberID) {
+		t.Fatalf("the fenced member's commit: %v", err)
+	}
+	if n := calls.Load(); n != 1 {
+		t.Fatalf("the writer ran %d times, want once", n)
+	}
+}

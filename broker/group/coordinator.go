@@ -396,6 +396,10 @@ func (c *Coordinator) run(l *loop) {
 				}
 				epoch = ep
 			}
+			if q.commit != nil && q.commit.r.Write != nil {
+				c.writeOwn(g, now, q.commit)
+				continue
+			}
 			if q.commit != nil {
 				ok := false
 				if cs != nil {
@@ -700,6 +704,11 @@ type CommitRequest struct {
 	// Version is the OffsetCommit's: a consumer-protocol member must use
 	// v9 or above.
 	Version int16
+	// Write, when set, stores the commit instead of Offsets: it runs on
+	// the group's loop right after the member check passes, so a member
+	// fenced after the check cannot slip in between (TxnOffsetCommit's
+	// offsets, which the transaction coordinator holds pending).
+	Write func(ctx context.Context) error
 }
 
 // Commit checks the member and generation on the group's loop and writes
@@ -720,6 +729,19 @@ func (c *Coordinator) Commit(ctx context.Context, r CommitRequest) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	}
+}
+
+// writeOwn checks a commit that brings its own writer against the group
+// and, if it passes, runs the writer on the group's loop and answers with
+// its outcome.
+func (c *Coordinator) writeOwn(g *Group, now time.Time, co *commitOp) {
+	if code := g.ValidateCommit(now, co.r.MemberID, co.r.InstanceID, co.r.Generation); code != 0 {
+		co.done <- errFor(code)
+		return
+	}
+	ctx, cancel := context.WithTimeout(c.ctx, c.cfg.PersistTimeout)
+	defer cancel()
+	co.done <- co.r.Write(ctx)
 }
 
 // checkCommit checks a commit against the group; a commit that fails, or

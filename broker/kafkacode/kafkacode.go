@@ -34,6 +34,7 @@ var kinds = []kind{
 	// Since 2.7 Kafka answers a produce with a stale epoch so rather than
 	// PRODUCER_FENCED, which clients treat as fatal.
 	{storage.ErrInvalidProducerEpoch, kerr.InvalidProducerEpoch},
+	{storage.ErrTxnVerificationLost, kerr.InvalidTxnState},
 	{storage.ErrTransactionCoordinatorFenced, kerr.TransactionCoordinatorFenced},
 
 	// metadata: the controller's rules for topics, brokers, partitions.

@@ -62,6 +62,7 @@ func TestMapping(t *testing.T) {
 		{storage.ErrOutOfOrderSequence, kerr.OutOfOrderSequenceNumber},
 		{storage.ErrInvalidProducerEpoch, kerr.InvalidProducerEpoch},
 		{storage.ErrTransactionCoordinatorFenced, kerr.TransactionCoordinatorFenced},
+		{storage.ErrTxnVerificationLost, kerr.InvalidTxnState},
 		// metadata
 		{metadata.ErrTopicExists, kerr.TopicAlreadyExists},
 		{metadata.ErrUnknownTopic, kerr.UnknownTopicOrPartition},

@@ -186,6 +186,17 @@ func (p *Partition) AppendAsLeader(batch []byte, requiredAcks int16) (storage.Ap
 	})
 }
 
+// AppendAsLeaderGuarded is AppendAsLeader for a transactional batch whose
+// transaction was verified with the coordinator: guard is what
+// storage.Log.TxnGuard answered before the verification, and a marker for
+// the producer appended since refuses the batch
+// (storage.ErrTxnVerificationLost).
+func (p *Partition) AppendAsLeaderGuarded(batch []byte, requiredAcks int16, guard uint64) (storage.AppendResult, *Ack, error) {
+	return p.appendLeader(requiredAcks, func(epoch int32) (storage.AppendResult, error) {
+		return p.log.Append(batch, storage.AppendOptions{LeaderEpoch: epoch, TxnGuard: guard, Guarded: true})
+	})
+}
+
 // AppendMarker appends a transaction marker as the leader: what a
 // WriteTxnMarkers request asks of each partition (Kafka sends it with
 // acks=-1, and so should the caller; requiredAcks works as in

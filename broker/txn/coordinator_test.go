@@ -133,8 +133,8 @@ func newCoordinator(t *testing.T, w *twin, m *markers, clk *fakeClock, node int3
 // not wait for the local image, so the tests go through current's overlay.
 type noWait struct{ *raftfsm.ControllerClient }
 
-func (n noWait) WriteTxn(ctx context.Context, rec metadata.Record) (uint64, error) {
-	return n.WriteTxnNoWait(ctx, rec)
+func (n noWait) WriteTxn(ctx context.Context, recs ...metadata.Record) (uint64, error) {
+	return n.WriteTxnNoWait(ctx, recs...)
 }
 
 func waitState(t *testing.T, w *twin, id string, want metadata.TxnState) metadata.Transaction {
@@ -330,5 +330,180 @@ func TestCoordinatorTakeover(t *testing.T) {
 	}
 	if err := c2.EndTxn(ctx(t), "t3", pid, epoch, true); err != nil {
 		t.Fatalf("retried commit at the new coordinator: %v", err)
+	}
+}
+
+// gatedController counts the coordinator's writes and, while gate is set,
+// holds each write until the test lets it go.
+type gatedController struct {
+	noWait
+	writes  atomic.Int32
+	gate    chan struct{}
+	entered chan struct{}
+}
+
+func (g *gatedController) WriteTxn(ctx context.Context, recs ...metadata.Record) (uint64, error) {
+	g.writes.Add(1)
+	if g.gate != nil {
+		g.entered <- struct{}{}
+		<-g.gate
+	}
+	return g.noWait.WriteTxn(ctx, recs...)
+}
+
+// Adds to one id that arrive while one of its writes is in flight are
+// decided together and recorded with one write; each caller gets its own
+// answer (a stale epoch among them is refused alone).
+func TestCoordinatorCoalescesAdds(t *testing.T) {
+	w := newTwin(t, 1)
+	m := &markers{}
+	clk := &fakeClock{}
+	clk.ms.Store(1_000_000)
+	var next atomic.Int64
+	next.Store(1000)
+	g := &gatedController{noWait: noWait{w.node.Client()}}
+	c := NewCoordinator(Config{
+		NodeID: 1, Limits: Limits{MaxTimeoutMs: 60000, IDExpirationMs: 3600000},
+		ResumeInterval: 20 * time.Millisecond, MarkerRetryBackoff: 10 * time.Millisecond,
+		ProducerIDs: func(context.Context) (int64, error) { return next.Add(1), nil },
+		Now:         clk.now, Logger: zerolog.Nop(),
+	}, w, g, m)
+	t.Cleanup(c.Close)
+	pid, epoch, err := c.InitProducerID(ctx(t), "t4", InitInput{TimeoutMs: 30000, ProducerID: -1, ProducerEpoch: -1, Version: 5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g.gate, g.entered = make(chan struct{}), make(chan struct{}, 16)
+	before := g.writes.Load()
+	// The first add's write is held; the others queue behind it.
+	errs := make([]error, 5)
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		errs[0] = c.AddPartitions(ctx(t), "t4", pid, epoch, []metadata.TopicPartition{{Topic: "d", Partition: 0}})
+	}()
+	<-g.entered
+	for i := 1; i < 5; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			e, part := epoch, int32(i) // partitions 1-3 (the records do not check that they exist)
+			if i == 4 {
+				e = epoch - 1 // a fenced producer's add, refused alone
+			}
+			errs[i] = c.AddPartitions(ctx(t), "t4", pid, e, []metadata.TopicPartition{{Topic: "d", Partition: part}})
+		}()
+	}
+	// Wait until the four are queued behind the held write.
+	deadline := time.Now().Add(waitLimit)
+	for {
+		c.mu.Lock()
+		n := 0
+		if q := c.adding["t4"]; q != nil {
+			n = len(q.adds)
+		}
+		c.mu.Unlock()
+		if n == 4 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d adds queued, want 4", n)
+		}
+		time.Sleep(time.Millisecond)
+	}
+	close(g.gate)
+	wg.Wait()
+	if got := g.writes.Load() - before; got != 2 {
+		t.Fatalf("%d writes for 5 adds, want 2 (the held one and one for the three queued that add)", got)
+	}
+	for i, err := range errs[:4] {
+		if err != nil {
+			t.Fatalf("add %d: %v", i, err)
+		}
+	}
+	if !errors.Is(errs[4], kerr.ProducerFenced) && !errors.Is(errs[4], kerr.InvalidProducerEpoch) {
+		t.Fatalf("stale epoch add: %v", errs[4])
+	}
+	tx, ok := c.Transaction("t4")
+	if !ok || tx.State != metadata.TxnOngoing || len(tx.Partitions) != 4 {
+		t.Fatalf("state %+v", tx)
+	}
+	c.mu.Lock()
+	left := len(c.adding)
+	c.mu.Unlock()
+	if left != 0 {
+		t.Fatalf("%d add queues left open", left)
+	}
+}
+
+// An add that finds the previous transaction's markers all written but its
+// CompleteCommit not yet recorded records both in one write: the
+// committed offsets become the group's, the new transaction is open with
+// the new partition, and the marker writer finds nothing left to do.
+func TestCoordinatorAddRecordsCompleteWithIt(t *testing.T) {
+	w := newTwin(t, 1)
+	m := &markers{}
+	m.hold.Store(true) // the marker writer never gets to record CompleteCommit itself
+	clk := &fakeClock{}
+	clk.ms.Store(1_000_000)
+	var next atomic.Int64
+	next.Store(1000)
+	g := &gatedController{noWait: noWait{w.node.Client()}}
+	c := NewCoordinator(Config{
+		NodeID: 1, Limits: Limits{MaxTimeoutMs: 60000, IDExpirationMs: 3600000},
+		ResumeInterval: 20 * time.Millisecond, MarkerRetryBackoff: 10 * time.Millisecond,
+		ProducerIDs: func(context.Context) (int64, error) { return next.Add(1), nil },
+		Now:         clk.now, Logger: zerolog.Nop(),
+	}, w, g, m)
+	t.Cleanup(c.Close)
+	pid, epoch, err := c.InitProducerID(ctx(t), "t5", InitInput{TimeoutMs: 30000, ProducerID: -1, ProducerEpoch: -1, Version: 5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.AddPartitions(ctx(t), "t5", pid, epoch, []metadata.TopicPartition{{Topic: "d", Partition: 0}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.AddOffsets(ctx(t), "t5", pid, epoch, "g"); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.CommitOffsets(ctx(t), "t5", pid, epoch, "g", []metadata.OffsetCommit{{Topic: "d", Partition: 0, Offset: 9, LeaderEpoch: -1}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.EndTxn(ctx(t), "t5", pid, epoch, true); err != nil {
+		t.Fatal(err)
+	}
+	// Without its markers the add waits and is told to retry.
+	if err := c.AddPartitions(ctx(t), "t5", pid, epoch, []metadata.TopicPartition{{Topic: "d", Partition: 1}}); !errors.Is(err, kerr.ConcurrentTransactions) {
+		t.Fatalf("add before the markers: %v", err)
+	}
+	// The markers are written (as the marker writer records it).
+	prep, ok := c.Transaction("t5")
+	if !ok || prep.State != metadata.TxnPrepareCommit {
+		t.Fatalf("state %+v", prep)
+	}
+	c.mu.Lock()
+	c.markersWritten["t5"] = prep
+	c.mu.Unlock()
+	before := g.writes.Load()
+	if err := c.AddPartitions(ctx(t), "t5", pid, epoch, []metadata.TopicPartition{{Topic: "d", Partition: 1}}); err != nil {
+		t.Fatal(err)
+	}
+	if got := g.writes.Load() - before; got != 1 {
+		t.Fatalf("%d writes, want 1 (CompleteCommit and Ongoing together)", got)
+	}
+	tx := waitState(t, w, "t5", metadata.TxnOngoing)
+	if len(tx.Partitions) != 1 || tx.Partitions[0].Partition != 1 {
+		t.Fatalf("new transaction %+v", tx)
+	}
+	img, _ := w.Current()
+	if o, ok := img.Offset("g", "d", 0); !ok || o.Offset != 9 {
+		t.Fatalf("the committed transaction's offset %+v %v", o, ok)
+	}
+	// The marker writer, let go, finds the transaction moved on.
+	m.hold.Store(false)
+	time.Sleep(50 * time.Millisecond)
+	if got, _ := c.Transaction("t5"); got.State != metadata.TxnOngoing {
+		t.Fatalf("after the marker writer ran: %+v", got)
 	}
 }

@@ -304,8 +304,8 @@ func runServer(ctx context.Context, cfg *config.Config, log zerolog.Logger, shut
 // image (the coordinator keeps what it wrote until the image has it).
 type txnController struct{ *raftfsm.ControllerClient }
 
-func (t txnController) WriteTxn(ctx context.Context, rec metadata.Record) (uint64, error) {
-	return t.WriteTxnNoWait(ctx, rec)
+func (t txnController) WriteTxn(ctx context.Context, recs ...metadata.Record) (uint64, error) {
+	return t.WriteTxnNoWait(ctx, recs...)
 }
 
 // startReplicas starts the partition layer and feeds it every published

@@ -8,13 +8,12 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/IBM/sarama"
 	"github.com/raftka/raftka/test/cluster"
+	"github.com/raftka/raftka/test/invariants"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -478,106 +477,18 @@ func TestConfluentAndKcatTransactions(t *testing.T) {
 // one of them and then a partition leader are SIGKILLed and restarted: a
 // read_committed consumer finds no aborted record, no committed record
 // lost, no transaction torn (all of its records visible or none) and no
-// record twice.
+// record twice, and each producer's records in order (the checks are
+// test/invariants' CheckTransactions, which the long chaos run shares).
 func TestTransactionsUnderFaults(t *testing.T) {
 	c := cluster.Start(t, cluster.Nodes(3), cluster.LogLevel("info"))
 	ctx := ctxFor(t, 240*time.Second)
 	adm := kadm.NewClient(client(t, c))
-	const topic, producers, perTxn = "txn-faults", 4, 6
+	const topic = "txn-faults"
 	if err := createTopic(ctx, adm, topic, 6, 3); err != nil {
 		t.Fatal(err)
 	}
-	type outcome struct {
-		vals   []string
-		status string // committed, aborted, unsure
-	}
-	var mu sync.Mutex
-	var txns []outcome
-	record := func(vals []string, status string) {
-		mu.Lock()
-		txns = append(txns, outcome{vals, status})
-		mu.Unlock()
-	}
-	newProducer := func(i int) *kgo.Client {
-		cl, err := kgo.NewClient(kgo.SeedBrokers(seedAddrs(c)...), kgo.TransactionalID(fmt.Sprintf("load-%d", i)),
-			kgo.DefaultProduceTopic(topic), kgo.TransactionTimeout(20*time.Second), kgo.RetryTimeout(40*time.Second),
-			kgo.RetryBackoffFn(func(int) time.Duration { return 100 * time.Millisecond }))
-		if err != nil {
-			t.Error(err)
-		}
-		return cl
-	}
-	var logged atomic.Int32
-	logErr := func(i int, what string, err error) {
-		if logged.Add(1) <= 10 {
-			t.Logf("producer %d: %s: %v", i, what, err)
-		}
-	}
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	for i := range producers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			p := newProducer(i)
-			defer func() { p.Close() }()
-			for round := 0; ; round++ {
-				select {
-				case <-stop:
-					return
-				default:
-				}
-				vals := make([]string, perTxn)
-				for j := range vals {
-					vals[j] = fmt.Sprintf("p%d-r%d-%d", i, round, j)
-				}
-				if err := p.BeginTransaction(); err != nil {
-					// A producer that cannot begin (fatally failed) is
-					// replaced; its successor's InitProducerId fences it.
-					logErr(i, "begin", err)
-					p.Close()
-					p = newProducer(i)
-					time.Sleep(50 * time.Millisecond)
-					continue
-				}
-				var err error
-				for j := 0; err == nil && j < perTxn; j++ {
-					err = p.ProduceSync(ctx, &kgo.Record{Key: []byte(strconv.Itoa(j)), Value: []byte(vals[j])}).FirstErr()
-				}
-				commit := round%4 != 3
-				if err == nil {
-					err = p.EndTransaction(ctx, kgo.TransactionEndTry(commit))
-					switch {
-					case err != nil:
-						record(vals, "unsure")
-					case commit:
-						record(vals, "committed")
-					default:
-						record(vals, "aborted")
-					}
-				} else {
-					record(vals, "unsure")
-				}
-				if err != nil {
-					logErr(i, "transaction", err)
-					// As kgo asks: abort what is buffered and the
-					// transaction; a producer that cannot is replaced (its
-					// successor's InitProducerId fences it).
-					actx, cancel := context.WithTimeout(ctx, 30*time.Second)
-					aerr := p.AbortBufferedRecords(actx)
-					if aerr == nil {
-						aerr = p.EndTransaction(actx, kgo.TryAbort)
-					}
-					cancel()
-					if aerr != nil {
-						p.Close()
-						p = newProducer(i)
-					}
-					time.Sleep(50 * time.Millisecond)
-				}
-			}
-		}()
-	}
+	load := invariants.StartTxnLoad(invariants.TxnLoadConfig{Seeds: seedAddrs(c), Topic: topic,
+		Producers: 4, PerTxn: 6, AbortEvery: 4, IDPrefix: "load", Logf: t.Logf})
 	wait := func(d time.Duration) {
 		select {
 		case <-time.After(d):
@@ -605,56 +516,17 @@ func TestTransactionsUnderFaults(t *testing.T) {
 	wait(5 * time.Second)
 	leader.Restart()
 	wait(4 * time.Second)
-	close(stop)
-	wg.Wait()
-
-	var committed, aborted, unsure, want int
-	for _, o := range txns {
-		switch o.status {
-		case "committed":
-			committed++
-			want += len(o.vals)
-		case "aborted":
-			aborted++
-		default:
-			unsure++
-			want += len(o.vals)
-		}
+	txns := load.Stop()
+	read, err := invariants.ReadCommitted(ctx, seedAddrs(c), topic, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
 	}
-	got := consumeAll(t, ctx, c, topic, kgo.ReadCommitted(), want)
-	seen := map[string]int{}
-	for _, v := range got {
-		seen[v]++
+	rep := invariants.CheckTransactions(txns, read)
+	t.Log(rep)
+	if !rep.Ok() {
+		t.Errorf("transaction invariants broken: %v; examples: %q", rep, rep.Examples)
 	}
-	var lost, dups, abortedRead, torn int
-	for v, n := range seen {
-		if n > 1 {
-			dups++
-			t.Errorf("%s read %d times", v, n)
-		}
-	}
-	for _, o := range txns {
-		n := 0
-		for _, v := range o.vals {
-			if seen[v] > 0 {
-				n++
-			}
-		}
-		switch {
-		case o.status == "committed" && n != len(o.vals):
-			lost += len(o.vals) - n
-			t.Errorf("committed transaction %s...: %d of %d records read", o.vals[0], n, len(o.vals))
-		case o.status == "aborted" && n > 0:
-			abortedRead += n
-			t.Errorf("aborted transaction %s...: %d records read", o.vals[0], n)
-		case n != 0 && n != len(o.vals):
-			torn++
-			t.Errorf("transaction %s... torn: %d of %d records read", o.vals[0], n, len(o.vals))
-		}
-	}
-	if committed == 0 {
+	if rep.Committed == 0 {
 		t.Error("no transaction committed")
 	}
-	t.Logf("transactions: %d committed, %d aborted, %d unsure; records read %d; lost %d, aborted read %d, torn %d, duplicates %d",
-		committed, aborted, unsure, len(got), lost, abortedRead, torn, dups)
 }

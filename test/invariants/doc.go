@@ -7,6 +7,11 @@
 //     duplicated, conflicting (two acknowledgements for one offset),
 //     out-of-order within a producer's partition, gaps in the offsets, and
 //     the longest stall between acknowledgements.
+//   - CheckTransactions compares the transactions producers ran (what each
+//     learned: committed, aborted, unsure) with a read_committed read: no
+//     aborted record read, no committed record lost, no torn transaction,
+//     no duplicate, each producer's records in order within a partition.
+//     StartTxnLoad runs such producers and ReadCommitted takes the read.
 //   - CompareReplicas compares the batches of one partition across the
 //     replicas' data directories below the high watermark: they must be
 //     byte-identical.
