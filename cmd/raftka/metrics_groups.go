@@ -22,6 +22,10 @@ type groupCollector struct {
 	image     func() *metadata.Image
 	health    func() replica.Health
 	maxSeries int
+	// remote learns the high watermarks of committed partitions this
+	// broker hosts no replica of from their leaders; nil counts them
+	// unknown.
+	remote *remoteHWs
 
 	groups, lag, dropped, unknown *prometheus.Desc
 }
@@ -29,16 +33,16 @@ type groupCollector struct {
 // reportedStates are the states counted; Dead groups are gone.
 var reportedStates = []group.State{group.Empty, group.PreparingRebalance, group.CompletingRebalance, group.Stable}
 
-func newGroupCollector(stats func(*metadata.Image) []group.GroupStat, image func() *metadata.Image, health func() replica.Health, maxSeries int) *groupCollector {
+func newGroupCollector(stats func(*metadata.Image) []group.GroupStat, image func() *metadata.Image, health func() replica.Health, maxSeries int, remote *remoteHWs) *groupCollector {
 	return &groupCollector{
-		stats: stats, image: image, health: health, maxSeries: maxSeries,
+		stats: stats, image: image, health: health, maxSeries: maxSeries, remote: remote,
 		groups: prometheus.NewDesc("raftka_consumer_groups", "Classic consumer groups this broker coordinates, by state.", []string{"state"}, nil),
 		lag: prometheus.NewDesc("raftka_consumer_group_lag", "A group's committed offset behind the partition's high watermark, for the groups this broker coordinates.",
 			[]string{"group", "topic", "partition"}, nil),
 		dropped: prometheus.NewDesc("raftka_consumer_group_lag_series_dropped",
 			"Lag series left out of this scrape by raftka.metrics.consumer.lag.max.series.", nil, nil),
 		unknown: prometheus.NewDesc("raftka_consumer_group_lag_unknown_partitions",
-			"Committed partitions of groups coordinated here whose high watermark this broker does not know (it hosts no replica of them), so their lag is not exported.", nil, nil),
+			"Committed partitions of groups coordinated here whose high watermark is not known yet (no replica here and no answer from the leader so far), so their lag is not exported.", nil, nil),
 	}
 }
 
@@ -65,7 +69,9 @@ func (c *groupCollector) Collect(ch chan<- prometheus.Metric) {
 	for _, st := range reportedStates {
 		ch <- prometheus.MustNewConstMetric(c.groups, prometheus.GaugeValue, float64(byState[st]), st.String())
 	}
-	samples, dropped, unknown := consumerLag(img, stats, c.health(), c.maxSeries)
+	h := c.health()
+	remote := c.remote.lookup(img, remoteCommitted(img, stats, h))
+	samples, dropped, unknown := consumerLag(img, stats, h, remote, c.maxSeries)
 	for _, s := range samples {
 		ch <- prometheus.MustNewConstMetric(c.lag, prometheus.GaugeValue, float64(s.lag), s.group, s.topic, strconv.Itoa(int(s.partition)))
 	}
@@ -78,12 +84,15 @@ func (c *groupCollector) Collect(ch chan<- prometheus.Metric) {
 // never below 0 (a commit past the HW, or a HW not yet learned by a
 // follower). The first max by group, topic and partition are returned;
 // dropped counts the rest, unknown those whose HW is not known here.
-func consumerLag(img *metadata.Image, stats []group.GroupStat, h replica.Health, max int) (out []lagSample, dropped, unknown int) {
+func consumerLag(img *metadata.Image, stats []group.GroupStat, h replica.Health, remote map[metadata.TopicPartition]int64, max int) (out []lagSample, dropped, unknown int) {
 	if img == nil {
 		return nil, 0, 0
 	}
-	hw := make(map[metadata.TopicPartition]int64, len(h.Partitions))
-	for _, p := range h.Partitions {
+	hw := make(map[metadata.TopicPartition]int64, len(h.Partitions)+len(remote))
+	for tp, w := range remote {
+		hw[tp] = w
+	}
+	for _, p := range h.Partitions { // a local replica's HW wins: it is current
 		hw[metadata.TopicPartition{Topic: p.Topic, Partition: p.Partition}] = p.HighWatermark
 	}
 	for _, s := range stats { // by group id
@@ -115,6 +124,29 @@ func consumerLag(img *metadata.Image, stats []group.GroupStat, h replica.Health,
 		}
 	}
 	return out, dropped, unknown
+}
+
+// remoteCommitted lists the committed partitions of stats' groups that h
+// (this broker's replicas) does not hold.
+func remoteCommitted(img *metadata.Image, stats []group.GroupStat, h replica.Health) []metadata.TopicPartition {
+	if img == nil {
+		return nil
+	}
+	local := make(map[metadata.TopicPartition]bool, len(h.Partitions))
+	for _, p := range h.Partitions {
+		local[metadata.TopicPartition{Topic: p.Topic, Partition: p.Partition}] = true
+	}
+	seen := map[metadata.TopicPartition]bool{}
+	var out []metadata.TopicPartition
+	for _, s := range stats {
+		for tp := range img.Offsets(s.ID) {
+			if !local[tp] && !seen[tp] {
+				seen[tp] = true
+				out = append(out, tp)
+			}
+		}
+	}
+	return out
 }
 
 func lagOf(hw, committed int64) int64 {

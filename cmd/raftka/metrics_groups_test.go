@@ -37,7 +37,7 @@ func TestConsumerLag(t *testing.T) {
 		{"bounded", 2, []lagSample{{"a", "t", 0, 1}, {"a", "t", 1, 0}}, 1, 1},
 		{"none", 0, nil, 3, 1},
 	} {
-		got, dropped, unknown := consumerLag(img, stats, h, tc.max)
+		got, dropped, unknown := consumerLag(img, stats, h, nil, tc.max)
 		if len(got) != len(tc.want) || dropped != tc.dropped || unknown != tc.unknown {
 			t.Errorf("%s: %+v dropped %d unknown %d; want %+v, %d, %d", tc.name, got, dropped, unknown, tc.want, tc.dropped, tc.unknown)
 			continue
@@ -48,8 +48,16 @@ func TestConsumerLag(t *testing.T) {
 			}
 		}
 	}
+	// A remote partition's HW from its leader counts; a local one wins.
+	remote := map[metadata.TopicPartition]int64{{Topic: "u", Partition: 0}: 4, {Topic: "t", Partition: 0}: 99}
+	if got, _, unknown := consumerLag(img, stats, h, remote, 100); unknown != 0 || len(got) != 4 || got[3] != (lagSample{"b", "u", 0, 3}) || got[0].lag != 1 {
+		t.Errorf("with remote HWs: %+v unknown %d", got, unknown)
+	}
+	if got := remoteCommitted(img, stats, h); len(got) != 1 || got[0] != (metadata.TopicPartition{Topic: "u", Partition: 0}) {
+		t.Errorf("remote committed partitions: %v", got)
+	}
 	// Only the groups in stats (those coordinated here) count.
-	if got, _, _ := consumerLag(img, stats[1:], h, 100); len(got) != 1 || got[0].group != "b" {
+	if got, _, _ := consumerLag(img, stats[1:], h, nil, 100); len(got) != 1 || got[0].group != "b" {
 		t.Errorf("lag of b alone: %+v", got)
 	}
 }
@@ -64,7 +72,7 @@ func TestGroupCollector(t *testing.T) {
 		func() *metadata.Image { return img },
 		func() replica.Health {
 			return replica.Health{Partitions: []replica.PartitionHealth{{Topic: "t", Partition: 0, HighWatermark: 20}, {Topic: "t", Partition: 1, HighWatermark: 9}}}
-		}, 100))
+		}, 100, nil))
 	m.RebalanceCompleted(0)
 	for name, want := range map[string]float64{
 		"raftka_consumer_groups":                       3,

@@ -233,8 +233,12 @@ func runServer(ctx context.Context, cfg *config.Config, log zerolog.Logger, shut
 	defer life.Close()
 	metrics.addNode(node, life)
 	currentImage := func() *metadata.Image { img, _ := node.Current(); return img }
+	// Lag of committed partitions with no replica here: their leaders'
+	// HWs over the inter-broker listener (metrics_lag_remote.go).
+	lagHWs := newRemoteHWs(peers.Request)
+	defer lagHWs.Close()
 	metrics.reg.MustRegister(newPartitionCollector(replicas.Health, node.IsLeader, currentImage),
-		newGroupCollector(groups.Stats, currentImage, replicas.Health, int(cfg.MetricsConsumerLagMaxSeries)))
+		newGroupCollector(groups.Stats, currentImage, replicas.Health, int(cfg.MetricsConsumerLagMaxSeries), lagHWs))
 
 	var cons *console
 	if cfg.ConsoleEnable && cfg.MetricsListener == "" {

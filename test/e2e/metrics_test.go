@@ -9,6 +9,7 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"github.com/twmb/franz-go/pkg/kadm"
 	"net/http"
 	"strconv"
 	"strings"
@@ -224,4 +225,66 @@ func TestMetricsUnderReplicatedTrafficAndRequestTimes(t *testing.T) {
 		t.Errorf("ISR expansions on the leader: %v, %v", expands, err)
 	}
 	t.Logf("node %d frozen: under-replicated reported after %v (lag time %v)", victim, seen.Round(time.Millisecond), lag)
+}
+
+// TestLagOfPartitionsElsewhere: the coordinator exports lag for committed
+// partitions it holds no replica of (an RF=1 topic spread over three
+// nodes), from their leaders' high watermarks, and counts none unknown.
+func TestLagOfPartitionsElsewhere(t *testing.T) {
+	c := cluster.Start(t, cluster.Nodes(3))
+	ctx := ctxFor(t, 2*time.Minute)
+	adm := kadm.NewClient(client(t, c))
+	const topic, group = "spread", "spread-group"
+	// RF=1 (min.insync.replicas 1 for it: the cluster's default is 2), so
+	// each partition lives on one node only.
+	one := "1"
+	if resp, err := adm.CreateTopic(ctx, 6, 1, map[string]*string{"min.insync.replicas": &one}, topic); err != nil || resp.Err != nil {
+		t.Fatalf("create %s: %v %v", topic, err, resp.Err)
+	}
+	produceTo(ctx, t, c, topic, 6, 10)
+	commits := kadm.Offsets{}
+	want := map[string]float64{}
+	for p := range int32(6) {
+		commits.Add(kadm.Offset{Topic: topic, Partition: p, At: int64(p), LeaderEpoch: -1})
+		want[fmt.Sprintf(`raftka_consumer_group_lag{group=%q,partition="%d",topic=%q}`, group, p, topic)] = float64(10 - p)
+	}
+	if resp, err := adm.CommitOffsets(ctx, group, commits); err != nil || resp.Error() != nil {
+		t.Fatalf("commit: %v %v", err, resp.Error())
+	}
+	fc, ok := adm.FindGroupCoordinators(ctx, group)[group]
+	if !ok || fc.Err != nil {
+		t.Fatalf("find coordinator: %v", fc.Err)
+	}
+	coord := c.Node(fc.NodeID)
+	// The coordinator hosts some of the six partitions at most; the test
+	// needs at least one elsewhere.
+	md, err := adm.Metadata(ctx, topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	elsewhere := 0
+	for _, p := range md.Topics[topic].Partitions {
+		if p.Leader != coord.ID() {
+			elsewhere++
+		}
+	}
+	if elsewhere == 0 {
+		t.Fatalf("every partition of %s is on the coordinator, node %d", topic, coord.ID())
+	}
+	cluster.WaitFor(t, 60*time.Second, func() (bool, string) {
+		samples, err := scrape(coord)
+		if err != nil {
+			return false, err.Error()
+		}
+		for name, v := range want {
+			if got, ok := samples[name]; !ok || got != v {
+				return false, fmt.Sprintf("%s = %v (exported %v), want %v; unknown %v", name, got, ok, v, samples["raftka_consumer_group_lag_unknown_partitions"])
+			}
+		}
+		if u := samples["raftka_consumer_group_lag_unknown_partitions"]; u != 0 {
+			return false, fmt.Sprintf("%v partitions unknown", u)
+		}
+		return true, ""
+	})
+	t.Logf("node %d coordinates %s; %d of 6 partitions led elsewhere, all with lag", coord.ID(), group, elsewhere)
 }
