@@ -20,11 +20,13 @@
 #
 # Scraped (three nodes only, issue 17): row 100 again, run right after it,
 # while every node's /metrics and the web console's overview (raftka local
-# enables it) are fetched once a second; its verdict is that it keeps at
-# least 97% of row 100's MB/s in the same run. On a shared machine one run
-# swings more than that, so compare medians (BENCH_REPEAT) before judging.
-# (Measured directly on one idle node: a scrape of its ~800 series costs
-# about 4 ms of broker CPU, the console overview about 1 ms.)
+# enables it) are fetched once a second. Its target is that scraping costs
+# the loaded brokers at most 3% (issue 17), and on a shared machine two
+# runs' MB/s swing by more than that, so the verdict is attributed instead:
+# rows 100 and scraped both take a CPU profile of every node over each run,
+# and the figure is the share of the brokers' samples in the metrics
+# listener's handlers (labelled raftka.work=scrape by the broker). The MB/s
+# ratio of the two rows is printed beside it.
 #
 # Transactions (three nodes only): rows txn10 and txn1000, `raftka bench
 # produce --transaction-records 10 / 1000` of 1 KiB records (one
@@ -95,6 +97,7 @@ READY_SECS=30
 CLK_TCK=$(getconf CLK_TCK)
 
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/raftka-bench.XXXXXX")
+SCRAPE_SHARES=() # per scraped run: % of broker CPU in the metrics handlers
 STARTED=() # every PID this script started or adopted (the nodes of raftka local)
 
 stop_pid() { # pid: SIGTERM, up to 15 s for a clean stop, then SIGKILL
@@ -254,8 +257,41 @@ scrape_loop() {
 	done
 }
 
+# start_profiles prefix port...: a CPU profile of each node (its metrics
+# port serves /debug/pprof/; raftka local enables it) over the produce run's
+# BENCH_DURATION, into prefix.<port>; prints the curl PIDs.
+start_profiles() {
+	local prefix=$1 port secs
+	shift
+	secs=$(awk -v d="$DURATION" 'BEGIN {n = d + 0; if (d ~ /ms$/) n = n / 1000; else if (d ~ /m$/) n = n * 60; n = int(n); print (n < 1 ? 1 : n)}')
+	for port in "$@"; do
+		curl -s -o "$prefix.$port" --max-time $((secs + 20)) "http://127.0.0.1:$port/debug/pprof/profile?seconds=$secs" &
+		STARTED+=("$!")
+		echo "$!"
+	done
+}
+
+# scrape_share profile...: the percentage of the brokers' CPU samples taken
+# in the metrics listener's handlers (the raftka.work=scrape label the
+# broker sets on them), over the given profiles together; empty if the
+# profiles could not be read. Prints "percent scrape-ms total-ms". pprof's -top header reads "Showing nodes
+# accounting for X, P% of T total": X is what passes the tag filter and T
+# the whole profile, so X/T is the share.
+scrape_share() {
+	"${GO:-go}" tool pprof -top -nodefraction=0 -tagfocus=raftka.work=scrape "$@" 2>/dev/null |
+		awk '/Showing nodes accounting for/ {
+			x = to_ms($5); t = to_ms($8); if (t > 0) printf "%.2f %.0f %.0f", 100 * x / t, x, t; exit
+		}
+		function to_ms(v, u, n) {
+			sub(/,$/, "", v); u = v; sub(/^[0-9.]+/, "", u); n = v + 0
+			if (u == "s") return n * 1000; if (u == "us") return n / 1000
+			if (u == "min") return n * 60000; if (u == "h") return n * 3600000
+			return n
+		}'
+}
+
 bench_target() {
-	local name=$1 row size topic out c0 c1 bytes n pid extra scraper
+	local name=$1 row size topic out c0 c1 bytes n pid extra scraper profs
 	SUPERVISOR=
 	echo "== ${LABEL[$name]:-$name}" >&2
 	if ! start_target "$name"; then
@@ -313,6 +349,12 @@ bench_target() {
 				scraper=$!
 				STARTED+=("$scraper")
 			fi
+			profs=()
+			if [ "$name" = three ] && { [ "$row" = 100 ] || [ "$row" = scraped ]; }; then
+				# Both rows are profiled, so the profiler's own small cost
+				# does not tilt their MB/s ratio.
+				mapfile -t profs < <(start_profiles "$WORK/cpu-$row-$k" $((PORT + 120)) $((PORT + 121)) $((PORT + 122)))
+			fi
 			c0=$(cpu_ticks "${BROKERS[@]}")
 			out=$(run_bench "$name" "bench produce ($row)" produce --topic "$topic" --records "$RECORDS" --duration "$DURATION" \
 				--record-size "$size" --acks all --partitions 6 --replication-factor "${RF[$name]}" "${extra[@]}")
@@ -320,6 +362,10 @@ bench_target() {
 			if [ -n "$scraper" ]; then
 				kill "$scraper" 2>/dev/null
 				wait "$scraper" 2>/dev/null
+			fi
+			if [ "${#profs[@]}" -gt 0 ]; then
+				wait "${profs[@]}" 2>/dev/null
+				[ "$row" = scraped ] && SCRAPE_SHARES+=("$(scrape_share "$WORK/cpu-$row-$k".* | awk '{print $1}')")
 			fi
 			bytes=$(jget "$out" bytes)
 			if [ "${bytes:-0}" = 0 ]; then
@@ -520,6 +566,14 @@ for row in txn10 txn1000; do
 			"p99 $(fmt "${R[three|$row|endp99]:-}" 2) ms; consume read_committed $(fmt "${R[three|$row|cons]:-}" 1) MB/s, read_uncommitted $(fmt "${R[three|$row|consru]:-}" 1) MB/s"
 	fi
 done
+SCRAPE_SHARE=
+if [ "${#SCRAPE_SHARES[@]}" -gt 0 ]; then
+	# The verdict pools every scraped run's samples (100 a second per busy
+	# core): one run's few dozen scrape samples are too few to judge by.
+	read -r SCRAPE_SHARE pooled_ms pooled_total < <(scrape_share "$WORK"/cpu-scraped-*)
+	echo "scrape: CPU in the metrics and console handlers, % of the three brokers' CPU samples: per scraped run $(printf '%s\n' "${SCRAPE_SHARES[@]}" | paste -sd/);" \
+		"all runs pooled ${SCRAPE_SHARE:-n/a}% (${pooled_ms:-?} of ${pooled_total:-?} ms sampled)"
+fi
 if [ -n "${R[three|fail|rps]:-}" ]; then
 	echo "fail: $FAILOVER_RATE records/s of 1 KiB for $FAILOVER_DURATION; node ${R[three|fail|node]:-?} (leader of partition 0) SIGKILLed at ${R[three|fail|at]:-?} s;" \
 		"longest ack gap $(fmt "${R[three|fail|gap]:-}" 0) ms overall, $(fmt "${R[three|fail|pgap]:-}" 0) ms within one partition; ${R[three|fail|errors]:-?} records failed."
@@ -545,11 +599,11 @@ for size in 100 1024; do
 	verdict "RF=3 produce ${size} B >= 0.5x kfake MB/s ($(ratio "${R[three|$size|mbps]:-}" "${R[kfake|$size|mbps]:-}"))" "$v" 'v >= 0.5'
 done
 if [[ " $ROWS " == *" scraped "* ]]; then
-	v=
-	if [ -n "${R[three|scraped|mbps]:-}" ] && [ -n "${R[three|100|mbps]:-}" ]; then
-		v=$(awk -v a="${R[three|scraped|mbps]}" -v b="${R[three|100|mbps]}" 'BEGIN {if (b > 0) print a / b}')
-	fi
-	verdict "RF=3 produce 100 B scraped every second >= 0.97x unscraped ($(ratio "${R[three|scraped|mbps]:-}" "${R[three|100|mbps]:-}"))" "$v" 'v >= 0.97'
+	# The MB/s ratio of two runs swings by more than 3% on a shared
+	# machine, so the verdict is the attributed figure: the brokers' CPU
+	# spent serving the scrapes, from their profiles, which is what a
+	# CPU-bound run loses to them; the ratio is shown beside it.
+	verdict "RF=3 produce scraped every second costs <= 3% of broker CPU (${SCRAPE_SHARE:-n/a}%; MB/s $(ratio "${R[three|scraped|mbps]:-}" "${R[three|100|mbps]:-}") of unscraped)" "$SCRAPE_SHARE" 'v <= 3'
 fi
 if [[ " $ROWS " == *" txn1000 "* ]]; then
 	verdict "RF=3 1,000-record transactions >= 0.8x non-transactional 1 KiB MB/s ($(ratio "${R[three|txn1000|mbps]:-}" "${R[three|1024|mbps]:-}"))" \

@@ -4,6 +4,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	rpprof "runtime/pprof"
 	"strings"
 	"testing"
 )
@@ -79,6 +80,29 @@ func TestMetricsMuxHidesPprofByDefault(t *testing.T) {
 		resp.Body.Close()
 		if resp.StatusCode != tc.code {
 			t.Errorf("GET %s = %d, want %d", tc.path, resp.StatusCode, tc.code)
+		}
+	}
+}
+
+// The bench's scrape-cost figure counts CPU samples by this label, so a
+// handler that ran unlabelled would make scraping look free.
+func TestScrapeHandlersRunUnderTheProfilerLabel(t *testing.T) {
+	for _, tc := range []struct {
+		path string
+		want string
+	}{
+		{"/metrics", "scrape"},
+		{"/", "scrape"},
+		{"/groups/g1", "scrape"},
+		{"/debug/pprof/profile", ""},
+	} {
+		var got string
+		h := scrapeLabelled(http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) {
+			got, _ = rpprof.Label(r.Context(), scrapeWorkLabel[0])
+		}))
+		h.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest(http.MethodGet, tc.path, nil))
+		if got != tc.want {
+			t.Errorf("%s: label %q, want %q", tc.path, got, tc.want)
 		}
 	}
 }
