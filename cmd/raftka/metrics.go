@@ -10,6 +10,7 @@ import (
 	rpprof "runtime/pprof"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -17,6 +18,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/raftka/raftka/broker"
+	"github.com/raftka/raftka/metadata"
 	"github.com/raftka/raftka/raftfsm"
 	"github.com/rs/zerolog"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -44,6 +46,7 @@ type promMetrics struct {
 	topicBytesIn   *prometheus.CounterVec
 	topicRecordsIn *prometheus.CounterVec
 	topicBytesOut  *prometheus.CounterVec
+	topicsSeen     sync.Map // topic name -> struct{}: topics with per-topic series
 	logFlush       prometheus.Histogram
 	raft           *raftMetrics
 	groups         *groupMetrics
@@ -198,12 +201,60 @@ func (m *promMetrics) ResponseError(key, code int16) {
 }
 
 func (m *promMetrics) TopicProduced(topic string, bytes, records int64) {
+	m.sawTopic(topic)
 	m.topicBytesIn.WithLabelValues(topic).Add(float64(bytes))
 	m.topicRecordsIn.WithLabelValues(topic).Add(float64(records))
 }
 
 func (m *promMetrics) TopicFetched(topic string, bytes int64) {
+	m.sawTopic(topic)
 	m.topicBytesOut.WithLabelValues(topic).Add(float64(bytes))
+}
+
+// sawTopic remembers that topic has per-topic series, so that
+// pruneTopics can drop them once the topic is deleted (Kafka removes a
+// deleted topic's BrokerTopicMetrics too); without it a cluster that
+// creates and deletes topics grows its scrape without bound. A Load that
+// hits is the whole cost per request.
+func (m *promMetrics) sawTopic(topic string) {
+	if _, ok := m.topicsSeen.Load(topic); !ok {
+		m.topicsSeen.Store(topic, struct{}{})
+	}
+}
+
+// pruneTopics deletes the per-topic series of every topic exists says is
+// gone. It runs at scrape time (topicPruner), off the request path.
+func (m *promMetrics) pruneTopics(exists func(topic string) bool) {
+	m.topicsSeen.Range(func(k, _ any) bool {
+		topic := k.(string)
+		if !exists(topic) {
+			m.topicsSeen.Delete(topic)
+			m.topicBytesIn.DeleteLabelValues(topic)
+			m.topicRecordsIn.DeleteLabelValues(topic)
+			m.topicBytesOut.DeleteLabelValues(topic)
+		}
+		return true
+	})
+}
+
+// topicPruner is an unchecked collector that exports nothing: its Collect
+// prunes deleted topics' series before they are gathered again.
+type topicPruner struct {
+	m     *promMetrics
+	image func() *metadata.Image
+}
+
+func (topicPruner) Describe(chan<- *prometheus.Desc) {}
+
+func (p topicPruner) Collect(chan<- prometheus.Metric) {
+	img := p.image()
+	if img == nil {
+		return
+	}
+	p.m.pruneTopics(func(topic string) bool {
+		_, ok := img.Topic(topic)
+		return ok
+	})
 }
 
 // logFlushed is storage's OnFlush.

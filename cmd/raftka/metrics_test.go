@@ -7,6 +7,9 @@ import (
 	rpprof "runtime/pprof"
 	"strings"
 	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/raftka/raftka/metadata"
 )
 
 type fixedReady struct {
@@ -105,4 +108,43 @@ func TestScrapeHandlersRunUnderTheProfilerLabel(t *testing.T) {
 			t.Errorf("%s: label %q, want %q", tc.path, got, tc.want)
 		}
 	}
+}
+
+// A deleted topic's per-topic series go at the next scrape; a live
+// topic's stay and keep counting.
+func TestDeletedTopicsSeriesArePruned(t *testing.T) {
+	m := newPromMetrics()
+	m.TopicProduced("kept", 100, 2)
+	m.TopicProduced("deleted", 50, 1)
+	m.TopicFetched("deleted", 50)
+	m.pruneTopics(func(topic string) bool { return topic == "kept" })
+	m.TopicFetched("kept", 10)
+	srv := httptest.NewServer(metricsMux(m, fixedReady{true, "ok"}, false))
+	defer srv.Close()
+	resp, err := http.Get(srv.URL + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	text := string(body)
+	if strings.Contains(text, `topic="deleted"`) {
+		t.Errorf("series of the deleted topic still exported")
+	}
+	for _, want := range []string{`raftka_topic_bytes_in_total{topic="kept"} 100`, `raftka_topic_bytes_out_total{topic="kept"} 10`} {
+		if !strings.Contains(text, want) {
+			t.Errorf("missing %s", want)
+		}
+	}
+	// Produced to again after the prune (a topic re-created with the
+	// same name): counted from zero, and prunable again.
+	m.TopicProduced("deleted", 7, 1)
+	m.pruneTopics(func(string) bool { return false })
+	ch := make(chan prometheus.Metric, 8)
+	m.topicBytesIn.Collect(ch)
+	close(ch)
+	if n := len(ch); n != 0 {
+		t.Errorf("%d bytes-in series after pruning every topic", n)
+	}
+	topicPruner{m: m, image: func() *metadata.Image { return nil }}.Collect(nil)
 }

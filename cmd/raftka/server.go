@@ -238,7 +238,8 @@ func runServer(ctx context.Context, cfg *config.Config, log zerolog.Logger, shut
 	lagHWs := newRemoteHWs(peers.Request)
 	defer lagHWs.Close()
 	metrics.reg.MustRegister(newPartitionCollector(replicas.Health, node.IsLeader, currentImage),
-		newGroupCollector(groups.Stats, currentImage, replicas.Health, int(cfg.MetricsConsumerLagMaxSeries), lagHWs))
+		newGroupCollector(groups.Stats, currentImage, replicas.Health, int(cfg.MetricsConsumerLagMaxSeries), lagHWs),
+		topicPruner{m: metrics, image: currentImage})
 
 	var cons *console
 	if cfg.ConsoleEnable && cfg.MetricsListener == "" {
