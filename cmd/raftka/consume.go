@@ -28,6 +28,8 @@ func init() {
 			bootstrapFlag(),
 			&cli.StringFlag{Name: "topic", Usage: "topic to consume (required)"},
 			&cli.StringFlag{Name: "group", Usage: "consumer group to join; commits offsets"},
+			&cli.StringFlag{Name: "group-protocol", Value: "classic", Usage: "with --group, the rebalance protocol (Kafka's group.protocol): classic, or consumer (KIP-848: the broker assigns)"},
+			&cli.StringFlag{Name: "group-remote-assignor", Usage: "with --group-protocol consumer, the broker's assignor (Kafka's group.remote.assignor): uniform (the default) or range"},
 			&cli.BoolFlag{Name: "from-beginning", Usage: "start at the earliest offset when there is no committed offset"},
 			&cli.StringFlag{Name: "offset", Usage: "where to start: earliest, latest, or an offset (a number needs --partition)"},
 			&cli.IntFlag{Name: "partition", Value: -1, Usage: "consume only this partition"},
@@ -104,6 +106,29 @@ func writeNullable(b *strings.Builder, v []byte) {
 	b.Write(v)
 }
 
+// groupProtocolOpts turns Kafka's group.protocol and group.remote.assignor
+// into franz-go options. franz-go joins a KIP-848 group only with
+// ServerSideBalancer and a sticky or range balancer, and names the server
+// assignor after the balancer: sticky asks for uniform, range for range.
+func groupProtocolOpts(protocol, assignor string) ([]kgo.Opt, error) {
+	switch strings.ToLower(protocol) {
+	case "classic":
+		if assignor != "" {
+			return nil, errors.New("consume: --group-remote-assignor needs --group-protocol consumer")
+		}
+		return nil, nil
+	case "consumer":
+		switch strings.ToLower(assignor) {
+		case "", "uniform":
+			return []kgo.Opt{kgo.ServerSideBalancer(), kgo.Balancers(kgo.CooperativeStickyBalancer())}, nil
+		case "range":
+			return []kgo.Opt{kgo.ServerSideBalancer(), kgo.Balancers(kgo.RangeBalancer())}, nil
+		}
+		return nil, fmt.Errorf("consume: --group-remote-assignor %q: want uniform or range", assignor)
+	}
+	return nil, fmt.Errorf("consume: --group-protocol %q: want classic or consumer", protocol)
+}
+
 // startOffset works out where consumption begins from --offset and
 // --from-beginning, refusing Kafka's refused combinations.
 func startOffset(c *cli.Context) (kgo.Offset, error) {
@@ -113,6 +138,9 @@ func startOffset(c *cli.Context) (kgo.Offset, error) {
 	}
 	if partition >= 0 && group != "" {
 		return kgo.Offset{}, errors.New("consume: --partition cannot be used with --group")
+	}
+	if group == "" && (c.IsSet("group-protocol") || c.IsSet("group-remote-assignor")) {
+		return kgo.Offset{}, errors.New("consume: --group-protocol and --group-remote-assignor need --group")
 	}
 	if c.IsSet("offset") && c.Bool("from-beginning") {
 		return kgo.Offset{}, errors.New("consume: give --offset or --from-beginning, not both")
@@ -165,6 +193,11 @@ func consumeRecords(c *cli.Context) error {
 		// Commit only what was printed: marks, not everything polled, so a
 		// run stopped by --max-messages leaves the rest for the next one.
 		opts = append(opts, kgo.ConsumerGroup(group), kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(start), kgo.AutoCommitMarks())
+		gopts, err := groupProtocolOpts(c.String("group-protocol"), c.String("group-remote-assignor"))
+		if err != nil {
+			return err
+		}
+		opts = append(opts, gopts...)
 	case c.Int("partition") >= 0:
 		opts = append(opts, kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: {int32(c.Int("partition")): start}}))
 	default:

@@ -66,3 +66,35 @@ func TestConsumeIdleTimeoutOnEmptyTopic(t *testing.T) {
 		t.Fatalf("out %q, stderr %q, err %v", out, errOut, err)
 	}
 }
+
+func TestGroupProtocolOptions(t *testing.T) {
+	for _, tc := range []struct {
+		protocol, assignor string
+		opts               int
+		err                string
+	}{
+		{"classic", "", 0, ""},
+		{"CLASSIC", "", 0, ""},
+		{"consumer", "", 2, ""},
+		{"consumer", "uniform", 2, ""},
+		{"consumer", "range", 2, ""},
+		{"consumer", "sticky", 0, "want uniform or range"},
+		{"classic", "range", 0, "needs --group-protocol consumer"},
+		{"share", "", 0, "want classic or consumer"},
+	} {
+		opts, err := groupProtocolOpts(tc.protocol, tc.assignor)
+		if tc.err != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.err) {
+				t.Errorf("%s/%s: error %v, want %q", tc.protocol, tc.assignor, err, tc.err)
+			}
+			continue
+		}
+		if err != nil || len(opts) != tc.opts {
+			t.Errorf("%s/%s: %d options, error %v; want %d", tc.protocol, tc.assignor, len(opts), err, tc.opts)
+		}
+	}
+	if _, _, err := runCLI(t, "", "consume", "--bootstrap-server", "127.0.0.1:1", "--topic", "x", "--group-protocol", "consumer"); err == nil ||
+		!strings.Contains(err.Error(), "need --group") {
+		t.Errorf("--group-protocol without --group: %v", err)
+	}
+}
