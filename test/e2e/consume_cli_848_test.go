@@ -7,7 +7,6 @@ import (
 
 	"github.com/raftka/raftka/test/cluster"
 	"github.com/twmb/franz-go/pkg/kadm"
-	"github.com/twmb/franz-go/pkg/kgo"
 )
 
 // `raftka consume --group-protocol consumer` joins a KIP-848 group (what
@@ -18,19 +17,7 @@ func TestConsumeCLIJoinsAConsumerProtocolGroup(t *testing.T) {
 	c := cluster.Start(t, cluster.Nodes(1))
 	ctx := ctxFor(t, 2*time.Minute)
 	adm := kadm.NewClient(client(t, c))
-	if err := createTopic(ctx, adm, topic, 3, 1); err != nil {
-		t.Fatal(err)
-	}
-	prod, err := kgo.NewClient(kgo.SeedBrokers(strings.Split(c.Bootstrap(), ",")...), kgo.DefaultProduceTopic(topic))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer prod.Close()
-	for range 30 {
-		if err := prod.ProduceSync(ctx, &kgo.Record{Value: []byte("x")}).FirstErr(); err != nil {
-			t.Fatal(err)
-		}
-	}
+	seedTopic(ctx, t, c, adm, topic, 3, 1, 30)
 	for _, tc := range []struct{ group, assignor string }{{"cli-uniform", "uniform"}, {"cli-range", "range"}} {
 		out, err := cluster.Run(t, "--log-level", "error", "consume", "--bootstrap-server", c.Bootstrap(), "--topic", topic,
 			"--group", tc.group, "--group-protocol", "consumer", "--group-remote-assignor", tc.assignor,

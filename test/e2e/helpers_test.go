@@ -131,3 +131,22 @@ func kgoClient(c *cluster.Cluster) (*kgo.Client, error) {
 	}
 	return kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.RetryTimeout(10*time.Second))
 }
+
+// seedTopic creates topic (partitions, RF rf) on c and produces n records
+// with the value "x" to it, failing the test on any error.
+func seedTopic(ctx context.Context, t *testing.T, c *cluster.Cluster, adm *kadm.Client, topic string, partitions int32, rf int16, n int) {
+	t.Helper()
+	if err := createTopic(ctx, adm, topic, partitions, rf); err != nil {
+		t.Fatal(err)
+	}
+	prod, err := kgo.NewClient(kgo.SeedBrokers(strings.Split(c.Bootstrap(), ",")...), kgo.DefaultProduceTopic(topic))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer prod.Close()
+	for range n {
+		if err := prod.ProduceSync(ctx, &kgo.Record{Value: []byte("x")}).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}

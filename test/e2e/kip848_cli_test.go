@@ -22,20 +22,8 @@ func TestGroupsCLIConsumerProtocol(t *testing.T) {
 	c := cluster.Start(t, cluster.Nodes(1))
 	ctx := ctxFor(t, 2*time.Minute)
 	adm := kadm.NewClient(client(t, c))
-	if err := createTopic(ctx, adm, topic, 3, 1); err != nil {
-		t.Fatal(err)
-	}
+	seedTopic(ctx, t, c, adm, topic, 3, 1, 30)
 	seeds := strings.Split(c.Bootstrap(), ",")
-	prod, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.DefaultProduceTopic(topic))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer prod.Close()
-	for range 30 {
-		if err := prod.ProduceSync(ctx, &kgo.Record{Value: []byte("x")}).FirstErr(); err != nil {
-			t.Fatal(err)
-		}
-	}
 	// A classic group with committed offsets and no members.
 	if _, err := adm.CommitOffsets(ctx, "classic-g", kadm.OffsetsFromRecords(kgo.Record{Topic: topic, Partition: 0, Offset: 0})); err != nil {
 		t.Fatal(err)
