@@ -28,7 +28,27 @@ import (
 // other brokers' inter-broker listener, or nil when that listener is
 // PLAINTEXT (a plain TCP dial).
 func InterBrokerDialer(cfg *config.Config, dialTimeout time.Duration) (func(ctx context.Context, addr string) (net.Conn, error), error) {
-	sec := cfg.Security[cfg.InterBrokerListenerName]
+	return listenerDialer(cfg.Security[cfg.InterBrokerListenerName], cfg.SASLMechanismInterBroker, "inter-broker", dialTimeout)
+}
+
+// ControllerDialer returns the dial function this node uses to reach the
+// controller listeners of the others: Raft streams, controller RPCs and
+// their forwarding. Like Kafka's, it uses the settings of the first of
+// controller.listener.names (truststore, keystore for mTLS,
+// ssl.endpoint.identification.algorithm) and logs in with
+// sasl.mechanism.controller.protocol as the username and password of that
+// listener's JAAS config for the mechanism. nil for PLAINTEXT.
+func ControllerDialer(cfg *config.Config, dialTimeout time.Duration) (func(ctx context.Context, addr string) (net.Conn, error), error) {
+	l, ok := cfg.ControllerListener()
+	if !ok {
+		return nil, nil
+	}
+	return listenerDialer(cfg.Security[l.Name], cfg.SASLMechanismController, "controller", dialTimeout)
+}
+
+// listenerDialer dials a listener of sec's settings, logging in with mech
+// when it is SASL; what names the listener's role in errors.
+func listenerDialer(sec *config.ListenerSecurity, mech, what string, dialTimeout time.Duration) (func(ctx context.Context, addr string) (net.Conn, error), error) {
 	if sec == nil || !sec.TLS() && !sec.SASL() {
 		return nil, nil
 	}
@@ -36,19 +56,18 @@ func InterBrokerDialer(cfg *config.Config, dialTimeout time.Duration) (func(ctx 
 	if sec.TLS() {
 		var err error
 		if tc, err = clientTLSConfig(sec); err != nil {
-			return nil, fmt.Errorf("inter-broker listener %s: %w", sec.Listener, err)
+			return nil, fmt.Errorf("%s listener %s: %w", what, sec.Listener, err)
 		}
 	}
 	var login *saslLogin
 	if sec.SASL() {
-		mech := cfg.SASLMechanismInterBroker
 		e, err := parseJAAS(sec.JAAS[mech])
 		if err != nil {
-			return nil, fmt.Errorf("inter-broker listener %s: %s JAAS config: %w", sec.Listener, mech, err)
+			return nil, fmt.Errorf("%s listener %s: %s JAAS config: %w", what, sec.Listener, mech, err)
 		}
 		login = &saslLogin{mechanism: mech, user: e.Options["username"], password: e.Options["password"]}
 		if login.user == "" || login.password == "" {
-			return nil, fmt.Errorf("inter-broker listener %s: the %s JAAS config has no username and password for this broker to log in with", sec.Listener, mech)
+			return nil, fmt.Errorf("%s listener %s: the %s JAAS config has no username and password for this node to log in with", what, sec.Listener, mech)
 		}
 	}
 	return func(ctx context.Context, addr string) (net.Conn, error) {

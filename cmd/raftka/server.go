@@ -9,6 +9,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"strconv"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -66,7 +67,7 @@ func runServer(ctx context.Context, cfg *config.Config, log zerolog.Logger, shut
 	}
 
 	metrics := newPromMetrics()
-	node, err := startRaft(cfg, clusterID, log, metrics)
+	node, err := startRaft(cfg, clusterID, log, metrics, metrics)
 	if err != nil {
 		return err
 	}
@@ -406,7 +407,7 @@ func startReplicas(node *raftfsm.Node, logs *storage.Manager, cfg *config.Config
 	return m, stop, nil
 }
 
-func startRaft(cfg *config.Config, clusterID string, log zerolog.Logger, obs raftfsm.Observer) (*raftfsm.Node, error) {
+func startRaft(cfg *config.Config, clusterID string, log zerolog.Logger, obs raftfsm.Observer, m broker.Metrics) (*raftfsm.Node, error) {
 	rc := raftfsm.Config{
 		Observer:                 obs,
 		NodeID:                   cfg.NodeID,
@@ -455,7 +456,16 @@ func startRaft(cfg *config.Config, clusterID string, log zerolog.Logger, obs raf
 	} else {
 		return nil, errors.New("no controller listener: broker-only nodes need one for the metadata log (listeners=...,CONTROLLER://host:port)")
 	}
-	return raftfsm.Start(rc)
+	var started atomic.Pointer[raftfsm.Node]
+	if err := controllerSecurity(&rc, cfg, boot, &started, m, log); err != nil {
+		return nil, err
+	}
+	node, err := raftfsm.Start(rc)
+	if err != nil {
+		return nil, err
+	}
+	started.Store(node)
+	return node, nil
 }
 
 func advertisedEndpoints(cfg *config.Config) ([]metadata.Endpoint, error) {
