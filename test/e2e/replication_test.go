@@ -280,11 +280,29 @@ func TestReplicationISRShrinkAndExpand(t *testing.T) {
 // lost or duplicated, the consumer sees every acknowledged record, and the
 // preferred leaders are back after each restart.
 func TestReplicationRollingRestart(t *testing.T) {
-	c := cluster.Start(t, cluster.Nodes(3), cluster.LogLevel("info"),
+	c := cluster.Start(t, append([]cluster.Opt{cluster.Nodes(3), cluster.LogLevel("info")}, rollingRestartOpts()...)...)
+	rollingRestart(t, c)
+}
+
+// The rolling restart with SASL_SSL on every listener, the controller
+// listener included, and the authorizer on (startSASLSSLCluster): Raft
+// streams, registrations, heartbeats, AlterPartition and follower fetch
+// reconnect through TLS and SCRAM after each restart.
+func TestReplicationRollingRestartSASLSSL(t *testing.T) {
+	sc := startSASLSSLCluster(t, rollingRestartOpts()...)
+	rollingRestart(t, sc.c)
+}
+
+func rollingRestartOpts() []cluster.Opt {
+	return []cluster.Opt{
 		cluster.Override("min.insync.replicas", "2"),
 		cluster.Override("auto.leader.rebalance.enable", "true"),
 		cluster.Override("leader.imbalance.check.interval.seconds", "1"),
-		cluster.Override("leader.imbalance.per.broker.percentage", "0"))
+		cluster.Override("leader.imbalance.per.broker.percentage", "0"),
+	}
+}
+
+func rollingRestart(t *testing.T, c *cluster.Cluster) {
 	h := harness{Cluster: c}
 	ctx := ctxFor(t, 5*time.Minute)
 	const topic, partitions = "rolling", 6
