@@ -85,7 +85,7 @@ func (a *controllerAuth) handshake(ctx context.Context, raw net.Conn) (net.Conn,
 	}
 	stop := context.AfterFunc(ctx, func() { _ = raw.SetDeadline(time.Now()) })
 	defer stop()
-	log := a.log.With().Str("remote", raw.RemoteAddr().String()).Logger()
+	log := a.log.With().Str("remote", fmt.Sprint(raw.RemoteAddr())).Logger()
 	c, principal := raw, anonymousPrincipal
 	if a.tls != nil {
 		tc := tls.Server(raw, a.tls)

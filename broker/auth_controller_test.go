@@ -1,0 +1,175 @@
+package broker
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"io"
+	"net"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/raftka/raftka/metadata"
+	"github.com/rs/zerolog"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+func testControllerAuth(t testing.TB) *controllerAuth {
+	t.Helper()
+	img := scramImage(t)
+	ss, err := newSASLServer(saslListener("PLAIN", "SCRAM-SHA-512"), 0, func(u string, m metadata.ScramMechanism) (metadata.ScramCredential, bool) {
+		return img.ScramCredential(u, m)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &controllerAuth{sasl: ss, log: zerolog.Nop()}
+}
+
+// The controller listener's SASL login (the server side of a
+// SASL_PLAINTEXT controller listener) against raftka's own client login:
+// the principal that comes out, and that nothing past the exchange is
+// consumed (the next byte, Raft's preface, is still there to route on).
+func TestControllerHandshakeLogin(t *testing.T) {
+	a := testControllerAuth(t)
+	for _, tc := range []struct {
+		mech, user, password string
+		ok                   bool
+	}{
+		{"PLAIN", "alice", "alice-secret", true},
+		{"PLAIN", "alice", "wrong", false},
+		{"PLAIN", "mallory", "alice-secret", false},
+		{"SCRAM-SHA-512", "alice", "alice-pw", true},
+		{"SCRAM-SHA-512", "bob", "bob-pw", true},
+		{"SCRAM-SHA-512", "bob", "alice-pw", false},
+		{"SCRAM-SHA-256", "alice", "alice-pw", false}, // not enabled on this listener
+	} {
+		t.Run(tc.mech+"/"+tc.user+"/"+tc.password, func(t *testing.T) {
+			srv, cl := net.Pipe()
+			defer srv.Close()
+			defer cl.Close()
+			clientErr := make(chan error, 1)
+			go func() {
+				l := &saslLogin{mechanism: tc.mech, user: tc.user, password: tc.password}
+				err := l.run(context.Background(), cl, 5*time.Second)
+				if err == nil {
+					_, err = cl.Write([]byte{0xFF})
+				}
+				clientErr <- err
+				if err != nil {
+					cl.Close()
+				}
+			}()
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			c, principal, err := a.handshake(ctx, srv)
+			if err != nil {
+				srv.Close() // as the mux does
+				cerr := <-clientErr
+				if tc.ok {
+					t.Fatalf("login refused: server %v, client %v", err, cerr)
+				}
+				if cerr == nil {
+					t.Fatal("the client was told it logged in")
+				}
+				return
+			}
+			if !tc.ok {
+				t.Fatalf("login accepted as %s", principal)
+			}
+			if principal != "User:"+tc.user {
+				t.Fatalf("principal %q, want User:%s", principal, tc.user)
+			}
+			var b [1]byte
+			if _, err := io.ReadFull(c, b[:]); err != nil || b[0] != 0xFF {
+				t.Fatalf("the byte after the exchange: %x, %v", b, err)
+			}
+			if cerr := <-clientErr; cerr != nil {
+				t.Fatalf("client: %v", cerr)
+			}
+		})
+	}
+}
+
+// What the login refuses before it authenticates: a Raft stream, a
+// controller RPC, a request the exchange does not allow, garbage.
+func TestControllerHandshakeRefuses(t *testing.T) {
+	a := testControllerAuth(t)
+	hb := kmsg.NewPtrBrokerHeartbeatRequest()
+	hb.SetVersion(hb.MaxVersion())
+	auth := kmsg.NewPtrSASLAuthenticateRequest()
+	auth.Version, auth.SASLAuthBytes = 2, []byte("\x00alice\x00alice-secret")
+	for name, in := range map[string][]byte{
+		"raft preface":                  {0xFF, 1, 2, 3, 4, 5},
+		"heartbeat first":               encodeRequest(hb, 1),
+		"authenticate before handshake": encodeRequest(auth, 1),
+		"huge frame":                    {0x00, 0x7f, 0xff, 0xff},
+		"closed at once":                nil,
+	} {
+		t.Run(name, func(t *testing.T) {
+			mc := &memConn{in: bytes.NewReader(in)}
+			if _, _, err := a.handshake(context.Background(), mc); err == nil {
+				t.Fatal("handshake accepted")
+			}
+			if out := mc.out.Bytes(); len(out) > 0 {
+				t.Fatalf("answered %d bytes", len(out))
+			}
+		})
+	}
+}
+
+// A handshake v0 exchange: the PLAIN token as a bare frame, answered by a
+// bare (empty) frame.
+func TestControllerHandshakeV0(t *testing.T) {
+	a := testControllerAuth(t)
+	hs := kmsg.NewPtrSASLHandshakeRequest()
+	hs.Version, hs.Mechanism = 0, "PLAIN"
+	tok := "\x00alice\x00alice-secret"
+	in := append(encodeRequest(hs, 1), binary.BigEndian.AppendUint32(nil, uint32(len(tok)))...)
+	in = append(in, tok...)
+	mc := &memConn{in: bytes.NewReader(in)}
+	_, principal, err := a.handshake(context.Background(), mc)
+	if err != nil || principal != "User:alice" {
+		t.Fatalf("v0 login: %q, %v", principal, err)
+	}
+	if out := mc.out.Bytes(); !bytes.HasSuffix(out, []byte{0, 0, 0, 0}) {
+		t.Fatalf("answer does not end in an empty v0 token frame: %x", out)
+	}
+}
+
+// Any bytes before authentication on the controller listener end the
+// handshake, accepted or refused, never a panic or a hang.
+func FuzzControllerHandshake(f *testing.F) {
+	hs := func(v int16, mech string) []byte {
+		r := kmsg.NewPtrSASLHandshakeRequest()
+		r.Version, r.Mechanism = v, mech
+		return encodeRequest(r, 1)
+	}
+	au := func(v int16, tok string) []byte {
+		r := kmsg.NewPtrSASLAuthenticateRequest()
+		r.Version, r.SASLAuthBytes = v, []byte(tok)
+		return encodeRequest(r, 2)
+	}
+	f.Add(append(hs(1, "PLAIN"), au(2, "\x00alice\x00alice-secret")...))
+	f.Add(append(hs(1, "SCRAM-SHA-512"), au(1, "n,,n=alice,r=abc")...))
+	f.Add(append(hs(0, "PLAIN"), 0, 0, 0, 3, 'x', 'y', 'z'))
+	f.Add(hs(1, "GSSAPI"))
+	f.Add([]byte{0xFF})
+	a := testControllerAuth(f)
+	f.Fuzz(func(t *testing.T, data []byte) {
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			_, p, err := a.handshake(context.Background(), &memConn{in: bytes.NewReader(data)})
+			if err == nil && !strings.HasPrefix(p, "User:") {
+				t.Errorf("accepted with principal %q", p)
+			}
+		}()
+		select {
+		case <-done:
+		case <-time.After(testDeadline):
+			t.Fatal("handshake neither accepted nor refused")
+		}
+	})
+}
