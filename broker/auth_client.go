@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/raftka/raftka/broker/config"
+	"github.com/rs/zerolog"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/xdg-go/scram"
@@ -27,8 +28,8 @@ import (
 // InterBrokerDialer returns the dial function follower fetch uses to reach
 // other brokers' inter-broker listener, or nil when that listener is
 // PLAINTEXT (a plain TCP dial).
-func InterBrokerDialer(cfg *config.Config, dialTimeout time.Duration) (func(ctx context.Context, addr string) (net.Conn, error), error) {
-	return listenerDialer(cfg.Security[cfg.InterBrokerListenerName], cfg.SASLMechanismInterBroker, "inter-broker", dialTimeout)
+func InterBrokerDialer(cfg *config.Config, dialTimeout time.Duration, log zerolog.Logger) (func(ctx context.Context, addr string) (net.Conn, error), error) {
+	return listenerDialer(cfg.Security[cfg.InterBrokerListenerName], cfg.SASLMechanismInterBroker, "inter-broker", dialTimeout, log)
 }
 
 // ControllerDialer returns the dial function this node uses to reach the
@@ -38,25 +39,32 @@ func InterBrokerDialer(cfg *config.Config, dialTimeout time.Duration) (func(ctx 
 // ssl.endpoint.identification.algorithm) and logs in with
 // sasl.mechanism.controller.protocol as the username and password of that
 // listener's JAAS config for the mechanism. nil for PLAINTEXT.
-func ControllerDialer(cfg *config.Config, dialTimeout time.Duration) (func(ctx context.Context, addr string) (net.Conn, error), error) {
+func ControllerDialer(cfg *config.Config, dialTimeout time.Duration, log zerolog.Logger) (func(ctx context.Context, addr string) (net.Conn, error), error) {
 	l, ok := cfg.ControllerListener()
 	if !ok {
 		return nil, nil
 	}
-	return listenerDialer(cfg.Security[l.Name], cfg.SASLMechanismController, "controller", dialTimeout)
+	return listenerDialer(cfg.Security[l.Name], cfg.SASLMechanismController, "controller", dialTimeout, log)
 }
 
 // listenerDialer dials a listener of sec's settings, logging in with mech
-// when it is SASL; what names the listener's role in errors.
-func listenerDialer(sec *config.ListenerSecurity, mech, what string, dialTimeout time.Duration) (func(ctx context.Context, addr string) (net.Conn, error), error) {
+// when it is SASL; what names the listener's role in errors. The client
+// certificate and truststore are reloaded when their files change
+// (auth_reload.go).
+func listenerDialer(sec *config.ListenerSecurity, mech, what string, dialTimeout time.Duration, log zerolog.Logger) (func(ctx context.Context, addr string) (net.Conn, error), error) {
 	if sec == nil || !sec.TLS() && !sec.SASL() {
 		return nil, nil
 	}
-	var tc *tls.Config
+	var tlsConfig func() *tls.Config
 	if sec.TLS() {
-		var err error
-		if tc, err = clientTLSConfig(sec); err != nil {
+		r, tc, err := newTLSReloader(tlsFiles(sec), func() (*tls.Config, error) { return clientTLSConfig(sec) },
+			log.With().Str("listener", sec.Listener).Str("side", what+" client").Logger())
+		if err != nil {
 			return nil, fmt.Errorf("%s listener %s: %w", what, sec.Listener, err)
+		}
+		tlsConfig = func() *tls.Config { return tc }
+		if r != nil {
+			tlsConfig = r.current
 		}
 	}
 	var login *saslLogin
@@ -77,8 +85,8 @@ func listenerDialer(sec *config.ListenerSecurity, mech, what string, dialTimeout
 			return nil, err
 		}
 		conn := nc
-		if tc != nil {
-			c := tc.Clone()
+		if tlsConfig != nil {
+			c := tlsConfig().Clone()
 			if host, _, err := net.SplitHostPort(addr); err == nil && c.ServerName == "" {
 				c.ServerName = host
 			}
@@ -274,5 +282,5 @@ func ClientDialer(cs *config.ClientSecurity, dialTimeout time.Duration) (func(ct
 		InterBrokerListenerName:  "CLIENT",
 		Security:                 map[string]*config.ListenerSecurity{"CLIENT": &sec},
 		SASLMechanismInterBroker: cs.Mechanism,
-	}, dialTimeout)
+	}, dialTimeout, zerolog.Nop())
 }

@@ -45,7 +45,7 @@ func ControllerHandshake(cfg *config.Config, scram func(string, metadata.ScramMe
 	a := &controllerAuth{rules: sec.PrincipalRules, metrics: m,
 		log: log.With().Str("listener", l.Name).Logger()}
 	if sec.TLS() {
-		tc, err := ServerTLSConfig(sec)
+		tc, err := ServerTLSConfig(sec, log)
 		if err != nil {
 			return nil, fmt.Errorf("controller listener %s: %w", l.Name, err)
 		}

@@ -42,7 +42,7 @@ func controllerSecurity(rc *raftfsm.Config, cfg *config.Config, boot []metadata.
 	if hs != nil {
 		rc.Handshake = hs
 	}
-	dial, err := broker.ControllerDialer(cfg, 10*time.Second)
+	dial, err := broker.ControllerDialer(cfg, 10*time.Second, log)
 	if err != nil {
 		return err
 	}

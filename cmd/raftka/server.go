@@ -149,7 +149,7 @@ func runServer(ctx context.Context, cfg *config.Config, log zerolog.Logger, shut
 		Metadata: node, Listener: cfg.InterBrokerListenerName,
 		ClientID: fmt.Sprintf("raftka-txn-%d", cfg.NodeID),
 	}
-	if peers.Dial, err = broker.InterBrokerDialer(cfg, 10*time.Second); err != nil {
+	if peers.Dial, err = broker.InterBrokerDialer(cfg, 10*time.Second, log); err != nil {
 		return err
 	}
 	defer peers.Close()
@@ -328,7 +328,7 @@ const offsetsLogRetry = 2 * time.Second
 func startReplicas(node *raftfsm.Node, logs *storage.Manager, cfg *config.Config, log zerolog.Logger) (*replica.Manager, func(), error) {
 	clientID := fmt.Sprintf("raftka-replica-%d", cfg.NodeID)
 	dial := replica.TCPDialer(clientID, 10*time.Second)
-	secured, err := broker.InterBrokerDialer(cfg, 10*time.Second)
+	secured, err := broker.InterBrokerDialer(cfg, 10*time.Second, log)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"crypto/tls"
+	"crypto/x509"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -11,6 +12,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -36,6 +38,11 @@ import (
 type saslSSLCluster struct {
 	c     *cluster.Cluster
 	certs *certs.Set
+	// next is a second CA's set, trusted from the start by every node and
+	// client, for a rotation of the keystore to its server certificate.
+	next  *certs.Set
+	pool  *x509.CertPool // both CAs
+	trust string         // both CAs, a PEM file
 }
 
 const secureMech = "SCRAM-SHA-512"
@@ -53,10 +60,23 @@ func startSASLSSLCluster(t *testing.T, opts ...cluster.Opt) *saslSSLCluster {
 	if err := set.Write(t.TempDir()); err != nil {
 		t.Fatal(err)
 	}
-	sc := &saslSSLCluster{certs: set}
+	next, err := certs.New("client")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := next.Write(t.TempDir()); err != nil {
+		t.Fatal(err)
+	}
+	sc := &saslSSLCluster{certs: set, next: next, pool: set.Pool()}
+	sc.pool.AddCert(next.CA.Cert)
+	trust := filepath.Join(t.TempDir(), "trust.pem")
+	sc.trust = trust
+	if err := os.WriteFile(trust, append(append([]byte{}, set.CA.CertPEM...), next.CA.CertPEM...), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	// Every client of the test, the harness's included, connects as admin.
 	invariants.UseClientSecurity(t, invariants.ClientSecurity{
-		Opts: []kgo.Opt{kgo.DialTLSConfig(&tls.Config{RootCAs: set.Pool()}),
+		Opts: []kgo.Opt{kgo.DialTLSConfig(&tls.Config{RootCAs: sc.pool}),
 			kgo.SASL(scram.Auth{User: "admin", Pass: adminPassword}.AsSha512Mechanism())},
 		Dial: sc.dialer(t, "admin", adminPassword),
 	})
@@ -77,7 +97,7 @@ func startSASLSSLCluster(t *testing.T, opts ...cluster.Opt) *saslSSLCluster {
 			"ssl.keystore.location=" + set.Files.ServerP12,
 			"ssl.keystore.password=" + certs.Password,
 			"ssl.truststore.type=PEM",
-			"ssl.truststore.location=" + set.Files.CAPEM,
+			"ssl.truststore.location=" + trust,
 			"sasl.enabled.mechanisms=" + secureMech,
 			"sasl.mechanism.inter.broker.protocol=" + secureMech,
 			"sasl.mechanism.controller.protocol=" + secureMech,
@@ -109,7 +129,7 @@ func (sc *saslSSLCluster) dialer(t testing.TB, user, password string) func(ctx c
 		"sasl.mechanism":          secureMech,
 		"sasl.jaas.config":        scramJAAS(user, password),
 		"ssl.truststore.type":     "PEM",
-		"ssl.truststore.location": sc.certs.Files.CAPEM,
+		"ssl.truststore.location": sc.trust,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -336,7 +356,7 @@ func TestControllerListenerSASLSSL(t *testing.T) {
 	t.Run("non-voter join without credentials refused", func(t *testing.T) {
 		// TLS but no SASL: the AddRaftVoter a joining broker-only node
 		// sends is the first frame, which the SASL listener refuses.
-		c, err := tls.Dial("tcp", ctrl, &tls.Config{RootCAs: sc.certs.Pool()})
+		c, err := tls.Dial("tcp", ctrl, &tls.Config{RootCAs: sc.pool})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -384,6 +404,41 @@ func TestControllerListenerSASLSSL(t *testing.T) {
 		}
 	})
 
+	t.Run("keystore rotated on disk", func(t *testing.T) {
+		// Every node's keystore is the one file: replaced by the other
+		// CA's server certificate, it is served by the next handshakes of
+		// the client and controller listeners, without a restart, while
+		// the nodes keep reaching each other (Raft, fetch) with it.
+		data, err := os.ReadFile(sc.next.Files.ServerP12)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ks := sc.certs.Files.ServerP12
+		if err := os.WriteFile(ks+".new", data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Rename(ks+".new", ks); err != nil {
+			t.Fatal(err)
+		}
+		for _, n := range sc.c.Nodes() {
+			for _, addr := range []string{n.ClientAddr(), n.ControllerAddr()} {
+				cluster.WaitFor(t, 15*time.Second, func() (bool, string) {
+					c, err := tls.Dial("tcp", addr, &tls.Config{RootCAs: sc.pool})
+					if err != nil {
+						return false, err.Error()
+					}
+					defer c.Close()
+					got := c.ConnectionState().PeerCertificates[0]
+					return got.Equal(sc.next.Server.Cert), fmt.Sprintf("%s serves the certificate issued by %s", addr, got.Issuer)
+				})
+			}
+		}
+		acks := produceAcked(t, h, topic, 3, "rotated", 100)
+		if len(acks) != 100 {
+			t.Errorf("%d acknowledged after the rotation", len(acks))
+		}
+	})
+
 	// The cluster still serves after all of that.
 	if err := invariants.CreateTopic(ctx, h.Seeds(), "after", 1, 3, nil); err != nil {
 		t.Fatal(err)
@@ -392,6 +447,6 @@ func TestControllerListenerSASLSSL(t *testing.T) {
 
 // invariantsOpts are the client options of the secured cluster's admin.
 func invariantsOpts(sc *saslSSLCluster) []kgo.Opt {
-	return []kgo.Opt{kgo.DialTLSConfig(&tls.Config{RootCAs: sc.certs.Pool()}),
+	return []kgo.Opt{kgo.DialTLSConfig(&tls.Config{RootCAs: sc.pool}),
 		kgo.SASL(scram.Auth{User: "admin", Pass: adminPassword}.AsSha512Mechanism()), kgo.RetryTimeout(20 * time.Second)}
 }
