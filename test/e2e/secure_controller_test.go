@@ -210,8 +210,12 @@ func closedWithoutAnswer(c net.Conn) error {
 // (User:admin, a super user) form the cluster through it; a
 // non-broker principal, authenticated, is refused every broker RPC and
 // Raft; no credentials, a wrong password, and plaintext are closed.
+//
+// Node 4 is broker-only: it joins as a Raft non-voter through the secured
+// listener (AddRaftVoter logged in), and the Raft leader replicates the
+// metadata log to its SASL_SSL controller listener.
 func TestControllerListenerSASLSSL(t *testing.T) {
-	sc := startSASLSSLCluster(t)
+	sc := startSASLSSLCluster(t, cluster.Nodes(4), cluster.BrokerOnly(4))
 	ctx := ctxFor(t, 2*time.Minute)
 	h := harness{Cluster: sc.c}
 
