@@ -56,7 +56,8 @@ type Config struct {
 	// Authorizer, when set, admits on the controller listener only
 	// principals with CLUSTER_ACTION on the cluster (brokers and
 	// controllers): a Raft stream of anyone else is closed, and a
-	// controller RPC answered CLUSTER_AUTHORIZATION_FAILED.
+	// controller RPC answered CLUSTER_AUTHORIZATION_FAILED. A node in
+	// memory (Inmem) has no listener and applies none of the three.
 	Authorizer *metadata.Authorizer
 
 	// DataDir holds the Raft stores: <metadata.log.dir>/raft.
