@@ -3,6 +3,7 @@ package broker
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"encoding/binary"
 	"io"
 	"net"
@@ -10,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/raftka/raftka/broker/config"
 	"github.com/raftka/raftka/metadata"
 	"github.com/rs/zerolog"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -172,4 +174,83 @@ func FuzzControllerHandshake(f *testing.F) {
 			t.Fatal("handshake neither accepted nor refused")
 		}
 	})
+}
+
+// An SSL controller listener with mTLS: a node dials with its keystore as
+// client certificate (ControllerDialer, the host name checked), and the
+// principal is the certificate's DN through ssl.principal.mapping.rules,
+// as Kafka's; a peer without a certificate is refused.
+func TestControllerHandshakeMTLS(t *testing.T) {
+	set := testCerts(t)
+	text := `process.roles=broker,controller
+node.id=1
+controller.quorum.voters=1@127.0.0.1:9093
+listeners=PLAINTEXT://127.0.0.1:9092,CONTROLLER://127.0.0.1:9093
+listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:SSL
+controller.listener.names=CONTROLLER
+log.dirs=x
+listener.name.controller.ssl.keystore.location=` + set.Files.ServerPEM + `
+listener.name.controller.ssl.truststore.location=` + set.Files.CAPEM + `
+listener.name.controller.ssl.client.auth=required
+listener.name.controller.ssl.principal.mapping.rules=RULE:^CN=([^,]*).*$/$1/U,DEFAULT
+`
+	cfg, _, err := config.Parse([]byte(text), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs, err := ControllerHandshake(cfg, nil, nil, zerolog.Nop())
+	if err != nil || hs == nil {
+		t.Fatalf("handshake: %v", err)
+	}
+	dial, err := ControllerDialer(cfg, 5*time.Second, zerolog.Nop())
+	if err != nil || dial == nil {
+		t.Fatalf("dialer: %v", err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	type result struct {
+		principal string
+		err       error
+	}
+	results := make(chan result, 2)
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+				defer cancel()
+				_, p, err := hs(ctx, c)
+				results <- result{p, err}
+			}()
+		}
+	}()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	c, err := dial(ctx, ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Close()
+	if r := <-results; r.err != nil || r.principal != "User:LOCALHOST" {
+		t.Fatalf("node's principal %q, %v; want User:LOCALHOST", r.principal, r.err)
+	}
+	// Without a client certificate the server refuses the handshake.
+	nc, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	tc := tls.Client(nc, &tls.Config{RootCAs: set.Pool(), ServerName: "127.0.0.1"})
+	_ = tc.HandshakeContext(ctx)
+	_, _ = tc.Read(make([]byte, 1)) // TLS 1.3: the refusal arrives after the client's handshake
+	tc.Close()
+	if r := <-results; r.err == nil {
+		t.Fatalf("accepted a peer without a certificate as %q", r.principal)
+	}
 }
