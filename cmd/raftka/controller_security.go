@@ -54,8 +54,28 @@ func controllerSecurity(rc *raftfsm.Config, cfg *config.Config, boot []metadata.
 			SuperUsers:           metadata.ParseSuperUsers(cfg.SuperUsers),
 			AllowEveryoneIfNoACL: cfg.AllowEveryoneIfNoACLFound,
 		}
+		if w := anonymousControllerWarning(cfg, rc.Authorizer); w != "" {
+			log.Warn().Msg(w)
+		}
 	}
 	return nil
+}
+
+// anonymousControllerWarning says when the controller listener's
+// connections are anonymous (PLAINTEXT, or SSL without client
+// certificates) but User:ANONYMOUS cannot hold CLUSTER_ACTION before any
+// ACL exists: the quorum could then not form, nor brokers register.
+func anonymousControllerWarning(cfg *config.Config, a *metadata.Authorizer) string {
+	l, ok := cfg.ControllerListener()
+	if !ok {
+		return ""
+	}
+	sec := cfg.Security[l.Name]
+	anonymous := sec == nil || !sec.SASL() && (!sec.TLS() || sec.ClientAuth != "required")
+	if !anonymous || a.SuperUsers[raftfsm.AnonymousPrincipal] || a.AllowEveryoneIfNoACL {
+		return ""
+	}
+	return "the controller listener " + l.Name + " does not authenticate, so Raft and the brokers' controller RPCs arrive as User:ANONYMOUS, which the authorizer refuses CLUSTER_ACTION: add User:ANONYMOUS to super.users (as Kafka needs) or secure the controller listener with SASL or mTLS"
 }
 
 type scramUser struct {
