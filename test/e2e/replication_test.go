@@ -91,6 +91,18 @@ func TestReplicationFailoverUnderLoad(t *testing.T) {
 	checkReport(t, harness{Cluster: c}, "failover", "failover", r)
 }
 
+// Failover under load with SASL_SSL on every listener, the controller
+// listener included, and the authorizer on: a SIGKILLed leader's
+// replacement is elected, and the restarted node rejoins every ISR,
+// through TLS and SCRAM.
+func TestReplicationFailoverUnderLoadSASLSSL(t *testing.T) {
+	rounds := invariants.EnvInt(t, "RAFTKA_FAILOVER_ROUNDS", 3)
+	sc := startSASLSSLCluster(t, cluster.Override("default.replication.factor", "3"), cluster.Override("min.insync.replicas", "2"))
+	h := harness{Cluster: sc.c}
+	r := invariants.Failover(t, h, invariants.FailoverConfig{Topic: "failover", Partitions: 6, Rounds: rounds})
+	checkReport(t, h, "failover", "failover over SASL_SSL", r)
+}
+
 // Divergence: a leader takes acks=1 writes its followers never fetch (they
 // are frozen), then dies. The followers, still in the ISR (the lag time is
 // long), elect one of themselves cleanly and take more writes. The old
