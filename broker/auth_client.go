@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/raftka/raftka/broker/config"
+	"github.com/rs/zerolog"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/xdg-go/scram"
@@ -27,28 +28,54 @@ import (
 // InterBrokerDialer returns the dial function follower fetch uses to reach
 // other brokers' inter-broker listener, or nil when that listener is
 // PLAINTEXT (a plain TCP dial).
-func InterBrokerDialer(cfg *config.Config, dialTimeout time.Duration) (func(ctx context.Context, addr string) (net.Conn, error), error) {
-	sec := cfg.Security[cfg.InterBrokerListenerName]
+func InterBrokerDialer(cfg *config.Config, dialTimeout time.Duration, log zerolog.Logger) (func(ctx context.Context, addr string) (net.Conn, error), error) {
+	return listenerDialer(cfg.Security[cfg.InterBrokerListenerName], cfg.SASLMechanismInterBroker, "inter-broker", dialTimeout, log)
+}
+
+// ControllerDialer returns the dial function this node uses to reach the
+// controller listeners of the others: Raft streams, controller RPCs and
+// their forwarding. Like Kafka's, it uses the settings of the first of
+// controller.listener.names (truststore, keystore for mTLS,
+// ssl.endpoint.identification.algorithm) and logs in with
+// sasl.mechanism.controller.protocol as the username and password of that
+// listener's JAAS config for the mechanism. nil for PLAINTEXT.
+func ControllerDialer(cfg *config.Config, dialTimeout time.Duration, log zerolog.Logger) (func(ctx context.Context, addr string) (net.Conn, error), error) {
+	l, ok := cfg.ControllerListener()
+	if !ok {
+		return nil, nil
+	}
+	return listenerDialer(cfg.Security[l.Name], cfg.SASLMechanismController, "controller", dialTimeout, log)
+}
+
+// listenerDialer dials a listener of sec's settings, logging in with mech
+// when it is SASL; what names the listener's role in errors. The client
+// certificate and truststore are reloaded when their files change
+// (auth_reload.go).
+func listenerDialer(sec *config.ListenerSecurity, mech, what string, dialTimeout time.Duration, log zerolog.Logger) (func(ctx context.Context, addr string) (net.Conn, error), error) {
 	if sec == nil || !sec.TLS() && !sec.SASL() {
 		return nil, nil
 	}
-	var tc *tls.Config
+	var tlsConfig func() *tls.Config
 	if sec.TLS() {
-		var err error
-		if tc, err = clientTLSConfig(sec); err != nil {
-			return nil, fmt.Errorf("inter-broker listener %s: %w", sec.Listener, err)
+		r, tc, err := newTLSReloader(tlsFiles(sec), func() (*tls.Config, error) { return clientTLSConfig(sec) },
+			log.With().Str("listener", sec.Listener).Str("side", what+" client").Logger())
+		if err != nil {
+			return nil, fmt.Errorf("%s listener %s: %w", what, sec.Listener, err)
+		}
+		tlsConfig = func() *tls.Config { return tc }
+		if r != nil {
+			tlsConfig = r.current
 		}
 	}
 	var login *saslLogin
 	if sec.SASL() {
-		mech := cfg.SASLMechanismInterBroker
 		e, err := parseJAAS(sec.JAAS[mech])
 		if err != nil {
-			return nil, fmt.Errorf("inter-broker listener %s: %s JAAS config: %w", sec.Listener, mech, err)
+			return nil, fmt.Errorf("%s listener %s: %s JAAS config: %w", what, sec.Listener, mech, err)
 		}
 		login = &saslLogin{mechanism: mech, user: e.Options["username"], password: e.Options["password"]}
 		if login.user == "" || login.password == "" {
-			return nil, fmt.Errorf("inter-broker listener %s: the %s JAAS config has no username and password for this broker to log in with", sec.Listener, mech)
+			return nil, fmt.Errorf("%s listener %s: the %s JAAS config has no username and password for this node to log in with", what, sec.Listener, mech)
 		}
 	}
 	return func(ctx context.Context, addr string) (net.Conn, error) {
@@ -58,8 +85,8 @@ func InterBrokerDialer(cfg *config.Config, dialTimeout time.Duration) (func(ctx 
 			return nil, err
 		}
 		conn := nc
-		if tc != nil {
-			c := tc.Clone()
+		if tlsConfig != nil {
+			c := tlsConfig().Clone()
 			if host, _, err := net.SplitHostPort(addr); err == nil && c.ServerName == "" {
 				c.ServerName = host
 			}
@@ -255,5 +282,5 @@ func ClientDialer(cs *config.ClientSecurity, dialTimeout time.Duration) (func(ct
 		InterBrokerListenerName:  "CLIENT",
 		Security:                 map[string]*config.ListenerSecurity{"CLIENT": &sec},
 		SASLMechanismInterBroker: cs.Mechanism,
-	}, dialTimeout)
+	}, dialTimeout, zerolog.Nop())
 }

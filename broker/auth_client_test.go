@@ -8,6 +8,7 @@ import (
 
 	"github.com/raftka/raftka/broker/config"
 	"github.com/raftka/raftka/test/certs"
+	"github.com/rs/zerolog"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -55,7 +56,7 @@ func TestInterBrokerDialer(t *testing.T) {
 			cfg := interBrokerConfig(t, "ssl.keystore.location="+f.ServerP12, "ssl.keystore.password="+certs.Password,
 				"ssl.truststore.location="+f.CAPEM, "sasl.enabled.mechanisms="+mech, "sasl.mechanism.inter.broker.protocol="+mech, jaas,
 				plainUsers)
-			dial, err := InterBrokerDialer(cfg, 5*time.Second)
+			dial, err := InterBrokerDialer(cfg, 5*time.Second, zerolog.Nop())
 			if err != nil || dial == nil {
 				t.Fatalf("dialer: %v", err)
 			}
@@ -77,7 +78,7 @@ func TestInterBrokerDialer(t *testing.T) {
 			cfg = interBrokerConfig(t, "ssl.keystore.location="+f.ServerP12, "ssl.keystore.password="+certs.Password,
 				"ssl.truststore.location="+f.CAPEM, "sasl.enabled.mechanisms="+mech, "sasl.mechanism.inter.broker.protocol="+mech, bad,
 				plainUsers)
-			dial, _ = InterBrokerDialer(cfg, 5*time.Second)
+			dial, _ = InterBrokerDialer(cfg, 5*time.Second, zerolog.Nop())
 			if _, err := dial(ctx, addr); err == nil || !strings.Contains(err.Error(), "SASL_AUTHENTICATION_FAILED") {
 				t.Fatalf("wrong password: %v", err)
 			}

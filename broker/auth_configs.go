@@ -10,8 +10,9 @@ import (
 
 // DescribeConfigs of the per-listener TLS and SASL keys (broker/config's
 // security.go): the broker-wide (not listener-prefixed) value, from the
-// file or the default, read-only (raftka reloads no certificate at run
-// time), passwords and inline keys sensitive.
+// file or the default, read-only (the keys cannot change at run time; the
+// files they name are reloaded when they change, auth_reload.go),
+// passwords and inline keys sensitive.
 
 // securityKeyNames is the set of security keys raftka applies, which the
 // table of unapplied Kafka keys leaves out.

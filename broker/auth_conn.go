@@ -34,7 +34,7 @@ func (s *Server) newListenerAuth(sec *config.ListenerSecurity) (*listenerAuth, e
 	}
 	a := &listenerAuth{protocol: sec.Protocol, principalRules: sec.PrincipalRules}
 	if sec.TLS() {
-		tc, err := ServerTLSConfig(sec)
+		tc, err := ServerTLSConfig(sec, s.log)
 		if err != nil {
 			return nil, err
 		}

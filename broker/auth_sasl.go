@@ -58,10 +58,17 @@ type saslServer struct {
 }
 
 func (s *Server) newSASLServer(sec *config.ListenerSecurity) (*saslServer, error) {
-	ss := &saslServer{mechanisms: slices.Clone(sec.EnabledMechanisms), delay: defaultFailedAuthDelay}
+	delay := defaultFailedAuthDelay
 	if s.config != nil {
-		ss.delay = s.config.FailedAuthenticationDelay
+		delay = s.config.FailedAuthenticationDelay
 	}
+	return newSASLServer(sec, delay, s.scramCredential)
+}
+
+// newSASLServer is a listener's SASL server: PLAIN users from its JAAS
+// config, SCRAM credentials from scram, failed logins held for delay.
+func newSASLServer(sec *config.ListenerSecurity, delay time.Duration, scram func(string, metadata.ScramMechanism) (metadata.ScramCredential, bool)) (*saslServer, error) {
+	ss := &saslServer{mechanisms: slices.Clone(sec.EnabledMechanisms), delay: delay}
 	for _, m := range ss.mechanisms {
 		switch m {
 		case "PLAIN":
@@ -71,7 +78,7 @@ func (s *Server) newSASLServer(sec *config.ListenerSecurity) (*saslServer, error
 			}
 			ss.plainUsers = users
 		case "SCRAM-SHA-256", "SCRAM-SHA-512":
-			ss.scram = s.scramCredential
+			ss.scram = scram
 		default:
 			return nil, fmt.Errorf("SASL mechanism %s is not supported", m)
 		}

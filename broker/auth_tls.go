@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/raftka/raftka/broker/config"
+	"github.com/rs/zerolog"
 	"software.sslmate.com/src/go-pkcs12"
 )
 
@@ -19,9 +20,19 @@ import (
 // and truststores as PEM (files, or inline certificate chain and key) or
 // PKCS12 (decoded by go-pkcs12; JKS is refused by the config package).
 
-// ServerTLSConfig builds the server side of a TLS listener. Files are read
-// once, when the listener is bound.
-func ServerTLSConfig(s *config.ListenerSecurity) (*tls.Config, error) {
+// ServerTLSConfig builds the server side of a TLS listener. Its files are
+// read when the listener is bound, and again when they change
+// (auth_reload.go); log hears of reloads.
+func ServerTLSConfig(s *config.ListenerSecurity, log zerolog.Logger) (*tls.Config, error) {
+	r, tc, err := newTLSReloader(tlsFiles(s), func() (*tls.Config, error) { return serverTLSConfig(s) },
+		log.With().Str("listener", s.Listener).Logger())
+	if err != nil || r == nil {
+		return tc, err
+	}
+	return r.serverConfig(), nil
+}
+
+func serverTLSConfig(s *config.ListenerSecurity) (*tls.Config, error) {
 	cert, err := loadKeystore(s)
 	if err != nil {
 		return nil, fmt.Errorf("listener %s keystore: %w", s.Listener, err)

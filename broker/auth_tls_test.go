@@ -13,6 +13,7 @@ import (
 
 	"github.com/raftka/raftka/broker/config"
 	"github.com/raftka/raftka/test/certs"
+	"github.com/rs/zerolog"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -125,7 +126,7 @@ func TestTLSKeystoreErrors(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			c.sec.Protocol, c.sec.Listener = "SSL", "CLIENT"
-			_, err := ServerTLSConfig(&c.sec)
+			_, err := ServerTLSConfig(&c.sec, zerolog.Nop())
 			if err == nil || !strings.Contains(err.Error(), c.want) {
 				t.Fatalf("err %v, want %q", err, c.want)
 			}

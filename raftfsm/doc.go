@@ -52,7 +52,11 @@
 // one preface byte, RaftPreface (0xFF), before hashicorp's own protocol; a
 // Kafka frame starts with its int32 size, whose first byte is 0x00 for any
 // frame under 16 MiB. The accept loop reads that first byte and routes the
-// connection; everything that is not Raft is read as Kafka frames: 4-byte
+// connection (after Config.Handshake, when the listener is TLS or SASL: the
+// handshake's principal decides, with Config.Authorizer, whether a Raft
+// stream is kept and each RPC is served or answered
+// CLUSTER_AUTHORIZATION_FAILED; Config.Dial secures the other direction);
+// everything that is not Raft is read as Kafka frames: 4-byte
 // size, request header v1 or v2 (v2 when kmsg says the version is flexible),
 // a kmsg request body; answers are kmsg responses with header v0/v1. Packet
 // captures decode them as Kafka. Served: BrokerRegistration, BrokerHeartbeat,

@@ -46,6 +46,20 @@ type Config struct {
 	// node's entry in Voters, then to the listener's address.
 	AdvertisedAddr string
 
+	// Handshake, when set, secures every connection accepted on the
+	// controller listener before it is routed (TLS, SASL: the listener's
+	// protocol); Dial, when set, opens this node's connections to other
+	// nodes' controller listeners the same way: Raft streams, the
+	// controller RPCs and their forwarding. Both nil: PLAINTEXT.
+	Handshake Handshake
+	Dial      Dialer
+	// Authorizer, when set, admits on the controller listener only
+	// principals with CLUSTER_ACTION on the cluster (brokers and
+	// controllers): a Raft stream of anyone else is closed, and a
+	// controller RPC answered CLUSTER_AUTHORIZATION_FAILED. A node in
+	// memory (Inmem) has no listener and applies none of the three.
+	Authorizer *metadata.Authorizer
+
 	// DataDir holds the Raft stores: <metadata.log.dir>/raft.
 	DataDir string
 
@@ -367,6 +381,7 @@ func Start(cfg Config) (_ *Node, err error) {
 		Waiter:  n.pub,
 		Logger:  n.log,
 		Inmem:   cfg.Inmem,
+		Dial:    cfg.Dial,
 		leaders: n.leaderAddr,
 	})
 	n.wg.Add(2)
@@ -653,15 +668,19 @@ func (n *Node) startOnDisk(hl hclog.Logger, cleanup *[]func()) error {
 		ln.Close()
 		return fmt.Errorf("raftfsm: advertised address %q: %w", n.addr, err)
 	}
-	n.mux = newMux(ln, n.serveConn)
+	var mayRaft func(principal, host string) bool
+	if cfg.Authorizer != nil {
+		mayRaft = n.clusterAction
+	}
+	n.mux = newMux(ln, n.serveConn, cfg.Handshake, mayRaft, n.log)
 	// If Start fails, cancel before the mux waits for its connections:
 	// RPC connections accepted before Raft existed wait on n.ctx.
 	*cleanup = append(*cleanup, n.mux.close, n.cancel)
-	pool := newConnPool()
+	pool := newConnPool(cfg.Dial)
 	n.pool = pool
 	*cleanup = append(*cleanup, pool.close)
 	trans := raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
-		Stream:  newStreamLayer(n.mux, advertise),
+		Stream:  newStreamLayer(n.mux, cfg.Dial, advertise),
 		MaxPool: 3,
 		Timeout: 10 * time.Second,
 		Logger:  hl.Named("transport"),

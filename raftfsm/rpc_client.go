@@ -38,6 +38,9 @@ type ClientConfig struct {
 	// Inmem, when set, reaches the voters on that network in process
 	// instead of over TCP.
 	Inmem *InmemNetwork
+	// Dial, when set, opens connections to the controller listeners (TLS
+	// and SASL as their protocol asks); nil dials plain TCP.
+	Dial Dialer
 
 	leaders func() string // local Raft's leader address, when the client lives in a Node
 }
@@ -64,7 +67,7 @@ func NewControllerClient(cfg ClientConfig) *ControllerClient {
 	if cfg.Inmem != nil {
 		return &ControllerClient{cfg: cfg, pool: &inmemClient{net: cfg.Inmem}}
 	}
-	return &ControllerClient{cfg: cfg, pool: newConnPool()}
+	return &ControllerClient{cfg: cfg, pool: newConnPool(cfg.Dial)}
 }
 
 // roundTripper carries one controller request to addr and its answer
@@ -535,6 +538,7 @@ func splitHostPort(addr string) (string, uint16) {
 // connPool keeps a few idle connections per controller address. A
 // connection carries one request at a time; a failed one is discarded.
 type connPool struct {
+	dial   Dialer
 	mu     sync.Mutex
 	idle   map[string][]*poolConn
 	closed bool
@@ -550,7 +554,12 @@ const maxIdlePerAddr = 4
 
 var errPoolClosed = errors.New("raftfsm: client closed")
 
-func newConnPool() *connPool { return &connPool{idle: map[string][]*poolConn{}} }
+func newConnPool(dial Dialer) *connPool {
+	if dial == nil {
+		dial = plainDial
+	}
+	return &connPool{dial: dial, idle: map[string][]*poolConn{}}
+}
 
 func (p *connPool) get(ctx context.Context, addr string) (*poolConn, error) {
 	p.mu.Lock()
@@ -565,10 +574,11 @@ func (p *connPool) get(ctx context.Context, addr string) (*poolConn, error) {
 		return pc, nil
 	}
 	p.mu.Unlock()
-	var d net.Dialer
-	dctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	// The dial, with its TLS handshake and SASL login, gets at least 2 s
+	// of the caller's time (a SCRAM login of many iterations is slow).
+	dctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	c, err := d.DialContext(dctx, "tcp", addr)
+	c, err := p.dial(dctx, addr)
 	if err != nil {
 		return nil, err
 	}

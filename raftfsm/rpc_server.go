@@ -18,10 +18,13 @@ import (
 // included.
 const rpcTimeout = 30 * time.Second
 
-// serveConn answers one RPC connection: frames are read and answered in
-// order. A frame that does not parse closes the connection after a log line;
-// nothing else is affected.
-func (n *Node) serveConn(c net.Conn) {
+// serveConn answers one RPC connection of principal: frames are read and
+// answered in order. A frame that does not parse closes the connection
+// after a log line; nothing else is affected. With an Authorizer, a
+// principal without CLUSTER_ACTION on the cluster is answered
+// CLUSTER_AUTHORIZATION_FAILED on every request, as Kafka's ControllerApis
+// answer a registration, heartbeat or AlterPartition from a non-broker.
+func (n *Node) serveConn(c net.Conn, principal string) {
 	select {
 	case <-n.rpcReady:
 	case <-n.ctx.Done(): // Start failed or the node is shutting down
@@ -39,15 +42,30 @@ func (n *Node) serveConn(c net.Conn) {
 			n.log.Warn().Err(err).Str("remote", c.RemoteAddr().String()).Msg("bad controller rpc frame: closing connection")
 			return
 		}
-		ctx, cancel := context.WithTimeout(n.ctx, rpcTimeout)
-		resp := n.handle(ctx, hdr, req)
-		cancel()
+		var resp kmsg.Response
+		if n.cfg.Authorizer != nil && !n.clusterAction(principal, remoteHost(c)) {
+			n.log.Warn().Str("remote", c.RemoteAddr().String()).Str("principal", principal).Str("request", kmsg.NameForKey(req.Key())).
+				Msg("controller rpc from a principal without CLUSTER_ACTION on the cluster: CLUSTER_AUTHORIZATION_FAILED")
+			resp = errorResponse(req, kerr.ClusterAuthorizationFailed.Code)
+			setErrorMessage(resp, "the controller listener serves brokers and controllers only (CLUSTER_ACTION on the cluster)")
+		} else {
+			ctx, cancel := context.WithTimeout(n.ctx, rpcTimeout)
+			resp = n.handle(ctx, hdr, req)
+			cancel()
+		}
 		out = appendResponse(out[:0], hdr.correlationID, resp)
 		_ = c.SetWriteDeadline(time.Now().Add(rpcTimeout))
 		if _, err := c.Write(out); err != nil {
 			return
 		}
 	}
+}
+
+// clusterAction reports whether principal, from host, holds CLUSTER_ACTION
+// on the cluster in this node's current image.
+func (n *Node) clusterAction(principal, host string) bool {
+	img, _ := n.pub.Current()
+	return n.cfg.Authorizer.Authorize(img, principal, host, metadata.ACLOpClusterAction, metadata.ACLResourceCluster, metadata.ClusterResourceName)
 }
 
 // handle answers one request: on the leader through the active controller,

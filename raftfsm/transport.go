@@ -2,6 +2,7 @@ package raftfsm
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"io"
 	"net"
@@ -9,6 +10,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/raft"
+	"github.com/rs/zerolog"
 )
 
 // RaftPreface is the first byte of every Raft stream on the controller
@@ -18,8 +20,30 @@ import (
 const RaftPreface byte = 0xFF
 
 // classifyTimeout bounds how long an accepted connection may take to send its
-// first byte before it is dropped, so idle sockets cannot pin goroutines.
+// first byte (after its TLS handshake and SASL login, when the listener has
+// them) before it is dropped, so idle sockets cannot pin goroutines.
 const classifyTimeout = 10 * time.Second
+
+// AnonymousPrincipal is Kafka's principal of a connection that did not
+// authenticate.
+const AnonymousPrincipal = "User:ANONYMOUS"
+
+// Handshake secures one accepted connection of the controller listener
+// before it is routed: TLS and SASL, as the listener's protocol asks. It
+// returns the connection to use from then on (nothing read past the
+// exchange) and the authenticated principal (AnonymousPrincipal when the
+// listener does not authenticate). An error closes the connection; the
+// handshake has logged and counted it.
+type Handshake func(ctx context.Context, c net.Conn) (net.Conn, string, error)
+
+// Dialer opens a connection to another node's controller listener, with
+// the TLS and SASL its protocol asks for, ready for the first byte.
+type Dialer func(ctx context.Context, addr string) (net.Conn, error)
+
+func plainDial(ctx context.Context, addr string) (net.Conn, error) {
+	var d net.Dialer
+	return d.DialContext(ctx, "tcp", addr)
+}
 
 var errMuxClosed = errors.New("raftfsm: controller listener closed")
 
@@ -28,7 +52,13 @@ var errMuxClosed = errors.New("raftfsm: controller listener closed")
 // the connection to the Raft stream layer or to the RPC handler.
 type mux struct {
 	ln      net.Listener
-	handler func(net.Conn) // runs in its own goroutine per RPC connection
+	handler func(c net.Conn, principal string) // runs in its own goroutine per RPC connection
+	// handshake, when set, secures each connection before its first byte
+	// is read; mayRaft, when set, decides whether a principal may open a
+	// Raft stream (CLUSTER_ACTION).
+	handshake Handshake
+	mayRaft   func(principal, host string) bool
+	log       zerolog.Logger
 
 	raftConns chan net.Conn
 	closed    chan struct{}
@@ -39,10 +69,13 @@ type mux struct {
 	wg    sync.WaitGroup
 }
 
-func newMux(ln net.Listener, handler func(net.Conn)) *mux {
+func newMux(ln net.Listener, handler func(net.Conn, string), handshake Handshake, mayRaft func(principal, host string) bool, log zerolog.Logger) *mux {
 	m := &mux{
 		ln:        ln,
 		handler:   handler,
+		handshake: handshake,
+		mayRaft:   mayRaft,
+		log:       log,
 		raftConns: make(chan net.Conn),
 		closed:    make(chan struct{}),
 		conns:     make(map[net.Conn]struct{}),
@@ -103,21 +136,44 @@ func (m *mux) untrack(c net.Conn) {
 	m.mu.Unlock()
 }
 
-func (m *mux) route(c net.Conn) {
+func (m *mux) route(raw net.Conn) {
 	defer m.wg.Done()
+	c, principal := raw, AnonymousPrincipal
+	deadline := time.Now().Add(classifyTimeout)
+	if m.handshake != nil {
+		// Bounded by the deadline; closing the mux closes raw, which ends
+		// a handshake in progress too.
+		ctx, cancel := context.WithDeadline(context.Background(), deadline)
+		sc, p, err := m.handshake(ctx, raw)
+		cancel()
+		if err != nil {
+			m.untrack(raw)
+			raw.Close()
+			return
+		}
+		c, principal = sc, p
+	}
 	var first [1]byte
-	_ = c.SetReadDeadline(time.Now().Add(classifyTimeout))
+	_ = c.SetReadDeadline(deadline)
 	if _, err := io.ReadFull(c, first[:]); err != nil {
-		m.untrack(c)
+		m.untrack(raw)
 		c.Close()
 		return
 	}
 	_ = c.SetReadDeadline(time.Time{})
 	if first[0] == RaftPreface {
+		if m.mayRaft != nil && !m.mayRaft(principal, remoteHost(raw)) {
+			// Raft has no error answer: the stream is refused by closing it.
+			m.log.Warn().Str("remote", raw.RemoteAddr().String()).Str("principal", principal).
+				Msg("raft connection from a principal without CLUSTER_ACTION on the cluster; closed")
+			m.untrack(raw)
+			c.Close()
+			return
+		}
 		// Raft owns the connection from here on. NetworkTransport does not
 		// close accepted connections when it shuts down, so the mux keeps
 		// them tracked and closes them with the listener.
-		rc := &trackedConn{Conn: c, m: m}
+		rc := &trackedConn{Conn: c, raw: raw, m: m}
 		select {
 		case m.raftConns <- rc:
 		case <-m.closed:
@@ -126,10 +182,19 @@ func (m *mux) route(c net.Conn) {
 		return
 	}
 	defer func() {
-		m.untrack(c)
+		m.untrack(raw)
 		c.Close()
 	}()
-	m.handler(&prefixedConn{Conn: c, r: io.MultiReader(bytes.NewReader(first[:]), c)})
+	m.handler(&prefixedConn{Conn: c, r: io.MultiReader(bytes.NewReader(first[:]), c)}, principal)
+}
+
+// remoteHost is the IP address of a connection's peer, as ACL hosts name it.
+func remoteHost(c net.Conn) string {
+	host, _, err := net.SplitHostPort(c.RemoteAddr().String())
+	if err != nil {
+		return c.RemoteAddr().String()
+	}
+	return host
 }
 
 // close stops accepting, closes the listener and every open RPC connection,
@@ -147,15 +212,17 @@ func (m *mux) close() {
 	m.wg.Wait()
 }
 
-// trackedConn forgets itself in the mux when closed.
+// trackedConn forgets itself in the mux when closed. raw is the accepted
+// socket the mux tracks; Conn may be a TLS connection over it.
 type trackedConn struct {
 	net.Conn
+	raw  net.Conn
 	m    *mux
 	once sync.Once
 }
 
 func (t *trackedConn) Close() error {
-	t.once.Do(func() { t.m.untrack(t.Conn) })
+	t.once.Do(func() { t.m.untrack(t.raw) })
 	return t.Conn.Close()
 }
 
@@ -171,6 +238,7 @@ func (p *prefixedConn) Read(b []byte) (int, error) { return p.r.Read(b) }
 // only stops Raft's accepts; the listener belongs to the mux.
 type streamLayer struct {
 	m         *mux
+	dial      Dialer
 	addr      net.Addr
 	closed    chan struct{}
 	closeOnce sync.Once
@@ -178,8 +246,11 @@ type streamLayer struct {
 
 var _ raft.StreamLayer = (*streamLayer)(nil)
 
-func newStreamLayer(m *mux, advertise net.Addr) *streamLayer {
-	return &streamLayer{m: m, addr: advertise, closed: make(chan struct{})}
+func newStreamLayer(m *mux, dial Dialer, advertise net.Addr) *streamLayer {
+	if dial == nil {
+		dial = plainDial
+	}
+	return &streamLayer{m: m, dial: dial, addr: advertise, closed: make(chan struct{})}
 }
 
 func (s *streamLayer) Accept() (net.Conn, error) {
@@ -201,7 +272,9 @@ func (s *streamLayer) Close() error {
 func (s *streamLayer) Addr() net.Addr { return s.addr }
 
 func (s *streamLayer) Dial(address raft.ServerAddress, timeout time.Duration) (net.Conn, error) {
-	c, err := net.DialTimeout("tcp", string(address), timeout)
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	c, err := s.dial(ctx, string(address))
 	if err != nil {
 		return nil, err
 	}

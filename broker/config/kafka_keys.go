@@ -83,7 +83,7 @@ var kafkaIgnored = toSet(
 
 	// Security keys raftka does not act on yet (those it applies are in
 	// security.go): outgoing TLS, principal mapping.
-	"ssl.protocol", "sasl.mechanism.controller.protocol",
+	"ssl.protocol",
 	"sasl.jaas.config", "sasl.kerberos.service.name", "sasl.server.callback.handler.class",
 	"principal.builder.class",
 	"delegation.token.master.key", "delegation.token.secret.key", "delegation.token.max.lifetime.ms",

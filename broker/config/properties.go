@@ -44,6 +44,9 @@ type Config struct {
 	// SASLMechanismInterBroker is sasl.mechanism.inter.broker.protocol,
 	// upper-case.
 	SASLMechanismInterBroker string
+	// SASLMechanismController is sasl.mechanism.controller.protocol,
+	// upper-case: how this node logs in to the controller listeners.
+	SASLMechanismController string
 	// AuthorizerEnabled: authorizer.class.name names the StandardAuthorizer.
 	AuthorizerEnabled bool
 	// SuperUsers is super.users as given (metadata.ParseSuperUsers reads it).

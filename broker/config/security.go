@@ -257,9 +257,6 @@ func checkListenerSecurity(c *Config, s *ListenerSecurity) []error {
 	fail := func(format string, args ...any) {
 		errs = append(errs, fmt.Errorf("listener %s (%s): "+format, append([]any{s.Listener, s.Protocol}, args...)...))
 	}
-	if c.IsControllerListener(s.Listener) && s.Protocol != "PLAINTEXT" {
-		fail("controller listeners are PLAINTEXT only for now (Raft and controller RPCs do not speak TLS or SASL yet)")
-	}
 	if s.TLS() {
 		if s.KeystoreType == "JKS" {
 			fail("ssl.keystore.type=JKS is not supported; convert the keystore to PKCS12 (keytool -importkeystore -deststoretype PKCS12) or PEM")
@@ -305,6 +302,18 @@ func checkListenerSecurity(c *Config, s *ListenerSecurity) []error {
 				fail("sasl.mechanism.inter.broker.protocol=%s is not among this inter-broker listener's sasl.enabled.mechanisms (Kafka's default is GSSAPI)", m)
 			case s.JAAS[m] == "":
 				fail("brokers log in to each other with listener.name.%s.%s.sasl.jaas.config's username and password; it is not set", strings.ToLower(s.Listener), strings.ToLower(m))
+			}
+		}
+		if l, ok := c.ControllerListener(); ok && l.Name == s.Listener {
+			// Every node dials the controller listeners: voters for Raft,
+			// brokers for their RPCs, and the Raft leader replicates to
+			// broker-only nodes.
+			m := c.SASLMechanismController
+			switch {
+			case !slices.Contains(s.EnabledMechanisms, m):
+				fail("sasl.mechanism.controller.protocol=%s is not among this controller listener's sasl.enabled.mechanisms (Kafka's default is GSSAPI)", m)
+			case s.JAAS[m] == "":
+				fail("nodes log in to the controller listeners with listener.name.%s.%s.sasl.jaas.config's username and password; it is not set", strings.ToLower(s.Listener), strings.ToLower(m))
 			}
 		}
 	}

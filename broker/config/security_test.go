@@ -109,3 +109,25 @@ func TestListenerSecurityUnknownListener(t *testing.T) {
 		t.Errorf("warnings %q, want %q", warnings, want)
 	}
 }
+
+// A SASL_SSL controller listener, as Kafka configures one: the mechanism
+// nodes log in with and its JAAS credentials.
+func TestControllerListenerSASLSSL(t *testing.T) {
+	cfg, warnings := mustParse(t, base+`listener.security.protocol.map=CONTROLLER:SASL_SSL,PLAINTEXT:PLAINTEXT
+ssl.keystore.location=broker.p12
+ssl.truststore.location=ca.pem
+listener.name.controller.sasl.enabled.mechanisms=SCRAM-SHA-512
+sasl.mechanism.controller.protocol=scram-sha-512
+listener.name.controller.scram-sha-512.sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required username="admin" password="pw";
+`)
+	if len(warnings) != 0 {
+		t.Errorf("warnings %q", warnings)
+	}
+	if cfg.SASLMechanismController != "SCRAM-SHA-512" {
+		t.Errorf("sasl.mechanism.controller.protocol %q", cfg.SASLMechanismController)
+	}
+	s := cfg.Security["CONTROLLER"]
+	if !s.TLS() || !s.SASL() || s.JAAS["SCRAM-SHA-512"] == "" || s.TruststoreLocation != "ca.pem" {
+		t.Errorf("controller listener security %+v", s)
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"strconv"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -66,7 +67,7 @@ func runServer(ctx context.Context, cfg *config.Config, log zerolog.Logger, shut
 	}
 
 	metrics := newPromMetrics()
-	node, err := startRaft(cfg, clusterID, log, metrics)
+	node, err := startRaft(cfg, clusterID, log, metrics, metrics)
 	if err != nil {
 		return err
 	}
@@ -148,7 +149,7 @@ func runServer(ctx context.Context, cfg *config.Config, log zerolog.Logger, shut
 		Metadata: node, Listener: cfg.InterBrokerListenerName,
 		ClientID: fmt.Sprintf("raftka-txn-%d", cfg.NodeID),
 	}
-	if peers.Dial, err = broker.InterBrokerDialer(cfg, 10*time.Second); err != nil {
+	if peers.Dial, err = broker.InterBrokerDialer(cfg, 10*time.Second, log); err != nil {
 		return err
 	}
 	defer peers.Close()
@@ -328,7 +329,7 @@ const offsetsLogRetry = 2 * time.Second
 func startReplicas(node *raftfsm.Node, logs *storage.Manager, cfg *config.Config, log zerolog.Logger) (*replica.Manager, func(), error) {
 	clientID := fmt.Sprintf("raftka-replica-%d", cfg.NodeID)
 	dial := replica.TCPDialer(clientID, 10*time.Second)
-	secured, err := broker.InterBrokerDialer(cfg, 10*time.Second)
+	secured, err := broker.InterBrokerDialer(cfg, 10*time.Second, log)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -407,7 +408,7 @@ func startReplicas(node *raftfsm.Node, logs *storage.Manager, cfg *config.Config
 	return m, stop, nil
 }
 
-func startRaft(cfg *config.Config, clusterID string, log zerolog.Logger, obs raftfsm.Observer) (*raftfsm.Node, error) {
+func startRaft(cfg *config.Config, clusterID string, log zerolog.Logger, obs raftfsm.Observer, m broker.Metrics) (*raftfsm.Node, error) {
 	rc := raftfsm.Config{
 		Observer:                 obs,
 		NodeID:                   cfg.NodeID,
@@ -456,7 +457,16 @@ func startRaft(cfg *config.Config, clusterID string, log zerolog.Logger, obs raf
 	} else {
 		return nil, errors.New("no controller listener: broker-only nodes need one for the metadata log (listeners=...,CONTROLLER://host:port)")
 	}
-	return raftfsm.Start(rc)
+	var started atomic.Pointer[raftfsm.Node]
+	if err := controllerSecurity(&rc, cfg, boot, &started, m, log); err != nil {
+		return nil, err
+	}
+	node, err := raftfsm.Start(rc)
+	if err != nil {
+		return nil, err
+	}
+	started.Store(node)
+	return node, nil
 }
 
 func advertisedEndpoints(cfg *config.Config) ([]metadata.Endpoint, error) {

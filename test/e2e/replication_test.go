@@ -91,6 +91,18 @@ func TestReplicationFailoverUnderLoad(t *testing.T) {
 	checkReport(t, harness{Cluster: c}, "failover", "failover", r)
 }
 
+// Failover under load with SASL_SSL on every listener, the controller
+// listener included, and the authorizer on: a SIGKILLed leader's
+// replacement is elected, and the restarted node rejoins every ISR,
+// through TLS and SCRAM.
+func TestReplicationFailoverUnderLoadSASLSSL(t *testing.T) {
+	rounds := invariants.EnvInt(t, "RAFTKA_FAILOVER_ROUNDS", 3)
+	sc := startSASLSSLCluster(t, cluster.Override("default.replication.factor", "3"), cluster.Override("min.insync.replicas", "2"))
+	h := harness{Cluster: sc.c}
+	r := invariants.Failover(t, h, invariants.FailoverConfig{Topic: "failover", Partitions: 6, Rounds: rounds})
+	checkReport(t, h, "failover", "failover over SASL_SSL", r)
+}
+
 // Divergence: a leader takes acks=1 writes its followers never fetch (they
 // are frozen), then dies. The followers, still in the ISR (the lag time is
 // long), elect one of themselves cleanly and take more writes. The old
@@ -280,11 +292,29 @@ func TestReplicationISRShrinkAndExpand(t *testing.T) {
 // lost or duplicated, the consumer sees every acknowledged record, and the
 // preferred leaders are back after each restart.
 func TestReplicationRollingRestart(t *testing.T) {
-	c := cluster.Start(t, cluster.Nodes(3), cluster.LogLevel("info"),
+	c := cluster.Start(t, append([]cluster.Opt{cluster.Nodes(3), cluster.LogLevel("info")}, rollingRestartOpts()...)...)
+	rollingRestart(t, c)
+}
+
+// The rolling restart with SASL_SSL on every listener, the controller
+// listener included, and the authorizer on (startSASLSSLCluster): Raft
+// streams, registrations, heartbeats, AlterPartition and follower fetch
+// reconnect through TLS and SCRAM after each restart.
+func TestReplicationRollingRestartSASLSSL(t *testing.T) {
+	sc := startSASLSSLCluster(t, rollingRestartOpts()...)
+	rollingRestart(t, sc.c)
+}
+
+func rollingRestartOpts() []cluster.Opt {
+	return []cluster.Opt{
 		cluster.Override("min.insync.replicas", "2"),
 		cluster.Override("auto.leader.rebalance.enable", "true"),
 		cluster.Override("leader.imbalance.check.interval.seconds", "1"),
-		cluster.Override("leader.imbalance.per.broker.percentage", "0"))
+		cluster.Override("leader.imbalance.per.broker.percentage", "0"),
+	}
+}
+
+func rollingRestart(t *testing.T, c *cluster.Cluster) {
 	h := harness{Cluster: c}
 	ctx := ctxFor(t, 5*time.Minute)
 	const topic, partitions = "rolling", 6

@@ -71,7 +71,7 @@ func (l *TxnLoad) record(t Txn) {
 
 func (l *TxnLoad) newProducer(id string) *kgo.Client {
 	for {
-		cl, err := kgo.NewClient(kgo.SeedBrokers(l.cfg.Seeds...), kgo.TransactionalID(id),
+		cl, err := newClient(kgo.SeedBrokers(l.cfg.Seeds...), kgo.TransactionalID(id),
 			kgo.DefaultProduceTopic(l.cfg.Topic), kgo.TransactionTimeout(20*time.Second), kgo.RetryTimeout(40*time.Second),
 			kgo.RetryBackoffFn(func(int) time.Duration { return 100 * time.Millisecond }))
 		if err == nil {
@@ -179,7 +179,7 @@ func (l *TxnLoad) Stop() []Txn {
 // every ended transaction are written), until no record has arrived for
 // quiet.
 func ReadCommitted(ctx context.Context, seeds []string, topic string, quiet time.Duration) ([]Record, error) {
-	adm, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.RetryTimeout(30*time.Second))
+	adm, err := newClient(kgo.SeedBrokers(seeds...), kgo.RetryTimeout(30*time.Second))
 	if err != nil {
 		return nil, err
 	}
@@ -205,7 +205,7 @@ func ReadCommitted(ctx context.Context, seeds []string, topic string, quiet time
 		case <-time.After(200 * time.Millisecond):
 		}
 	}
-	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.ConsumeTopics(topic), kgo.FetchIsolationLevel(kgo.ReadCommitted()),
+	cl, err := newClient(kgo.SeedBrokers(seeds...), kgo.ConsumeTopics(topic), kgo.FetchIsolationLevel(kgo.ReadCommitted()),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxWait(200*time.Millisecond), kgo.RetryTimeout(30*time.Second))
 	if err != nil {
 		return nil, err

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"slices"
 	"time"
 
@@ -72,8 +71,7 @@ func TopicState(ctx context.Context, addr, topic string) (map[int32]PartitionSta
 // RawRequest sends one request on a fresh connection to exactly addr and
 // reads its answer, bounded by ctx.
 func RawRequest(ctx context.Context, addr string, req kmsg.Request) (kmsg.Response, error) {
-	var d net.Dialer
-	conn, err := d.DialContext(ctx, "tcp", addr)
+	conn, err := dialRaw(ctx, addr)
 	if err != nil {
 		return nil, err
 	}
@@ -117,7 +115,7 @@ func RawRequest(ctx context.Context, addr string, req kmsg.Request) (kmsg.Respon
 // CreateTopic creates topic with the given partitions, replication factor
 // and configs through any of seeds.
 func CreateTopic(ctx context.Context, seeds []string, topic string, partitions int32, rf int16, configs map[string]*string) error {
-	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.RetryTimeout(30*time.Second))
+	cl, err := newClient(kgo.SeedBrokers(seeds...), kgo.RetryTimeout(30*time.Second))
 	if err != nil {
 		return err
 	}

@@ -133,7 +133,7 @@ func StartProducer(cfg ProducerConfig, rec *Recorder) (*Producer, error) {
 		kgo.RetryTimeout(time.Minute),
 		kgo.MetadataMinAge(250 * time.Millisecond),
 	}
-	cl, err := kgo.NewClient(append(opts, cfg.Opts...)...)
+	cl, err := newClient(append(opts, cfg.Opts...)...)
 	if err != nil {
 		return nil, err
 	}
@@ -217,7 +217,7 @@ func StartConsumer(seeds []string, topic string, opts ...kgo.Opt) (*Consumer, er
 		kgo.MetadataMinAge(250 * time.Millisecond),
 		kgo.RetryTimeout(time.Minute),
 	}
-	cl, err := kgo.NewClient(append(base, opts...)...)
+	cl, err := newClient(append(base, opts...)...)
 	if err != nil {
 		return nil, err
 	}
@@ -284,7 +284,7 @@ func (c *Consumer) Close() {
 // EndOffsets asks for the high watermark and log start of every partition
 // of topic.
 func EndOffsets(ctx context.Context, seeds []string, topic string) (start, end map[int32]int64, err error) {
-	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.RetryTimeout(30*time.Second))
+	cl, err := newClient(kgo.SeedBrokers(seeds...), kgo.RetryTimeout(30*time.Second))
 	if err != nil {
 		return nil, nil, err
 	}
@@ -332,7 +332,7 @@ func ReadAll(ctx context.Context, seeds []string, topic string) ([]Record, error
 	if len(offsets) == 0 {
 		return nil, nil
 	}
-	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...),
+	cl, err := newClient(kgo.SeedBrokers(seeds...),
 		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: offsets}),
 		kgo.FetchMaxWait(200*time.Millisecond),
 		kgo.RetryTimeout(30*time.Second))
