@@ -78,6 +78,14 @@ type Config struct {
 	// MarkerRetryBackoff is the wait between marker rounds that left
 	// partitions unwritten (100 ms when zero).
 	MarkerRetryBackoff time.Duration
+	// CompleteGrace is how long the marker writer, its markers written,
+	// waits for the producer's next transaction to start before it
+	// records the Complete* state itself (5 ms when zero, none when
+	// negative). The next transaction's first add records it in its own
+	// Raft entry (see AddPartitions); without the wait, an add arriving a
+	// moment after the markers found the Complete* write in flight and
+	// made its own after it: two writes in turn on the producer's path.
+	CompleteGrace time.Duration
 	// ProducerIDs hands out a new producer id.
 	ProducerIDs func(ctx context.Context) (int64, error)
 	Now         func() time.Time
@@ -162,6 +170,9 @@ func NewCoordinator(cfg Config, md MetadataSource, ctrl Controller, markers Mark
 	}
 	if cfg.MarkerRetryBackoff <= 0 {
 		cfg.MarkerRetryBackoff = 100 * time.Millisecond
+	}
+	if cfg.CompleteGrace == 0 {
+		cfg.CompleteGrace = 5 * time.Millisecond
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
@@ -468,6 +479,12 @@ func (c *Coordinator) AddPartitions(ctx context.Context, id string, pid int64, e
 	if first {
 		q = &addQueue{decided: make(chan struct{})}
 		c.adding[id] = q
+		if comp := c.completing[id]; comp != nil {
+			select {
+			case comp.added <- struct{}{}:
+			default:
+			}
+		}
 	}
 	q.adds = append(q.adds, me)
 	c.mu.Unlock()
@@ -663,6 +680,9 @@ func (c *Coordinator) CommitOffsets(ctx context.Context, id string, pid int64, e
 // marker of the transaction is written (or the writer ends), done when
 // the writer ends.
 type completion struct {
+	// added is signalled when an add of the id starts a batch, for the
+	// writer waiting CompleteGrace.
+	added       chan struct{}
 	markers     chan struct{}
 	markersOnce sync.Once
 	done        chan struct{}
@@ -690,7 +710,7 @@ func (c *Coordinator) startCompleting(id string) {
 		comp.again = true
 		return
 	}
-	comp := &completion{markers: make(chan struct{}), done: make(chan struct{})}
+	comp := &completion{added: make(chan struct{}, 1), markers: make(chan struct{}), done: make(chan struct{})}
 	c.completing[id] = comp
 	c.wg.Add(1)
 	go func() {
@@ -719,6 +739,7 @@ func (c *Coordinator) startCompleting(id string) {
 func (c *Coordinator) complete(id string, comp *completion) {
 	var done map[metadata.TopicPartition]bool
 	var forState *metadata.Transaction
+	graced := false
 	for {
 		if c.ctx.Err() != nil {
 			return
@@ -755,6 +776,20 @@ func (c *Coordinator) complete(id string, comp *completion) {
 					return
 				}
 				continue
+			}
+			if !graced && c.cfg.CompleteGrace > 0 {
+				// Give the producer's next transaction a moment to
+				// start: its add then records the Complete* state
+				// with its own first state, one Raft write where
+				// there would be two in turn.
+				graced = true
+				select {
+				case <-comp.added:
+					continue
+				case <-time.After(c.cfg.CompleteGrace):
+				case <-c.ctx.Done():
+					return
+				}
 			}
 			err := c.step(c.ctx, id, func(cur *metadata.Transaction, ce int32) (*metadata.Transaction, int16) {
 				if cur == nil || cur.State != t.State || cur.ProducerID != t.ProducerID || cur.ProducerEpoch != t.ProducerEpoch {

@@ -507,3 +507,80 @@ func TestCoordinatorAddRecordsCompleteWithIt(t *testing.T) {
 		t.Fatalf("after the marker writer ran: %+v", got)
 	}
 }
+
+// The marker writer, its markers written, waits CompleteGrace for the
+// producer's next transaction: an add arriving then records the
+// CompleteCommit state with its own in one write, where the writer would
+// otherwise have made one and the add a second after it. With no add, the
+// writer records CompleteCommit itself once the grace is over.
+func TestCoordinatorCompleteWaitsForNextAdd(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		grace  time.Duration
+		addNow bool
+		want   int32 // writes from the EndTxn's answer to the new transaction being open
+	}{
+		{"add within the grace", time.Hour, true, 1},
+		{"no grace", -1, false, 2},
+		{"grace over without an add", 20 * time.Millisecond, false, 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := newTwin(t, 1)
+			m := &markers{}
+			clk := &fakeClock{}
+			clk.ms.Store(1_000_000)
+			var next atomic.Int64
+			next.Store(1000)
+			g := &gatedController{noWait: noWait{w.node.Client()}}
+			c := NewCoordinator(Config{
+				NodeID: 1, Limits: Limits{MaxTimeoutMs: 60000, IDExpirationMs: 3600000},
+				ResumeInterval: 20 * time.Millisecond, MarkerRetryBackoff: 10 * time.Millisecond, CompleteGrace: tc.grace,
+				ProducerIDs: func(context.Context) (int64, error) { return next.Add(1), nil },
+				Now:         clk.now, Logger: zerolog.Nop(),
+			}, w, g, m)
+			t.Cleanup(c.Close)
+			pid, epoch, err := c.InitProducerID(ctx(t), "t6", InitInput{TimeoutMs: 30000, ProducerID: -1, ProducerEpoch: -1, Version: 5})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := c.AddPartitions(ctx(t), "t6", pid, epoch, []metadata.TopicPartition{{Topic: "d", Partition: 0}, {Topic: "d", Partition: 1}}); err != nil {
+				t.Fatal(err)
+			}
+			if err := c.EndTxn(ctx(t), "t6", pid, epoch, true); err != nil {
+				t.Fatal(err)
+			}
+			before := g.writes.Load()
+			if tc.addNow {
+				// Once the markers are written, the writer is in its grace.
+				deadline := time.Now().Add(waitLimit)
+				for {
+					c.mu.Lock()
+					_, ok := c.markersWritten["t6"]
+					c.mu.Unlock()
+					if ok {
+						break
+					}
+					if time.Now().After(deadline) {
+						t.Fatal("markers never written")
+					}
+					time.Sleep(time.Millisecond)
+				}
+			} else {
+				waitState(t, w, "t6", metadata.TxnCompleteCommit)
+			}
+			if err := c.AddPartitions(ctx(t), "t6", pid, epoch, []metadata.TopicPartition{{Topic: "d", Partition: 1}}); err != nil {
+				t.Fatal(err)
+			}
+			if got := g.writes.Load() - before; got != tc.want {
+				t.Fatalf("%d writes, want %d", got, tc.want)
+			}
+			tx := waitState(t, w, "t6", metadata.TxnOngoing)
+			if len(tx.Partitions) != 1 || tx.Partitions[0].Partition != 1 {
+				t.Fatalf("new transaction %+v", tx)
+			}
+			if n := len(m.got()); n != 2 {
+				t.Fatalf("%d markers sent, want 2", n)
+			}
+		})
+	}
+}

@@ -14,6 +14,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
@@ -65,7 +66,8 @@ func init() {
 					&cli.StringFlag{Name: "payload", Value: "text", Usage: "text: every record carries one random-text value; " +
 						"events: records cycle through 4096 distinct JSON event values that compress about as application data does (for compressed runs)"},
 					&cli.IntFlag{Name: "transaction-records", Usage: "produce in transactions of this many records, each committed before the next (0: no transactions; --throughput is ignored)"},
-					&cli.StringFlag{Name: "transactional-id", Value: "raftka-bench", Usage: "with --transaction-records: the producer's transactional.id"})...),
+					&cli.StringFlag{Name: "transactional-id", Value: "raftka-bench", Usage: "with --transaction-records: the producer's transactional.id (with --transactional-producers above 1, each producer's id is it with -0, -1 ... appended)"},
+					&cli.IntFlag{Name: "transactional-producers", Value: 1, Usage: "with --transaction-records: this many transactional producers at once, each with its own id, client and transactions one after the other; the figures are their sums"})...),
 				Action: benchProduce,
 			},
 			{
@@ -487,13 +489,26 @@ func benchProduce(c *cli.Context) error {
 	if perTxn < 0 {
 		return fmt.Errorf("bench produce: --transaction-records %d: want 0 (no transactions) or more", perTxn)
 	}
+	nTxn := c.Int("transactional-producers")
 	if perTxn > 0 {
 		if c.String("acks") != "all" && c.String("acks") != "-1" {
 			return errors.New("bench produce: transactions need --acks all")
 		}
-		opts = append(opts, kgo.TransactionalID(c.String("transactional-id")))
+		if nTxn < 1 || nTxn > 1024 {
+			return fmt.Errorf("bench produce: --transactional-producers %d: want 1 to 1024", nTxn)
+		}
 	}
-	cl, err := newClient(c, opts...)
+	txnID := func(i int) string {
+		if nTxn == 1 {
+			return c.String("transactional-id")
+		}
+		return fmt.Sprintf("%s-%d", c.String("transactional-id"), i)
+	}
+	clOpts := opts
+	if perTxn > 0 {
+		clOpts = append(clOpts[:len(clOpts):len(clOpts)], kgo.TransactionalID(txnID(0)))
+	}
+	cl, err := newClient(c, clOpts...)
 	if err != nil {
 		return err
 	}
@@ -504,7 +519,16 @@ func benchProduce(c *cli.Context) error {
 		return err
 	}
 	if perTxn > 0 {
-		res, err := runTxnProduce(ctx, cl, plan, values, perTxn)
+		producers := []*kgo.Client{cl}
+		for i := 1; i < nTxn; i++ {
+			pc, err := newClient(c, append(opts[:len(opts):len(opts)], kgo.TransactionalID(txnID(i)))...)
+			if err != nil {
+				return err
+			}
+			defer pc.Close()
+			producers = append(producers, pc)
+		}
+		res, err := runTxnProduce(ctx, producers, plan, values, perTxn)
 		if rerr := plan.report(res, fmt.Sprintf("%d records sent in %d transactions, %.1f records/sec (%.2f MB/sec), %.1f transactions/sec, EndTxn %.2f ms 50th, %.2f ms 99th.",
 			res.Records, res.Transactions, res.RecordsPerSec, res.MBPerSec, res.TxnPerSec, res.EndTxnP50Ms, res.EndTxnP99Ms)); err == nil {
 			err = rerr
@@ -565,54 +589,80 @@ func runProduce(ctx context.Context, cl *kgo.Client, plan benchPlan, values [][]
 	return res, nil
 }
 
-// runTxnProduce sends transactions of perTxn records, each committed
-// before the next begins (a transactional producer has one open at a
-// time), until plan.records or plan.deadline; the EndTxn latency is the
-// commit's, from the flush of its records to its answer.
-func runTxnProduce(ctx context.Context, cl *kgo.Client, plan benchPlan, values [][]byte, perTxn int) (benchResult, error) {
+// runTxnProduce sends transactions of perTxn records, each producer
+// committing one before it begins the next (a transactional producer has
+// one open at a time), the producers at once, until plan.records (over
+// all of them) or plan.deadline; the EndTxn latency is the commit's, from
+// the flush of its records to its answer.
+func runTxnProduce(ctx context.Context, producers []*kgo.Client, plan benchPlan, values [][]byte, perTxn int) (benchResult, error) {
 	stats := newLatencyStats()
 	ends := newLatencyStats()
 	start := plan.start()
-	var txns int64
 	stopProgress := everySecond(func(window time.Duration) {
 		n, b, _, _ := stats.takeWindow()
 		s := window.Seconds()
 		fmt.Fprintf(plan.progress, "%d records sent, %.1f records/sec (%.2f MB/sec).\n", n, float64(n)/s, float64(b)/mib/s)
 	})
-	var sent int64
-	var runErr error
-	for sent < plan.records && ctx.Err() == nil && time.Now().Before(plan.deadline) {
-		if err := cl.BeginTransaction(); err != nil {
-			runErr = err
-			break
+	var (
+		sent, txns atomic.Int64
+		errMu      sync.Mutex
+		runErr     error
+		wg         sync.WaitGroup
+	)
+	fail := func(err error) {
+		errMu.Lock()
+		defer errMu.Unlock()
+		if runErr == nil {
+			runErr = fmt.Errorf("bench produce: transaction %d: %w", txns.Load()+1, err)
 		}
-		for range perTxn {
-			at := time.Now()
-			cl.Produce(ctx, &kgo.Record{Value: values[sent%int64(len(values))]}, func(r *kgo.Record, err error) {
-				stats.recordAck(time.Since(at), len(r.Value)+len(r.Key), r.Partition, err)
-			})
-			sent++
-		}
-		if err := cl.Flush(ctx); err != nil {
-			runErr = err
-			break
-		}
-		at := time.Now()
-		if err := cl.EndTransaction(ctx, kgo.TryCommit); err != nil {
-			runErr = err
-			break
-		}
-		ends.record(time.Since(at), 0, nil)
-		txns++
 	}
+	failed := func() bool {
+		errMu.Lock()
+		defer errMu.Unlock()
+		return runErr != nil
+	}
+	for _, cl := range producers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for !failed() && ctx.Err() == nil && time.Now().Before(plan.deadline) {
+				first := sent.Add(int64(perTxn)) - int64(perTxn)
+				if first >= plan.records {
+					return
+				}
+				if err := cl.BeginTransaction(); err != nil {
+					fail(err)
+					return
+				}
+				for k := range int64(perTxn) {
+					at := time.Now()
+					cl.Produce(ctx, &kgo.Record{Value: values[(first+k)%int64(len(values))]}, func(r *kgo.Record, err error) {
+						stats.recordAck(time.Since(at), len(r.Value)+len(r.Key), r.Partition, err)
+					})
+				}
+				if err := cl.Flush(ctx); err != nil {
+					fail(err)
+					return
+				}
+				at := time.Now()
+				if err := cl.EndTransaction(ctx, kgo.TryCommit); err != nil {
+					fail(err)
+					return
+				}
+				ends.record(time.Since(at), 0, nil)
+				txns.Add(1)
+			}
+		}()
+	}
+	wg.Wait()
 	elapsed := time.Since(start)
 	stopProgress()
 	stats.mu.Lock()
 	defer stats.mu.Unlock()
-	res := benchResult{Mode: "produce", Topic: plan.topic, Records: stats.count, Errors: stats.errors, Bytes: stats.bytes, RecordSize: plan.recordSize, Transactions: txns}
+	res := benchResult{Mode: "produce", Topic: plan.topic, Records: stats.count, Errors: stats.errors, Bytes: stats.bytes, RecordSize: plan.recordSize, Transactions: txns.Load()}
 	res.rates(elapsed)
 	if res.Seconds > 0 {
-		res.TxnPerSec = float64(txns) / res.Seconds
+		res.TxnPerSec = float64(res.Transactions) / res.Seconds
 	}
 	res.LatAvgMs, res.LatP50Ms, res.LatP99Ms, res.LatP999Ms, res.LatMaxMs = percentiles(stats.hist)
 	ends.mu.Lock()
@@ -620,9 +670,9 @@ func runTxnProduce(ctx context.Context, cl *kgo.Client, plan benchPlan, values [
 	ends.mu.Unlock()
 	switch {
 	case runErr != nil:
-		return res, fmt.Errorf("bench produce: transaction %d: %w", txns+1, runErr)
+		return res, runErr
 	case stats.errors > 0:
-		return res, fmt.Errorf("bench produce: %d of %d records failed; first error: %w", stats.errors, sent, stats.firstErr)
+		return res, fmt.Errorf("bench produce: %d of %d records failed; first error: %w", stats.errors, stats.count+stats.errors, stats.firstErr)
 	}
 	return res, nil
 }

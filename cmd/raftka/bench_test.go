@@ -337,7 +337,26 @@ func TestBenchTransactionalProduce(t *testing.T) {
 	if !strings.HasPrefix(lastLine(out), "500 records consumed") {
 		t.Fatalf("read_committed consume: %q", lastLine(out))
 	}
+	// Four producers at once, each with its own transactional id: the
+	// records and transactions are their sums.
+	stdout, _, err = runCLI(t, "", "bench", "produce", "--bootstrap-server", bs, "--topic", "tx4", "--records", "400", "--record-size", "100",
+		"--partitions", "3", "--transaction-records", "20", "--transactional-producers", "4", "--json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	res = benchResult{}
+	if err := json.Unmarshal([]byte(stdout), &res); err != nil {
+		t.Fatalf("bench produce --json printed %q: %v", stdout, err)
+	}
+	if res.Records != 400 || res.Transactions != 20 || res.TxnPerSec <= 0 {
+		t.Fatalf("four transactional producers' JSON %+v", res)
+	}
+	out = mustRun(t, "", "bench", "consume", "--bootstrap-server", bs, "--topic", "tx4", "--records", "400", "--isolation-level", "read_committed")
+	if !strings.HasPrefix(lastLine(out), "400 records consumed") {
+		t.Fatalf("read_committed consume of four producers' transactions: %q", lastLine(out))
+	}
 	for _, args := range [][]string{
+		{"bench", "produce", "--topic", "tx", "--records", "10", "--transaction-records", "5", "--transactional-producers", "0"},
 		{"bench", "produce", "--topic", "tx", "--records", "10", "--transaction-records", "-1"},
 		{"bench", "produce", "--topic", "tx", "--records", "10", "--transaction-records", "5", "--acks", "1"},
 		{"bench", "consume", "--topic", "tx", "--records", "10", "--isolation-level", "dirty"},
