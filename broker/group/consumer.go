@@ -349,30 +349,57 @@ func (c *Coordinator) ConsumerDescribe(ctx context.Context, groupID string, vers
 	}
 }
 
-// checkConsumerCommit is Kafka's ConsumerGroup.validateOffsetCommit: an
+// consumerCommitCode is Kafka's ConsumerGroup.validateOffsetCommit: an
 // empty group takes commits from outside the group (epoch -1); otherwise
-// the member must exist, commit with OffsetCommit v9+ and its current
-// epoch (a newer one is FENCED_MEMBER_EPOCH, an older STALE_MEMBER_EPOCH).
-func checkConsumerCommit(cs *consumerState, co *commitOp) bool {
-	code := int16(0)
+// the member must exist and commit at its current epoch (a newer one is
+// FENCED_MEMBER_EPOCH, an older STALE_MEMBER_EPOCH), and a
+// consumer-protocol member's OffsetCommit must be v9+ (a TxnOffsetCommit
+// is not held to it). A classic member (the upgrade path) commits with its
+// generation, the member epoch: any other is ILLEGAL_GENERATION.
+func consumerCommitCode(cs *consumerState, r *CommitRequest) int16 {
 	ids := cs.g.MemberIDs()
-	m, known := cs.g.Member(co.r.MemberID)
+	m, known := cs.g.Member(r.MemberID)
 	switch {
-	case co.r.Generation < 0 && len(ids) == 0:
+	case r.Generation < 0 && len(ids) == 0:
+		return 0
 	case !known:
-		code = kerr.UnknownMemberID.Code
-	case co.r.Version < 9:
-		code = kerr.UnsupportedVersion.Code
-	case co.r.Generation > m.Epoch:
-		code = kerr.FencedMemberEpoch.Code
-	case co.r.Generation < m.Epoch:
-		code = kerr.StaleMemberEpoch.Code
+		return kerr.UnknownMemberID.Code
+	case m.Classic != nil:
+		if r.Generation != m.Epoch {
+			return kerr.IllegalGeneration.Code
+		}
+		return 0
+	case !r.Transactional && r.Version < 9:
+		return kerr.UnsupportedVersion.Code
+	case r.Generation > m.Epoch:
+		return kerr.FencedMemberEpoch.Code
+	case r.Generation < m.Epoch:
+		return kerr.StaleMemberEpoch.Code
 	}
+	return 0
+}
+
+// checkConsumerCommit checks a commit against a consumer group; a commit
+// that fails, or has nothing to write, is answered here.
+func checkConsumerCommit(cs *consumerState, co *commitOp) bool {
+	code := consumerCommitCode(cs, &co.r)
 	if code != 0 || len(co.r.Offsets) == 0 {
 		co.done <- errFor(code)
 		return false
 	}
 	return true
+}
+
+// writeOwnConsumer is writeOwn for a consumer group: a TxnOffsetCommit
+// checked against the member epochs, then written on the group's loop.
+func (c *Coordinator) writeOwnConsumer(cs *consumerState, co *commitOp) {
+	if code := consumerCommitCode(cs, &co.r); code != 0 {
+		co.done <- errFor(code)
+		return
+	}
+	ctx, cancel := context.WithTimeout(c.ctx, c.cfg.PersistTimeout)
+	defer cancel()
+	co.done <- co.r.Write(ctx)
 }
 
 // ValidateFetch is OffsetFetch v9+'s member check for a consumer group

@@ -221,6 +221,34 @@ func TestConsumerGroupCommit(t *testing.T) {
 	if o, ok := md.image().Offset("cg", "orders", 0); !ok || o.Offset != 7 {
 		t.Fatalf("committed offset %+v %v", o, ok)
 	}
+
+	// TxnOffsetCommit: the same member epoch checks, with its own writer
+	// run only when they pass, and no v9 rule (Kafka's
+	// validateOffsetCommit with isTransactional).
+	for _, tc := range []struct {
+		name   string
+		member string
+		epoch  int32
+		want   error
+	}{
+		{"txn at the current epoch", "a", a.MemberEpoch, nil},
+		{"txn at an older epoch", "a", a.MemberEpoch - 1, kerr.StaleMemberEpoch},
+		{"txn at a newer epoch", "a", a.MemberEpoch + 1, kerr.FencedMemberEpoch},
+		{"txn from an unknown member", "z", 1, kerr.UnknownMemberID},
+		{"txn without a member while the group has members", "", -1, kerr.UnknownMemberID},
+	} {
+		wrote := false
+		ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
+		err := c.Commit(ctx, CommitRequest{Group: "cg", MemberID: tc.member, Generation: tc.epoch, Transactional: true,
+			Write: func(context.Context) error { wrote = true; return nil }})
+		cancel()
+		if !errors.Is(err, tc.want) && !(err == nil && tc.want == nil) {
+			t.Errorf("%s: %v, want %v", tc.name, err, tc.want)
+		}
+		if wrote != (tc.want == nil) {
+			t.Errorf("%s: wrote %v", tc.name, wrote)
+		}
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
 	defer cancel()
 	if err := c.ValidateFetch(ctx, "cg", "a", a.MemberEpoch-1); !errors.Is(err, kerr.StaleMemberEpoch) {

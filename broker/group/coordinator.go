@@ -397,7 +397,11 @@ func (c *Coordinator) run(l *loop) {
 				epoch = ep
 			}
 			if q.commit != nil && q.commit.r.Write != nil {
-				c.writeOwn(g, now, q.commit)
+				if cs != nil {
+					c.writeOwnConsumer(cs, q.commit)
+				} else {
+					c.writeOwn(g, now, q.commit)
+				}
 				continue
 			}
 			if q.commit != nil {
@@ -702,8 +706,12 @@ type CommitRequest struct {
 	Generation           int32 // the member epoch, for a consumer group
 	Offsets              []metadata.OffsetCommit
 	// Version is the OffsetCommit's: a consumer-protocol member must use
-	// v9 or above.
+	// v9 or above (not asked of a transactional commit).
 	Version int16
+	// Transactional marks a TxnOffsetCommit: a consumer group checks its
+	// member epoch as for OffsetCommit, without the version rule (Kafka's
+	// ConsumerGroup.validateOffsetCommit with isTransactional).
+	Transactional bool
 	// Write, when set, stores the commit instead of Offsets: it runs on
 	// the group's loop right after the member check passes, so a member
 	// fenced after the check cannot slip in between (TxnOffsetCommit's

@@ -85,8 +85,15 @@ type Member struct {
 	// Assigned are the partitions the member owns; PendingRevocation the
 	// ones it still owns but must give up.
 	Assigned, PendingRevocation assignor.Assignment
+	// Classic is set for a member that speaks the classic protocol
+	// (JoinGroup, SyncGroup, Heartbeat, LeaveGroup) in this consumer
+	// group: KIP-848's online upgrade (classic.go).
+	Classic *ClassicMember
 
 	sessionDeadline   time.Time
+	// joinDeadline: a classic member told to rejoin must do so within its
+	// rebalance timeout; syncDeadline: one that joined must sync within it.
+	joinDeadline, syncDeadline time.Time
 	rebalanceDeadline time.Time // zero: no revocation pending
 	rebalanceEpoch    int32
 	regex             *regexp.Regexp // SubscribedTopicRegex compiled
@@ -110,6 +117,11 @@ func (m *Member) clone() *Member {
 	c := *m
 	c.SubscribedTopicNames = slices.Clone(m.SubscribedTopicNames)
 	c.Assigned, c.PendingRevocation = cloneAssignment(m.Assigned), cloneAssignment(m.PendingRevocation)
+	if m.Classic != nil {
+		cl := *m.Classic
+		cl.Protocols = slices.Clone(m.Classic.Protocols)
+		c.Classic = &cl
+	}
 	return &c
 }
 
@@ -466,7 +478,26 @@ func (g *Group) Heartbeat(now time.Time, r HeartbeatRequest, md Metadata) Heartb
 	updated.ClientID, updated.ClientHost = r.ClientID, r.ClientHost
 	bump := member == nil || !slices.Equal(member.SubscribedTopicNames, updated.SubscribedTopicNames) ||
 		member.SubscribedTopicRegex != updated.SubscribedTopicRegex
+	if resp, ok := g.step(now, updated, replaced, bump, r.Owned, md); !ok {
+		return resp
+	}
 
+	resp := HeartbeatResponse{MemberID: updated.ID, MemberEpoch: updated.Epoch, HeartbeatIntervalMs: int32(g.cfg.HeartbeatInterval / time.Millisecond)}
+	full := joining || (r.RebalanceTimeoutMs != -1 && r.SubscribedTopicNames != nil && r.Owned != nil)
+	if full || member == nil || !equalAssignment(member.Assigned, updated.Assigned) {
+		resp.HasAssignment, resp.Assignment = true, cloneAssignment(updated.Assigned)
+	}
+	return resp
+}
+
+// step is what a heartbeat and a classic member's JoinGroup share once the
+// member's new self (updated) is known: the subscribed topics resolved
+// against the metadata (a change bumps the group epoch, as bump does), a
+// new target assignment when the epoch is ahead of it, the member stored
+// (replacing the static member replaced, if any) and reconciled towards
+// its target with what it reports owning, its session renewed. Only a
+// failed target computation fails it, before anything changed.
+func (g *Group) step(now time.Time, updated *Member, replaced string, bump bool, owned []TopicPartitions, md Metadata) (HeartbeatResponse, bool) {
 	// 2. The subscribed topics as the metadata has them now: a topic
 	// created, deleted or grown bumps the epoch too.
 	// A steady heartbeat of a group without regexes only checks the topics
@@ -489,7 +520,7 @@ func (g *Group) Heartbeat(now time.Time, r HeartbeatRequest, md Metadata) Heartb
 	if epoch > g.assignmentEpoch {
 		var err error
 		if target, err = g.computeTarget(members(), metadata, replaced, md); err != nil {
-			return fail(kerr.UnknownServerError, "Failed to compute a new target assignment for epoch %d: %v", epoch, err)
+				return fail(kerr.UnknownServerError, "Failed to compute a new target assignment for epoch %d: %v", epoch, err), false
 		}
 	}
 
@@ -513,7 +544,7 @@ func (g *Group) Heartbeat(now time.Time, r HeartbeatRequest, md Metadata) Heartb
 	// 4. Reconcile the member towards its target.
 	before := updated.clone()
 	if updated.Epoch != g.assignmentEpoch || updated.State != Stable {
-		g.reconcile(updated, r.Owned)
+		g.reconcile(updated, owned)
 		if !sameMember(before, updated) {
 			if updated.State == UnrevokedPartitions {
 				updated.rebalanceDeadline, updated.rebalanceEpoch = now.Add(updated.RebalanceTimeout), updated.Epoch
@@ -522,15 +553,10 @@ func (g *Group) Heartbeat(now time.Time, r HeartbeatRequest, md Metadata) Heartb
 			}
 		}
 	}
-	updated.sessionDeadline = now.Add(g.cfg.SessionTimeout)
-
-	resp := HeartbeatResponse{MemberID: updated.ID, MemberEpoch: updated.Epoch, HeartbeatIntervalMs: int32(g.cfg.HeartbeatInterval / time.Millisecond)}
-	full := joining || (r.RebalanceTimeoutMs != -1 && r.SubscribedTopicNames != nil && r.Owned != nil)
-	if full || member == nil || !equalAssignment(member.Assigned, updated.Assigned) {
-		resp.HasAssignment, resp.Assignment = true, cloneAssignment(updated.Assigned)
-	}
-	return resp
+	updated.sessionDeadline = now.Add(g.sessionTimeout(updated))
+	return HeartbeatResponse{}, true
 }
+
 
 func sameMember(a, b *Member) bool {
 	return a.Epoch == b.Epoch && a.PreviousEpoch == b.PreviousEpoch && a.State == b.State &&
@@ -768,11 +794,20 @@ func (g *Group) leave(r HeartbeatRequest) HeartbeatResponse {
 	return resp
 }
 
+// sessionTimeout is the member's: a classic member's own, from its
+// JoinGroup, else the group's.
+func (g *Group) sessionTimeout(m *Member) time.Duration {
+	if m.Classic != nil && m.Classic.SessionTimeout > 0 {
+		return m.Classic.SessionTimeout
+	}
+	return g.cfg.SessionTimeout
+}
+
 // NextDeadline is the earliest timer of the group; zero when none.
 func (g *Group) NextDeadline() time.Time {
 	var next time.Time
 	for _, m := range g.members {
-		for _, d := range []time.Time{m.sessionDeadline, m.rebalanceDeadline} {
+		for _, d := range []time.Time{m.sessionDeadline, m.rebalanceDeadline, m.joinDeadline, m.syncDeadline} {
 			if !d.IsZero() && (next.IsZero() || d.Before(next)) {
 				next = d
 			}
@@ -789,7 +824,8 @@ func (g *Group) Tick(now time.Time) []string {
 		m := g.members[id]
 		expired := !m.sessionDeadline.IsZero() && !now.Before(m.sessionDeadline)
 		stuck := !m.rebalanceDeadline.IsZero() && !now.Before(m.rebalanceDeadline) && m.Epoch == m.rebalanceEpoch
-		if expired || stuck {
+		late := (!m.joinDeadline.IsZero() && !now.Before(m.joinDeadline)) || (!m.syncDeadline.IsZero() && !now.Before(m.syncDeadline))
+		if expired || stuck || late {
 			g.fence(id)
 			fenced = append(fenced, id)
 		}
