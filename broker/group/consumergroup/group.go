@@ -90,13 +90,13 @@ type Member struct {
 	// group: KIP-848's online upgrade (classic.go).
 	Classic *ClassicMember
 
-	sessionDeadline   time.Time
+	sessionDeadline time.Time
 	// joinDeadline: a classic member told to rejoin must do so within its
 	// rebalance timeout; syncDeadline: one that joined must sync within it.
 	joinDeadline, syncDeadline time.Time
-	rebalanceDeadline time.Time // zero: no revocation pending
-	rebalanceEpoch    int32
-	regex             *regexp.Regexp // SubscribedTopicRegex compiled
+	rebalanceDeadline          time.Time // zero: no revocation pending
+	rebalanceEpoch             int32
+	regex                      *regexp.Regexp // SubscribedTopicRegex compiled
 }
 
 // subscribes reports whether the member subscribes to topic name.
@@ -520,7 +520,7 @@ func (g *Group) step(now time.Time, updated *Member, replaced string, bump bool,
 	if epoch > g.assignmentEpoch {
 		var err error
 		if target, err = g.computeTarget(members(), metadata, replaced, md); err != nil {
-				return fail(kerr.UnknownServerError, "Failed to compute a new target assignment for epoch %d: %v", epoch, err), false
+			return fail(kerr.UnknownServerError, "Failed to compute a new target assignment for epoch %d: %v", epoch, err), false
 		}
 	}
 
@@ -556,7 +556,6 @@ func (g *Group) step(now time.Time, updated *Member, replaced string, bump bool,
 	updated.sessionDeadline = now.Add(g.sessionTimeout(updated))
 	return HeartbeatResponse{}, true
 }
-
 
 func sameMember(a, b *Member) bool {
 	return a.Epoch == b.Epoch && a.PreviousEpoch == b.PreviousEpoch && a.State == b.State &&
