@@ -294,7 +294,7 @@ func encodeBody(w *writer, rec Record) error {
 }
 
 func decodeBody(r *reader, typ RecordType, ver int16) (Record, error) {
-	if ver != 0 && (typ != TypeGroupGeneration || ver != 1) {
+	if ver != 0 && ((typ != TypeGroupGeneration && typ != TypeConsumerGroup) || ver != 1) {
 		return nil, fmt.Errorf("unsupported version %d", ver)
 	}
 	var rec Record
@@ -374,7 +374,7 @@ func decodeBody(r *reader, typ RecordType, ver int16) (Record, error) {
 		}
 		rec = x
 	case TypeConsumerGroup:
-		rec = readConsumerGroup(r)
+		rec = readConsumerGroup(r, ver)
 	case TypeRemoveConsumerGroup:
 		rec = &RemoveConsumerGroup{Group: r.str()}
 	case TypeProducerIds:

@@ -91,6 +91,11 @@ func sampleRecords() []Record {
 				{MemberID: "m-2"},
 			},
 			Topics: []ConsumerGroupTopic{{Name: "a", ID: idA, Partitions: 3}}},
+		&ConsumerGroup{Group: "cg", Epoch: 4, AssignmentEpoch: 4, Members: []ConsumerGroupMember{
+			{MemberID: "c-1", Epoch: 4, SubscribedTopicNames: []string{"a"}},
+			{MemberID: "s-1", Epoch: 4, SubscribedTopicNames: []string{"a"}, Classic: &ConsumerGroupClassicMember{SessionTimeoutMs: 10000,
+				Protocols: []ConsumerGroupClassicProtocol{{Name: "range", Metadata: []byte{0, 1, 2}}, {Name: "roundrobin", Metadata: []byte{3}}}}},
+		}},
 		&ConsumerGroup{Members: []ConsumerGroupMember{}, Topics: []ConsumerGroupTopic{}},
 		&ConsumerGroup{},
 		&RemoveConsumerGroup{Group: "cg"},

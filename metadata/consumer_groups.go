@@ -53,6 +53,55 @@ type ConsumerGroupMember struct {
 	// Assigned is what the member owns, PendingRevocation what it owns and
 	// must give up, Target its share of the target assignment.
 	Assigned, PendingRevocation, Target []ConsumerGroupPartitions
+	// Classic is set for a member that speaks the classic protocol
+	// (KIP-848's online upgrade: JoinGroup/SyncGroup in a consumer group),
+	// as Kafka's ClassicMemberMetadata. A record with one is version 1.
+	Classic *ConsumerGroupClassicMember
+}
+
+// ConsumerGroupClassicMember is a classic member's session timeout and
+// the assignment protocols of its JoinGroup, with their consumer protocol
+// Subscriptions.
+type ConsumerGroupClassicMember struct {
+	SessionTimeoutMs int32
+	Protocols        []ConsumerGroupClassicProtocol
+}
+
+// ConsumerGroupClassicProtocol is one protocol of a classic member.
+type ConsumerGroupClassicProtocol struct {
+	Name     string
+	Metadata []byte
+}
+
+func (c *ConsumerGroupClassicMember) equal(o *ConsumerGroupClassicMember) bool {
+	if c == nil || o == nil {
+		return c == o
+	}
+	return c.SessionTimeoutMs == o.SessionTimeoutMs && slices.EqualFunc(c.Protocols, o.Protocols, func(x, y ConsumerGroupClassicProtocol) bool {
+		return x.Name == y.Name && string(x.Metadata) == string(y.Metadata)
+	})
+}
+
+func (c *ConsumerGroupClassicMember) clone() *ConsumerGroupClassicMember {
+	if c == nil {
+		return nil
+	}
+	out := &ConsumerGroupClassicMember{SessionTimeoutMs: c.SessionTimeoutMs}
+	for _, p := range c.Protocols {
+		out.Protocols = append(out.Protocols, ConsumerGroupClassicProtocol{Name: p.Name, Metadata: slices.Clone(p.Metadata)})
+	}
+	return out
+}
+
+// hasClassic reports whether a member speaks the classic protocol, which
+// takes version 1 of the record.
+func (g *ConsumerGroup) hasClassic() bool {
+	for _, m := range g.Members {
+		if m.Classic != nil {
+			return true
+		}
+	}
+	return false
 }
 
 // ConsumerGroupPartitions is one topic's partitions in an assignment.
@@ -200,6 +249,7 @@ func cloneConsumerGroup(r *ConsumerGroup) *ConsumerGroup {
 		for i, m := range r.Members {
 			m.SubscribedTopicNames = slices.Clone(m.SubscribedTopicNames)
 			m.Assigned, m.PendingRevocation, m.Target = cloneParts(m.Assigned), cloneParts(m.PendingRevocation), cloneParts(m.Target)
+			m.Classic = m.Classic.clone()
 			c.Members[i] = m
 		}
 	}
@@ -227,7 +277,8 @@ func (g *ConsumerGroup) Equal(o *ConsumerGroup) bool {
 				slices.Equal(x.SubscribedTopicNames, y.SubscribedTopicNames) &&
 				(x.SubscribedTopicNames == nil) == (y.SubscribedTopicNames == nil) &&
 				x.SubscribedTopicRegex == y.SubscribedTopicRegex && x.ServerAssignor == y.ServerAssignor &&
-				partsEqual(x.Assigned, y.Assigned) && partsEqual(x.PendingRevocation, y.PendingRevocation) && partsEqual(x.Target, y.Target)
+				partsEqual(x.Assigned, y.Assigned) && partsEqual(x.PendingRevocation, y.PendingRevocation) && partsEqual(x.Target, y.Target) &&
+				x.Classic.equal(y.Classic)
 		})
 }
 
@@ -277,6 +328,18 @@ func writeConsumerGroup(w *writer, g *ConsumerGroup) {
 		writeParts(w, m.Assigned)
 		writeParts(w, m.PendingRevocation)
 		writeParts(w, m.Target)
+		if g.hasClassic() {
+			// Version 1: each member says whether it is a classic one.
+			w.bool(m.Classic != nil)
+			if m.Classic != nil {
+				w.i32(m.Classic.SessionTimeoutMs)
+				w.count(len(m.Classic.Protocols), false)
+				for _, p := range m.Classic.Protocols {
+					w.str(p.Name)
+					w.str(string(p.Metadata))
+				}
+			}
+		}
 	}
 	w.count(len(g.Topics), g.Topics == nil)
 	for _, t := range g.Topics {
@@ -287,7 +350,7 @@ func writeConsumerGroup(w *writer, g *ConsumerGroup) {
 	w.i64(g.StateTimestampMs)
 }
 
-func readConsumerGroup(r *reader) *ConsumerGroup {
+func readConsumerGroup(r *reader, ver int16) *ConsumerGroup {
 	g := &ConsumerGroup{Group: r.str(), CoordinatorEpoch: r.i32(), Slot: r.i32(), Epoch: r.i32(), AssignmentEpoch: r.i32()}
 	if n, ok := r.count(24); ok {
 		g.Members = make([]ConsumerGroupMember, n)
@@ -302,6 +365,15 @@ func readConsumerGroup(r *reader) *ConsumerGroup {
 			}
 			m.SubscribedTopicRegex, m.ServerAssignor = r.str(), r.str()
 			m.Assigned, m.PendingRevocation, m.Target = readParts(r), readParts(r), readParts(r)
+			if ver >= 1 && r.bool() {
+				m.Classic = &ConsumerGroupClassicMember{SessionTimeoutMs: r.i32()}
+				if k, ok := r.count(2); ok {
+					m.Classic.Protocols = make([]ConsumerGroupClassicProtocol, k)
+					for j := range m.Classic.Protocols {
+						m.Classic.Protocols[j] = ConsumerGroupClassicProtocol{Name: r.str(), Metadata: []byte(r.str())}
+					}
+				}
+			}
 			g.Members[i] = m
 		}
 	}

@@ -90,6 +90,7 @@ var recordLevels = []recordLevel{
 	{TypeClientQuota, 0, 28},
 	{TypePartitionReassignment, 0, 28},
 	{TypeConsumerGroup, 0, 28},
+	{TypeConsumerGroup, 1, 28},
 	{TypeRemoveConsumerGroup, 0, 28},
 	{TypeShareGroupEpoch, 0, 28},
 	{TypeShareGroupMember, 0, 28},

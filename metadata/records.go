@@ -404,8 +404,13 @@ func (*TxnOffsetCommit) Type() RecordType           { return TypeTxnOffsetCommit
 
 func (*ConsumerGroup) Type() RecordType       { return TypeConsumerGroup }
 func (*RemoveConsumerGroup) Type() RecordType { return TypeRemoveConsumerGroup }
-func (*ConsumerGroup) Version() int16         { return 0 }
-func (*RemoveConsumerGroup) Version() int16   { return 0 }
+func (g *ConsumerGroup) Version() int16 {
+	if g.hasClassic() {
+		return 1 // with classic members (the online upgrade)
+	}
+	return 0
+}
+func (*RemoveConsumerGroup) Version() int16 { return 0 }
 
 func (*AccessControlEntry) Type() RecordType       { return TypeAccessControlEntry }
 func (*RemoveAccessControlEntry) Type() RecordType { return TypeRemoveAccessControlEntry }

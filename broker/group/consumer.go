@@ -28,11 +28,26 @@ type ConsumerConfig struct {
 	// Assignors are group.consumer.assignors' names; the first is the
 	// default. Empty: uniform, range.
 	Assignors []string
+	// MigrationPolicy is group.consumer.migration.policy: "upgrade",
+	// "downgrade", "bidirectional" (also when empty) or "disabled", any case.
+	MigrationPolicy string
 	// Overrides returns a group's dynamic overrides of the session timeout
 	// and heartbeat interval (consumer.session.timeout.ms and
 	// consumer.heartbeat.interval.ms on the GROUP resource); zero keeps the
 	// broker's. Nil: no overrides.
 	Overrides func(img *metadata.Image, group string) (session, heartbeat time.Duration)
+}
+
+// upgrade and downgrade say whether the migration policy lets a classic
+// group with members become a consumer group, and back.
+func (c ConsumerConfig) upgrade() bool {
+	p := strings.ToLower(c.MigrationPolicy)
+	return p == "" || p == "bidirectional" || p == "upgrade"
+}
+
+func (c ConsumerConfig) downgrade() bool {
+	p := strings.ToLower(c.MigrationPolicy)
+	return p == "" || p == "bidirectional" || p == "downgrade"
 }
 
 func (c ConsumerConfig) assignors() []assignor.Assignor {
@@ -197,6 +212,7 @@ func recordOf(id string, slot, coordEpoch int32, s consumergroup.State) *metadat
 			SubscribedTopicNames: slices.Clone(m.SubscribedTopicNames), SubscribedTopicRegex: m.SubscribedTopicRegex,
 			ServerAssignor: m.ServerAssignor,
 			Assigned:       toParts(m.Assigned), PendingRevocation: toParts(m.PendingRevocation), Target: toParts(s.Target[m.ID]),
+			Classic: classicRecord(m.Classic),
 		})
 	}
 	for _, n := range slices.Sorted(maps.Keys(s.Topics)) {
@@ -204,6 +220,28 @@ func recordOf(id string, slot, coordEpoch int32, s consumergroup.State) *metadat
 		rec.Topics = append(rec.Topics, metadata.ConsumerGroupTopic{Name: n, ID: t.ID, Partitions: t.Partitions})
 	}
 	return rec
+}
+
+func classicRecord(c *consumergroup.ClassicMember) *metadata.ConsumerGroupClassicMember {
+	if c == nil {
+		return nil
+	}
+	out := &metadata.ConsumerGroupClassicMember{SessionTimeoutMs: int32(c.SessionTimeout / time.Millisecond)}
+	for _, p := range c.Protocols {
+		out.Protocols = append(out.Protocols, metadata.ConsumerGroupClassicProtocol{Name: p.Name, Metadata: slices.Clone(p.Metadata)})
+	}
+	return out
+}
+
+func classicState(c *metadata.ConsumerGroupClassicMember) *consumergroup.ClassicMember {
+	if c == nil {
+		return nil
+	}
+	out := &consumergroup.ClassicMember{SessionTimeout: time.Duration(c.SessionTimeoutMs) * time.Millisecond}
+	for _, p := range c.Protocols {
+		out.Protocols = append(out.Protocols, consumergroup.ClassicProtocol{Name: p.Name, Metadata: slices.Clone(p.Metadata)})
+	}
+	return out
 }
 
 // stateFromRecord is recordOf's inverse.
@@ -218,6 +256,7 @@ func stateFromRecord(rec *metadata.ConsumerGroup) consumergroup.State {
 			SubscribedTopicNames: slices.Clone(m.SubscribedTopicNames), SubscribedTopicRegex: m.SubscribedTopicRegex,
 			ServerAssignor: m.ServerAssignor,
 			Assigned:       fromParts(m.Assigned), PendingRevocation: fromParts(m.PendingRevocation),
+			Classic: classicState(m.Classic),
 		})
 		if len(m.Target) > 0 {
 			s.Target[m.MemberID] = fromParts(m.Target)
@@ -293,7 +332,7 @@ type cop func(cs *consumerState, now time.Time, img *metadata.Image, code int16,
 // comes once what it changed is in the image.
 func (c *Coordinator) ConsumerHeartbeat(ctx context.Context, groupID string, r consumergroup.HeartbeatRequest) (consumergroup.HeartbeatResponse, error) {
 	ch := make(chan consumergroup.HeartbeatResponse, 1)
-	c.enqueue(groupID, queued{consumer: func(cs *consumerState, now time.Time, img *metadata.Image, code int16, msg string) {
+	c.enqueue(groupID, queued{upgrade: true, consumer: func(cs *consumerState, now time.Time, img *metadata.Image, code int16, msg string) {
 		if code != 0 {
 			ch <- consumergroup.HeartbeatResponse{ErrorCode: code, ErrorMessage: msg, MemberEpoch: -1}
 			return

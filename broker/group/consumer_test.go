@@ -260,8 +260,9 @@ func TestConsumerGroupCommit(t *testing.T) {
 }
 
 // A group is one kind or the other: an empty classic group becomes a
-// consumer group, a classic member cannot join a consumer group with
-// members, and the empty consumer group becomes classic again.
+// consumer group, a classic member whose protocol is not the consumer
+// protocol's Subscription cannot join a consumer group with members, and
+// the empty consumer group becomes classic again.
 func TestConsumerGroupConversion(t *testing.T) {
 	md := consumerTwin(t)
 	c, _ := consumerCoordinator(t, md, 1)
@@ -272,7 +273,7 @@ func TestConsumerGroupConversion(t *testing.T) {
 		t.Fatalf("consumer member joining an empty classic group: %+v", a)
 	}
 	if j := await(t, c.Join("cg", joinReq("", time.Minute))); j.ErrorCode != kerr.InconsistentGroupProtocol.Code {
-		t.Fatalf("classic join of a consumer group with members: %+v", j)
+		t.Fatalf("classic join with a subscription that does not decode: %+v", j)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
 	defer cancel()
