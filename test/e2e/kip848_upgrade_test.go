@@ -143,7 +143,9 @@ func (l log848) Print(v ...any) { fmt.Fprint(os.Stderr, append([]any{"[" + l.nam
 func (l log848) Printf(f string, v ...any) {
 	fmt.Fprintf(os.Stderr, "["+l.name+"] "+f, v...)
 }
-func (l log848) Println(v ...any) { fmt.Fprintln(os.Stderr, append([]any{"[" + l.name + "]"}, v...)...) }
+func (l log848) Println(v ...any) {
+	fmt.Fprintln(os.Stderr, append([]any{"[" + l.name + "]"}, v...)...)
+}
 
 // TestKIP848RollingClientUpgrade is KIP-848's online upgrade: a classic
 // group of three sarama members is replaced one member at a time by
