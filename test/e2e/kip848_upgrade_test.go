@@ -153,8 +153,11 @@ func (l log848) Println(v ...any) {
 // writes. The first franz-go member turns the classic group with members
 // into a consumer group; the remaining sarama members get their
 // partitions from the server-side assignor through SyncGroup until the
-// last one leaves. No partition is ever owned or processed by two members
-// at once, nothing is skipped, and the commits end at the logs' ends.
+// last one leaves. Then the way back: sarama members replace the franz-go
+// ones, and when the last consumer-protocol member leaves the group is a
+// classic group again. No partition is ever owned or processed by two
+// members at once, nothing is skipped, and the commits end at the logs'
+// ends.
 func TestKIP848RollingClientUpgrade(t *testing.T) {
 	const topic, group, parts = "kip848-upgrade", "kip848-upgrade-group", 6
 	c := cluster.Start(t, cluster.Nodes(3),
@@ -179,7 +182,7 @@ func TestKIP848RollingClientUpgrade(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer prod.Close()
-	const total = 6000
+	const total = 9000
 	prodDone := make(chan error, 1)
 	go func() {
 		for i := range total {
@@ -231,6 +234,29 @@ func TestKIP848RollingClientUpgrade(t *testing.T) {
 		t.Logf("after %s joined: group %s at epoch %d, %d classic and %d consumer-protocol members", f.name, d.State, d.Epoch, types[0], types[1])
 	}
 
+	// And back: sarama members replace the franz-go ones; when the last
+	// consumer-protocol member leaves, the group is a classic group again
+	// (group.consumer.migration.policy is bidirectional by default).
+	var back []*member848
+	for i, f := range modern {
+		s := startMemberProcess(t, saramaMemberEnv, bootstrap, topic, group, fmt.Sprintf("s%d", i+4))
+		back = append(back, s)
+		all = append(all, s)
+		live := append(slices.Clone(modern[i:]), back...)
+		waitOwners(t, fmt.Sprintf("%s joins beside %d consumer-protocol members", s.name, len(modern)-i), parts, live...)
+		f.leave(t)
+		live = live[1:]
+		waitOwners(t, fmt.Sprintf("%s leaves", f.name), parts, live...)
+	}
+	if d := describe848(ctx, t, cl, group); d.ErrorCode == 0 {
+		t.Fatalf("after the downgrade the group answered ConsumerGroupDescribe: %d members", len(d.Members))
+	}
+	dg, err := adm.DescribeGroups(ctx, group)
+	if g, ok := dg[group]; err != nil || !ok || g.Err != nil || len(g.Members) != len(back) || g.ProtocolType != "consumer" {
+		t.Fatalf("DescribeGroups after the downgrade: %+v %v", dg, err)
+	}
+	t.Logf("after the downgrade: classic group %s, %d members", dg[group].State, len(dg[group].Members))
+
 	if err := <-prodDone; err != nil {
 		t.Fatalf("producer: %v", err)
 	}
@@ -256,7 +282,7 @@ func TestKIP848RollingClientUpgrade(t *testing.T) {
 		}
 		return sum == total, fmt.Sprintf("%d records in the logs, want %d", sum, total)
 	})
-	for _, m := range modern {
+	for _, m := range back {
 		m.leave(t)
 	}
 	checkOwnership(t, all, ends)
