@@ -209,6 +209,7 @@ func (g *Group) ClassicJoin(now time.Time, r ClassicJoinRequest, md Metadata) Cl
 	}
 	updated.SubscribedTopicRegex, updated.regex = "", nil
 	updated.ClientID, updated.ClientHost = r.ClientID, r.ClientHost
+	updated.describable, updated.authKnown = nil, true
 	updated.Classic = &ClassicMember{SessionTimeout: r.SessionTimeout, Protocols: slices.Clone(r.Protocols)}
 	bump := member == nil || !slices.Equal(member.SubscribedTopicNames, updated.SubscribedTopicNames) ||
 		member.SubscribedTopicRegex != ""
@@ -467,7 +468,7 @@ func FromClassic(id string, cfg Config, generation int32, protocol string, membe
 	for _, mid := range g.MemberIDs() {
 		all = append(all, g.members[mid])
 	}
-	g.setMetadata(subscriptionMetadata(all, md), all)
+	g.setMetadata(subscriptionMetadata(all, md, nil), all)
 	return g, nil
 }
 

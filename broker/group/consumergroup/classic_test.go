@@ -375,3 +375,65 @@ func TestClassicMemberExportRestore(t *testing.T) {
 	}
 	codeIs(t, "restored member's heartbeat", first(r.ClassicHeartbeat(now, j.MemberID, "", j.Generation)), nil)
 }
+
+// A regex subscription takes only the topics the member may DESCRIBE
+// (Kafka 4.1, KAFKA-18813): others are neither subscribed nor assigned to
+// it; a grant shows on its next heartbeat. After a failover the restored
+// members keep to the topics the group had resolved until they heartbeat.
+func TestRegexSubscriptionAuthorization(t *testing.T) {
+	w, g, now := newWorld(), newGroup(0), t0
+	onlyA := func(topic string) bool { return topic == "a" }
+	r := joinReq("m1")
+	r.SubscribedTopicNames, r.SubscribedTopicRegex, r.Describable = nil, str("a|b"), onlyA
+	m1 := ok(t, g.Heartbeat(now, r, w))
+	if fmtA(m1.Assignment) != "a0,1,2,3" {
+		t.Fatalf("m1 may describe a only: %s", fmtA(m1.Assignment))
+	}
+	if _, ok := g.Export().Topics["b"]; ok {
+		t.Fatal("b subscribed though no member may describe it")
+	}
+	// A member that may describe everything gets b, and m1 never does.
+	r2 := joinReq("m2")
+	r2.SubscribedTopicNames, r2.SubscribedTopicRegex = nil, str("a|b")
+	ok(t, g.Heartbeat(now, r2, w))
+	for range 4 {
+		hb := hbReq("m1", member(t, g, "m1").Epoch, member(t, g, "m1").Assigned)
+		hb.Describable = onlyA
+		ok(t, g.Heartbeat(now, hb, w))
+		ok(t, g.Heartbeat(now, hbReq("m2", member(t, g, "m2").Epoch, member(t, g, "m2").Assigned), w))
+	}
+	if got := g.Target("m1"); len(got[tid(2)]) != 0 {
+		t.Fatalf("m1's target has topic b: %s", fmtA(got))
+	}
+	if got := g.Target("m2"); len(got[tid(2)]) != 2 {
+		t.Fatalf("m2's target lacks topic b: %s", fmtA(got))
+	}
+
+	// Failover: a steady heartbeat of m2 does not drop or add m1's topics.
+	rg, err := Restore("g", g.cfg, g.Export(), now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	epoch := rg.Epoch()
+	ok(t, rg.Heartbeat(now, hbReq("m2", member(t, rg, "m2").Epoch, member(t, rg, "m2").Assigned), w))
+	if rg.Epoch() != epoch {
+		t.Fatalf("restored group moved to epoch %d from %d on a steady heartbeat", rg.Epoch(), epoch)
+	}
+	if got := rg.Target("m1"); len(got[tid(2)]) != 0 {
+		t.Fatalf("restored m1's target has topic b: %s", fmtA(got))
+	}
+
+	hb := hbReq("m1", member(t, rg, "m1").Epoch, member(t, rg, "m1").Assigned)
+	hb.Describable = onlyA
+	ok(t, rg.Heartbeat(now, hb, w))
+	if rg.Epoch() != epoch {
+		t.Fatalf("m1's first heartbeat at the new coordinator moved the epoch to %d", rg.Epoch())
+	}
+	// m1 is granted b: its next heartbeat bumps the epoch and b can be
+	// assigned to it.
+	hb.Describable = nil
+	ok(t, rg.Heartbeat(now, hb, w))
+	if rg.Epoch() != epoch+1 {
+		t.Fatalf("a grant did not bump the epoch: %d", rg.Epoch())
+	}
+}

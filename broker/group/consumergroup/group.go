@@ -97,14 +97,42 @@ type Member struct {
 	rebalanceDeadline          time.Time // zero: no revocation pending
 	rebalanceEpoch             int32
 	regex                      *regexp.Regexp // SubscribedTopicRegex compiled
+	// describable is the member's Topic:DESCRIBE check from its last
+	// heartbeat (nil: every topic); authKnown is false for a member
+	// restored from the image that has not heartbeated since.
+	describable func(topic string) bool
+	authKnown   bool
+	// regexTopics are the topics its regex took at its last heartbeat
+	// (sorted): a change (a topic it may now describe, or no longer) bumps
+	// the group epoch, as a changed regex resolution does in Kafka.
+	regexTopics []string
 }
 
-// subscribes reports whether the member subscribes to topic name.
-func (m *Member) subscribes(name string) bool {
+// subscribes reports whether the member subscribes to topic name, by
+// name or by its regex (regexMatch); resolved is the group's subscribed
+// topics as last resolved.
+func (m *Member) subscribes(name string, resolved map[string]topicMeta) bool {
 	if _, found := slices.BinarySearch(m.SubscribedTopicNames, name); found {
 		return true
 	}
-	return m.regex != nil && m.regex.MatchString(name)
+	return m.regexMatch(name, resolved)
+}
+
+// regexMatch reports whether the member's regex takes topic name: the
+// regex matches it and the member may DESCRIBE it, as Kafka 4.1 resolves
+// regexes with the subscribing member's authorization (KAFKA-18813), so
+// a topic the member may not see is neither subscribed nor assigned. A
+// member restored by a new coordinator, whose authorization is not known
+// until its next heartbeat, keeps to the topics the group had resolved.
+func (m *Member) regexMatch(name string, resolved map[string]topicMeta) bool {
+	if m.regex == nil || !m.regex.MatchString(name) {
+		return false
+	}
+	if !m.authKnown {
+		_, ok := resolved[name]
+		return ok
+	}
+	return m.describable == nil || m.describable(name)
 }
 
 // compileRegex compiles a SubscribedTopicRegex as Kafka matches it: the
@@ -116,6 +144,7 @@ func compileRegex(re string) (*regexp.Regexp, error) {
 func (m *Member) clone() *Member {
 	c := *m
 	c.SubscribedTopicNames = slices.Clone(m.SubscribedTopicNames)
+	c.regexTopics = slices.Clone(m.regexTopics)
 	c.Assigned, c.PendingRevocation = cloneAssignment(m.Assigned), cloneAssignment(m.PendingRevocation)
 	if m.Classic != nil {
 		cl := *m.Classic
@@ -269,6 +298,10 @@ type HeartbeatRequest struct {
 	ServerAssignor       *string
 	Owned                []TopicPartitions // the partitions the client owns; nil: not sent
 	ClientID, ClientHost string
+	// Describable is the member's Topic:DESCRIBE authorization, which its
+	// regex's matches are filtered by; nil allows every topic (no
+	// authorizer).
+	Describable func(topic string) bool
 }
 
 // HeartbeatResponse is the answer; Assignment is sent only when
@@ -476,8 +509,22 @@ func (g *Group) Heartbeat(now time.Time, r HeartbeatRequest, md Metadata) Heartb
 		updated.SubscribedTopicRegex, updated.regex = *r.SubscribedTopicRegex, re
 	}
 	updated.ClientID, updated.ClientHost = r.ClientID, r.ClientHost
+	updated.describable, updated.authKnown = r.Describable, true
 	bump := member == nil || !slices.Equal(member.SubscribedTopicNames, updated.SubscribedTopicNames) ||
 		member.SubscribedTopicRegex != updated.SubscribedTopicRegex
+	if updated.regex != nil {
+		var topics []string
+		for _, n := range md.TopicNames() {
+			if updated.regexMatch(n, g.metadata) {
+				topics = append(topics, n)
+			}
+		}
+		slices.Sort(topics)
+		if member != nil && member.authKnown && !slices.Equal(member.regexTopics, topics) {
+			bump = true
+		}
+		updated.regexTopics = topics
+	}
 	if resp, ok := g.step(now, updated, replaced, bump, r.Owned, md); !ok {
 		return resp
 	}
@@ -505,7 +552,7 @@ func (g *Group) step(now time.Time, updated *Member, replaced string, bump bool,
 	members := func() []*Member { return g.membersWith(updated, replaced) }
 	metadata := g.metadata
 	if bump || replaced != "" || updated.regex != nil || g.regexes > 0 || g.metadataMoved(md) {
-		metadata = subscriptionMetadata(members(), md)
+		metadata = subscriptionMetadata(members(), md, g.metadata)
 		if !maps.Equal(metadata, g.metadata) {
 			bump = true
 		}
@@ -599,7 +646,7 @@ func (g *Group) membersWith(updated *Member, replaced string) []*Member {
 
 // subscriptionMetadata is every topic some member subscribes to, by name
 // or by its regular expression, that exists now.
-func subscriptionMetadata(members []*Member, md Metadata) map[string]topicMeta {
+func subscriptionMetadata(members []*Member, md Metadata, resolved map[string]topicMeta) map[string]topicMeta {
 	out := map[string]topicMeta{}
 	add := func(n string) {
 		if _, done := out[n]; done {
@@ -619,7 +666,7 @@ func subscriptionMetadata(members []*Member, md Metadata) map[string]topicMeta {
 	if regexes {
 		for _, n := range md.TopicNames() {
 			for _, m := range members {
-				if m.regex != nil && m.regex.MatchString(n) {
+				if m.regexMatch(n, resolved) {
 					add(n)
 					break
 				}
@@ -653,7 +700,7 @@ func (g *Group) computeTarget(members []*Member, metadata map[string]topicMeta, 
 			am.Current = g.target[replaced]
 		}
 		for _, n := range slices.Sorted(maps.Keys(metadata)) {
-			if m.subscribes(n) {
+			if m.subscribes(n, g.metadata) {
 				am.Topics = append(am.Topics, metadata[n].id)
 			}
 		}
@@ -754,7 +801,7 @@ func subscriptionMetadataOf(old map[string]topicMeta, members []*Member) map[str
 	out := map[string]topicMeta{}
 	for n, meta := range old {
 		for _, m := range members {
-			if m.subscribes(n) {
+			if m.subscribes(n, old) {
 				out[n] = meta
 				break
 			}

@@ -35,6 +35,7 @@ func (g *Group) Export() State {
 		m := g.members[id].clone()
 		m.sessionDeadline, m.rebalanceDeadline, m.rebalanceEpoch, m.regex = time.Time{}, time.Time{}, 0, nil
 		m.joinDeadline, m.syncDeadline = time.Time{}, time.Time{}
+		m.describable, m.authKnown, m.regexTopics = nil, false, nil
 		s.Members = append(s.Members, *m)
 	}
 	for id, a := range g.target {
