@@ -619,23 +619,8 @@ func imageHas(img *metadata.Image, id string) bool {
 	return found
 }
 
-// call runs fn on the group's loop and waits for it (or ctx).
-func call[T any](ctx context.Context, c *Coordinator, groupID string, fn func(g *Group, now time.Time, img *metadata.Image, code int16) T) (T, error) {
-	ch := make(chan T, 1)
-	c.submit(groupID, func(g *Group, now time.Time, img *metadata.Image, code int16) {
-		ch <- fn(g, now, img, code)
-	})
-	select {
-	case v := <-ch:
-		return v, nil
-	case <-ctx.Done():
-		var zero T
-		return zero, ctx.Err()
-	}
-}
-
-// callBoth is call with onConsumer run instead of fn when the group is a
-// consumer group.
+// callBoth runs fn on the group's loop and waits for it (or ctx), or
+// onConsumer instead when the group is a consumer group.
 func callBoth[T any](ctx context.Context, c *Coordinator, groupID string, fn func(g *Group, now time.Time, img *metadata.Image, code int16) T,
 	onConsumer func(cs *consumerState, now time.Time, img *metadata.Image) T) (T, error) {
 	ch := make(chan T, 1)
