@@ -95,9 +95,63 @@ func TestConsumerHeartbeatTopicAuthorization(t *testing.T) {
 	if len(r.Assignment.Topics) != 1 || r.Assignment.Topics[0].TopicID != seenID {
 		t.Fatalf("regex assignment %+v: want topic seen only", r.Assignment.Topics)
 	}
+
+	// ConsumerGroupDescribe: the group's assignments name only seen, which
+	// the client may describe; once hidden is in a member's assignment
+	// (another principal's regex took it), the group is
+	// TOPIC_AUTHORIZATION_FAILED.
+	describe := func() kmsg.ConsumerGroupDescribeResponseGroup {
+		t.Helper()
+		req := kmsg.NewPtrConsumerGroupDescribeRequest()
+		req.Groups = []string{"cg"}
+		r, err := broker.Request(ctx, req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r.(*kmsg.ConsumerGroupDescribeResponse).Groups[0]
+	}
+	if d := describe(); d.ErrorCode != 0 || len(d.Members) != 1 {
+		t.Fatalf("describe: error %d, %d members", d.ErrorCode, len(d.Members))
+	}
+	if _, err := node.CommitRecords(ctx, anonACL(3, metadata.ACLResourceTopic, "hidden", metadata.ACLPatternLiteral, metadata.ACLOpDescribe, metadata.ACLPermissionAllow)); err != nil {
+		t.Fatal(err)
+	}
+	if r := hb2(broker, ctx, t, r.MemberEpoch, re); r.ErrorCode != 0 {
+		t.Fatalf("heartbeat after the grant: error %d", r.ErrorCode)
+	}
+	if _, err := node.CommitRecords(ctx, &metadata.RemoveAccessControlEntry{ID: [16]byte{3, 0xac}}); err != nil {
+		t.Fatal(err)
+	}
+	if d := describe(); d.ErrorCode != kerr.TopicAuthorizationFailed.Code || len(d.Members) != 0 {
+		t.Fatalf("describe with an undescribable topic assigned: error %d, %d members", d.ErrorCode, len(d.Members))
+	}
 	rec, _ := node.Current()
 	cg, ok := rec.ConsumerGroup("cg")
-	if !ok || len(cg.Topics) != 1 || cg.Topics[0].Name != "seen" {
-		t.Fatalf("recorded subscribed topics %+v", cg.Topics)
+	if !ok || len(cg.Topics) != 2 {
+		t.Fatalf("recorded subscribed topics after the grant %+v", cg.Topics)
 	}
+}
+
+// hb2 is member m-1's steady heartbeat with its regex.
+func hb2(broker *kgo.Broker, ctx context.Context, t *testing.T, epoch int32, re string) *kmsg.ConsumerGroupHeartbeatResponse {
+	t.Helper()
+	req := kmsg.NewPtrConsumerGroupHeartbeatRequest()
+	req.Version = 1
+	req.Group, req.MemberID, req.MemberEpoch, req.RebalanceTimeoutMillis = "cg", "m-1", epoch, -1
+	req.SubscribedTopicRegex = &re
+	req.Topics = []kmsg.ConsumerGroupHeartbeatRequestTopic{{TopicID: [16]byte{8}, Partitions: []int32{0}}}
+	r, err := broker.Request(ctx, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r.(*kmsg.ConsumerGroupHeartbeatResponse)
+}
+
+func mustCG(t *testing.T, img *metadata.Image) metadata.ConsumerGroup {
+	t.Helper()
+	cg, ok := img.ConsumerGroup("cg")
+	if !ok {
+		t.Fatal("no consumer group cg in the image")
+	}
+	return cg
 }
