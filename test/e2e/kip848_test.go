@@ -62,7 +62,7 @@ func startMemberProcess(t *testing.T, env, bootstrap, topic, group, name string)
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	m := &member848{name: name, cmd: cmd, stdin: stdin, done: make(chan struct{})}
+	m := &member848{name: strings.Split(name, ",")[0], cmd: cmd, stdin: stdin, done: make(chan struct{})}
 	go func() {
 		defer close(m.done)
 		sc := bufio.NewScanner(out)

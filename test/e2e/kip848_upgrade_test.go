@@ -159,7 +159,24 @@ func (l log848) Println(v ...any) {
 // members at once, nothing is skipped, and the commits end at the logs'
 // ends.
 func TestKIP848RollingClientUpgrade(t *testing.T) {
-	const topic, group, parts = "kip848-upgrade", "kip848-upgrade-group", 6
+	testRollingUpgrade(t, "sarama", func(t *testing.T, bootstrap, topic, group, name string) *member848 {
+		return startMemberProcess(t, saramaMemberEnv, bootstrap, topic, group, name)
+	})
+}
+
+// TestKIP848RollingUpgradeCooperative is the same with franz-go's classic
+// cooperative-sticky members: they rejoin still owning their partitions
+// (the Subscription's owned partitions), so the coordinator asks them to
+// revoke through the SyncGroup assignment before it moves anything.
+func TestKIP848RollingUpgradeCooperative(t *testing.T) {
+	testRollingUpgrade(t, "cooperative", func(t *testing.T, bootstrap, topic, group, name string) *member848 {
+		return startMemberProcess(t, kip848MemberEnv, bootstrap, topic, group, name+",classic")
+	})
+}
+
+func testRollingUpgrade(t *testing.T, kind string, startClassic func(t *testing.T, bootstrap, topic, group, name string) *member848) {
+	topic, group := "kip848-upgrade-"+kind, "kip848-upgrade-group-"+kind
+	const parts = 6
 	c := cluster.Start(t, cluster.Nodes(3),
 		cluster.Override("group.consumer.session.timeout.ms", "10000"),
 		cluster.Override("group.consumer.min.session.timeout.ms", "6000"),
@@ -204,10 +221,10 @@ func TestKIP848RollingClientUpgrade(t *testing.T) {
 
 	classic := []*member848{}
 	for _, n := range []string{"s1", "s2", "s3"} {
-		classic = append(classic, startMemberProcess(t, saramaMemberEnv, bootstrap, topic, group, n))
+		classic = append(classic, startClassic(t, bootstrap, topic, group, n))
 	}
 	all := slices.Clone(classic)
-	waitOwners(t, "three sarama members", parts, classic...)
+	waitOwners(t, "three "+kind+" members", parts, classic...)
 	if d := describe848(ctx, t, cl, group); d.ErrorCode == 0 {
 		t.Fatalf("a classic group answered ConsumerGroupDescribe: %+v", d)
 	}
@@ -239,7 +256,7 @@ func TestKIP848RollingClientUpgrade(t *testing.T) {
 	// (group.consumer.migration.policy is bidirectional by default).
 	var back []*member848
 	for i, f := range modern {
-		s := startMemberProcess(t, saramaMemberEnv, bootstrap, topic, group, fmt.Sprintf("s%d", i+4))
+		s := startClassic(t, bootstrap, topic, group, fmt.Sprintf("s%d", i+4))
 		back = append(back, s)
 		all = append(all, s)
 		live := append(slices.Clone(modern[i:]), back...)
