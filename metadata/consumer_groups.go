@@ -220,6 +220,18 @@ func (a *groupApplier) consumerGroup(r *ConsumerGroup) error {
 	return nil
 }
 
+func (a *groupApplier) consumerGroupDelta(d *ConsumerGroupDelta) error {
+	var cur *ConsumerGroup
+	if g, ok := a.groups.get(d.Group, hashString(d.Group)); ok {
+		cur = g.consumer
+	}
+	next, err := d.Merge(cur)
+	if err != nil {
+		return err
+	}
+	return a.consumerGroup(next)
+}
+
 func (a *groupApplier) removeConsumerGroup(r *RemoveConsumerGroup) error {
 	g, ok := a.groups.get(r.Group, hashString(r.Group))
 	if !ok || g.consumer == nil {
@@ -302,7 +314,9 @@ func readParts(r *reader) []ConsumerGroupPartitions {
 	return out
 }
 
-func writeConsumerGroup(w *writer, g *ConsumerGroup) {
+func writeConsumerGroup(w *writer, g *ConsumerGroup) { writeConsumerGroupAt(w, g, g.Version()) }
+
+func writeConsumerGroupAt(w *writer, g *ConsumerGroup, ver int16) {
 	w.str(g.Group)
 	w.i32(g.CoordinatorEpoch)
 	w.i32(g.Slot)
@@ -328,7 +342,7 @@ func writeConsumerGroup(w *writer, g *ConsumerGroup) {
 		writeParts(w, m.Assigned)
 		writeParts(w, m.PendingRevocation)
 		writeParts(w, m.Target)
-		if g.hasClassic() {
+		if ver >= 1 {
 			// Version 1: each member says whether it is a classic one.
 			w.bool(m.Classic != nil)
 			if m.Classic != nil {
@@ -385,4 +399,115 @@ func readConsumerGroup(r *reader, ver int16) *ConsumerGroup {
 	}
 	g.StateTimestampMs = r.i64()
 	return g
+}
+
+// ConsumerGroupDelta is a change of a recorded ConsumerGroup: the group's
+// header (epochs, slot and coordinator epoch, the resolved topics) in
+// full, and of its members only those that joined or changed (Members,
+// sorted by id) and the ids of those that left (Removed). A heartbeat of a
+// large group changes one member, so its write carries one member instead
+// of the whole group. It applies only to a recorded group; the result is
+// checked as a whole ConsumerGroup (CheckConsumerGroup).
+type ConsumerGroupDelta struct {
+	Group            string
+	CoordinatorEpoch int32
+	Slot             int32
+	Epoch            int32
+	AssignmentEpoch  int32
+	Topics           []ConsumerGroupTopic
+	Members          []ConsumerGroupMember
+	Removed          []string
+	StateTimestampMs int64
+}
+
+// Merge is the group cur with d applied; an error when d's group is not
+// cur's or d names a member twice.
+func (d *ConsumerGroupDelta) Merge(cur *ConsumerGroup) (*ConsumerGroup, error) {
+	if cur == nil || cur.Group != d.Group {
+		return nil, invalid("consumer group delta of %q, which is not recorded", d.Group)
+	}
+	next := &ConsumerGroup{Group: d.Group, CoordinatorEpoch: d.CoordinatorEpoch, Slot: d.Slot, Epoch: d.Epoch,
+		AssignmentEpoch: d.AssignmentEpoch, Topics: slices.Clone(d.Topics), StateTimestampMs: d.StateTimestampMs,
+		Members: []ConsumerGroupMember{}}
+	if next.Topics == nil {
+		next.Topics = []ConsumerGroupTopic{}
+	}
+	changed := make(map[string]int, len(d.Members)+len(d.Removed))
+	for i, m := range d.Members {
+		if _, dup := changed[m.MemberID]; dup {
+			return nil, invalid("consumer group delta of %q names member %s twice", d.Group, m.MemberID)
+		}
+		changed[m.MemberID] = i
+	}
+	for _, id := range d.Removed {
+		if _, dup := changed[id]; dup {
+			return nil, invalid("consumer group delta of %q names member %s twice", d.Group, id)
+		}
+		changed[id] = -1
+	}
+	for _, m := range cur.Members {
+		if _, ok := changed[m.MemberID]; !ok {
+			next.Members = append(next.Members, m)
+		}
+	}
+	for _, m := range d.Members {
+		next.Members = append(next.Members, m)
+	}
+	slices.SortFunc(next.Members, func(x, y ConsumerGroupMember) int { return strings.Compare(x.MemberID, y.MemberID) })
+	return cloneConsumerGroup(next), nil
+}
+
+// DeltaOf is the delta that turns prev into next (both the same group),
+// and whether it is smaller than next: a member unchanged is left out.
+func DeltaOf(prev, next *ConsumerGroup) (*ConsumerGroupDelta, bool) {
+	d := &ConsumerGroupDelta{Group: next.Group, CoordinatorEpoch: next.CoordinatorEpoch, Slot: next.Slot, Epoch: next.Epoch,
+		AssignmentEpoch: next.AssignmentEpoch, Topics: next.Topics, StateTimestampMs: next.StateTimestampMs,
+		Members: []ConsumerGroupMember{}, Removed: []string{}}
+	old := make(map[string]*ConsumerGroupMember, len(prev.Members))
+	for i := range prev.Members {
+		old[prev.Members[i].MemberID] = &prev.Members[i]
+	}
+	for _, m := range next.Members {
+		if o, ok := old[m.MemberID]; ok {
+			delete(old, m.MemberID)
+			if memberEqual(o, &m) {
+				continue
+			}
+		}
+		d.Members = append(d.Members, m)
+	}
+	for id := range old {
+		d.Removed = append(d.Removed, id)
+	}
+	slices.Sort(d.Removed)
+	return d, len(d.Members) < len(next.Members)
+}
+
+func memberEqual(x, y *ConsumerGroupMember) bool {
+	a := ConsumerGroup{Members: []ConsumerGroupMember{*x}}
+	b := ConsumerGroup{Members: []ConsumerGroupMember{*y}}
+	return a.Equal(&b)
+}
+
+func writeConsumerGroupDelta(w *writer, d *ConsumerGroupDelta) {
+	// The header and members as a ConsumerGroup's, then the removed ids.
+	writeConsumerGroupAt(w, &ConsumerGroup{Group: d.Group, CoordinatorEpoch: d.CoordinatorEpoch, Slot: d.Slot, Epoch: d.Epoch,
+		AssignmentEpoch: d.AssignmentEpoch, Members: d.Members, Topics: d.Topics, StateTimestampMs: d.StateTimestampMs}, d.Version())
+	w.count(len(d.Removed), d.Removed == nil)
+	for _, id := range d.Removed {
+		w.str(id)
+	}
+}
+
+func readConsumerGroupDelta(r *reader, ver int16) *ConsumerGroupDelta {
+	g := readConsumerGroup(r, ver)
+	d := &ConsumerGroupDelta{Group: g.Group, CoordinatorEpoch: g.CoordinatorEpoch, Slot: g.Slot, Epoch: g.Epoch,
+		AssignmentEpoch: g.AssignmentEpoch, Members: g.Members, Topics: g.Topics, StateTimestampMs: g.StateTimestampMs}
+	if n, ok := r.count(1); ok {
+		d.Removed = make([]string, n)
+		for i := range d.Removed {
+			d.Removed[i] = r.str()
+		}
+	}
+	return d
 }

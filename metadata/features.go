@@ -91,6 +91,8 @@ var recordLevels = []recordLevel{
 	{TypePartitionReassignment, 0, 28},
 	{TypeConsumerGroup, 0, 28},
 	{TypeConsumerGroup, 1, 28},
+	{TypeConsumerGroupDelta, 0, 28},
+	{TypeConsumerGroupDelta, 1, 28},
 	{TypeRemoveConsumerGroup, 0, 28},
 	{TypeShareGroupEpoch, 0, 28},
 	{TypeShareGroupMember, 0, 28},

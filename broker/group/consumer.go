@@ -285,8 +285,17 @@ func (c *Coordinator) persistConsumer(cs *consumerState, id string, img *metadat
 	// bring a group into existence no member is in.
 	fresh := cs.written == nil && len(rec.Members) == 0 && rec.Epoch == 0
 	if !fresh && (cs.written == nil || !rec.Equal(cs.written)) {
+		// A group already recorded writes only the members that changed
+		// (a ConsumerGroupDelta): one heartbeat of a large group moves one
+		// member, not the whole group.
+		var w metadata.Record = rec
+		if cs.written != nil {
+			if d, smaller := metadata.DeltaOf(cs.written, rec); smaller {
+				w = d
+			}
+		}
 		ctx, cancel := context.WithTimeout(c.ctx, c.cfg.PersistTimeout)
-		_, err = c.consumerWriter().WriteConsumerGroup(ctx, rec)
+		_, err = c.consumerWriter().WriteConsumerGroup(ctx, w)
 		cancel()
 		err = controllerErr(err)
 		if err != nil && c.ctx.Err() != nil {

@@ -22,10 +22,14 @@ var ordersID = [16]byte{0x0d}
 type countingWriter struct {
 	*testCtrl
 	writes atomic.Int32
+	deltas atomic.Int32 // of them ConsumerGroupDelta records
 }
 
 func (w *countingWriter) WriteConsumerGroup(ctx context.Context, rec metadata.Record) (uint64, error) {
 	w.writes.Add(1)
+	if _, ok := rec.(*metadata.ConsumerGroupDelta); ok {
+		w.deltas.Add(1)
+	}
 	return w.ControllerClient.WriteConsumerGroup(ctx, rec)
 }
 
@@ -140,6 +144,10 @@ func TestConsumerHeartbeatPersistsAndReconciles(t *testing.T) {
 	}
 	if rec, _ := md.image().ConsumerGroup("cg"); len(rec.Members) != 1 || rec.Epoch != 3 {
 		t.Fatalf("image after the leave: %+v", rec)
+	}
+	// Rounds that moved one member of two wrote that member only.
+	if w.deltas.Load() == 0 {
+		t.Fatalf("%d writes, none a ConsumerGroupDelta", w.writes.Load())
 	}
 }
 

@@ -42,7 +42,8 @@
 //     machine of broker/group/consumergroup); which one the image says (a
 //     metadata.ConsumerGroup record makes it a consumer group). Heartbeats
 //     of one round run against the group, then the loop writes the group's
-//     whole state through the controller if it changed (one write per
+//     state through the controller if it changed (the whole group first,
+//     then a ConsumerGroupDelta of the members that changed; one write per
 //     round, none for steady heartbeats; the controller coalesces rounds
 //     of many groups into one Raft entry) and only then answers them, so a
 //     coordinator that takes the slot over (Restore from the image) resumes
