@@ -95,6 +95,9 @@ func TestConsumerHeartbeatTopicAuthorization(t *testing.T) {
 	if len(r.Assignment.Topics) != 1 || r.Assignment.Topics[0].TopicID != seenID {
 		t.Fatalf("regex assignment %+v: want topic seen only", r.Assignment.Topics)
 	}
+	if img, _ := node.Current(); len(mustCG(t, img).Topics) != 1 || mustCG(t, img).Topics[0].Name != "seen" {
+		t.Fatalf("recorded subscribed topics %+v", mustCG(t, img).Topics)
+	}
 
 	// ConsumerGroupDescribe: the group's assignments name only seen, which
 	// the client may describe; once hidden is in a member's assignment

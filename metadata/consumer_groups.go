@@ -450,9 +450,7 @@ func (d *ConsumerGroupDelta) Merge(cur *ConsumerGroup) (*ConsumerGroup, error) {
 			next.Members = append(next.Members, m)
 		}
 	}
-	for _, m := range d.Members {
-		next.Members = append(next.Members, m)
-	}
+	next.Members = append(next.Members, d.Members...)
 	slices.SortFunc(next.Members, func(x, y ConsumerGroupMember) int { return strings.Compare(x.MemberID, y.MemberID) })
 	return cloneConsumerGroup(next), nil
 }
