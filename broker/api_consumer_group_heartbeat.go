@@ -9,8 +9,13 @@ package broker
 // changes the group is answered once the change is in the Raft image, so a
 // coordinator that takes the slot over resumes without a rebalance; one
 // that changes nothing writes nothing. An empty classic group becomes a
-// consumer group; a classic group with members is GROUP_ID_NOT_FOUND (the
-// online upgrade of classic members is not built).
+// consumer group; a classic group with members becomes one too (KIP-848's
+// online upgrade, broker/group/upgrade.go) unless
+// group.consumer.migration.policy forbids it (GROUP_ID_NOT_FOUND).
+//
+// Authorization: READ on the group; DESCRIBE on every subscribed topic
+// name (TOPIC_AUTHORIZATION_FAILED otherwise), and a regex takes only the
+// topics the member may DESCRIBE, as Kafka 4.1 (KAFKA-18813).
 //
 // Version notes: v1 member ids chosen by the client (KIP-1082) and
 // SubscribedTopicRegex.
@@ -19,6 +24,7 @@ import (
 	"context"
 
 	"github.com/raftka/raftka/broker/group/consumergroup"
+	"github.com/raftka/raftka/metadata"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -64,13 +70,40 @@ func handleConsumerGroupHeartbeat(ctx context.Context, rc *request, kreq kmsg.Re
 		// answers GROUP_ID_NOT_FOUND for a share group's id.
 		return fail(kerr.GroupIDNotFound, "Group "+req.Group+" is not a consumer group.")
 	}
+	// Kafka 4.1 (KAFKA-18813): every subscribed topic name must be
+	// describable, and a regex takes only the topics the member may
+	// describe (checked by the coordinator whenever it resolves it).
+	for _, n := range req.SubscribedTopicNames {
+		if !rc.authorize(opDescribe, resTopic, n) {
+			return fail(kerr.TopicAuthorizationFailed, "")
+		}
+	}
 	hr := consumergroup.FromKmsg(req, rc.clientID, clientHost(rc))
 	hr.Version = req.Version
+	hr.Describable = rc.topicDescribable()
 	resp, err := groups.ConsumerHeartbeat(ctx, req.Group, hr)
 	if err != nil {
 		return fail(kerrOf(err), "")
 	}
 	return resp.Kmsg(req.Version), nil
+}
+
+// topicDescribable is the request principal's Topic:DESCRIBE check, for
+// use after the request is answered (it holds the authorizer, principal
+// and host, not the request); nil without an authorizer.
+func (r *request) topicDescribable() func(topic string) bool {
+	a := r.conn.srv.authorizer
+	if a == nil {
+		return nil
+	}
+	principal, host, srv := r.conn.principal, r.conn.host, r.conn.srv
+	return func(topic string) bool {
+		img := metadata.NewImage()
+		if m := srv.deps.Metadata; m != nil {
+			img, _ = m.Current()
+		}
+		return a.Authorize(img, principal, host, opDescribe, resTopic, topic)
+	}
 }
 
 // kerrOf is err's Kafka error, COORDINATOR_NOT_AVAILABLE for one that

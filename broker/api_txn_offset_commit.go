@@ -12,7 +12,11 @@ package broker
 // UNKNOWN_TOPIC_OR_PARTITION per partition of an unknown topic, and for
 // the whole request the member check of v3+ when a member or generation
 // is given (KIP-447: UNKNOWN_MEMBER_ID, ILLEGAL_GENERATION,
-// FENCED_INSTANCE_ID, as for OffsetCommit), PRODUCER_FENCED
+// FENCED_INSTANCE_ID, as for OffsetCommit), for a KIP-848 consumer group
+// the member epoch as Kafka's ConsumerGroup.validateOffsetCommit
+// (UNKNOWN_MEMBER_ID, STALE_MEMBER_EPOCH, FENCED_MEMBER_EPOCH; no
+// OffsetCommit-v9 rule; a commit without a member only while the group is
+// empty), PRODUCER_FENCED
 // (INVALID_PRODUCER_EPOCH before v3) for another producer epoch, and
 // INVALID_TXN_STATE when no transaction is open.
 //
@@ -99,11 +103,15 @@ func handleTxnOffsetCommit(ctx context.Context, rc *request, kreq kmsg.Request) 
 		write := func(ctx context.Context) error {
 			return txns.CommitOffsets(ctx, req.TransactionalID, req.ProducerID, req.ProducerEpoch, req.Group, offsets)
 		}
+		_, consumer := img.ConsumerGroup(req.Group)
 		switch {
-		case req.Generation >= 0 || req.MemberID != "" || req.InstanceID != nil:
+		case consumer || req.Generation >= 0 || req.MemberID != "" || req.InstanceID != nil:
 			// The member check and the write in one step on the group's
-			// loop; a commit without offsets writes nothing.
-			cr := group.CommitRequest{Group: req.Group, MemberID: req.MemberID, InstanceID: derefOr(req.InstanceID, ""), Generation: req.Generation}
+			// loop; a commit without offsets writes nothing. A consumer
+			// group checks every commit (one without a member is refused
+			// while the group has members), a classic group only one that
+			// names a member or generation, as Kafka.
+			cr := group.CommitRequest{Group: req.Group, MemberID: req.MemberID, InstanceID: derefOr(req.InstanceID, ""), Generation: req.Generation, Transactional: true}
 			if len(offsets) > 0 {
 				cr.Write = write
 			}

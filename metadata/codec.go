@@ -216,6 +216,8 @@ func encodeBody(w *writer, rec Record) error {
 		}
 	case *ConsumerGroup:
 		writeConsumerGroup(w, r)
+	case *ConsumerGroupDelta:
+		writeConsumerGroupDelta(w, r)
 	case *RemoveConsumerGroup:
 		w.str(r.Group)
 	case *ProducerIds:
@@ -294,7 +296,7 @@ func encodeBody(w *writer, rec Record) error {
 }
 
 func decodeBody(r *reader, typ RecordType, ver int16) (Record, error) {
-	if ver != 0 && (typ != TypeGroupGeneration || ver != 1) {
+	if ver != 0 && ((typ != TypeGroupGeneration && typ != TypeConsumerGroup && typ != TypeConsumerGroupDelta) || ver != 1) {
 		return nil, fmt.Errorf("unsupported version %d", ver)
 	}
 	var rec Record
@@ -374,9 +376,11 @@ func decodeBody(r *reader, typ RecordType, ver int16) (Record, error) {
 		}
 		rec = x
 	case TypeConsumerGroup:
-		rec = readConsumerGroup(r)
+		rec = readConsumerGroup(r, ver)
 	case TypeRemoveConsumerGroup:
 		rec = &RemoveConsumerGroup{Group: r.str()}
+	case TypeConsumerGroupDelta:
+		rec = readConsumerGroupDelta(r, ver)
 	case TypeProducerIds:
 		rec = &ProducerIds{BrokerID: r.i32(), BrokerEpoch: r.i64(), NextProducerID: r.i64()}
 	case TypeUserScramCredential:

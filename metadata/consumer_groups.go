@@ -53,6 +53,55 @@ type ConsumerGroupMember struct {
 	// Assigned is what the member owns, PendingRevocation what it owns and
 	// must give up, Target its share of the target assignment.
 	Assigned, PendingRevocation, Target []ConsumerGroupPartitions
+	// Classic is set for a member that speaks the classic protocol
+	// (KIP-848's online upgrade: JoinGroup/SyncGroup in a consumer group),
+	// as Kafka's ClassicMemberMetadata. A record with one is version 1.
+	Classic *ConsumerGroupClassicMember
+}
+
+// ConsumerGroupClassicMember is a classic member's session timeout and
+// the assignment protocols of its JoinGroup, with their consumer protocol
+// Subscriptions.
+type ConsumerGroupClassicMember struct {
+	SessionTimeoutMs int32
+	Protocols        []ConsumerGroupClassicProtocol
+}
+
+// ConsumerGroupClassicProtocol is one protocol of a classic member.
+type ConsumerGroupClassicProtocol struct {
+	Name     string
+	Metadata []byte
+}
+
+func (c *ConsumerGroupClassicMember) equal(o *ConsumerGroupClassicMember) bool {
+	if c == nil || o == nil {
+		return c == o
+	}
+	return c.SessionTimeoutMs == o.SessionTimeoutMs && slices.EqualFunc(c.Protocols, o.Protocols, func(x, y ConsumerGroupClassicProtocol) bool {
+		return x.Name == y.Name && string(x.Metadata) == string(y.Metadata)
+	})
+}
+
+func (c *ConsumerGroupClassicMember) clone() *ConsumerGroupClassicMember {
+	if c == nil {
+		return nil
+	}
+	out := &ConsumerGroupClassicMember{SessionTimeoutMs: c.SessionTimeoutMs}
+	for _, p := range c.Protocols {
+		out.Protocols = append(out.Protocols, ConsumerGroupClassicProtocol{Name: p.Name, Metadata: slices.Clone(p.Metadata)})
+	}
+	return out
+}
+
+// hasClassic reports whether a member speaks the classic protocol, which
+// takes version 1 of the record.
+func (g *ConsumerGroup) hasClassic() bool {
+	for _, m := range g.Members {
+		if m.Classic != nil {
+			return true
+		}
+	}
+	return false
 }
 
 // ConsumerGroupPartitions is one topic's partitions in an assignment.
@@ -171,6 +220,18 @@ func (a *groupApplier) consumerGroup(r *ConsumerGroup) error {
 	return nil
 }
 
+func (a *groupApplier) consumerGroupDelta(d *ConsumerGroupDelta) error {
+	var cur *ConsumerGroup
+	if g, ok := a.groups.get(d.Group, hashString(d.Group)); ok {
+		cur = g.consumer
+	}
+	next, err := d.Merge(cur)
+	if err != nil {
+		return err
+	}
+	return a.consumerGroup(next)
+}
+
 func (a *groupApplier) removeConsumerGroup(r *RemoveConsumerGroup) error {
 	g, ok := a.groups.get(r.Group, hashString(r.Group))
 	if !ok || g.consumer == nil {
@@ -200,6 +261,7 @@ func cloneConsumerGroup(r *ConsumerGroup) *ConsumerGroup {
 		for i, m := range r.Members {
 			m.SubscribedTopicNames = slices.Clone(m.SubscribedTopicNames)
 			m.Assigned, m.PendingRevocation, m.Target = cloneParts(m.Assigned), cloneParts(m.PendingRevocation), cloneParts(m.Target)
+			m.Classic = m.Classic.clone()
 			c.Members[i] = m
 		}
 	}
@@ -227,7 +289,8 @@ func (g *ConsumerGroup) Equal(o *ConsumerGroup) bool {
 				slices.Equal(x.SubscribedTopicNames, y.SubscribedTopicNames) &&
 				(x.SubscribedTopicNames == nil) == (y.SubscribedTopicNames == nil) &&
 				x.SubscribedTopicRegex == y.SubscribedTopicRegex && x.ServerAssignor == y.ServerAssignor &&
-				partsEqual(x.Assigned, y.Assigned) && partsEqual(x.PendingRevocation, y.PendingRevocation) && partsEqual(x.Target, y.Target)
+				partsEqual(x.Assigned, y.Assigned) && partsEqual(x.PendingRevocation, y.PendingRevocation) && partsEqual(x.Target, y.Target) &&
+				x.Classic.equal(y.Classic)
 		})
 }
 
@@ -251,7 +314,9 @@ func readParts(r *reader) []ConsumerGroupPartitions {
 	return out
 }
 
-func writeConsumerGroup(w *writer, g *ConsumerGroup) {
+func writeConsumerGroup(w *writer, g *ConsumerGroup) { writeConsumerGroupAt(w, g, g.Version()) }
+
+func writeConsumerGroupAt(w *writer, g *ConsumerGroup, ver int16) {
 	w.str(g.Group)
 	w.i32(g.CoordinatorEpoch)
 	w.i32(g.Slot)
@@ -277,6 +342,18 @@ func writeConsumerGroup(w *writer, g *ConsumerGroup) {
 		writeParts(w, m.Assigned)
 		writeParts(w, m.PendingRevocation)
 		writeParts(w, m.Target)
+		if ver >= 1 {
+			// Version 1: each member says whether it is a classic one.
+			w.bool(m.Classic != nil)
+			if m.Classic != nil {
+				w.i32(m.Classic.SessionTimeoutMs)
+				w.count(len(m.Classic.Protocols), false)
+				for _, p := range m.Classic.Protocols {
+					w.str(p.Name)
+					w.str(string(p.Metadata))
+				}
+			}
+		}
 	}
 	w.count(len(g.Topics), g.Topics == nil)
 	for _, t := range g.Topics {
@@ -287,7 +364,7 @@ func writeConsumerGroup(w *writer, g *ConsumerGroup) {
 	w.i64(g.StateTimestampMs)
 }
 
-func readConsumerGroup(r *reader) *ConsumerGroup {
+func readConsumerGroup(r *reader, ver int16) *ConsumerGroup {
 	g := &ConsumerGroup{Group: r.str(), CoordinatorEpoch: r.i32(), Slot: r.i32(), Epoch: r.i32(), AssignmentEpoch: r.i32()}
 	if n, ok := r.count(24); ok {
 		g.Members = make([]ConsumerGroupMember, n)
@@ -302,6 +379,15 @@ func readConsumerGroup(r *reader) *ConsumerGroup {
 			}
 			m.SubscribedTopicRegex, m.ServerAssignor = r.str(), r.str()
 			m.Assigned, m.PendingRevocation, m.Target = readParts(r), readParts(r), readParts(r)
+			if ver >= 1 && r.bool() {
+				m.Classic = &ConsumerGroupClassicMember{SessionTimeoutMs: r.i32()}
+				if k, ok := r.count(2); ok {
+					m.Classic.Protocols = make([]ConsumerGroupClassicProtocol, k)
+					for j := range m.Classic.Protocols {
+						m.Classic.Protocols[j] = ConsumerGroupClassicProtocol{Name: r.str(), Metadata: []byte(r.str())}
+					}
+				}
+			}
 			g.Members[i] = m
 		}
 	}
@@ -313,4 +399,113 @@ func readConsumerGroup(r *reader) *ConsumerGroup {
 	}
 	g.StateTimestampMs = r.i64()
 	return g
+}
+
+// ConsumerGroupDelta is a change of a recorded ConsumerGroup: the group's
+// header (epochs, slot and coordinator epoch, the resolved topics) in
+// full, and of its members only those that joined or changed (Members,
+// sorted by id) and the ids of those that left (Removed). A heartbeat of a
+// large group changes one member, so its write carries one member instead
+// of the whole group. It applies only to a recorded group; the result is
+// checked as a whole ConsumerGroup (CheckConsumerGroup).
+type ConsumerGroupDelta struct {
+	Group            string
+	CoordinatorEpoch int32
+	Slot             int32
+	Epoch            int32
+	AssignmentEpoch  int32
+	Topics           []ConsumerGroupTopic
+	Members          []ConsumerGroupMember
+	Removed          []string
+	StateTimestampMs int64
+}
+
+// Merge is the group cur with d applied; an error when d's group is not
+// cur's or d names a member twice.
+func (d *ConsumerGroupDelta) Merge(cur *ConsumerGroup) (*ConsumerGroup, error) {
+	if cur == nil || cur.Group != d.Group {
+		return nil, invalid("consumer group delta of %q, which is not recorded", d.Group)
+	}
+	next := &ConsumerGroup{Group: d.Group, CoordinatorEpoch: d.CoordinatorEpoch, Slot: d.Slot, Epoch: d.Epoch,
+		AssignmentEpoch: d.AssignmentEpoch, Topics: slices.Clone(d.Topics), StateTimestampMs: d.StateTimestampMs,
+		Members: []ConsumerGroupMember{}}
+	if next.Topics == nil {
+		next.Topics = []ConsumerGroupTopic{}
+	}
+	changed := make(map[string]int, len(d.Members)+len(d.Removed))
+	for i, m := range d.Members {
+		if _, dup := changed[m.MemberID]; dup {
+			return nil, invalid("consumer group delta of %q names member %s twice", d.Group, m.MemberID)
+		}
+		changed[m.MemberID] = i
+	}
+	for _, id := range d.Removed {
+		if _, dup := changed[id]; dup {
+			return nil, invalid("consumer group delta of %q names member %s twice", d.Group, id)
+		}
+		changed[id] = -1
+	}
+	for _, m := range cur.Members {
+		if _, ok := changed[m.MemberID]; !ok {
+			next.Members = append(next.Members, m)
+		}
+	}
+	next.Members = append(next.Members, d.Members...)
+	slices.SortFunc(next.Members, func(x, y ConsumerGroupMember) int { return strings.Compare(x.MemberID, y.MemberID) })
+	return cloneConsumerGroup(next), nil
+}
+
+// DeltaOf is the delta that turns prev into next (both the same group),
+// and whether it is smaller than next: a member unchanged is left out.
+func DeltaOf(prev, next *ConsumerGroup) (*ConsumerGroupDelta, bool) {
+	d := &ConsumerGroupDelta{Group: next.Group, CoordinatorEpoch: next.CoordinatorEpoch, Slot: next.Slot, Epoch: next.Epoch,
+		AssignmentEpoch: next.AssignmentEpoch, Topics: next.Topics, StateTimestampMs: next.StateTimestampMs,
+		Members: []ConsumerGroupMember{}, Removed: []string{}}
+	old := make(map[string]*ConsumerGroupMember, len(prev.Members))
+	for i := range prev.Members {
+		old[prev.Members[i].MemberID] = &prev.Members[i]
+	}
+	for _, m := range next.Members {
+		if o, ok := old[m.MemberID]; ok {
+			delete(old, m.MemberID)
+			if memberEqual(o, &m) {
+				continue
+			}
+		}
+		d.Members = append(d.Members, m)
+	}
+	for id := range old {
+		d.Removed = append(d.Removed, id)
+	}
+	slices.Sort(d.Removed)
+	return d, len(d.Members) < len(next.Members)
+}
+
+func memberEqual(x, y *ConsumerGroupMember) bool {
+	a := ConsumerGroup{Members: []ConsumerGroupMember{*x}}
+	b := ConsumerGroup{Members: []ConsumerGroupMember{*y}}
+	return a.Equal(&b)
+}
+
+func writeConsumerGroupDelta(w *writer, d *ConsumerGroupDelta) {
+	// The header and members as a ConsumerGroup's, then the removed ids.
+	writeConsumerGroupAt(w, &ConsumerGroup{Group: d.Group, CoordinatorEpoch: d.CoordinatorEpoch, Slot: d.Slot, Epoch: d.Epoch,
+		AssignmentEpoch: d.AssignmentEpoch, Members: d.Members, Topics: d.Topics, StateTimestampMs: d.StateTimestampMs}, d.Version())
+	w.count(len(d.Removed), d.Removed == nil)
+	for _, id := range d.Removed {
+		w.str(id)
+	}
+}
+
+func readConsumerGroupDelta(r *reader, ver int16) *ConsumerGroupDelta {
+	g := readConsumerGroup(r, ver)
+	d := &ConsumerGroupDelta{Group: g.Group, CoordinatorEpoch: g.CoordinatorEpoch, Slot: g.Slot, Epoch: g.Epoch,
+		AssignmentEpoch: g.AssignmentEpoch, Members: g.Members, Topics: g.Topics, StateTimestampMs: g.StateTimestampMs}
+	if n, ok := r.count(1); ok {
+		d.Removed = make([]string, n)
+		for i := range d.Removed {
+			d.Removed[i] = r.str()
+		}
+	}
+	return d
 }

@@ -92,3 +92,30 @@ func TestExpireOffsetsConsumerGroup(t *testing.T) {
 		t.Fatalf("want the empty group deleted, got %v", recs)
 	}
 }
+
+// A delta changes only the members it names: the others stay as
+// recorded, a removed member is gone, and the result is checked as a
+// whole group (a partition held twice is refused, a group not recorded
+// cannot take a delta).
+func TestConsumerGroupDeltaApply(t *testing.T) {
+	img, _ := mustApply(t, NewImage(), cgState(1, 0, owning("a", 0), owning("b", 1), owning("c")))
+	cur, _ := img.ConsumerGroup("cg")
+	next := cgState(2, 0, owning("a", 0), owning("c", 1))
+	d, smaller := DeltaOf(&cur, next)
+	if !smaller || len(d.Members) != 1 || d.Members[0].MemberID != "c" || len(d.Removed) != 1 || d.Removed[0] != "b" {
+		t.Fatalf("delta %+v smaller %v", d, smaller)
+	}
+	img, _ = mustApply(t, img, d)
+	got, _ := img.ConsumerGroup("cg")
+	if !got.Equal(next) {
+		t.Fatalf("after the delta %+v, want %+v", got, next)
+	}
+	bad := &ConsumerGroupDelta{Group: "cg", Epoch: 3, AssignmentEpoch: 3, Members: []ConsumerGroupMember{owning("z", 0)}}
+	if _, d := img.Apply([]Record{bad}); len(d.Skipped) != 1 {
+		t.Fatal("a delta giving a held partition to another member applied")
+	}
+	unknown := &ConsumerGroupDelta{Group: "other", Epoch: 1, AssignmentEpoch: 1}
+	if _, d := img.Apply([]Record{unknown}); len(d.Skipped) != 1 {
+		t.Fatal("a delta of a group not recorded applied")
+	}
+}

@@ -213,6 +213,8 @@ func (b *applier) replay(rec Record) error {
 		return b.groups.consumerGroup(r)
 	case *RemoveConsumerGroup:
 		return b.groups.removeConsumerGroup(r)
+	case *ConsumerGroupDelta:
+		return b.groups.consumerGroupDelta(r)
 	case *UserScramCredential:
 		return b.scram.upsert(r)
 	case *RemoveUserScramCredential:

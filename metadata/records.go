@@ -40,6 +40,9 @@ const (
 	// 40-49: KIP-848 consumer groups.
 	TypeConsumerGroup       RecordType = 40
 	TypeRemoveConsumerGroup RecordType = 41
+	// TypeConsumerGroupDelta is a change of a recorded consumer group: its
+	// header and only the members that changed or left.
+	TypeConsumerGroupDelta RecordType = 42
 	// TypePartitionReassignment is in 60-69, the range issue 16's cluster
 	// operations records use.
 	TypePartitionReassignment RecordType = 60
@@ -101,6 +104,8 @@ func (t RecordType) String() string {
 		return "ConsumerGroup"
 	case TypeRemoveConsumerGroup:
 		return "RemoveConsumerGroup"
+	case TypeConsumerGroupDelta:
+		return "ConsumerGroupDelta"
 	}
 	if name, ok := shareRecordTypeName(t); ok {
 		return name
@@ -404,8 +409,25 @@ func (*TxnOffsetCommit) Type() RecordType           { return TypeTxnOffsetCommit
 
 func (*ConsumerGroup) Type() RecordType       { return TypeConsumerGroup }
 func (*RemoveConsumerGroup) Type() RecordType { return TypeRemoveConsumerGroup }
-func (*ConsumerGroup) Version() int16         { return 0 }
-func (*RemoveConsumerGroup) Version() int16   { return 0 }
+func (g *ConsumerGroup) Version() int16 {
+	if g.hasClassic() {
+		return 1 // with classic members (the online upgrade)
+	}
+	return 0
+}
+func (*RemoveConsumerGroup) Version() int16  { return 0 }
+func (*ConsumerGroupDelta) Type() RecordType { return TypeConsumerGroupDelta }
+
+// Version is 1 when a member in it speaks the classic protocol, as
+// ConsumerGroup's.
+func (d *ConsumerGroupDelta) Version() int16 {
+	for _, m := range d.Members {
+		if m.Classic != nil {
+			return 1
+		}
+	}
+	return 0
+}
 
 func (*AccessControlEntry) Type() RecordType       { return TypeAccessControlEntry }
 func (*RemoveAccessControlEntry) Type() RecordType { return TypeRemoveAccessControlEntry }

@@ -82,6 +82,19 @@ func decideTxnWrite(req *kmsg.EnvelopeRequest) decideFunc {
 			if err == nil {
 				err = metadata.CheckConsumerGroup(cur, r)
 			}
+		case *metadata.ConsumerGroupDelta:
+			var cur *metadata.ConsumerGroup
+			if g, ok := img.ConsumerGroup(r.Group); ok {
+				cur = &g
+			}
+			r.StateTimestampMs = now.UnixMilli()
+			var next *metadata.ConsumerGroup
+			if next, err = r.Merge(cur); err == nil {
+				err = metadata.CheckConsumerGroupWriter(img, next)
+			}
+			if err == nil {
+				err = metadata.CheckConsumerGroup(cur, next)
+			}
 		case *metadata.RemoveConsumerGroup:
 			// Only an empty group turns classic: a coordinator that lost the
 			// slot cannot erase the members its successor recorded.
@@ -126,8 +139,10 @@ func (c *ControllerClient) WriteTxnNoWait(ctx context.Context, recs ...metadata.
 }
 
 // WriteConsumerGroup records a KIP-848 group's state (a
-// *metadata.ConsumerGroup, the controller stamps StateTimestampMs) or its
-// removal (*metadata.RemoveConsumerGroup) and returns once this node's
+// *metadata.ConsumerGroup, the controller stamps StateTimestampMs), a
+// change of it (*metadata.ConsumerGroupDelta: the changed members only,
+// checked as the whole group it makes) or its removal
+// (*metadata.RemoveConsumerGroup) and returns once this node's
 // image has it. A coordinator whose slot epoch is older than the last
 // writer's gets NOT_COORDINATOR; a state the rules refuse (two owners of a
 // partition) INVALID_REQUEST. Writes share Raft entries as commits do.
@@ -142,7 +157,7 @@ func (c *ControllerClient) writeTxn(ctx context.Context, recs []metadata.Record,
 	for _, rec := range recs {
 		switch rec.(type) {
 		case *metadata.Transaction:
-		case *metadata.TxnOffsetCommit, *metadata.ConsumerGroup, *metadata.RemoveConsumerGroup:
+		case *metadata.TxnOffsetCommit, *metadata.ConsumerGroup, *metadata.ConsumerGroupDelta, *metadata.RemoveConsumerGroup:
 			if len(recs) > 1 {
 				return 0, fmt.Errorf("raftfsm: WriteTxn of a %T with other records", rec)
 			}

@@ -146,6 +146,8 @@
 //	                  coordinator; checked with metadata.CheckConsumerGroup
 //	                  (coordinator epoch fencing, one owner per partition),
 //	                  StateTimestampMs stamped with the controller's clock
+//	ConsumerGroupDelta  a change of a recorded one (the changed members
+//	                  only), checked as the whole group it makes
 //	RemoveConsumerGroup  an empty consumer group becoming classic
 //
 // The answer's ErrorCode is 0, INVALID_REQUEST (not one such record,

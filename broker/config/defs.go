@@ -448,6 +448,9 @@ var defs = []Def{
 	{Name: "group.consumer.assignors", Type: TypeList, Default: "uniform,range", Validate: assignorNames,
 		set: to(func(c *Config) *[]string { return &c.GroupConsumerAssignors }),
 		Doc: "The server-side assignors of consumer-protocol groups, by Kafka's short names; the first is the default."},
+	{Name: "group.consumer.migration.policy", Type: TypeString, Default: "bidirectional", Validate: migrationPolicy,
+		set: to(func(c *Config) *string { return &c.GroupConsumerMigrationPolicy }),
+		Doc: "KIP-848's online upgrade and downgrade (case-insensitive): upgrade lets a classic group with members become a consumer group when a consumer-protocol member joins, downgrade turns a consumer group back into a classic one when its last consumer-protocol member leaves, bidirectional both, disabled neither."},
 
 	// Share groups (KIP-932; broker/group/sharegroup), Kafka 4.2's ranges.
 	{Name: "group.share.session.timeout.ms", Type: TypeDurationMs, Default: "45000", Validate: atLeast(1),
@@ -523,6 +526,15 @@ func between(lo, hi int64) func(any) error {
 		}
 		return nil
 	}
+}
+
+// migrationPolicy checks group.consumer.migration.policy as Kafka's
+// case-insensitive ConsumerGroupMigrationPolicy names.
+func migrationPolicy(v any) error {
+	if s, ok := v.(string); ok && !slices.Contains([]string{"disabled", "downgrade", "upgrade", "bidirectional"}, strings.ToLower(s)) {
+		return fmt.Errorf("must be one of disabled, downgrade, upgrade, bidirectional")
+	}
+	return nil
 }
 
 func oneOf(allowed ...string) func(any) error {

@@ -70,7 +70,7 @@ var kafkaIgnored = toSet(
 
 	// Groups beyond the classic protocol.
 	"group.coordinator.new.enable", "group.coordinator.threads",
-	"group.coordinator.append.linger.ms", "group.consumer.migration.policy", "group.share.enable", "group.version",
+	"group.coordinator.append.linger.ms", "group.share.enable", "group.version",
 	"offsets.topic.num.partitions.max", "offset.metadata.max.bytes", "max.request.partition.size.limit",
 
 	// Transactions beyond the partition side.

@@ -173,6 +173,9 @@ type Config struct {
 	GroupConsumerMaxHeartbeatInterval time.Duration
 	GroupConsumerMaxSize              int32
 	GroupConsumerAssignors            []string
+	// GroupConsumerMigrationPolicy is group.consumer.migration.policy as
+	// given (compare case-insensitively).
+	GroupConsumerMigrationPolicy string
 	// GroupCoordinatorRebalanceProtocols is
 	// group.coordinator.rebalance.protocols: without "consumer" the
 	// broker does not serve ConsumerGroupHeartbeat/Describe.

@@ -28,11 +28,26 @@ type ConsumerConfig struct {
 	// Assignors are group.consumer.assignors' names; the first is the
 	// default. Empty: uniform, range.
 	Assignors []string
+	// MigrationPolicy is group.consumer.migration.policy: "upgrade",
+	// "downgrade", "bidirectional" (also when empty) or "disabled", any case.
+	MigrationPolicy string
 	// Overrides returns a group's dynamic overrides of the session timeout
 	// and heartbeat interval (consumer.session.timeout.ms and
 	// consumer.heartbeat.interval.ms on the GROUP resource); zero keeps the
 	// broker's. Nil: no overrides.
 	Overrides func(img *metadata.Image, group string) (session, heartbeat time.Duration)
+}
+
+// upgrade and downgrade say whether the migration policy lets a classic
+// group with members become a consumer group, and back.
+func (c ConsumerConfig) upgrade() bool {
+	p := strings.ToLower(c.MigrationPolicy)
+	return p == "" || p == "bidirectional" || p == "upgrade"
+}
+
+func (c ConsumerConfig) downgrade() bool {
+	p := strings.ToLower(c.MigrationPolicy)
+	return p == "" || p == "bidirectional" || p == "downgrade"
 }
 
 func (c ConsumerConfig) assignors() []assignor.Assignor {
@@ -197,6 +212,7 @@ func recordOf(id string, slot, coordEpoch int32, s consumergroup.State) *metadat
 			SubscribedTopicNames: slices.Clone(m.SubscribedTopicNames), SubscribedTopicRegex: m.SubscribedTopicRegex,
 			ServerAssignor: m.ServerAssignor,
 			Assigned:       toParts(m.Assigned), PendingRevocation: toParts(m.PendingRevocation), Target: toParts(s.Target[m.ID]),
+			Classic: classicRecord(m.Classic),
 		})
 	}
 	for _, n := range slices.Sorted(maps.Keys(s.Topics)) {
@@ -204,6 +220,28 @@ func recordOf(id string, slot, coordEpoch int32, s consumergroup.State) *metadat
 		rec.Topics = append(rec.Topics, metadata.ConsumerGroupTopic{Name: n, ID: t.ID, Partitions: t.Partitions})
 	}
 	return rec
+}
+
+func classicRecord(c *consumergroup.ClassicMember) *metadata.ConsumerGroupClassicMember {
+	if c == nil {
+		return nil
+	}
+	out := &metadata.ConsumerGroupClassicMember{SessionTimeoutMs: int32(c.SessionTimeout / time.Millisecond)}
+	for _, p := range c.Protocols {
+		out.Protocols = append(out.Protocols, metadata.ConsumerGroupClassicProtocol{Name: p.Name, Metadata: slices.Clone(p.Metadata)})
+	}
+	return out
+}
+
+func classicState(c *metadata.ConsumerGroupClassicMember) *consumergroup.ClassicMember {
+	if c == nil {
+		return nil
+	}
+	out := &consumergroup.ClassicMember{SessionTimeout: time.Duration(c.SessionTimeoutMs) * time.Millisecond}
+	for _, p := range c.Protocols {
+		out.Protocols = append(out.Protocols, consumergroup.ClassicProtocol{Name: p.Name, Metadata: slices.Clone(p.Metadata)})
+	}
+	return out
 }
 
 // stateFromRecord is recordOf's inverse.
@@ -218,6 +256,7 @@ func stateFromRecord(rec *metadata.ConsumerGroup) consumergroup.State {
 			SubscribedTopicNames: slices.Clone(m.SubscribedTopicNames), SubscribedTopicRegex: m.SubscribedTopicRegex,
 			ServerAssignor: m.ServerAssignor,
 			Assigned:       fromParts(m.Assigned), PendingRevocation: fromParts(m.PendingRevocation),
+			Classic: classicState(m.Classic),
 		})
 		if len(m.Target) > 0 {
 			s.Target[m.MemberID] = fromParts(m.Target)
@@ -246,8 +285,17 @@ func (c *Coordinator) persistConsumer(cs *consumerState, id string, img *metadat
 	// bring a group into existence no member is in.
 	fresh := cs.written == nil && len(rec.Members) == 0 && rec.Epoch == 0
 	if !fresh && (cs.written == nil || !rec.Equal(cs.written)) {
+		// A group already recorded writes only the members that changed
+		// (a ConsumerGroupDelta): one heartbeat of a large group moves one
+		// member, not the whole group.
+		var w metadata.Record = rec
+		if cs.written != nil {
+			if d, smaller := metadata.DeltaOf(cs.written, rec); smaller {
+				w = d
+			}
+		}
 		ctx, cancel := context.WithTimeout(c.ctx, c.cfg.PersistTimeout)
-		_, err = c.consumerWriter().WriteConsumerGroup(ctx, rec)
+		_, err = c.consumerWriter().WriteConsumerGroup(ctx, w)
 		cancel()
 		err = controllerErr(err)
 		if err != nil && c.ctx.Err() != nil {
@@ -293,7 +341,7 @@ type cop func(cs *consumerState, now time.Time, img *metadata.Image, code int16,
 // comes once what it changed is in the image.
 func (c *Coordinator) ConsumerHeartbeat(ctx context.Context, groupID string, r consumergroup.HeartbeatRequest) (consumergroup.HeartbeatResponse, error) {
 	ch := make(chan consumergroup.HeartbeatResponse, 1)
-	c.enqueue(groupID, queued{consumer: func(cs *consumerState, now time.Time, img *metadata.Image, code int16, msg string) {
+	c.enqueue(groupID, queued{upgrade: true, consumer: func(cs *consumerState, now time.Time, img *metadata.Image, code int16, msg string) {
 		if code != 0 {
 			ch <- consumergroup.HeartbeatResponse{ErrorCode: code, ErrorMessage: msg, MemberEpoch: -1}
 			return
@@ -349,30 +397,57 @@ func (c *Coordinator) ConsumerDescribe(ctx context.Context, groupID string, vers
 	}
 }
 
-// checkConsumerCommit is Kafka's ConsumerGroup.validateOffsetCommit: an
+// consumerCommitCode is Kafka's ConsumerGroup.validateOffsetCommit: an
 // empty group takes commits from outside the group (epoch -1); otherwise
-// the member must exist, commit with OffsetCommit v9+ and its current
-// epoch (a newer one is FENCED_MEMBER_EPOCH, an older STALE_MEMBER_EPOCH).
-func checkConsumerCommit(cs *consumerState, co *commitOp) bool {
-	code := int16(0)
+// the member must exist and commit at its current epoch (a newer one is
+// FENCED_MEMBER_EPOCH, an older STALE_MEMBER_EPOCH), and a
+// consumer-protocol member's OffsetCommit must be v9+ (a TxnOffsetCommit
+// is not held to it). A classic member (the upgrade path) commits with its
+// generation, the member epoch: any other is ILLEGAL_GENERATION.
+func consumerCommitCode(cs *consumerState, r *CommitRequest) int16 {
 	ids := cs.g.MemberIDs()
-	m, known := cs.g.Member(co.r.MemberID)
+	m, known := cs.g.Member(r.MemberID)
 	switch {
-	case co.r.Generation < 0 && len(ids) == 0:
+	case r.Generation < 0 && len(ids) == 0:
+		return 0
 	case !known:
-		code = kerr.UnknownMemberID.Code
-	case co.r.Version < 9:
-		code = kerr.UnsupportedVersion.Code
-	case co.r.Generation > m.Epoch:
-		code = kerr.FencedMemberEpoch.Code
-	case co.r.Generation < m.Epoch:
-		code = kerr.StaleMemberEpoch.Code
+		return kerr.UnknownMemberID.Code
+	case m.Classic != nil:
+		if r.Generation != m.Epoch {
+			return kerr.IllegalGeneration.Code
+		}
+		return 0
+	case !r.Transactional && r.Version < 9:
+		return kerr.UnsupportedVersion.Code
+	case r.Generation > m.Epoch:
+		return kerr.FencedMemberEpoch.Code
+	case r.Generation < m.Epoch:
+		return kerr.StaleMemberEpoch.Code
 	}
+	return 0
+}
+
+// checkConsumerCommit checks a commit against a consumer group; a commit
+// that fails, or has nothing to write, is answered here.
+func checkConsumerCommit(cs *consumerState, co *commitOp) bool {
+	code := consumerCommitCode(cs, &co.r)
 	if code != 0 || len(co.r.Offsets) == 0 {
 		co.done <- errFor(code)
 		return false
 	}
 	return true
+}
+
+// writeOwnConsumer is writeOwn for a consumer group: a TxnOffsetCommit
+// checked against the member epochs, then written on the group's loop.
+func (c *Coordinator) writeOwnConsumer(cs *consumerState, co *commitOp) {
+	if code := consumerCommitCode(cs, &co.r); code != 0 {
+		co.done <- errFor(code)
+		return
+	}
+	ctx, cancel := context.WithTimeout(c.ctx, c.cfg.PersistTimeout)
+	defer cancel()
+	co.done <- co.r.Write(ctx)
 }
 
 // ValidateFetch is OffsetFetch v9+'s member check for a consumer group

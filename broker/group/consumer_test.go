@@ -22,10 +22,14 @@ var ordersID = [16]byte{0x0d}
 type countingWriter struct {
 	*testCtrl
 	writes atomic.Int32
+	deltas atomic.Int32 // of them ConsumerGroupDelta records
 }
 
 func (w *countingWriter) WriteConsumerGroup(ctx context.Context, rec metadata.Record) (uint64, error) {
 	w.writes.Add(1)
+	if _, ok := rec.(*metadata.ConsumerGroupDelta); ok {
+		w.deltas.Add(1)
+	}
 	return w.ControllerClient.WriteConsumerGroup(ctx, rec)
 }
 
@@ -141,6 +145,10 @@ func TestConsumerHeartbeatPersistsAndReconciles(t *testing.T) {
 	if rec, _ := md.image().ConsumerGroup("cg"); len(rec.Members) != 1 || rec.Epoch != 3 {
 		t.Fatalf("image after the leave: %+v", rec)
 	}
+	// Rounds that moved one member of two wrote that member only.
+	if w.deltas.Load() == 0 {
+		t.Fatalf("%d writes, none a ConsumerGroupDelta", w.writes.Load())
+	}
 }
 
 // A coordinator that takes the slot over resumes the group from the image:
@@ -221,6 +229,34 @@ func TestConsumerGroupCommit(t *testing.T) {
 	if o, ok := md.image().Offset("cg", "orders", 0); !ok || o.Offset != 7 {
 		t.Fatalf("committed offset %+v %v", o, ok)
 	}
+
+	// TxnOffsetCommit: the same member epoch checks, with its own writer
+	// run only when they pass, and no v9 rule (Kafka's
+	// validateOffsetCommit with isTransactional).
+	for _, tc := range []struct {
+		name   string
+		member string
+		epoch  int32
+		want   error
+	}{
+		{"txn at the current epoch", "a", a.MemberEpoch, nil},
+		{"txn at an older epoch", "a", a.MemberEpoch - 1, kerr.StaleMemberEpoch},
+		{"txn at a newer epoch", "a", a.MemberEpoch + 1, kerr.FencedMemberEpoch},
+		{"txn from an unknown member", "z", 1, kerr.UnknownMemberID},
+		{"txn without a member while the group has members", "", -1, kerr.UnknownMemberID},
+	} {
+		wrote := false
+		ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
+		err := c.Commit(ctx, CommitRequest{Group: "cg", MemberID: tc.member, Generation: tc.epoch, Transactional: true,
+			Write: func(context.Context) error { wrote = true; return nil }})
+		cancel()
+		if !errors.Is(err, tc.want) && !(err == nil && tc.want == nil) {
+			t.Errorf("%s: %v, want %v", tc.name, err, tc.want)
+		}
+		if wrote != (tc.want == nil) {
+			t.Errorf("%s: wrote %v", tc.name, wrote)
+		}
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
 	defer cancel()
 	if err := c.ValidateFetch(ctx, "cg", "a", a.MemberEpoch-1); !errors.Is(err, kerr.StaleMemberEpoch) {
@@ -232,8 +268,9 @@ func TestConsumerGroupCommit(t *testing.T) {
 }
 
 // A group is one kind or the other: an empty classic group becomes a
-// consumer group, a classic member cannot join a consumer group with
-// members, and the empty consumer group becomes classic again.
+// consumer group, a classic member whose protocol is not the consumer
+// protocol's Subscription cannot join a consumer group with members, and
+// the empty consumer group becomes classic again.
 func TestConsumerGroupConversion(t *testing.T) {
 	md := consumerTwin(t)
 	c, _ := consumerCoordinator(t, md, 1)
@@ -244,7 +281,7 @@ func TestConsumerGroupConversion(t *testing.T) {
 		t.Fatalf("consumer member joining an empty classic group: %+v", a)
 	}
 	if j := await(t, c.Join("cg", joinReq("", time.Minute))); j.ErrorCode != kerr.InconsistentGroupProtocol.Code {
-		t.Fatalf("classic join of a consumer group with members: %+v", j)
+		t.Fatalf("classic join with a subscription that does not decode: %+v", j)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
 	defer cancel()

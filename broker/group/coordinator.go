@@ -249,6 +249,13 @@ type queued struct {
 	// onConsumer, when set, is what a classic operation does when the
 	// group is a consumer group (DescribeGroups, DeleteGroups, ...).
 	onConsumer cop
+	// classic, when set, is what a classic member's JoinGroup, SyncGroup,
+	// Heartbeat or LeaveGroup does in a consumer group with members (the
+	// online upgrade, upgrade.go).
+	classic func(cs *consumerState, now time.Time, img *metadata.Image)
+	// upgrade marks a consumer-protocol heartbeat: it may turn a classic
+	// group with members into a consumer group.
+	upgrade bool
 }
 
 // fail answers a queued entry for a group not coordinated here.
@@ -397,7 +404,11 @@ func (c *Coordinator) run(l *loop) {
 				epoch = ep
 			}
 			if q.commit != nil && q.commit.r.Write != nil {
-				c.writeOwn(g, now, q.commit)
+				if cs != nil {
+					c.writeOwnConsumer(cs, q.commit)
+				} else {
+					c.writeOwn(g, now, q.commit)
+				}
 				continue
 			}
 			if q.commit != nil {
@@ -414,6 +425,14 @@ func (c *Coordinator) run(l *loop) {
 			}
 			commits = c.writeCommits(l.id, commits)
 			if q.consumer != nil {
+				if g != nil && !q.describeOnly && !g.Idle() && q.upgrade {
+					if ncs, handled := c.tryUpgrade(g, q, now, img, l.id); handled {
+						if ncs != nil {
+							g, cs = nil, ncs
+						}
+						continue
+					}
+				}
 				if g != nil {
 					if q.describeOnly || !g.Idle() {
 						msg := fmt.Sprintf("Group %s is not a consumer group.", l.id)
@@ -430,6 +449,9 @@ func (c *Coordinator) run(l *loop) {
 				}
 				// A heartbeat is answered after the round's write.
 				q.consumer(cs, now, img, 0, "")
+				if ncs, ng := c.maybeDowngrade(cs, l.id, img); ng != nil || ncs == nil {
+					cs, g = ncs, ng
+				}
 				continue
 			}
 			if cs != nil {
@@ -439,6 +461,13 @@ func (c *Coordinator) run(l *loop) {
 					continue
 				}
 				if cs != nil {
+					if len(cs.g.MemberIDs()) > 0 && q.classic != nil {
+						q.classic(cs, now, img)
+						if ncs, ng := c.maybeDowngrade(cs, l.id, img); ng != nil || ncs == nil {
+							cs, g = ncs, ng
+						}
+						continue
+					}
 					if len(cs.g.MemberIDs()) > 0 {
 						q.fn(nil, now, img, kerr.InconsistentGroupProtocol.Code)
 						continue
@@ -470,6 +499,10 @@ func (c *Coordinator) run(l *loop) {
 		if cs != nil {
 			cs.g.Tick(c.now())
 			cs = c.persistConsumer(cs, l.id, img)
+			if ncs, ng := c.maybeDowngrade(cs, l.id, img); ng != nil {
+				cs, g = ncs, ng
+				c.settle(g)
+			}
 		}
 		c.report(l, g)
 		if cs == nil && (g == nil || g.Idle()) && c.tryExit(l) {
@@ -586,23 +619,8 @@ func imageHas(img *metadata.Image, id string) bool {
 	return found
 }
 
-// call runs fn on the group's loop and waits for it (or ctx).
-func call[T any](ctx context.Context, c *Coordinator, groupID string, fn func(g *Group, now time.Time, img *metadata.Image, code int16) T) (T, error) {
-	ch := make(chan T, 1)
-	c.submit(groupID, func(g *Group, now time.Time, img *metadata.Image, code int16) {
-		ch <- fn(g, now, img, code)
-	})
-	select {
-	case v := <-ch:
-		return v, nil
-	case <-ctx.Done():
-		var zero T
-		return zero, ctx.Err()
-	}
-}
-
-// callBoth is call with onConsumer run instead of fn when the group is a
-// consumer group.
+// callBoth runs fn on the group's loop and waits for it (or ctx), or
+// onConsumer instead when the group is a consumer group.
 func callBoth[T any](ctx context.Context, c *Coordinator, groupID string, fn func(g *Group, now time.Time, img *metadata.Image, code int16) T,
 	onConsumer func(cs *consumerState, now time.Time, img *metadata.Image) T) (T, error) {
 	ch := make(chan T, 1)
@@ -623,17 +641,18 @@ func callBoth[T any](ctx context.Context, c *Coordinator, groupID string, fn fun
 
 // Join queues a JoinGroup; the answer arrives on the channel once the
 // rebalance completes (r.Reply is replaced). The request is queued when
-// Join returns, so the caller may let its connection go on.
+// Join returns, so the caller may let its connection go on. In a consumer
+// group with members the JoinGroup is a classic member's (upgrade.go).
 func (c *Coordinator) Join(groupID string, r JoinRequest) <-chan JoinResult {
 	ch := make(chan JoinResult, 1)
 	r.Reply = func(res JoinResult) { ch <- res }
-	c.submit(groupID, func(g *Group, now time.Time, _ *metadata.Image, code int16) {
+	c.enqueue(groupID, queued{fn: func(g *Group, now time.Time, _ *metadata.Image, code int16) {
 		if code != 0 {
 			r.Reply(JoinResult{ErrorCode: code, MemberID: r.MemberID, Generation: -1})
 			return
 		}
 		g.Join(now, r)
-	})
+	}, classic: func(cs *consumerState, now time.Time, img *metadata.Image) { c.classicJoin(cs, now, img, r) }})
 	return ch
 }
 
@@ -641,28 +660,35 @@ func (c *Coordinator) Join(groupID string, r JoinRequest) <-chan JoinResult {
 func (c *Coordinator) Sync(groupID string, r SyncRequest) <-chan SyncResult {
 	ch := make(chan SyncResult, 1)
 	r.Reply = func(res SyncResult) { ch <- res }
-	c.submit(groupID, func(g *Group, now time.Time, _ *metadata.Image, code int16) {
+	c.enqueue(groupID, queued{fn: func(g *Group, now time.Time, _ *metadata.Image, code int16) {
 		if code != 0 {
 			r.Reply(SyncResult{ErrorCode: code})
 			return
 		}
 		g.Sync(now, r)
-	})
+	}, classic: func(cs *consumerState, now time.Time, _ *metadata.Image) { c.classicSync(cs, now, r) }})
 	return ch
 }
 
 // Heartbeat handles a Heartbeat.
 func (c *Coordinator) Heartbeat(ctx context.Context, groupID, memberID, instanceID string, generation int32) error {
-	code, err := call(ctx, c, groupID, func(g *Group, now time.Time, _ *metadata.Image, code int16) int16 {
+	ch := make(chan int16, 1)
+	c.enqueue(groupID, queued{fn: func(g *Group, now time.Time, _ *metadata.Image, code int16) {
 		if code != 0 {
-			return code
+			ch <- code
+			return
 		}
-		return g.Heartbeat(now, memberID, instanceID, generation)
-	})
-	if err != nil {
-		return err
+		ch <- g.Heartbeat(now, memberID, instanceID, generation)
+	}, classic: func(cs *consumerState, now time.Time, _ *metadata.Image) {
+		code, _ := cs.g.ClassicHeartbeat(now, memberID, instanceID, generation)
+		ch <- code
+	}})
+	select {
+	case code := <-ch:
+		return errFor(code)
+	case <-ctx.Done():
+		return ctx.Err()
 	}
-	return errFor(code)
 }
 
 // LeaveMember is one member of a LeaveGroup.
@@ -671,18 +697,35 @@ type LeaveMember struct{ MemberID, InstanceID string }
 // Leave handles a LeaveGroup: a group-level error (NOT_COORDINATOR), or one
 // error per member.
 func (c *Coordinator) Leave(ctx context.Context, groupID string, members []LeaveMember) ([]error, error) {
-	codes, err := call(ctx, c, groupID, func(g *Group, now time.Time, _ *metadata.Image, code int16) []int16 {
+	ch := make(chan []int16, 1)
+	c.enqueue(groupID, queued{fn: func(g *Group, now time.Time, _ *metadata.Image, code int16) {
 		if code != 0 {
-			return []int16{code}
+			ch <- []int16{code}
+			return
 		}
 		out := make([]int16, len(members))
 		for i, m := range members {
 			out[i] = g.Leave(now, m.MemberID, m.InstanceID)
 		}
-		return out
-	})
-	if err != nil {
-		return nil, err
+		ch <- out
+	}, classic: func(cs *consumerState, _ time.Time, _ *metadata.Image) {
+		ls := make([]consumergroup.ClassicLeaver, len(members))
+		for i, m := range members {
+			ls[i] = consumergroup.ClassicLeaver{MemberID: m.MemberID, InstanceID: m.InstanceID}
+		}
+		out := cs.g.ClassicLeave(ls)
+		cs.afterWrite(func(err error) {
+			if err != nil {
+				out = []int16{writeErrCode(err)}
+			}
+			ch <- out
+		})
+	}})
+	var codes []int16
+	select {
+	case codes = <-ch:
+	case <-ctx.Done():
+		return nil, ctx.Err()
 	}
 	if len(codes) != len(members) {
 		return nil, errFor(codes[0])
@@ -702,8 +745,12 @@ type CommitRequest struct {
 	Generation           int32 // the member epoch, for a consumer group
 	Offsets              []metadata.OffsetCommit
 	// Version is the OffsetCommit's: a consumer-protocol member must use
-	// v9 or above.
+	// v9 or above (not asked of a transactional commit).
 	Version int16
+	// Transactional marks a TxnOffsetCommit: a consumer group checks its
+	// member epoch as for OffsetCommit, without the version rule (Kafka's
+	// ConsumerGroup.validateOffsetCommit with isTransactional).
+	Transactional bool
 	// Write, when set, stores the commit instead of Offsets: it runs on
 	// the group's loop right after the member check passes, so a member
 	// fenced after the check cannot slip in between (TxnOffsetCommit's

@@ -42,7 +42,8 @@
 //     machine of broker/group/consumergroup); which one the image says (a
 //     metadata.ConsumerGroup record makes it a consumer group). Heartbeats
 //     of one round run against the group, then the loop writes the group's
-//     whole state through the controller if it changed (one write per
+//     state through the controller if it changed (the whole group first,
+//     then a ConsumerGroupDelta of the members that changed; one write per
 //     round, none for steady heartbeats; the controller coalesces rounds
 //     of many groups into one Raft entry) and only then answers them, so a
 //     coordinator that takes the slot over (Restore from the image) resumes
@@ -53,11 +54,17 @@
 //     and drops the group, to be reloaded from the image. An empty classic
 //     group becomes a consumer group when a consumer-protocol member joins;
 //     an empty consumer group becomes classic when a classic member joins
-//     (RemoveConsumerGroup); classic members in a consumer group with
-//     members (KIP-848's online upgrade) are not built: they get
-//     INCONSISTENT_GROUP_PROTOCOL. OffsetCommit checks the member epoch as
+//     (RemoveConsumerGroup). OffsetCommit and TxnOffsetCommit check the member epoch as
 //     Kafka's ConsumerGroup.validateOffsetCommit, OffsetFetch v9 the member
 //     epoch as validateOffsetFetch.
+//   - upgrade.go: KIP-848's online upgrade on the loops: a classic
+//     member's JoinGroup, SyncGroup, Heartbeat and LeaveGroup in a
+//     consumer group with members run on the consumer group (answered
+//     after the round's write); a classic group with members becomes a
+//     consumer group on a consumer-protocol member's heartbeat, and a
+//     consumer group left with classic members only becomes a classic
+//     group in PreparingRebalance, as group.consumer.migration.policy
+//     allows.
 //   - coordinator.go: Coordinator, which owns one event loop per loaded group
 //     and is what the broker's API handlers call; the loop writes offset
 //     commits (Commit) and generations through the controller.

@@ -131,6 +131,7 @@ func runServer(ctx context.Context, cfg *config.Config, log zerolog.Logger, shut
 			HeartbeatInterval: cfg.GroupConsumerHeartbeatInterval,
 			MaxSize:           int(cfg.GroupConsumerMaxSize),
 			Assignors:         cfg.GroupConsumerAssignors,
+			MigrationPolicy:   cfg.GroupConsumerMigrationPolicy,
 			Overrides:         groupConfigOverrides(cfg),
 		},
 		OffsetsTopicPartitions:        cfg.OffsetsTopicNumPartitions,

@@ -15,7 +15,8 @@ import (
 )
 
 // kip848MemberEnv makes the test binary a consumer-protocol member: its
-// value is "bootstrap,topic,group,name".
+// value is "bootstrap,topic,group,name", with ",classic" appended for a
+// franz-go member on the classic protocol (cooperative-sticky) instead.
 const kip848MemberEnv = "RAFTKA_E2E_KIP848_MEMBER"
 
 // memberEvent is one line a member process prints: an assignment change,
@@ -40,11 +41,15 @@ type memberEvent struct {
 // its stdin closes (leaving the group) or it is killed.
 func runKIP848Member() int {
 	args := strings.Split(os.Getenv(kip848MemberEnv), ",")
-	if len(args) != 4 {
+	if len(args) != 4 && (len(args) != 5 || args[4] != "classic") {
 		fmt.Fprintln(os.Stderr, "bad", kip848MemberEnv)
 		return 2
 	}
 	bootstrap, topic, group, name := args[0], args[1], args[2], args[3]
+	balancer := kgo.ServerSideBalancer()
+	if len(args) == 5 {
+		balancer = kgo.Balancers(kgo.CooperativeStickyBalancer())
+	}
 	var mu sync.Mutex
 	enc := json.NewEncoder(os.Stdout)
 	emit := func(e memberEvent) {
@@ -72,7 +77,7 @@ func runKIP848Member() int {
 		kgo.ClientID(name),
 		kgo.ConsumerGroup(group),
 		kgo.ConsumeTopics(topic),
-		kgo.ServerSideBalancer(),
+		balancer,
 		kgo.DisableAutoCommit(),
 		kgo.BlockRebalanceOnPoll(),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),

@@ -37,8 +37,16 @@ type member848 struct {
 
 func startMember848(t *testing.T, bootstrap, topic, group, name string) *member848 {
 	t.Helper()
+	return startMemberProcess(t, kip848MemberEnv, bootstrap, topic, group, name)
+}
+
+// startMemberProcess starts the test binary as the member process env
+// names (kip848MemberEnv: franz-go on the consumer protocol,
+// saramaMemberEnv: sarama on the classic protocol).
+func startMemberProcess(t *testing.T, env, bootstrap, topic, group, name string) *member848 {
+	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), kip848MemberEnv+"="+strings.Join([]string{bootstrap, topic, group, name}, ","))
+	cmd.Env = append(os.Environ(), env+"="+strings.Join([]string{bootstrap, topic, group, name}, ","))
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -54,7 +62,7 @@ func startMember848(t *testing.T, bootstrap, topic, group, name string) *member8
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	m := &member848{name: name, cmd: cmd, stdin: stdin, done: make(chan struct{})}
+	m := &member848{name: strings.Split(name, ",")[0], cmd: cmd, stdin: stdin, done: make(chan struct{})}
 	go func() {
 		defer close(m.done)
 		sc := bufio.NewScanner(out)

@@ -13,5 +13,8 @@ func TestMain(m *testing.M) {
 	if os.Getenv(kip848MemberEnv) != "" {
 		os.Exit(runKIP848Member())
 	}
+	if os.Getenv(saramaMemberEnv) != "" {
+		os.Exit(runSaramaMember())
+	}
 	cluster.Main(m)
 }

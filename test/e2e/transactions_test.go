@@ -195,11 +195,22 @@ func TestTransactionalProducer(t *testing.T) {
 // franz-go's GroupTransactSession consume-transform-produce: every input
 // record lands in the output exactly once, read_committed, and the group's
 // committed offsets (made in the transactions) reach the input's end.
-func TestGroupTransactSessionExactlyOnce(t *testing.T) {
+func TestGroupTransactSessionExactlyOnce(t *testing.T) { testGroupTransactSession(t, false) }
+
+// TestGroupTransactSessionKIP848 is the same in a KIP-848 consumer group
+// (kgo.ServerSideBalancer): the TxnOffsetCommits carry the member epoch,
+// which the coordinator checks as Kafka's validateOffsetCommit does.
+func TestGroupTransactSessionKIP848(t *testing.T) { testGroupTransactSession(t, true) }
+
+func testGroupTransactSession(t *testing.T, consumerProtocol bool) {
 	c := cluster.Start(t, cluster.Nodes(3), cluster.LogLevel("info"))
 	ctx := ctxFor(t, 150*time.Second)
 	adm := kadm.NewClient(client(t, c))
 	const in, out, group, n = "etl-in", "etl-out", "etl", 300
+	var extra []kgo.Opt
+	if consumerProtocol {
+		extra = append(extra, kgo.ServerSideBalancer())
+	}
 	for _, tp := range []string{in, out} {
 		if err := createTopic(ctx, adm, tp, 3, 3); err != nil {
 			t.Fatal(err)
@@ -211,10 +222,10 @@ func TestGroupTransactSessionExactlyOnce(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	sess, err := kgo.NewGroupTransactSession(kgo.SeedBrokers(seedAddrs(c)...), kgo.RetryTimeout(20*time.Second),
+	sess, err := kgo.NewGroupTransactSession(append([]kgo.Opt{kgo.SeedBrokers(seedAddrs(c)...), kgo.RetryTimeout(20 * time.Second),
 		kgo.TransactionalID("etl-1"), kgo.ConsumerGroup(group), kgo.ConsumeTopics(in), kgo.DefaultProduceTopic(out),
 		kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
-		kgo.FetchMaxWait(200*time.Millisecond))
+		kgo.FetchMaxWait(200 * time.Millisecond)}, extra...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -247,6 +258,13 @@ func TestGroupTransactSessionExactlyOnce(t *testing.T) {
 		}
 		if committed {
 			seen += len(recs)
+		}
+	}
+	if consumerProtocol {
+		// The session's group really is a KIP-848 consumer group.
+		d := describe848(ctx, t, client(t, c), group)
+		if d.ErrorCode != 0 || len(d.Members) != 1 || d.Members[0].MemberType != 1 {
+			t.Fatalf("ConsumerGroupDescribe: error %d, members %+v", d.ErrorCode, d.Members)
 		}
 	}
 	got := consumeAll(t, ctx, c, out, kgo.ReadCommitted(), n)

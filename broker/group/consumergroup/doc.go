@@ -52,7 +52,13 @@
 // its epoch, the subscribed topics), Restore rebuilds a group from it with
 // every session started afresh, as a coordinator that loads a group.
 //
-// Not here yet: classic members in a consumer group (the upgrade path).
+// Topic authorization: a member's regex takes only the topics its
+// HeartbeatRequest.Describable allows (Kafka 4.1's KAFKA-18813).
+//
+// classic.go: classic members (JoinGroup/SyncGroup/Heartbeat/LeaveGroup)
+// in a consumer group, KIP-848's online upgrade, and the conversions from
+// and to a classic group's members (FromClassic, DowngradeMembers).
+//
 // The package has
 // no goroutines, no clock (times are inputs; NextDeadline/Tick drive the
 // timers) and no I/O; member ids come from Config.NewMemberID when a v0

@@ -85,19 +85,54 @@ type Member struct {
 	// Assigned are the partitions the member owns; PendingRevocation the
 	// ones it still owns but must give up.
 	Assigned, PendingRevocation assignor.Assignment
+	// Classic is set for a member that speaks the classic protocol
+	// (JoinGroup, SyncGroup, Heartbeat, LeaveGroup) in this consumer
+	// group: KIP-848's online upgrade (classic.go).
+	Classic *ClassicMember
 
-	sessionDeadline   time.Time
-	rebalanceDeadline time.Time // zero: no revocation pending
-	rebalanceEpoch    int32
-	regex             *regexp.Regexp // SubscribedTopicRegex compiled
+	sessionDeadline time.Time
+	// joinDeadline: a classic member told to rejoin must do so within its
+	// rebalance timeout; syncDeadline: one that joined must sync within it.
+	joinDeadline, syncDeadline time.Time
+	rebalanceDeadline          time.Time // zero: no revocation pending
+	rebalanceEpoch             int32
+	regex                      *regexp.Regexp // SubscribedTopicRegex compiled
+	// describable is the member's Topic:DESCRIBE check from its last
+	// heartbeat (nil: every topic); authKnown is false for a member
+	// restored from the image that has not heartbeated since.
+	describable func(topic string) bool
+	authKnown   bool
+	// regexTopics are the topics its regex took at its last heartbeat
+	// (sorted): a change (a topic it may now describe, or no longer) bumps
+	// the group epoch, as a changed regex resolution does in Kafka.
+	regexTopics []string
 }
 
-// subscribes reports whether the member subscribes to topic name.
-func (m *Member) subscribes(name string) bool {
+// subscribes reports whether the member subscribes to topic name, by
+// name or by its regex (regexMatch); resolved is the group's subscribed
+// topics as last resolved.
+func (m *Member) subscribes(name string, resolved map[string]topicMeta) bool {
 	if _, found := slices.BinarySearch(m.SubscribedTopicNames, name); found {
 		return true
 	}
-	return m.regex != nil && m.regex.MatchString(name)
+	return m.regexMatch(name, resolved)
+}
+
+// regexMatch reports whether the member's regex takes topic name: the
+// regex matches it and the member may DESCRIBE it, as Kafka 4.1 resolves
+// regexes with the subscribing member's authorization (KAFKA-18813), so
+// a topic the member may not see is neither subscribed nor assigned. A
+// member restored by a new coordinator, whose authorization is not known
+// until its next heartbeat, keeps to the topics the group had resolved.
+func (m *Member) regexMatch(name string, resolved map[string]topicMeta) bool {
+	if m.regex == nil || !m.regex.MatchString(name) {
+		return false
+	}
+	if !m.authKnown {
+		_, ok := resolved[name]
+		return ok
+	}
+	return m.describable == nil || m.describable(name)
 }
 
 // compileRegex compiles a SubscribedTopicRegex as Kafka matches it: the
@@ -109,7 +144,13 @@ func compileRegex(re string) (*regexp.Regexp, error) {
 func (m *Member) clone() *Member {
 	c := *m
 	c.SubscribedTopicNames = slices.Clone(m.SubscribedTopicNames)
+	c.regexTopics = slices.Clone(m.regexTopics)
 	c.Assigned, c.PendingRevocation = cloneAssignment(m.Assigned), cloneAssignment(m.PendingRevocation)
+	if m.Classic != nil {
+		cl := *m.Classic
+		cl.Protocols = slices.Clone(m.Classic.Protocols)
+		c.Classic = &cl
+	}
 	return &c
 }
 
@@ -257,6 +298,10 @@ type HeartbeatRequest struct {
 	ServerAssignor       *string
 	Owned                []TopicPartitions // the partitions the client owns; nil: not sent
 	ClientID, ClientHost string
+	// Describable is the member's Topic:DESCRIBE authorization, which its
+	// regex's matches are filtered by; nil allows every topic (no
+	// authorizer).
+	Describable func(topic string) bool
 }
 
 // HeartbeatResponse is the answer; Assignment is sent only when
@@ -464,9 +509,42 @@ func (g *Group) Heartbeat(now time.Time, r HeartbeatRequest, md Metadata) Heartb
 		updated.SubscribedTopicRegex, updated.regex = *r.SubscribedTopicRegex, re
 	}
 	updated.ClientID, updated.ClientHost = r.ClientID, r.ClientHost
+	updated.describable, updated.authKnown = r.Describable, true
 	bump := member == nil || !slices.Equal(member.SubscribedTopicNames, updated.SubscribedTopicNames) ||
 		member.SubscribedTopicRegex != updated.SubscribedTopicRegex
+	if updated.regex != nil {
+		var topics []string
+		for _, n := range md.TopicNames() {
+			if updated.regexMatch(n, g.metadata) {
+				topics = append(topics, n)
+			}
+		}
+		slices.Sort(topics)
+		if member != nil && member.authKnown && !slices.Equal(member.regexTopics, topics) {
+			bump = true
+		}
+		updated.regexTopics = topics
+	}
+	if resp, ok := g.step(now, updated, replaced, bump, r.Owned, md); !ok {
+		return resp
+	}
 
+	resp := HeartbeatResponse{MemberID: updated.ID, MemberEpoch: updated.Epoch, HeartbeatIntervalMs: int32(g.cfg.HeartbeatInterval / time.Millisecond)}
+	full := joining || (r.RebalanceTimeoutMs != -1 && r.SubscribedTopicNames != nil && r.Owned != nil)
+	if full || member == nil || !equalAssignment(member.Assigned, updated.Assigned) {
+		resp.HasAssignment, resp.Assignment = true, cloneAssignment(updated.Assigned)
+	}
+	return resp
+}
+
+// step is what a heartbeat and a classic member's JoinGroup share once the
+// member's new self (updated) is known: the subscribed topics resolved
+// against the metadata (a change bumps the group epoch, as bump does), a
+// new target assignment when the epoch is ahead of it, the member stored
+// (replacing the static member replaced, if any) and reconciled towards
+// its target with what it reports owning, its session renewed. Only a
+// failed target computation fails it, before anything changed.
+func (g *Group) step(now time.Time, updated *Member, replaced string, bump bool, owned []TopicPartitions, md Metadata) (HeartbeatResponse, bool) {
 	// 2. The subscribed topics as the metadata has them now: a topic
 	// created, deleted or grown bumps the epoch too.
 	// A steady heartbeat of a group without regexes only checks the topics
@@ -474,7 +552,7 @@ func (g *Group) Heartbeat(now time.Time, r HeartbeatRequest, md Metadata) Heartb
 	members := func() []*Member { return g.membersWith(updated, replaced) }
 	metadata := g.metadata
 	if bump || replaced != "" || updated.regex != nil || g.regexes > 0 || g.metadataMoved(md) {
-		metadata = subscriptionMetadata(members(), md)
+		metadata = subscriptionMetadata(members(), md, g.metadata)
 		if !maps.Equal(metadata, g.metadata) {
 			bump = true
 		}
@@ -489,7 +567,7 @@ func (g *Group) Heartbeat(now time.Time, r HeartbeatRequest, md Metadata) Heartb
 	if epoch > g.assignmentEpoch {
 		var err error
 		if target, err = g.computeTarget(members(), metadata, replaced, md); err != nil {
-			return fail(kerr.UnknownServerError, "Failed to compute a new target assignment for epoch %d: %v", epoch, err)
+			return fail(kerr.UnknownServerError, "Failed to compute a new target assignment for epoch %d: %v", epoch, err), false
 		}
 	}
 
@@ -513,7 +591,7 @@ func (g *Group) Heartbeat(now time.Time, r HeartbeatRequest, md Metadata) Heartb
 	// 4. Reconcile the member towards its target.
 	before := updated.clone()
 	if updated.Epoch != g.assignmentEpoch || updated.State != Stable {
-		g.reconcile(updated, r.Owned)
+		g.reconcile(updated, owned)
 		if !sameMember(before, updated) {
 			if updated.State == UnrevokedPartitions {
 				updated.rebalanceDeadline, updated.rebalanceEpoch = now.Add(updated.RebalanceTimeout), updated.Epoch
@@ -522,14 +600,8 @@ func (g *Group) Heartbeat(now time.Time, r HeartbeatRequest, md Metadata) Heartb
 			}
 		}
 	}
-	updated.sessionDeadline = now.Add(g.cfg.SessionTimeout)
-
-	resp := HeartbeatResponse{MemberID: updated.ID, MemberEpoch: updated.Epoch, HeartbeatIntervalMs: int32(g.cfg.HeartbeatInterval / time.Millisecond)}
-	full := joining || (r.RebalanceTimeoutMs != -1 && r.SubscribedTopicNames != nil && r.Owned != nil)
-	if full || member == nil || !equalAssignment(member.Assigned, updated.Assigned) {
-		resp.HasAssignment, resp.Assignment = true, cloneAssignment(updated.Assigned)
-	}
-	return resp
+	updated.sessionDeadline = now.Add(g.sessionTimeout(updated))
+	return HeartbeatResponse{}, true
 }
 
 func sameMember(a, b *Member) bool {
@@ -574,7 +646,7 @@ func (g *Group) membersWith(updated *Member, replaced string) []*Member {
 
 // subscriptionMetadata is every topic some member subscribes to, by name
 // or by its regular expression, that exists now.
-func subscriptionMetadata(members []*Member, md Metadata) map[string]topicMeta {
+func subscriptionMetadata(members []*Member, md Metadata, resolved map[string]topicMeta) map[string]topicMeta {
 	out := map[string]topicMeta{}
 	add := func(n string) {
 		if _, done := out[n]; done {
@@ -594,7 +666,7 @@ func subscriptionMetadata(members []*Member, md Metadata) map[string]topicMeta {
 	if regexes {
 		for _, n := range md.TopicNames() {
 			for _, m := range members {
-				if m.regex != nil && m.regex.MatchString(n) {
+				if m.regexMatch(n, resolved) {
 					add(n)
 					break
 				}
@@ -628,7 +700,7 @@ func (g *Group) computeTarget(members []*Member, metadata map[string]topicMeta, 
 			am.Current = g.target[replaced]
 		}
 		for _, n := range slices.Sorted(maps.Keys(metadata)) {
-			if m.subscribes(n) {
+			if m.subscribes(n, g.metadata) {
 				am.Topics = append(am.Topics, metadata[n].id)
 			}
 		}
@@ -729,7 +801,7 @@ func subscriptionMetadataOf(old map[string]topicMeta, members []*Member) map[str
 	out := map[string]topicMeta{}
 	for n, meta := range old {
 		for _, m := range members {
-			if m.subscribes(n) {
+			if m.subscribes(n, old) {
 				out[n] = meta
 				break
 			}
@@ -768,11 +840,20 @@ func (g *Group) leave(r HeartbeatRequest) HeartbeatResponse {
 	return resp
 }
 
+// sessionTimeout is the member's: a classic member's own, from its
+// JoinGroup, else the group's.
+func (g *Group) sessionTimeout(m *Member) time.Duration {
+	if m.Classic != nil && m.Classic.SessionTimeout > 0 {
+		return m.Classic.SessionTimeout
+	}
+	return g.cfg.SessionTimeout
+}
+
 // NextDeadline is the earliest timer of the group; zero when none.
 func (g *Group) NextDeadline() time.Time {
 	var next time.Time
 	for _, m := range g.members {
-		for _, d := range []time.Time{m.sessionDeadline, m.rebalanceDeadline} {
+		for _, d := range []time.Time{m.sessionDeadline, m.rebalanceDeadline, m.joinDeadline, m.syncDeadline} {
 			if !d.IsZero() && (next.IsZero() || d.Before(next)) {
 				next = d
 			}
@@ -789,7 +870,8 @@ func (g *Group) Tick(now time.Time) []string {
 		m := g.members[id]
 		expired := !m.sessionDeadline.IsZero() && !now.Before(m.sessionDeadline)
 		stuck := !m.rebalanceDeadline.IsZero() && !now.Before(m.rebalanceDeadline) && m.Epoch == m.rebalanceEpoch
-		if expired || stuck {
+		late := (!m.joinDeadline.IsZero() && !now.Before(m.joinDeadline)) || (!m.syncDeadline.IsZero() && !now.Before(m.syncDeadline))
+		if expired || stuck || late {
 			g.fence(id)
 			fenced = append(fenced, id)
 		}

@@ -34,6 +34,8 @@ func (g *Group) Export() State {
 	for _, id := range g.MemberIDs() {
 		m := g.members[id].clone()
 		m.sessionDeadline, m.rebalanceDeadline, m.rebalanceEpoch, m.regex = time.Time{}, time.Time{}, 0, nil
+		m.joinDeadline, m.syncDeadline = time.Time{}, time.Time{}
+		m.describable, m.authKnown, m.regexTopics = nil, false, nil
 		s.Members = append(s.Members, *m)
 	}
 	for id, a := range g.target {
@@ -73,7 +75,7 @@ func Restore(id string, cfg Config, s State, now time.Time) (*Group, error) {
 				}
 			}
 		}
-		m.sessionDeadline = now.Add(cfg.SessionTimeout)
+		m.sessionDeadline = now.Add(g.sessionTimeout(m))
 		if m.State == UnrevokedPartitions {
 			m.rebalanceDeadline, m.rebalanceEpoch = now.Add(m.RebalanceTimeout), m.Epoch
 		}

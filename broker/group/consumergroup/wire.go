@@ -122,7 +122,10 @@ func (g *Group) Describe(version int16, topicName func(assignor.TopicID) (string
 		}
 		dm.Assignment, dm.TargetAssignment = assignment(m.Assigned), assignment(g.target[m.ID])
 		if version >= 1 {
-			dm.MemberType = 1 // the consumer protocol (0 would be a classic member)
+			dm.MemberType = 1 // the consumer protocol
+			if m.Classic != nil {
+				dm.MemberType = 0 // a classic member (the upgrade path)
+			}
 		}
 		d.Members = append(d.Members, dm)
 	}

@@ -1,0 +1,306 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/IBM/sarama"
+	"github.com/raftka/raftka/test/cluster"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// saramaMemberEnv makes the test binary a classic-protocol member
+// (sarama's consumer group, eager range): "bootstrap,topic,group,name".
+const saramaMemberEnv = "RAFTKA_E2E_SARAMA_MEMBER"
+
+// saramaHandler prints what the member owns (Setup: assign, Cleanup:
+// revoke) and processes: each batch is printed, marked and committed
+// synchronously before the next, so a rebalance (which ends the session
+// only after ConsumeClaim returns) never leaves a processed batch
+// uncommitted.
+type saramaHandler struct {
+	topic string
+	emit  func(memberEvent)
+}
+
+func (h saramaHandler) Setup(s sarama.ConsumerGroupSession) error {
+	ps := slices.Clone(s.Claims()[h.topic])
+	slices.Sort(ps)
+	if len(ps) > 0 {
+		h.emit(memberEvent{Ev: "assign", Partitions: ps})
+	}
+	return nil
+}
+
+func (h saramaHandler) Cleanup(s sarama.ConsumerGroupSession) error {
+	ps := slices.Clone(s.Claims()[h.topic])
+	slices.Sort(ps)
+	if len(ps) > 0 {
+		h.emit(memberEvent{Ev: "revoke", Partitions: ps})
+	}
+	return nil
+}
+
+func (h saramaHandler) ConsumeClaim(s sarama.ConsumerGroupSession, c sarama.ConsumerGroupClaim) error {
+	for {
+		m, ok := <-c.Messages()
+		if !ok {
+			return nil
+		}
+		start := time.Now().UnixNano()
+		first, last := m.Offset, m.Offset
+		// Whatever else is already here joins the batch.
+	drain:
+		for range 500 {
+			select {
+			case n, ok := <-c.Messages():
+				if !ok {
+					break drain
+				}
+				last = n.Offset
+				m = n
+			default:
+				break drain
+			}
+		}
+		h.emit(memberEvent{Ev: "batch", Partition: c.Partition(), First: first, Last: last, T: start, T2: time.Now().UnixNano()})
+		s.MarkMessage(m, "")
+		s.Commit()
+	}
+}
+
+// runSaramaMember consumes with sarama's classic consumer group until its
+// stdin closes, then leaves the group (LeaveGroup) and exits.
+func runSaramaMember() int {
+	args := strings.Split(os.Getenv(saramaMemberEnv), ",")
+	if len(args) != 4 {
+		fmt.Fprintln(os.Stderr, "bad", saramaMemberEnv)
+		return 2
+	}
+	bootstrap, topic, group, name := args[0], args[1], args[2], args[3]
+	var mu sync.Mutex
+	enc := json.NewEncoder(os.Stdout)
+	emit := func(e memberEvent) {
+		e.Member = name
+		if e.T == 0 {
+			e.T = time.Now().UnixNano()
+		}
+		mu.Lock()
+		_ = enc.Encode(e)
+		mu.Unlock()
+	}
+	cfg := saramaConfig(sarama.V4_0_0_0)
+	cfg.ClientID = name
+	cfg.Consumer.Offsets.Initial = sarama.OffsetOldest
+	cfg.Consumer.Offsets.AutoCommit.Enable = false
+	cfg.Consumer.Group.Session.Timeout = 10 * time.Second
+	cfg.Consumer.Group.Heartbeat.Interval = 500 * time.Millisecond
+	cfg.Consumer.Group.Rebalance.Timeout = 30 * time.Second
+	cfg.Consumer.Group.Rebalance.GroupStrategies = []sarama.BalanceStrategy{sarama.NewBalanceStrategyRange()}
+	if os.Getenv("KIP848_DUMP") != "" {
+		sarama.Logger = log848{name}
+	}
+	cg, err := sarama.NewConsumerGroup(strings.Split(bootstrap, ";"), group, cfg)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	go func() {
+		for err := range cg.Errors() {
+			emit(memberEvent{Ev: "error", Err: err.Error()})
+		}
+	}()
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() {
+		_, _ = io.Copy(io.Discard, os.Stdin)
+		cancel()
+	}()
+	h := saramaHandler{topic: topic, emit: emit}
+	for ctx.Err() == nil {
+		if err := cg.Consume(ctx, []string{topic}, h); err != nil && ctx.Err() == nil {
+			emit(memberEvent{Ev: "error", Err: err.Error()})
+			time.Sleep(200 * time.Millisecond)
+		}
+	}
+	_ = cg.Close() // LeaveGroup
+	emit(memberEvent{Ev: "closed"})
+	return 0
+}
+
+type log848 struct{ name string }
+
+func (l log848) Print(v ...any) { fmt.Fprint(os.Stderr, append([]any{"[" + l.name + "] "}, v...)...) }
+func (l log848) Printf(f string, v ...any) {
+	fmt.Fprintf(os.Stderr, "["+l.name+"] "+f, v...)
+}
+func (l log848) Println(v ...any) {
+	fmt.Fprintln(os.Stderr, append([]any{"[" + l.name + "]"}, v...)...)
+}
+
+// TestKIP848RollingClientUpgrade is KIP-848's online upgrade: a classic
+// group of three sarama members is replaced one member at a time by
+// franz-go consumer-protocol members (ServerSideBalancer) while a producer
+// writes. The first franz-go member turns the classic group with members
+// into a consumer group; the remaining sarama members get their
+// partitions from the server-side assignor through SyncGroup until the
+// last one leaves. Then the way back: sarama members replace the franz-go
+// ones, and when the last consumer-protocol member leaves the group is a
+// classic group again. No partition is ever owned or processed by two
+// members at once, nothing is skipped, and the commits end at the logs'
+// ends.
+func TestKIP848RollingClientUpgrade(t *testing.T) {
+	testRollingUpgrade(t, "sarama", func(t *testing.T, bootstrap, topic, group, name string) *member848 {
+		return startMemberProcess(t, saramaMemberEnv, bootstrap, topic, group, name)
+	})
+}
+
+// TestKIP848RollingUpgradeCooperative is the same with franz-go's classic
+// cooperative-sticky members: they rejoin still owning their partitions
+// (the Subscription's owned partitions), so the coordinator asks them to
+// revoke through the SyncGroup assignment before it moves anything.
+func TestKIP848RollingUpgradeCooperative(t *testing.T) {
+	testRollingUpgrade(t, "cooperative", func(t *testing.T, bootstrap, topic, group, name string) *member848 {
+		return startMemberProcess(t, kip848MemberEnv, bootstrap, topic, group, name+",classic")
+	})
+}
+
+func testRollingUpgrade(t *testing.T, kind string, startClassic func(t *testing.T, bootstrap, topic, group, name string) *member848) {
+	topic, group := "kip848-upgrade-"+kind, "kip848-upgrade-group-"+kind
+	const parts = 6
+	c := cluster.Start(t, cluster.Nodes(3),
+		cluster.Override("group.consumer.session.timeout.ms", "10000"),
+		cluster.Override("group.consumer.min.session.timeout.ms", "6000"),
+		cluster.Override("group.consumer.heartbeat.interval.ms", "500"),
+		cluster.Override("group.consumer.min.heartbeat.interval.ms", "500"),
+		cluster.Override("group.initial.rebalance.delay.ms", "0"),
+	)
+	ctx := ctxFor(t, 5*time.Minute)
+	cl := client(t, c)
+	adm := kadm.NewClient(cl)
+	createAndWait(t, ctx, c, adm, topic, parts)
+	var seeds []string
+	for _, n := range c.Nodes() {
+		seeds = append(seeds, n.ClientAddr())
+	}
+	bootstrap := strings.Join(seeds, ";")
+
+	prod, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.DefaultProduceTopic(topic), kgo.RecordRetries(100), kgo.RetryTimeout(60*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer prod.Close()
+	const total = 9000
+	prodDone := make(chan error, 1)
+	go func() {
+		for i := range total {
+			if ctx.Err() != nil {
+				prodDone <- ctx.Err()
+				return
+			}
+			prod.Produce(ctx, &kgo.Record{Key: []byte(strconv.Itoa(i)), Value: []byte("v")}, func(_ *kgo.Record, err error) {
+				if err != nil {
+					t.Errorf("produce: %v", err)
+				}
+			})
+			if i%10 == 0 {
+				time.Sleep(25 * time.Millisecond)
+			}
+		}
+		prodDone <- prod.Flush(ctx)
+	}()
+
+	classic := []*member848{}
+	for _, n := range []string{"s1", "s2", "s3"} {
+		classic = append(classic, startClassic(t, bootstrap, topic, group, n))
+	}
+	all := slices.Clone(classic)
+	waitOwners(t, "three "+kind+" members", parts, classic...)
+	if d := describe848(ctx, t, cl, group); d.ErrorCode == 0 {
+		t.Fatalf("a classic group answered ConsumerGroupDescribe: %+v", d)
+	}
+
+	var modern []*member848
+	for i, s := range classic {
+		s.leave(t)
+		f := startMember848(t, bootstrap, topic, group, fmt.Sprintf("f%d", i+1))
+		modern = append(modern, f)
+		all = append(all, f)
+		live := append(slices.Clone(classic[i+1:]), modern...)
+		waitOwners(t, fmt.Sprintf("%s replaced by %s", s.name, f.name), parts, live...)
+		d := describe848(ctx, t, cl, group)
+		if d.ErrorCode != 0 || len(d.Members) != len(live) {
+			t.Fatalf("ConsumerGroupDescribe after %s joined: error %d, %d members", f.name, d.ErrorCode, len(d.Members))
+		}
+		types := map[int8]int{}
+		for _, m := range d.Members {
+			types[m.MemberType]++
+		}
+		if types[0] != len(classic)-i-1 || types[1] != i+1 {
+			t.Fatalf("after %s joined: %d classic and %d consumer members, want %d and %d", f.name, types[0], types[1], len(classic)-i-1, i+1)
+		}
+		t.Logf("after %s joined: group %s at epoch %d, %d classic and %d consumer-protocol members", f.name, d.State, d.Epoch, types[0], types[1])
+	}
+
+	// And back: sarama members replace the franz-go ones; when the last
+	// consumer-protocol member leaves, the group is a classic group again
+	// (group.consumer.migration.policy is bidirectional by default).
+	var back []*member848
+	for i, f := range modern {
+		s := startClassic(t, bootstrap, topic, group, fmt.Sprintf("s%d", i+4))
+		back = append(back, s)
+		all = append(all, s)
+		live := append(slices.Clone(modern[i:]), back...)
+		waitOwners(t, fmt.Sprintf("%s joins beside %d consumer-protocol members", s.name, len(modern)-i), parts, live...)
+		f.leave(t)
+		live = live[1:]
+		waitOwners(t, fmt.Sprintf("%s leaves", f.name), parts, live...)
+	}
+	if d := describe848(ctx, t, cl, group); d.ErrorCode == 0 {
+		t.Fatalf("after the downgrade the group answered ConsumerGroupDescribe: %d members", len(d.Members))
+	}
+	dg, err := adm.DescribeGroups(ctx, group)
+	if g, ok := dg[group]; err != nil || !ok || g.Err != nil || len(g.Members) != len(back) || g.ProtocolType != "consumer" {
+		t.Fatalf("DescribeGroups after the downgrade: %+v %v", dg, err)
+	}
+	t.Logf("after the downgrade: classic group %s, %d members", dg[group].State, len(dg[group].Members))
+
+	if err := <-prodDone; err != nil {
+		t.Fatalf("producer: %v", err)
+	}
+	ends := map[int32]int64{}
+	cluster.WaitFor(t, 90*time.Second, func() (bool, string) {
+		lo, err := adm.ListEndOffsets(ctx, topic)
+		if err != nil {
+			return false, err.Error()
+		}
+		fo, err := adm.FetchOffsets(ctx, group)
+		if err != nil {
+			return false, err.Error()
+		}
+		sum := int64(0)
+		for p := range int32(parts) {
+			end, _ := lo.Lookup(topic, p)
+			committed, _ := fo.Lookup(topic, p)
+			ends[p] = end.Offset
+			sum += end.Offset
+			if committed.At != end.Offset {
+				return false, fmt.Sprintf("partition %d committed %d, end %d", p, committed.At, end.Offset)
+			}
+		}
+		return sum == total, fmt.Sprintf("%d records in the logs, want %d", sum, total)
+	})
+	for _, m := range back {
+		m.leave(t)
+	}
+	checkOwnership(t, all, ends)
+}
