@@ -47,7 +47,12 @@ func InterBrokerDialer(cfg *config.Config, dialTimeout time.Duration) (func(ctx 
 			return nil, fmt.Errorf("inter-broker listener %s: %s JAAS config: %w", sec.Listener, mech, err)
 		}
 		login = &saslLogin{mechanism: mech, user: e.Options["username"], password: e.Options["password"]}
-		if login.user == "" || login.password == "" {
+		if mech == "OAUTHBEARER" {
+			if login.oauth, err = newOAuthLogin(e.Options); err != nil {
+				return nil, fmt.Errorf("inter-broker listener %s: OAUTHBEARER JAAS config: %w", sec.Listener, err)
+			}
+			login.user = login.oauth.principal
+		} else if login.user == "" || login.password == "" {
 			return nil, fmt.Errorf("inter-broker listener %s: the %s JAAS config has no username and password for this broker to log in with", sec.Listener, mech)
 		}
 	}
@@ -134,6 +139,7 @@ func clientTLSConfig(sec *config.ListenerSecurity) (*tls.Config, error) {
 // mechanism's tokens in SaslAuthenticate v2.
 type saslLogin struct {
 	mechanism, user, password string
+	oauth                     *oauthLogin // OAUTHBEARER: the unsecured token's claims
 }
 
 func (l *saslLogin) run(ctx context.Context, c net.Conn, timeout time.Duration) error {
@@ -175,6 +181,20 @@ func (l *saslLogin) run(ctx context.Context, c net.Conn, timeout time.Duration) 
 	case "PLAIN":
 		_, err := step([]byte("\x00" + l.user + "\x00" + l.password))
 		return err
+	case "OAUTHBEARER":
+		out, err := step(l.oauth.initial(time.Now()))
+		if err != nil {
+			return err
+		}
+		if len(out) != 0 {
+			// The broker refused the token (RFC 7628's error status);
+			// acknowledging it ends the exchange with the error.
+			if _, err := step([]byte{0x01}); err != nil {
+				return err
+			}
+			return fmt.Errorf("the broker refused the token: %s", out)
+		}
+		return nil
 	case "SCRAM-SHA-256", "SCRAM-SHA-512":
 		gen := scram.SHA256
 		if l.mechanism == "SCRAM-SHA-512" {

@@ -28,11 +28,14 @@ import (
 // SASL_AUTHENTICATION_FAILED (v0 frames: just closed) and the connection is
 // closed after connection.failed.authentication.delay.ms.
 //
+// Session lifetimes and re-authentication (KIP-368) are in auth_reauth.go.
+//
 // Mechanisms: PLAIN against the user_<name> options of the listener's
 // listener.name.<l>.plain.sasl.jaas.config, and SCRAM-SHA-256/512 (RFC
 // 5802, by github.com/xdg-go/scram) against the credentials in the
 // metadata image (UserScramCredential records), read at each login so a
-// change through AlterUserScramCredentials applies to the next connection.
+// change through AlterUserScramCredentials applies to the next connection;
+// OAUTHBEARER with unsecured JWS tokens (auth_oauth.go).
 
 const (
 	saslHandshakeKey    = 17
@@ -55,12 +58,16 @@ type saslServer struct {
 	plainUsers map[string]string // PLAIN: user -> password
 	delay      time.Duration
 	scram      func(user string, m metadata.ScramMechanism) (metadata.ScramCredential, bool)
+	oauth      *oauthValidator
+	// reauth is connections.max.reauth.ms (KIP-368); 0 is off.
+	reauth time.Duration
 }
 
 func (s *Server) newSASLServer(sec *config.ListenerSecurity) (*saslServer, error) {
 	ss := &saslServer{mechanisms: slices.Clone(sec.EnabledMechanisms), delay: defaultFailedAuthDelay}
 	if s.config != nil {
 		ss.delay = s.config.FailedAuthenticationDelay
+		ss.reauth = s.config.ConnectionsMaxReauth
 	}
 	for _, m := range ss.mechanisms {
 		switch m {
@@ -72,6 +79,12 @@ func (s *Server) newSASLServer(sec *config.ListenerSecurity) (*saslServer, error
 			ss.plainUsers = users
 		case "SCRAM-SHA-256", "SCRAM-SHA-512":
 			ss.scram = s.scramCredential
+		case "OAUTHBEARER":
+			v, err := newOAuthValidator(sec.JAAS["OAUTHBEARER"])
+			if err != nil {
+				return nil, fmt.Errorf("listener.name.%s.oauthbearer.sasl.jaas.config: %w", strings.ToLower(sec.Listener), err)
+			}
+			ss.oauth = v
 		default:
 			return nil, fmt.Errorf("SASL mechanism %s is not supported", m)
 		}
@@ -118,6 +131,8 @@ func (ss *saslServer) start(mech string) saslMech {
 	case "SCRAM-SHA-256", "SCRAM-SHA-512":
 		m, _ := metadata.ScramMechanismByName(mech)
 		return newScramMech(mech, m, ss.scram)
+	case "OAUTHBEARER":
+		return &oauthMech{v: ss.oauth}
 	}
 	return nil
 }
@@ -332,6 +347,9 @@ func (c *conn) authenticate() bool {
 				c.authFailed(mechName, err)
 				return false
 			}
+			if done {
+				c.startSession(mech, mechName, time.Now())
+			}
 			var hdr [4]byte
 			binary.BigEndian.PutUint32(hdr[:], uint32(len(out)))
 			if _, err := c.nc.Write(append(hdr[:], out...)); err != nil {
@@ -390,6 +408,9 @@ func (c *conn) authenticate() bool {
 				return false
 			}
 			resp.SASLAuthBytes = out
+			if done {
+				resp.SessionLifetimeMillis = c.startSession(mech, mechName, time.Now())
+			}
 			if !c.writeAuthResponse(&buf, hdr, key, version, resp) {
 				return false
 			}

@@ -22,6 +22,7 @@ const (
 	ReasonTLSHandshake                     // TLS handshake failed (untrusted or missing certificate, no common version)
 	ReasonAuthFailed                       // SASL authentication failed (unknown user, wrong password)
 	ReasonSASLState                        // a request not allowed before authentication, or a broken SASL exchange
+	ReasonSessionExpired                   // a request after the SASL session's lifetime without re-authentication (KIP-368)
 	numReasons
 )
 
@@ -29,6 +30,7 @@ var reasonNames = [numReasons]string{
 	"frame_too_large", "frame_negative", "bad_header", "unknown_key",
 	"unsupported_version", "undecodable", "handler_error", "handler_panic",
 	"not_tls", "tls_handshake", "authentication_failed", "illegal_sasl_state",
+	"session_expired",
 }
 
 func (r Reason) String() string {

@@ -330,6 +330,9 @@ var defs = []Def{
 	{Name: "connection.failed.authentication.delay.ms", Type: TypeDurationMs, Default: "100", Validate: atLeast(0),
 		set: toDuration(func(c *Config) *time.Duration { return &c.FailedAuthenticationDelay }),
 		Doc: "How long a connection whose SASL authentication failed is kept open after the error is sent, to slow down password guessing."},
+	{Name: "connections.max.reauth.ms", Type: TypeDurationMs, Default: "0", Validate: atLeast(0),
+		set: toDuration(func(c *Config) *time.Duration { return &c.ConnectionsMaxReauth }),
+		Doc: "KIP-368: the longest a SASL session lasts; SaslAuthenticate v1+ tells the client, which must re-authenticate on the open connection before then, and a connection that sends a request after it without re-authenticating is closed. 0 (the default) leaves sessions unbounded, except by an OAUTHBEARER token's exp."},
 
 	// Requests and replication.
 	{Name: "socket.request.max.bytes", Type: TypeInt, Default: "104857600", Validate: atLeast(1),

@@ -89,7 +89,7 @@ var kafkaIgnored = toSet(
 	"delegation.token.master.key", "delegation.token.secret.key", "delegation.token.max.lifetime.ms",
 	"delegation.token.expiry.time.ms", "password.encoder.secret", "password.encoder.old.secret",
 	"config.providers", "security.providers", "allowed.listener.names",
-	"connections.max.reauth.ms", "delegation.token.expiry.check.interval.ms",
+	"delegation.token.expiry.check.interval.ms",
 
 	// Remote (tiered) storage.
 	"remote.log.storage.system.enable", "remote.log.manager.task.interval.ms",

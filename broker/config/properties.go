@@ -41,6 +41,8 @@ type Config struct {
 	Security map[string]*ListenerSecurity
 	// FailedAuthenticationDelay is connection.failed.authentication.delay.ms.
 	FailedAuthenticationDelay time.Duration
+	// ConnectionsMaxReauth is connections.max.reauth.ms (KIP-368); 0 is off.
+	ConnectionsMaxReauth time.Duration
 	// SASLMechanismInterBroker is sasl.mechanism.inter.broker.protocol,
 	// upper-case.
 	SASLMechanismInterBroker string
