@@ -427,9 +427,6 @@ type oauthMech struct {
 
 func (o *oauthMech) user() string { return o.tok.principal }
 
-// lifetime is the token's expiry, which bounds the session (KIP-368).
-func (o *oauthMech) lifetime() (time.Time, bool) { return o.tok.expiry, true }
-
 func (o *oauthMech) step(token []byte) ([]byte, bool, error) {
 	if o.pending != nil && len(token) == 1 && token[0] == 0x01 {
 		p := o.pending

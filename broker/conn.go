@@ -555,6 +555,7 @@ func (c *conn) run(e *apiEntry, rc *request, req kmsg.Request, s *slot) {
 		s.complete(nil, err, ReasonHandlerError)
 		return
 	}
+	rc.chargeRequestTime(c.ctx, req, resp) // request_percentage (quota.go)
 	s.complete(resp, nil, 0)
 }
 

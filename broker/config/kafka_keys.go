@@ -15,7 +15,6 @@ var kafkaIgnored = toSet(
 	"socket.connection.setup.timeout.ms", "socket.connection.setup.timeout.max.ms",
 	"replica.socket.receive.buffer.bytes",
 	"max.connections", "max.connections.per.ip", "max.connections.per.ip.overrides",
-	"max.connection.creation.rate",
 	"fetch.purgatory.purge.interval.requests", "producer.purgatory.purge.interval.requests",
 	"delete.records.purgatory.purge.interval.requests", "num.quota.samples",
 	"num.replica.alter.log.dirs.threads",

@@ -55,6 +55,8 @@ type Config struct {
 	// Client quota sampling: quota.window.size.seconds, quota.window.num.
 	QuotaWindowSize time.Duration
 	QuotaWindowNum  int32
+	// MaxConnectionCreationRate is max.connection.creation.rate (KIP-612).
+	MaxConnectionCreationRate int32
 
 	LogDirs        []string
 	MetadataLogDir string
