@@ -39,6 +39,7 @@ func init() {
 			&cli.GenericFlag{Name: "override", Value: overrides, Usage: "key=value applied to every node's server.properties (repeatable; commas stay in the value)"},
 			&cli.DurationFlag{Name: "shutdown-timeout", Value: 60 * time.Second, Usage: "how long a node may take to shut down cleanly before it is killed"},
 			&cli.DurationFlag{Name: "restart-delay", Value: 5 * time.Second, Usage: "restart a node that exited on its own after this long (0: leave it down)"},
+			&cli.BoolFlag{Name: "secure", Usage: "SASL_SSL with SCRAM and ACLs on, a test CA made in --dir/tls, and the admin user (prints how to connect kcat)"},
 		},
 		Action: func(c *cli.Context) error { return runLocal(c, overrides.take()) },
 	})
@@ -49,6 +50,7 @@ type localPlan struct {
 	dir                         string
 	clientBase, ctrlBase, mBase int
 	overrides                   []string
+	secure                      *secureLocal // --secure; nil for PLAINTEXT
 }
 
 func (p localPlan) nodeDir(id int) string { return filepath.Join(p.dir, fmt.Sprintf("node%d", id)) }
@@ -86,6 +88,9 @@ func (p localPlan) properties(id int) string {
 	fmt.Fprintf(&b, "transaction.state.log.replication.factor=%d\n", rf)
 	fmt.Fprintf(&b, "transaction.state.log.min.isr=%d\n", isr)
 	fmt.Fprintf(&b, "min.insync.replicas=%d\n", isr)
+	if p.secure != nil {
+		b.WriteString(p.secure.properties(p, id))
+	}
 	for _, o := range p.overrides {
 		fmt.Fprintf(&b, "%s\n", o)
 	}
@@ -119,6 +124,11 @@ func runLocal(c *cli.Context, overrides []string) error {
 	if err != nil {
 		return err
 	}
+	if c.Bool("secure") {
+		if p.secure, err = prepareSecureLocal(p.dir); err != nil {
+			return fmt.Errorf("--secure: %w", err)
+		}
+	}
 	clusterID, err := localClusterID(c.Context, self, p.dir)
 	if err != nil {
 		return err
@@ -132,7 +142,11 @@ func runLocal(c *cli.Context, overrides []string) error {
 		if err := os.WriteFile(cfg, []byte(p.properties(id)), 0o644); err != nil {
 			return err
 		}
-		format := exec.CommandContext(c.Context, self, "storage", "format", "--config", cfg, "--cluster-id", clusterID, "--ignore-formatted")
+		fargs := []string{"storage", "format", "--config", cfg, "--cluster-id", clusterID, "--ignore-formatted"}
+		if p.secure != nil {
+			fargs = append(fargs, p.secure.formatArgs()...)
+		}
+		format := exec.CommandContext(c.Context, self, fargs...)
 		if out, err := format.CombinedOutput(); err != nil {
 			return fmt.Errorf("formatting node %d: %v\n%s", id, err, out)
 		}
@@ -178,6 +192,11 @@ func runLocal(c *cli.Context, overrides []string) error {
 		}
 	}
 	logger.Info().Str("bootstrap", localBootstrap(p)).Msg("cluster starting; Ctrl-C stops every node cleanly")
+	if p.secure != nil {
+		out.Lock()
+		fmt.Fprintln(os.Stdout, p.secure.howTo(p))
+		out.Unlock()
+	}
 
 	// A node that dies (a kill -9 while trying failover, a crash) leaves the
 	// others running, as a real cluster would, and comes back after
