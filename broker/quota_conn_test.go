@@ -100,4 +100,3 @@ func TestRequestPercentageThrottles(t *testing.T) {
 		t.Fatalf("client without a quota: throttle_time_ms %d", got)
 	}
 }
-
