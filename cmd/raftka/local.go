@@ -40,6 +40,8 @@ func init() {
 			&cli.DurationFlag{Name: "shutdown-timeout", Value: 60 * time.Second, Usage: "how long a node may take to shut down cleanly before it is killed"},
 			&cli.DurationFlag{Name: "restart-delay", Value: 5 * time.Second, Usage: "restart a node that exited on its own after this long (0: leave it down)"},
 			&cli.BoolFlag{Name: "secure", Usage: "SASL_SSL with SCRAM and ACLs on, a test CA made in --dir/tls, and the admin user (prints how to connect kcat)"},
+			&cli.StringFlag{Name: "tls-hosts", Value: "localhost,127.0.0.1,::1", Usage: "with --secure: the names and addresses the brokers' certificate is made for (when --dir/tls is first made)"},
+			&cli.BoolFlag{Name: "init-only", Usage: "with --secure: make --dir/tls, the admin password and admin-client.properties, print the password, and exit (for deploy/docker-compose.secure.yml)"},
 		},
 		Action: func(c *cli.Context) error { return runLocal(c, overrides.take()) },
 	})
@@ -124,9 +126,16 @@ func runLocal(c *cli.Context, overrides []string) error {
 	if err != nil {
 		return err
 	}
+	if c.Bool("init-only") && !c.Bool("secure") {
+		return errors.New("--init-only goes with --secure")
+	}
 	if c.Bool("secure") {
-		if p.secure, err = prepareSecureLocal(p.dir); err != nil {
+		if p.secure, err = prepareSecureLocal(p.dir, strings.Split(c.String("tls-hosts"), ",")); err != nil {
 			return fmt.Errorf("--secure: %w", err)
+		}
+		if c.Bool("init-only") {
+			fmt.Fprintln(os.Stdout, p.secure.password)
+			return nil
 		}
 	}
 	clusterID, err := localClusterID(c.Context, self, p.dir)

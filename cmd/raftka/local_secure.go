@@ -38,7 +38,7 @@ type secureLocal struct {
 
 // prepareSecureLocal makes (or finds) the CA, the brokers' keystore and
 // admin's password under dir.
-func prepareSecureLocal(dir string) (*secureLocal, error) {
+func prepareSecureLocal(dir string, hosts []string) (*secureLocal, error) {
 	tlsDir := filepath.Join(dir, "tls")
 	sl := &secureLocal{
 		caPEM:       filepath.Join(tlsDir, "ca.pem"),
@@ -51,14 +51,16 @@ func prepareSecureLocal(dir string) (*secureLocal, error) {
 	_, errCA := os.Stat(sl.caPEM)
 	_, errKS := os.Stat(sl.keystorePEM)
 	if errors.Is(errCA, os.ErrNotExist) || errors.Is(errKS, os.ErrNotExist) {
-		ca, ks, err := makeLocalCA()
+		ca, ks, err := makeLocalCA(hosts)
 		if err != nil {
 			return nil, err
 		}
 		if err := os.WriteFile(sl.caPEM, ca, 0o644); err != nil {
 			return nil, err
 		}
-		if err := os.WriteFile(sl.keystorePEM, ks, 0o600); err != nil {
+		// Readable by others: a container's user reads it through a bind
+		// mount (deploy/docker-compose.secure.yml). It is test material.
+		if err := os.WriteFile(sl.keystorePEM, ks, 0o644); err != nil {
 			return nil, err
 		}
 	}
@@ -122,10 +124,25 @@ func (sl *secureLocal) howTo(p localPlan) string {
 		filepath.Join(p.dir, "admin.password"), bs, sl.caPEM, sl.password, bs, sl.clientProps)
 }
 
-// makeLocalCA makes a CA and a broker certificate for localhost,
-// 127.0.0.1 and ::1 signed by it, valid for a year: the CA as PEM, and the
+// makeLocalCA makes a CA and a broker certificate for hosts (names and IP
+// addresses) signed by it, valid for a year: the CA as PEM, and the
 // broker's key and chain as one PEM keystore.
-func makeLocalCA() (caPEM, keystorePEM []byte, err error) {
+func makeLocalCA(hosts []string) (caPEM, keystorePEM []byte, err error) {
+	var dns []string
+	var ips []net.IP
+	for _, h := range hosts {
+		if h = strings.TrimSpace(h); h == "" {
+			continue
+		}
+		if ip := net.ParseIP(h); ip != nil {
+			ips = append(ips, ip)
+		} else {
+			dns = append(dns, h)
+		}
+	}
+	if len(dns)+len(ips) == 0 {
+		return nil, nil, errors.New("--tls-hosts names no host")
+	}
 	now := time.Now()
 	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
@@ -154,7 +171,7 @@ func makeLocalCA() (caPEM, keystorePEM []byte, err error) {
 	}
 	tmpl := &x509.Certificate{
 		SerialNumber: serial(), Subject: pkix.Name{CommonName: "localhost"},
-		DNSNames: []string{"localhost"}, IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1), net.IPv6loopback},
+		DNSNames: dns, IPAddresses: ips,
 		NotBefore: now.Add(-time.Hour), NotAfter: now.AddDate(1, 0, 0),
 		KeyUsage: x509.KeyUsageDigitalSignature,
 		// Brokers present it to each other too.
