@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"sync"
 	"time"
 
 	"github.com/raftka/raftka/broker/config"
@@ -140,6 +141,13 @@ func clientTLSConfig(sec *config.ListenerSecurity) (*tls.Config, error) {
 type saslLogin struct {
 	mechanism, user, password string
 	oauth                     *oauthLogin // OAUTHBEARER: the unsecured token's claims
+
+	// scram is made on the first SCRAM login and kept: it caches the
+	// salted password per salt and iteration count (safe for concurrent
+	// use), so a redial does not derive it again.
+	scramOnce sync.Once
+	scram     *scram.Client
+	scramErr  error
 }
 
 func (l *saslLogin) run(ctx context.Context, c net.Conn, timeout time.Duration) error {
@@ -196,15 +204,17 @@ func (l *saslLogin) run(ctx context.Context, c net.Conn, timeout time.Duration) 
 		}
 		return nil
 	case "SCRAM-SHA-256", "SCRAM-SHA-512":
-		gen := scram.SHA256
-		if l.mechanism == "SCRAM-SHA-512" {
-			gen = scram.SHA512
+		l.scramOnce.Do(func() {
+			gen := scram.SHA256
+			if l.mechanism == "SCRAM-SHA-512" {
+				gen = scram.SHA512
+			}
+			l.scram, l.scramErr = gen.NewClient(l.user, l.password, "")
+		})
+		if l.scramErr != nil {
+			return l.scramErr
 		}
-		cl, err := gen.NewClient(l.user, l.password, "")
-		if err != nil {
-			return err
-		}
-		conv := cl.NewConversation()
+		conv := l.scram.NewConversation()
 		msg, err := conv.Step("")
 		if err != nil {
 			return err

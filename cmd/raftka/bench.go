@@ -87,6 +87,7 @@ func init() {
 				Action: benchE2E,
 			},
 			benchKfakeCommand(),
+			benchConnectCommand(),
 		},
 	})
 }
