@@ -28,7 +28,18 @@ import (
 // InterBrokerDialer returns the dial function follower fetch uses to reach
 // other brokers' inter-broker listener, or nil when that listener is
 // PLAINTEXT (a plain TCP dial).
+//
+// Its connections re-authenticate in place (KIP-368) when the broker
+// gives the SASL session a lifetime: the next Write after 85% of it runs
+// SaslHandshake and SaslAuthenticate on the connection first. That is safe
+// because both inter-broker users (follower fetch, InterBrokerClient) have
+// one request in flight per connection and read its whole answer before
+// writing again.
 func InterBrokerDialer(cfg *config.Config, dialTimeout time.Duration) (func(ctx context.Context, addr string) (net.Conn, error), error) {
+	return dialerFor(cfg, dialTimeout, true)
+}
+
+func dialerFor(cfg *config.Config, dialTimeout time.Duration, reauth bool) (func(ctx context.Context, addr string) (net.Conn, error), error) {
 	sec := cfg.Security[cfg.InterBrokerListenerName]
 	if sec == nil || !sec.TLS() && !sec.SASL() {
 		return nil, nil
@@ -80,9 +91,15 @@ func InterBrokerDialer(cfg *config.Config, dialTimeout time.Duration) (func(ctx 
 			conn = t
 		}
 		if login != nil {
-			if err := login.run(ctx, conn, dialTimeout); err != nil {
+			life, err := login.run(ctx, conn, dialTimeout, true)
+			if err != nil {
 				conn.Close()
 				return nil, fmt.Errorf("SASL %s as %s: %w", login.mechanism, login.user, err)
+			}
+			if reauth && life > 0 {
+				rc := &reauthConn{Conn: conn, login: login, timeout: dialTimeout}
+				rc.schedule(life)
+				return rc, nil
 			}
 		}
 		return conn, nil
@@ -150,15 +167,25 @@ type saslLogin struct {
 	scramErr  error
 }
 
-func (l *saslLogin) run(ctx context.Context, c net.Conn, timeout time.Duration) error {
+// run logs in on c and returns the session lifetime the broker gave (0:
+// none). clearDeadline resets c's deadline afterwards.
+func (l *saslLogin) run(ctx context.Context, c net.Conn, timeout time.Duration, clearDeadline bool) (time.Duration, error) {
 	deadline := time.Now().Add(timeout)
 	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
 		deadline = d
 	}
 	if err := c.SetDeadline(deadline); err != nil {
-		return err
+		return 0, err
 	}
-	defer c.SetDeadline(time.Time{})
+	if clearDeadline {
+		defer c.SetDeadline(time.Time{})
+	}
+	var life time.Duration
+	err := l.exchange(c, &life)
+	return life, err
+}
+
+func (l *saslLogin) exchange(c net.Conn, life *time.Duration) error {
 	rt := &rawRoundTripper{c: c, fmtr: kmsg.NewRequestFormatter(kmsg.FormatterClientID("raftka-inter-broker"))}
 
 	hs := kmsg.NewPtrSASLHandshakeRequest()
@@ -182,6 +209,9 @@ func (l *saslLogin) run(ctx context.Context, c net.Conn, timeout time.Duration) 
 				return nil, fmt.Errorf("%w: %s", err, *resp.ErrorMessage)
 			}
 			return nil, err
+		}
+		if resp.SessionLifetimeMillis > 0 {
+			*life = time.Duration(resp.SessionLifetimeMillis) * time.Millisecond
 		}
 		return resp.SASLAuthBytes, nil
 	}
@@ -281,9 +311,63 @@ func (r *rawRoundTripper) roundTrip(req kmsg.Request, resp kmsg.Response) error 
 func ClientDialer(cs *config.ClientSecurity, dialTimeout time.Duration) (func(ctx context.Context, addr string) (net.Conn, error), error) {
 	sec := cs.Listener
 	sec.Listener = "CLIENT"
-	return InterBrokerDialer(&config.Config{
+	// kgo pipelines requests on a connection, so its connections cannot
+	// re-authenticate inside a Write; they are redialled when the broker
+	// ends the session.
+	return dialerFor(&config.Config{
 		InterBrokerListenerName:  "CLIENT",
 		Security:                 map[string]*config.ListenerSecurity{"CLIENT": &sec},
 		SASLMechanismInterBroker: cs.Mechanism,
-	}, dialTimeout)
+	}, dialTimeout, false)
+}
+
+// reauthConn is an inter-broker connection whose SASL session has a
+// lifetime: the first Write after reauthAt re-authenticates first. Its
+// user sets deadlines before writing; they are remembered and put back
+// after the exchange, which runs under its own.
+type reauthConn struct {
+	net.Conn
+	login   *saslLogin
+	timeout time.Duration
+
+	mu       sync.Mutex
+	reauthAt time.Time
+	deadline time.Time // the user's last SetDeadline (read and write)
+}
+
+// schedule sets the next re-authentication at 85% of the session's
+// lifetime, as Kafka's clients do (they pick 85-95%).
+func (c *reauthConn) schedule(life time.Duration) {
+	c.reauthAt = time.Now().Add(life * 85 / 100)
+}
+
+func (c *reauthConn) SetDeadline(t time.Time) error {
+	c.mu.Lock()
+	c.deadline = t
+	c.mu.Unlock()
+	return c.Conn.SetDeadline(t)
+}
+
+func (c *reauthConn) Write(b []byte) (int, error) {
+	c.mu.Lock()
+	due := !c.reauthAt.IsZero() && !time.Now().Before(c.reauthAt)
+	deadline := c.deadline
+	c.mu.Unlock()
+	if due {
+		life, err := c.login.run(context.Background(), c.Conn, c.timeout, false)
+		if rerr := c.Conn.SetDeadline(deadline); err == nil {
+			err = rerr
+		}
+		if err != nil {
+			return 0, fmt.Errorf("SASL re-authentication as %s: %w", c.login.user, err)
+		}
+		c.mu.Lock()
+		if life > 0 {
+			c.schedule(life)
+		} else {
+			c.reauthAt = time.Time{}
+		}
+		c.mu.Unlock()
+	}
+	return c.Conn.Write(b)
 }

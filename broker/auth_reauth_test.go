@@ -214,3 +214,47 @@ func TestReauthenticationWithFranzGo(t *testing.T) {
 		})
 	}
 }
+
+// The brokers' own connections (follower fetch, InterBrokerClient)
+// re-authenticate in place before their session ends, so a connection kept
+// past several lifetimes is never closed for it.
+func TestInterBrokerConnectionReauthenticates(t *testing.T) {
+	cfg := nodeConfig(t, "connections.max.reauth.ms=1500\n")
+	s, addr := startSecured(t, saslListener("PLAIN"), Options{Config: cfg})
+	sec := saslListener("PLAIN")
+	sec.Listener = "CLIENT"
+	dial, err := InterBrokerDialer(&config.Config{
+		InterBrokerListenerName:  "CLIENT",
+		Security:                 map[string]*config.ListenerSecurity{"CLIENT": sec},
+		SASLMechanismInterBroker: "PLAIN",
+	}, testDeadline)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), testDeadline)
+	defer cancel()
+	c, err := dial(ctx, addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	rt := &rawRoundTripper{c: c, fmtr: kmsg.NewRequestFormatter(kmsg.FormatterClientID("peer"))}
+	// Bounded: until two re-authentications, at most 100 requests.
+	for i := 0; s.Counters().RequestsFor(saslHandshakeKey, 1) < 3; i++ {
+		if i >= 100 {
+			t.Fatalf("%d handshakes after %d requests", s.Counters().RequestsFor(saslHandshakeKey, 1), i)
+		}
+		req := kmsg.NewPtrMetadataRequest()
+		req.Version = 12
+		if err := rt.roundTrip(req, req.ResponseKind()); err != nil {
+			t.Fatalf("request %d on the re-authenticating connection: %v", i, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if n := s.Counters().RejectedFor(ReasonSessionExpired); n != 0 {
+		t.Fatalf("%d sessions expired", n)
+	}
+	if n := s.Counters().Snapshot().ConnsTotal; n != 1 {
+		t.Fatalf("%d connections, want the one", n)
+	}
+}
