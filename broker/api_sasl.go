@@ -7,8 +7,10 @@ package broker
 // (auth_sasl.go), before any request reaches this table. A request that
 // does reach it came on a listener without SASL or after the connection
 // authenticated; Kafka answers both ILLEGAL_SASL_STATE (KafkaApis), and so
-// do we. Re-authentication (KIP-368) is not offered: SaslAuthenticate v1+
-// answers a session lifetime of 0, so clients never re-authenticate.
+// do we. Re-authentication (KIP-368) on a session with a lifetime is taken
+// before the table (auth_reauth.go); a SaslHandshake that reaches it is one
+// on a session without a lifetime, or within a second of the last
+// re-authentication.
 //
 // Version notes: SaslHandshake v1 means the tokens follow in
 // SaslAuthenticate requests (v0: bare frames); SaslAuthenticate v1 adds

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"sync"
 	"time"
 
 	"github.com/raftka/raftka/broker/config"
@@ -29,7 +30,7 @@ import (
 // other brokers' inter-broker listener, or nil when that listener is
 // PLAINTEXT (a plain TCP dial).
 func InterBrokerDialer(cfg *config.Config, dialTimeout time.Duration, log zerolog.Logger) (func(ctx context.Context, addr string) (net.Conn, error), error) {
-	return listenerDialer(cfg.Security[cfg.InterBrokerListenerName], cfg.SASLMechanismInterBroker, "inter-broker", dialTimeout, log)
+	return listenerDialer(cfg.Security[cfg.InterBrokerListenerName], cfg.SASLMechanismInterBroker, "inter-broker", dialTimeout, log, true)
 }
 
 // ControllerDialer returns the dial function this node uses to reach the
@@ -38,20 +39,23 @@ func InterBrokerDialer(cfg *config.Config, dialTimeout time.Duration, log zerolo
 // controller.listener.names (truststore, keystore for mTLS,
 // ssl.endpoint.identification.algorithm) and logs in with
 // sasl.mechanism.controller.protocol as the username and password of that
-// listener's JAAS config for the mechanism. nil for PLAINTEXT.
+// listener's JAAS config for the mechanism. nil for PLAINTEXT. Its
+// connections do not re-authenticate in place: Raft pipelines several
+// requests on one stream, which reauthConn's exchange would cut into.
 func ControllerDialer(cfg *config.Config, dialTimeout time.Duration, log zerolog.Logger) (func(ctx context.Context, addr string) (net.Conn, error), error) {
 	l, ok := cfg.ControllerListener()
 	if !ok {
 		return nil, nil
 	}
-	return listenerDialer(cfg.Security[l.Name], cfg.SASLMechanismController, "controller", dialTimeout, log)
+	return listenerDialer(cfg.Security[l.Name], cfg.SASLMechanismController, "controller", dialTimeout, log, false)
 }
 
 // listenerDialer dials a listener of sec's settings, logging in with mech
 // when it is SASL; what names the listener's role in errors. The client
 // certificate and truststore are reloaded when their files change
-// (auth_reload.go).
-func listenerDialer(sec *config.ListenerSecurity, mech, what string, dialTimeout time.Duration, log zerolog.Logger) (func(ctx context.Context, addr string) (net.Conn, error), error) {
+// (auth_reload.go). With reauth, a connection whose session has a lifetime
+// re-authenticates in place (reauthConn).
+func listenerDialer(sec *config.ListenerSecurity, mech, what string, dialTimeout time.Duration, log zerolog.Logger, reauth bool) (func(ctx context.Context, addr string) (net.Conn, error), error) {
 	if sec == nil || !sec.TLS() && !sec.SASL() {
 		return nil, nil
 	}
@@ -74,7 +78,12 @@ func listenerDialer(sec *config.ListenerSecurity, mech, what string, dialTimeout
 			return nil, fmt.Errorf("%s listener %s: %s JAAS config: %w", what, sec.Listener, mech, err)
 		}
 		login = &saslLogin{mechanism: mech, user: e.Options["username"], password: e.Options["password"]}
-		if login.user == "" || login.password == "" {
+		if mech == "OAUTHBEARER" {
+			if login.oauth, err = newOAuthLogin(e.Options); err != nil {
+				return nil, fmt.Errorf("%s listener %s: OAUTHBEARER JAAS config: %w", what, sec.Listener, err)
+			}
+			login.user = login.oauth.principal
+		} else if login.user == "" || login.password == "" {
 			return nil, fmt.Errorf("%s listener %s: the %s JAAS config has no username and password for this node to log in with", what, sec.Listener, mech)
 		}
 	}
@@ -101,9 +110,15 @@ func listenerDialer(sec *config.ListenerSecurity, mech, what string, dialTimeout
 			conn = t
 		}
 		if login != nil {
-			if err := login.run(ctx, conn, dialTimeout); err != nil {
+			life, err := login.run(ctx, conn, dialTimeout, true)
+			if err != nil {
 				conn.Close()
 				return nil, fmt.Errorf("SASL %s as %s: %w", login.mechanism, login.user, err)
+			}
+			if reauth && life > 0 {
+				rc := &reauthConn{Conn: conn, login: login, timeout: dialTimeout}
+				rc.schedule(life)
+				return rc, nil
 			}
 		}
 		return conn, nil
@@ -161,17 +176,35 @@ func clientTLSConfig(sec *config.ListenerSecurity) (*tls.Config, error) {
 // mechanism's tokens in SaslAuthenticate v2.
 type saslLogin struct {
 	mechanism, user, password string
+	oauth                     *oauthLogin // OAUTHBEARER: the unsecured token's claims
+
+	// scram is made on the first SCRAM login and kept: it caches the
+	// salted password per salt and iteration count (safe for concurrent
+	// use), so a redial does not derive it again.
+	scramOnce sync.Once
+	scram     *scram.Client
+	scramErr  error
 }
 
-func (l *saslLogin) run(ctx context.Context, c net.Conn, timeout time.Duration) error {
+// run logs in on c and returns the session lifetime the broker gave (0:
+// none). clearDeadline resets c's deadline afterwards.
+func (l *saslLogin) run(ctx context.Context, c net.Conn, timeout time.Duration, clearDeadline bool) (time.Duration, error) {
 	deadline := time.Now().Add(timeout)
 	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
 		deadline = d
 	}
 	if err := c.SetDeadline(deadline); err != nil {
-		return err
+		return 0, err
 	}
-	defer c.SetDeadline(time.Time{})
+	if clearDeadline {
+		defer c.SetDeadline(time.Time{})
+	}
+	var life time.Duration
+	err := l.exchange(c, &life)
+	return life, err
+}
+
+func (l *saslLogin) exchange(c net.Conn, life *time.Duration) error {
 	rt := &rawRoundTripper{c: c, fmtr: kmsg.NewRequestFormatter(kmsg.FormatterClientID("raftka-inter-broker"))}
 
 	hs := kmsg.NewPtrSASLHandshakeRequest()
@@ -196,22 +229,41 @@ func (l *saslLogin) run(ctx context.Context, c net.Conn, timeout time.Duration) 
 			}
 			return nil, err
 		}
+		if resp.SessionLifetimeMillis > 0 {
+			*life = time.Duration(resp.SessionLifetimeMillis) * time.Millisecond
+		}
 		return resp.SASLAuthBytes, nil
 	}
 	switch l.mechanism {
 	case "PLAIN":
 		_, err := step([]byte("\x00" + l.user + "\x00" + l.password))
 		return err
-	case "SCRAM-SHA-256", "SCRAM-SHA-512":
-		gen := scram.SHA256
-		if l.mechanism == "SCRAM-SHA-512" {
-			gen = scram.SHA512
-		}
-		cl, err := gen.NewClient(l.user, l.password, "")
+	case "OAUTHBEARER":
+		out, err := step(l.oauth.initial(time.Now()))
 		if err != nil {
 			return err
 		}
-		conv := cl.NewConversation()
+		if len(out) != 0 {
+			// The broker refused the token (RFC 7628's error status);
+			// acknowledging it ends the exchange with the error.
+			if _, err := step([]byte{0x01}); err != nil {
+				return err
+			}
+			return fmt.Errorf("the broker refused the token: %s", out)
+		}
+		return nil
+	case "SCRAM-SHA-256", "SCRAM-SHA-512":
+		l.scramOnce.Do(func() {
+			gen := scram.SHA256
+			if l.mechanism == "SCRAM-SHA-512" {
+				gen = scram.SHA512
+			}
+			l.scram, l.scramErr = gen.NewClient(l.user, l.password, "")
+		})
+		if l.scramErr != nil {
+			return l.scramErr
+		}
+		conv := l.scram.NewConversation()
 		msg, err := conv.Step("")
 		if err != nil {
 			return err
@@ -278,9 +330,59 @@ func (r *rawRoundTripper) roundTrip(req kmsg.Request, resp kmsg.Response) error 
 func ClientDialer(cs *config.ClientSecurity, dialTimeout time.Duration) (func(ctx context.Context, addr string) (net.Conn, error), error) {
 	sec := cs.Listener
 	sec.Listener = "CLIENT"
-	return InterBrokerDialer(&config.Config{
-		InterBrokerListenerName:  "CLIENT",
-		Security:                 map[string]*config.ListenerSecurity{"CLIENT": &sec},
-		SASLMechanismInterBroker: cs.Mechanism,
-	}, dialTimeout, zerolog.Nop())
+	// kgo pipelines requests on a connection, so its connections cannot
+	// re-authenticate inside a Write; they are redialled when the broker
+	// ends the session.
+	return listenerDialer(&sec, cs.Mechanism, "client", dialTimeout, zerolog.Nop(), false)
+}
+
+// reauthConn is an inter-broker connection whose SASL session has a
+// lifetime: the first Write after reauthAt re-authenticates first. Its
+// user sets deadlines before writing; they are remembered and put back
+// after the exchange, which runs under its own.
+type reauthConn struct {
+	net.Conn
+	login   *saslLogin
+	timeout time.Duration
+
+	mu       sync.Mutex
+	reauthAt time.Time
+	deadline time.Time // the user's last SetDeadline (read and write)
+}
+
+// schedule sets the next re-authentication at 85% of the session's
+// lifetime, as Kafka's clients do (they pick 85-95%).
+func (c *reauthConn) schedule(life time.Duration) {
+	c.reauthAt = time.Now().Add(life * 85 / 100)
+}
+
+func (c *reauthConn) SetDeadline(t time.Time) error {
+	c.mu.Lock()
+	c.deadline = t
+	c.mu.Unlock()
+	return c.Conn.SetDeadline(t)
+}
+
+func (c *reauthConn) Write(b []byte) (int, error) {
+	c.mu.Lock()
+	due := !c.reauthAt.IsZero() && !time.Now().Before(c.reauthAt)
+	deadline := c.deadline
+	c.mu.Unlock()
+	if due {
+		life, err := c.login.run(context.Background(), c.Conn, c.timeout, false)
+		if rerr := c.Conn.SetDeadline(deadline); err == nil {
+			err = rerr
+		}
+		if err != nil {
+			return 0, fmt.Errorf("SASL re-authentication as %s: %w", c.login.user, err)
+		}
+		c.mu.Lock()
+		if life > 0 {
+			c.schedule(life)
+		} else {
+			c.reauthAt = time.Time{}
+		}
+		c.mu.Unlock()
+	}
+	return c.Conn.Write(b)
 }

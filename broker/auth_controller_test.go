@@ -54,7 +54,7 @@ func TestControllerHandshakeLogin(t *testing.T) {
 			clientErr := make(chan error, 1)
 			go func() {
 				l := &saslLogin{mechanism: tc.mech, user: tc.user, password: tc.password}
-				err := l.run(context.Background(), cl, 5*time.Second)
+				_, err := l.run(context.Background(), cl, 5*time.Second, true)
 				if err == nil {
 					_, err = cl.Write([]byte{0xFF})
 				}

@@ -3,6 +3,7 @@ package broker
 import (
 	"bytes"
 	"encoding/binary"
+	"strings"
 	"testing"
 	"time"
 
@@ -33,6 +34,11 @@ func FuzzSASLConnection(f *testing.F) {
 	f.Add(join(hs(1, "SCRAM-SHA-256"), au(1, "n,,n=alice,r=abc"), au(1, "c=biws,r=abc,p=AAAA")))
 	f.Add(join(hs(0, "SCRAM-SHA-512"), raw("n,,n=bob,r=x"), raw("garbage")))
 	f.Add(join(hs(1, "GSSAPI")))
+	tok := unsecuredJWS(`{"alg":"none"}`, `{"sub":"alice","exp":99999999999}`)
+	f.Add(join(hs(1, "OAUTHBEARER"), au(2, "n,,\x01auth=Bearer "+tok+"\x01k=v\x01\x01"), meta, hs(1, "OAUTHBEARER"), au(2, "n,,\x01auth=Bearer "+tok+"\x01\x01"), meta))
+	f.Add(join(hs(1, "OAUTHBEARER"), au(2, "n,,\x01auth=Bearer a.b.\x01\x01"), au(2, "\x01")))
+	f.Add(join(hs(1, "PLAIN"), au(2, "\x00alice\x00alice-secret"), hs(1, "PLAIN"), au(2, "\x00admin\x00admin-secret")))
+	f.Add(join(hs(1, "PLAIN"), au(2, "\x00alice\x00alice-secret"), hs(1, "SCRAM-SHA-256"), meta))
 	f.Add(meta)
 	f.Add([]byte{0, 0, 0, 2, 0, 17})
 	f.Add([]byte{0x7f, 0xff, 0xff, 0xff})
@@ -45,11 +51,12 @@ func FuzzSASLConnection(f *testing.F) {
 		f.Fatal(err)
 	}
 	f.Cleanup(func() { _ = srv.Close() })
-	ss, err := srv.newSASLServer(saslListener("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"))
+	ss, err := srv.newSASLServer(saslListener("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER"))
 	if err != nil {
 		f.Fatal(err)
 	}
 	ss.delay = 0
+	ss.reauth = time.Hour // sessions with a lifetime, so re-authentication is taken
 	auth := &listenerAuth{protocol: "SASL_PLAINTEXT", sasl: ss}
 
 	f.Fuzz(func(t *testing.T, data []byte) {
@@ -69,6 +76,30 @@ func FuzzSASLConnection(f *testing.F) {
 		case <-done:
 		case <-time.After(testDeadline):
 			t.Fatal("connection neither answered nor closed")
+		}
+	})
+}
+
+// The OAUTHBEARER initial response and token decoders take any bytes.
+func FuzzOAuthBearerToken(f *testing.F) {
+	f.Add([]byte("n,,\x01auth=Bearer " + unsecuredJWS(`{"alg":"none"}`, `{"sub":"a","exp":1e10,"iat":1,"scope":["x"]}`) + "\x01k=v\x01\x01"))
+	f.Add([]byte("n,a=x,\x01auth=Bearer a.b.c\x01\x01"))
+	f.Add([]byte("n,,\x01auth=Bearer ..\x01\x01"))
+	f.Add([]byte("n,,\x01\x01"))
+	v, err := newOAuthValidator(`org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required unsecuredValidatorRequiredScope="x";`)
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Fuzz(func(t *testing.T, msg []byte) {
+		in, err := parseOAuthInitial(msg)
+		if err != nil {
+			return
+		}
+		if _, ok := in.extensions["auth"]; ok {
+			t.Fatal("auth kept as an extension")
+		}
+		if tok, bad := v.validate(in.token); bad == nil && strings.TrimSpace(tok.principal) == "" {
+			t.Fatal("a token without a principal validated")
 		}
 	})
 }

@@ -133,7 +133,7 @@ func TestDialerCertificateReload(t *testing.T) {
 	}
 	sec := &config.ListenerSecurity{Listener: "SSL", Protocol: "SSL", KeystoreLocation: ks, KeystoreType: "PEM",
 		TruststoreLocation: ts, TruststoreType: "PEM", EndpointIdentification: "https"}
-	dial, err := listenerDialer(sec, "", "inter-broker", 5*time.Second, zerolog.Nop())
+	dial, err := listenerDialer(sec, "", "inter-broker", 5*time.Second, zerolog.Nop(), false)
 	if err != nil {
 		t.Fatal(err)
 	}

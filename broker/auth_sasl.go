@@ -28,11 +28,14 @@ import (
 // SASL_AUTHENTICATION_FAILED (v0 frames: just closed) and the connection is
 // closed after connection.failed.authentication.delay.ms.
 //
+// Session lifetimes and re-authentication (KIP-368) are in auth_reauth.go.
+//
 // Mechanisms: PLAIN against the user_<name> options of the listener's
 // listener.name.<l>.plain.sasl.jaas.config, and SCRAM-SHA-256/512 (RFC
 // 5802, by github.com/xdg-go/scram) against the credentials in the
 // metadata image (UserScramCredential records), read at each login so a
-// change through AlterUserScramCredentials applies to the next connection.
+// change through AlterUserScramCredentials applies to the next connection;
+// OAUTHBEARER with unsecured JWS tokens (auth_oauth.go).
 
 const (
 	saslHandshakeKey    = 17
@@ -55,14 +58,24 @@ type saslServer struct {
 	plainUsers map[string]string // PLAIN: user -> password
 	delay      time.Duration
 	scram      func(user string, m metadata.ScramMechanism) (metadata.ScramCredential, bool)
+	oauth      *oauthValidator
+	// reauth is connections.max.reauth.ms (KIP-368); 0 is off.
+	reauth time.Duration
 }
 
 func (s *Server) newSASLServer(sec *config.ListenerSecurity) (*saslServer, error) {
 	delay := defaultFailedAuthDelay
+	var reauth time.Duration
 	if s.config != nil {
 		delay = s.config.FailedAuthenticationDelay
+		reauth = s.config.ConnectionsMaxReauth
 	}
-	return newSASLServer(sec, delay, s.scramCredential)
+	ss, err := newSASLServer(sec, delay, s.scramCredential)
+	if err != nil {
+		return nil, err
+	}
+	ss.reauth = reauth
+	return ss, nil
 }
 
 // newSASLServer is a listener's SASL server: PLAIN users from its JAAS
@@ -79,6 +92,12 @@ func newSASLServer(sec *config.ListenerSecurity, delay time.Duration, scram func
 			ss.plainUsers = users
 		case "SCRAM-SHA-256", "SCRAM-SHA-512":
 			ss.scram = scram
+		case "OAUTHBEARER":
+			v, err := newOAuthValidator(sec.JAAS["OAUTHBEARER"])
+			if err != nil {
+				return nil, fmt.Errorf("listener.name.%s.oauthbearer.sasl.jaas.config: %w", strings.ToLower(sec.Listener), err)
+			}
+			ss.oauth = v
 		default:
 			return nil, fmt.Errorf("SASL mechanism %s is not supported", m)
 		}
@@ -125,6 +144,8 @@ func (ss *saslServer) start(mech string) saslMech {
 	case "SCRAM-SHA-256", "SCRAM-SHA-512":
 		m, _ := metadata.ScramMechanismByName(mech)
 		return newScramMech(mech, m, ss.scram)
+	case "OAUTHBEARER":
+		return &oauthMech{v: ss.oauth}
 	}
 	return nil
 }
@@ -339,6 +360,9 @@ func (c *conn) authenticate() bool {
 				c.authFailed(mechName, err)
 				return false
 			}
+			if done {
+				c.startSession(mech, mechName, time.Now())
+			}
 			var hdr [4]byte
 			binary.BigEndian.PutUint32(hdr[:], uint32(len(out)))
 			if _, err := c.nc.Write(append(hdr[:], out...)); err != nil {
@@ -397,6 +421,9 @@ func (c *conn) authenticate() bool {
 				return false
 			}
 			resp.SASLAuthBytes = out
+			if done {
+				resp.SessionLifetimeMillis = c.startSession(mech, mechName, time.Now())
+			}
 			if !c.writeAuthResponse(&buf, hdr, key, version, resp) {
 				return false
 			}

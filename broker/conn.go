@@ -62,6 +62,9 @@ type slot struct {
 	// keepVersion marks the KIP-511 reply, the one response deliberately
 	// at another version (v0) than its request.
 	keepVersion bool
+	// written, when set, is closed by the writer once the response is on
+	// the wire (a failed re-authentication closes after its answer).
+	written chan struct{}
 }
 
 func newSlot(rc *request) *slot { return &slot{rc: rc, done: make(chan struct{})} }
@@ -126,6 +129,9 @@ type conn struct {
 
 	// auth is the listener's TLS and SASL (auth_conn.go); nil for PLAINTEXT.
 	auth *listenerAuth
+	// session is the SASL session's state for KIP-368 (auth_reauth.go);
+	// the reader goroutine's alone.
+	session saslSession
 
 	closeOnce sync.Once
 	closeErr  error
@@ -422,6 +428,9 @@ func (c *conn) dispatch(frame []byte) (ok, reusable bool) {
 		c.fail(ReasonBadHeader, errShortHeader)
 		return false, false
 	}
+	if handled, ok := c.sessionFrame(frame, key, version); handled || !ok {
+		return ok, false
+	}
 	entry := c.srv.table.lookup(key)
 	if entry == nil {
 		// Kafka fails the header parse for an unknown key and closes.
@@ -546,6 +555,7 @@ func (c *conn) run(e *apiEntry, rc *request, req kmsg.Request, s *slot) {
 		s.complete(nil, err, ReasonHandlerError)
 		return
 	}
+	rc.chargeRequestTime(c.ctx, req, resp) // request_percentage (quota.go)
 	s.complete(resp, nil, 0)
 }
 
@@ -603,6 +613,9 @@ func (c *conn) writeLoop() (held *slot) {
 			return nil
 		}
 		c.srv.metrics.ResponseSent(s.rc.key, s.resp.GetVersion(), n)
+		if s.written != nil {
+			close(s.written)
+		}
 		if cap(buf) > 1<<20 {
 			buf = nil // do not keep one huge response's buffer per connection
 		}

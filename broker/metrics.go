@@ -10,18 +10,20 @@ import (
 type Reason int
 
 const (
-	ReasonFrameTooLarge      Reason = iota // size prefix above socket.request.max.bytes
-	ReasonFrameNegative                    // size prefix below zero
-	ReasonBadHeader                        // request header does not parse
-	ReasonUnknownKey                       // API key not in the table
-	ReasonUnsupportedVersion               // version not advertised (ApiVersions excepted: answered per KIP-511)
-	ReasonUndecodable                      // body does not decode at its version
-	ReasonHandlerError                     // handler returned an error
-	ReasonHandlerPanic                     // handler (or encoder) panicked
-	ReasonNotTLS                           // a client that does not speak TLS on a TLS listener
-	ReasonTLSHandshake                     // TLS handshake failed (untrusted or missing certificate, no common version)
-	ReasonAuthFailed                       // SASL authentication failed (unknown user, wrong password)
-	ReasonSASLState                        // a request not allowed before authentication, or a broken SASL exchange
+	ReasonFrameTooLarge       Reason = iota // size prefix above socket.request.max.bytes
+	ReasonFrameNegative                     // size prefix below zero
+	ReasonBadHeader                         // request header does not parse
+	ReasonUnknownKey                        // API key not in the table
+	ReasonUnsupportedVersion                // version not advertised (ApiVersions excepted: answered per KIP-511)
+	ReasonUndecodable                       // body does not decode at its version
+	ReasonHandlerError                      // handler returned an error
+	ReasonHandlerPanic                      // handler (or encoder) panicked
+	ReasonNotTLS                            // a client that does not speak TLS on a TLS listener
+	ReasonTLSHandshake                      // TLS handshake failed (untrusted or missing certificate, no common version)
+	ReasonAuthFailed                        // SASL authentication failed (unknown user, wrong password)
+	ReasonSASLState                         // a request not allowed before authentication, or a broken SASL exchange
+	ReasonSessionExpired                    // a request after the SASL session's lifetime without re-authentication (KIP-368)
+	ReasonConnectionThrottled               // a connection over its IP's connection_creation_rate, closed unserved (KIP-612)
 	numReasons
 )
 
@@ -29,6 +31,7 @@ var reasonNames = [numReasons]string{
 	"frame_too_large", "frame_negative", "bad_header", "unknown_key",
 	"unsupported_version", "undecodable", "handler_error", "handler_panic",
 	"not_tls", "tls_handshake", "authentication_failed", "illegal_sasl_state",
+	"session_expired", "connection_throttled",
 }
 
 func (r Reason) String() string {

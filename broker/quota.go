@@ -288,3 +288,141 @@ func (r *request) throttleFor(ctx context.Context, d time.Duration, resp kmsg.Re
 	tr.SetThrottle(int32(min(d, time.Duration(math.MaxInt32)*time.Millisecond) / time.Millisecond))
 	r.hold(ctx, d, clientThrottles)
 }
+
+// Request quotas (KIP-124, request_percentage): the time a client's
+// requests keep a handler busy, as a percentage of one handler's time per
+// second (Kafka's request-handler and network thread time; 200 is two
+// handlers' worth). A request's charge is its local time, from its handler
+// starting to its answer or to its wait in a purgatory (long-poll fetches
+// and acks=all waits cost nothing), measured on the same windows as the
+// byte rates. Over the quota the answer carries throttle_time_ms (the
+// larger of this and a byte quota's) and the connection is muted as for
+// the byte quotas. Replica fetches, as cluster actions in Kafka, are
+// exempt; so are ApiVersions and the SASL exchange, which Kafka answers
+// before any quota applies.
+
+// recordAmount charges amount (a byte count, or a percentage of a second)
+// to the client's quota of key and returns the throttle time.
+func (m *quotaManager) recordAmount(img *metadata.Image, principal, clientID, key string, amount float64) time.Duration {
+	if m == nil || img == nil {
+		return 0
+	}
+	q, ok := img.ResolveQuota(strings.TrimPrefix(principal, "User:"), clientID, key)
+	if !ok {
+		return 0
+	}
+	k := key + "\x00" + q.Entity
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	s := m.samplers[k]
+	if s == nil {
+		s = &quotaSampler{window: m.window, n: m.n}
+		m.samplers[k] = s
+	}
+	return s.record(m.now(), amount, q.Value)
+}
+
+// requestQuotaExempt reports the requests request_percentage never charges.
+func requestQuotaExempt(req kmsg.Request) bool {
+	switch r := req.(type) {
+	case *kmsg.ApiVersionsRequest, *kmsg.SASLHandshakeRequest, *kmsg.SASLAuthenticateRequest:
+		return true
+	case *kmsg.FetchRequest:
+		return r.ReplicaID >= 0 || r.ReplicaState.ID >= 0
+	}
+	return false
+}
+
+// chargeRequestTime charges a finished request's handler time to its
+// client's request_percentage and throttles the answer when it is over.
+func (r *request) chargeRequestTime(ctx context.Context, req kmsg.Request, resp kmsg.Response) {
+	m := r.conn.srv.quotas
+	if m == nil || resp == nil || r.dequeued.IsZero() || requestQuotaExempt(req) {
+		return
+	}
+	end := r.localDone
+	if end.IsZero() {
+		end = time.Now()
+	}
+	used := end.Sub(r.dequeued)
+	d := m.recordAmount(r.authImage(), r.conn.principal, r.clientID, metadata.QuotaRequestPercentage, used.Seconds()*100)
+	if d <= 0 {
+		return
+	}
+	tr, ok := resp.(interface {
+		kmsg.ThrottleResponse
+		SetThrottle(int32)
+	})
+	if !ok {
+		r.hold(ctx, d, false)
+		return
+	}
+	ms, clientThrottles := tr.Throttle()
+	if want := int32(min(d, time.Duration(math.MaxInt32)*time.Millisecond) / time.Millisecond); want > ms {
+		tr.SetThrottle(want)
+	}
+	r.hold(ctx, d, clientThrottles)
+}
+
+// Connection creation quotas (KIP-612). Per IP, connection_creation_rate
+// (an ip entity, named or the default): a connection over the rate is
+// accepted, not served, and closed after the throttle time, and it is not
+// counted in the rate, as Kafka's ConnectionQuotas does. Broker-wide,
+// max.connection.creation.rate across every listener but the inter-broker
+// one: a connection over it is served, and the listener accepts nothing
+// more until the throttle time has passed (new connections wait in the
+// kernel's backlog), as Kafka's Acceptor does.
+
+// connectionRates holds the broker-wide sampler.
+type connectionRates struct {
+	m     *quotaManager
+	limit float64 // max.connection.creation.rate; 0 or max int32: none
+
+	mu     sync.Mutex
+	broker *quotaSampler
+}
+
+// ipThrottle records a new connection from ip and returns how long to hold
+// it before closing it unserved (0: serve it).
+func (s *Server) ipThrottle(ip string) time.Duration {
+	m := s.quotas
+	if m == nil || s.deps.Metadata == nil || ip == "" {
+		return 0
+	}
+	img, _ := s.deps.Metadata.Current()
+	if img == nil {
+		return 0
+	}
+	q, ok := img.ResolveIPQuota(ip)
+	if !ok {
+		return 0
+	}
+	k := metadata.QuotaConnectionCreationRate + "\x00" + q.Entity + "\x00" + ip
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	sm := m.samplers[k]
+	if sm == nil {
+		sm = &quotaSampler{window: m.window, n: m.n}
+		m.samplers[k] = sm
+	}
+	now := m.now()
+	d := sm.record(now, 1, q.Value)
+	if d > 0 {
+		sm.record(now, -1, q.Value) // a refused connection is not counted
+	}
+	return d
+}
+
+// brokerThrottle records a new connection broker-wide and returns how long
+// the listener waits before accepting the next one.
+func (cr *connectionRates) brokerThrottle() time.Duration {
+	if cr == nil || cr.limit <= 0 || cr.limit >= math.MaxInt32 {
+		return 0
+	}
+	cr.mu.Lock()
+	defer cr.mu.Unlock()
+	if cr.broker == nil {
+		cr.broker = &quotaSampler{window: cr.m.window, n: cr.m.n}
+	}
+	return cr.broker.record(cr.m.now(), 1, cr.limit)
+}

@@ -172,6 +172,7 @@ type Server struct {
 	parts           *partitionState
 	authorizer      *metadata.Authorizer // nil: everything allowed
 	quotas          *quotaManager        // client quotas (quota.go)
+	connRates       *connectionRates     // max.connection.creation.rate (quota.go)
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -223,6 +224,10 @@ func newServer(opts Options, table *apiTable) (*Server, error) {
 		parts:           newPartitionState(opts.Partitions),
 		authorizer:      opts.authorizer(),
 		quotas:          opts.quotaManager(),
+	}
+	s.connRates = &connectionRates{m: s.quotas}
+	if opts.Config != nil {
+		s.connRates.limit = float64(opts.Config.MaxConnectionCreationRate)
 	}
 	if s.maxRequestBytes == 0 {
 		s.maxRequestBytes = DefaultMaxRequestBytes
@@ -341,12 +346,43 @@ func (s *Server) acceptLoop(l boundListener) error {
 			_ = nc.Close()
 			return nil
 		}
+		if d := s.ipThrottle(aclHost(nc.RemoteAddr())); d > 0 {
+			// connection_creation_rate: closed unserved after the
+			// throttle time (KIP-612).
+			s.metrics.Rejected(ReasonConnectionThrottled)
+			s.log.Debug().Str("listener", l.name).Stringer("remote", addrString{nc.RemoteAddr()}).Dur("throttle", d).
+				Msg("connection over its IP's connection_creation_rate; closing it after the throttle time")
+			go func() {
+				defer s.wg.Done()
+				t := time.NewTimer(d)
+				select {
+				case <-t.C:
+				case <-s.ctx.Done():
+					t.Stop()
+				}
+				_ = nc.Close()
+			}()
+			continue
+		}
 		go func() {
 			defer s.wg.Done()
 			c := s.newConn(nc, l.name)
 			c.auth = l.auth
 			c.serve()
 		}()
+		if s.config != nil && l.name == s.config.InterBrokerListenerName {
+			continue
+		}
+		if d := s.connRates.brokerThrottle(); d > 0 {
+			// max.connection.creation.rate: accept nothing more for d.
+			t := time.NewTimer(d)
+			select {
+			case <-t.C:
+			case <-s.ctx.Done():
+				t.Stop()
+				return nil
+			}
+		}
 	}
 }
 

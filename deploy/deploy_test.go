@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/hex"
 	"fmt"
 	"io"
@@ -20,6 +22,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/sasl/scram"
 	"go.uber.org/goleak"
 )
 
@@ -143,23 +146,29 @@ type composeCluster struct {
 	cmd     []string
 	project string
 	env     []string
+	files   []string // compose files after docker-compose.yml (overlays)
 	clients []string // 127.0.0.1:port of node 1..3
 	metrics []string
 }
 
 func (c *composeCluster) compose(ctx context.Context, args ...string) (string, error) {
 	full := append(slices.Clone(c.cmd[1:]), "--project-name", c.project, "--file", "docker-compose.yml")
+	for _, f := range c.files {
+		full = append(full, "--file", f)
+	}
 	return run(ctx, ".", c.env, c.cmd[0], append(full, args...)...)
 }
 
-func startCompose(t *testing.T, ctx context.Context, cmd []string, image, binary string) *composeCluster {
+// startCompose starts docker-compose.yml, with overlay files and extra
+// environment when given.
+func startCompose(t *testing.T, ctx context.Context, cmd []string, image, binary string, env []string, overlays ...string) *composeCluster {
 	t.Helper()
 	out, err := run(ctx, ".", nil, binary, "storage", "random-uuid")
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := &composeCluster{t: t, cmd: cmd, project: "raftkadeploy" + randomHex(t, 5)}
-	c.env = []string{"RAFTKA_IMAGE=" + image, "RAFTKA_CLUSTER_ID=" + strings.TrimSpace(out)}
+	c := &composeCluster{t: t, cmd: cmd, project: "raftkadeploy" + randomHex(t, 5), files: overlays}
+	c.env = append([]string{"RAFTKA_IMAGE=" + image, "RAFTKA_CLUSTER_ID=" + strings.TrimSpace(out)}, env...)
 	ports := freePorts(t, 2*nodes)
 	for n := 1; n <= nodes; n++ {
 		client, metrics := ports[n-1], ports[nodes+n-1]
@@ -291,7 +300,7 @@ func TestComposeClusterServesKafkaClients(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), clusterTimeout)
 	defer cancel()
-	c := startCompose(t, ctx, cmd, image, binary)
+	c := startCompose(t, ctx, cmd, image, binary, nil)
 	c.waitReady(ctx)
 
 	cl, err := kgo.NewClient(kgo.SeedBrokers(c.clients...), kgo.RequiredAcks(kgo.AllISRAcks()))
@@ -381,5 +390,86 @@ func TestComposeClusterServesKafkaClients(t *testing.T) {
 	var created kadm.CreateTopicResponse
 	if created, err = adm.CreateTopic(ctx, 1, 2, nil, topic+"-after-kill"); err != nil || created.Err != nil {
 		t.Fatalf("create a topic after killing raftka-%d: %v %v", victim, err, created.Err)
+	}
+}
+
+// TestComposeSecureCluster runs docker-compose.secure.yml over
+// docker-compose.yml with TLS material from raftka local --secure
+// --init-only, as the file's header says: admin over SASL_SSL with SCRAM
+// creates an RF=3 topic and writes it with acks=all (the brokers replicate
+// over SASL_SSL), reads it back, and a PLAINTEXT client is refused.
+func TestComposeSecureCluster(t *testing.T) {
+	cmd := requireDocker(t)
+	image, binary := buildImage(t)
+	ctx, cancel := context.WithTimeout(context.Background(), clusterTimeout)
+	defer cancel()
+	dir := t.TempDir()
+	if err := os.Chmod(dir, 0o755); err != nil { // read through the bind mount
+		t.Fatal(err)
+	}
+	out, err := run(ctx, ".", nil, binary, "local", "--secure", "--init-only", "--dir", dir,
+		"--tls-hosts", "localhost,127.0.0.1,raftka-1,raftka-2,raftka-3")
+	if err != nil {
+		t.Fatal(err)
+	}
+	password := strings.TrimSpace(out)
+	if err := os.Chmod(dir+"/tls", 0o755); err != nil {
+		t.Fatal(err)
+	}
+	c := startCompose(t, ctx, cmd, image, binary, []string{"RAFTKA_SECURE_DIR=" + dir, "RAFTKA_ADMIN_PASSWORD=" + password}, "docker-compose.secure.yml")
+	c.waitReady(ctx)
+
+	caPEM, err := os.ReadFile(dir + "/tls/ca.pem")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(caPEM)
+	secured := []kgo.Opt{kgo.SeedBrokers(c.clients...), kgo.DialTLSConfig(&tls.Config{RootCAs: pool}),
+		kgo.SASL(scram.Auth{User: "admin", Pass: password}.AsSha512Mechanism())}
+	cl, err := kgo.NewClient(append(secured, kgo.RequiredAcks(kgo.AllISRAcks()))...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	adm := kadm.NewClient(cl)
+	const topic = "deploy-secure"
+	for deadline := time.Now().Add(60 * time.Second); ; {
+		resp, err := adm.CreateTopic(ctx, 3, 3, nil, topic)
+		if err == nil && resp.Err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("create %s over SASL_SSL: %v %v", topic, err, resp.Err)
+		}
+		time.Sleep(time.Second)
+	}
+	if err := produceRange(ctx, cl, topic, 0, 100); err != nil {
+		t.Fatalf("produce: %v", err)
+	}
+	rcl, err := kgo.NewClient(append(secured, kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rcl.Close()
+	var got []string
+	for len(got) < 100 {
+		fs := rcl.PollFetches(ctx)
+		if ctx.Err() != nil {
+			t.Fatalf("read %d of 100", len(got))
+		}
+		fs.EachRecord(func(r *kgo.Record) { got = append(got, string(r.Value)) })
+	}
+	checkValues(t, got, 100)
+
+	plain, err := kgo.NewClient(kgo.SeedBrokers(c.clients[0]), kgo.RequestRetries(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer plain.Close()
+	pctx, pcancel := context.WithTimeout(ctx, 10*time.Second)
+	defer pcancel()
+	if err := plain.Ping(pctx); err == nil {
+		t.Fatal("a PLAINTEXT client was served by the secured cluster")
 	}
 }

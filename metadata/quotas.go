@@ -35,13 +35,6 @@ var quotaKeyIsWhole = map[string]bool{
 	QuotaRequestPercentage: false, QuotaControllerMutationRate: false,
 }
 
-// QuotaEnforced reports whether the broker enforces a quota key: the byte
-// rates and controller_mutation_rate. The others are Kafka keys the controller refuses (it would
-// otherwise store a limit nothing applies).
-func QuotaEnforced(key string) bool {
-	return key == QuotaProducerByteRate || key == QuotaConsumerByteRate || key == QuotaControllerMutationRate
-}
-
 // QuotaEntityPart is one part of an entity: a name, or the default.
 type QuotaEntityPart struct {
 	Type    string
@@ -208,6 +201,23 @@ func (img *Image) ResolveQuota(user, clientID, key string) (ResolvedQuota, bool)
 		k := e.key()
 		if q, ok := img.quotas[k]; ok {
 			if v, ok := q.values[key]; ok {
+				return ResolvedQuota{Value: v, Entity: k}, true
+			}
+		}
+	}
+	return ResolvedQuota{}, false
+}
+
+// ResolveIPQuota finds the connection_creation_rate of a client IP: its
+// own ip entity, else the default ip entity (Kafka's order).
+func (img *Image) ResolveIPQuota(ip string) (ResolvedQuota, bool) {
+	if len(img.quotas) == 0 {
+		return ResolvedQuota{}, false
+	}
+	for _, e := range []QuotaEntity{{{Type: QuotaEntityIP, Name: ip}}, {{Type: QuotaEntityIP, Default: true}}} {
+		k := e.key()
+		if q, ok := img.quotas[k]; ok {
+			if v, ok := q.values[QuotaConnectionCreationRate]; ok {
 				return ResolvedQuota{Value: v, Entity: k}, true
 			}
 		}

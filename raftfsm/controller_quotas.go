@@ -13,9 +13,10 @@ import (
 // entry stands alone; an entity that breaks the rules, a key named twice,
 // an unknown key or a bad value fails the entry with INVALID_REQUEST and
 // writes nothing of it; removing a key that is not set succeeds without a
-// record; validate_only answers the same and writes nothing. Kafka's keys
-// raftka does not enforce (request_percentage, connection_creation_rate) are refused INVALID_REQUEST with a message
-// saying so, rather than stored without effect.
+// record; validate_only answers the same and writes nothing. Every Kafka
+// key is enforced: the byte rates, request_percentage and
+// connection_creation_rate by the brokers (broker/quota.go),
+// controller_mutation_rate by the controller's callers.
 
 // QuotaEntityOf reads a wire entity (a nil name is the default).
 func QuotaEntityOf(types []string, names []*string) (metadata.QuotaEntity, error) {
@@ -68,12 +69,6 @@ func decideAlterClientQuotas(req *kmsg.AlterClientQuotasRequest) decideFunc {
 					}
 					if err := metadata.ValidateClientQuota(entity, op.Key, op.Value); err != nil {
 						return nil, err
-					}
-					if !metadata.QuotaEnforced(op.Key) {
-						// Stored but not enforced would be a promise
-						// not kept: refused, and said so.
-						return nil, fmt.Errorf("%w: raftka does not enforce %s yet (only %s, %s and %s)", metadata.ErrInvalidRequest,
-							op.Key, metadata.QuotaProducerByteRate, metadata.QuotaConsumerByteRate, metadata.QuotaControllerMutationRate)
 					}
 					out = append(out, &metadata.ClientQuota{Entity: entity, Key: op.Key, Value: op.Value})
 				}

@@ -35,19 +35,20 @@ func TestDecideAlterClientQuotas(t *testing.T) {
 		quotaEntry([][2]*string{{client, nil}}, quotaOp("consumer_byte_rate", 10, false), quotaOp("producer_byte_rate", 0, true)),    // remove of an unset key: fine
 		quotaEntry([][2]*string{{user, s("bob")}}, quotaOp("producer_byte_rate", 1, false), quotaOp("producer_byte_rate", 2, false)), // twice
 		quotaEntry([][2]*string{{user, s("bob")}, {s("ip"), s("1.1.1.1")}}, quotaOp("producer_byte_rate", 1, false)),                 // ip with user
-		quotaEntry([][2]*string{{user, s("bob")}}, quotaOp("request_percentage", 50, false)),                                         // not enforced
+		quotaEntry([][2]*string{{user, s("bob")}}, quotaOp("request_percentage", 50, false)),                                         // enforced too
+		quotaEntry([][2]*string{{s("ip"), nil}}, quotaOp("request_percentage", 50, false)),                                           // not an ip key
 		quotaEntry([][2]*string{{user, s("bob")}}, quotaOp("producer_byte_rate", -5, false)),
 	}
 	d := decideAlterClientQuotas(req)(nil, metadata.NewImage(), time.Now())
 	got := d.resp.(*kmsg.AlterClientQuotasResponse).Entries
-	want := []int16{0, 0, kerr.InvalidRequest.Code, kerr.InvalidRequest.Code, kerr.InvalidRequest.Code, kerr.InvalidRequest.Code}
+	want := []int16{0, 0, kerr.InvalidRequest.Code, kerr.InvalidRequest.Code, 0, kerr.InvalidRequest.Code, kerr.InvalidRequest.Code}
 	for i := range want {
 		if got[i].ErrorCode != want[i] {
 			t.Errorf("entry %d: %v, want %v (%v)", i, kerr.ErrorForCode(got[i].ErrorCode), kerr.ErrorForCode(want[i]), got[i].ErrorMessage)
 		}
 	}
-	if len(d.recs) != 3 {
-		t.Fatalf("%d records, want 3", len(d.recs))
+	if len(d.recs) != 4 {
+		t.Fatalf("%d records, want 4", len(d.recs))
 	}
 	img, delta := metadata.NewImage().Apply(d.recs)
 	if len(delta.Skipped) != 0 {

@@ -509,7 +509,140 @@ ratio() { # a b: a/b as "0.87x", n/a when either is missing
 	if [ -z "${1:-}" ] || [ -z "${2:-}" ]; then echo "n/a"; else awk -v a="$1" -v b="$2" 'BEGIN {if (b == 0) print "n/a"; else printf "%.2fx", a / b}'; fi
 }
 
+
+# ---- Secured rows (issue 13), in a block of their own: functions sec_*,
+# results in SEC[...]. Two three-node clusters of this block's own, one
+# PLAINTEXT (raftka local) and one SASL_SSL + SCRAM-SHA-512 + ACLs
+# (raftka local --secure, the client logging in as admin through
+# --command-config), each measured the same way: BENCH_REPEAT produce runs of
+# 1 KiB records, acks=all, RF=3, min.insync.replicas=2 (the median by MB/s),
+# a consume of the median run's topic, broker CPU seconds per GB for both,
+# and on the secured cluster `raftka bench connect` against node 1 (TLS
+# handshake and SCRAM login per connection, BENCH_SECURE_CONNECTIONS of
+# them, 8 at once): new connections/s and node 1's CPU ms per connection.
+# BENCH_SECURE=0 skips the block.
+SECURE=${BENCH_SECURE:-1}
+SEC_CONNECTIONS=${BENCH_SECURE_CONNECTIONS:-5000}
+declare -A SEC=() # SEC[kind|field]
+
+sec_bench() { # kind what args...: one bench run in JSON with the kind's client settings
+	local kind=$1 what=$2 cc=()
+	shift 2
+	[ "$kind" = secure ] && cc=(--command-config "$WORK/sec-$kind/admin-client.properties")
+	if ! "$BIN" --log-level warn bench "$@" --bootstrap-server "$SEC_BOOTSTRAP" "${cc[@]}" --json 2>>"$WORK/sec-$kind.bench.log"; then
+		echo "bench.sh: $kind: $what failed: $(grep '^raftka:' "$WORK/sec-$kind.bench.log" | tail -n 1)" >&2
+	fi
+}
+
+sec_cli() { # kind args...: a raftka CLI command with the kind's client settings
+	local kind=$1 cc=()
+	shift
+	[ "$kind" = secure ] && cc=(--command-config "$WORK/sec-$kind/admin-client.properties")
+	"$BIN" --log-level error "$@" --bootstrap-server "$SEC_BOOTSTRAP" "${cc[@]}"
+}
+
+sec_cluster() { # kind: plain or secure; runs its rows, stops it
+	local kind=$1 base flags=() pid i k topic out c0 c1 bytes mid n outs=() cpus=() topics=()
+	case $kind in
+	plain) base=$((PORT + 400)) ;;
+	secure) base=$((PORT + 300)) flags=(--secure) ;;
+	esac
+	echo "== secured rows: $kind three nodes" >&2
+	"$BROKER_BIN" local "${flags[@]}" --nodes 3 --dir "$WORK/sec-$kind" --base-port "$base" --controller-base-port $((base + 10)) \
+		--metrics-base-port $((base + 20)) >"$WORK/sec-$kind.log" 2>&1 &
+	pid=$!
+	STARTED+=("$pid")
+	SEC_BOOTSTRAP=127.0.0.1:$base,127.0.0.1:$((base + 1)),127.0.0.1:$((base + 2))
+	for ((i = 0; i < READY_SECS * 2; i++)); do
+		kill -0 "$pid" 2>/dev/null || break
+		[ "$kind" = secure ] && [ ! -r "$WORK/sec-$kind/admin-client.properties" ] && { sleep 0.5; continue; }
+		sec_cli "$kind" topics list --request-timeout 2s >/dev/null 2>&1 && break
+		sleep 0.5
+	done
+	if ! kill -0 "$pid" 2>/dev/null || ((i == READY_SECS * 2)); then
+		FAILED[sec-$kind]="did not become ready; last log lines: $(tail -n 3 "$WORK/sec-$kind.log" | tr '\n' ' ')"
+		stop_pid "$pid"
+		return
+	fi
+	local nodes=()
+	mapfile -t nodes < <(pgrep -P "$pid")
+	STARTED+=("${nodes[@]}")
+	for ((k = 1; k <= REPEAT; k++)); do
+		disk_ok "sec-$kind" || break
+		topic=bench-sec-$k
+		sec_cli "$kind" topics create --topic "$topic" --partitions 6 --replication-factor 3 --config min.insync.replicas=2 \
+			--if-not-exists >>"$WORK/sec-$kind.bench.log" 2>&1
+		sync
+		c0=$(cpu_ticks "${nodes[@]}")
+		out=$(sec_bench "$kind" "bench produce" produce --topic "$topic" --records "$RECORDS" --duration "$DURATION" \
+			--record-size 1024 --acks all --partitions 6 --replication-factor 3)
+		c1=$(cpu_ticks "${nodes[@]}")
+		bytes=$(jget "$out" bytes)
+		[ "${bytes:-0}" = 0 ] && break
+		outs+=("$out")
+		topics+=("$topic")
+		cpus+=("$(awk -v t=$((c1 - c0)) -v hz="$CLK_TCK" -v b="$bytes" 'BEGIN {printf "%.1f", t / hz / (b / 1e9)}')")
+	done
+	if [ "${#outs[@]}" -gt 0 ]; then
+		mid=$(for k in "${!outs[@]}"; do echo "$k $(jget "${outs[$k]}" mb_per_sec)"; done | sort -g -k2 | awk -v n="${#outs[@]}" 'NR == int((n + 1) / 2) {print $1}')
+		out=${outs[$mid]}
+		n=$(jget "$out" records)
+		SEC[$kind|runs]=$(for o in "${outs[@]}"; do echo "$(fmt "$(jget "$o" mb_per_sec)" 1)"; done | paste -sd/)
+		SEC[$kind|mbps]=$(jget "$out" mb_per_sec)
+		SEC[$kind|p99]=$(jget "$out" latency_p99_ms)
+		SEC[$kind|cpu]=${cpus[$mid]}
+		for k in "${!topics[@]}"; do
+			[ "$k" = "$mid" ] || sec_cli "$kind" topics delete --topic "${topics[$k]}" --if-exists >>"$WORK/sec-$kind.bench.log" 2>&1
+		done
+		c0=$(cpu_ticks "${nodes[@]}")
+		out=$(sec_bench "$kind" "bench consume" consume --topic "${topics[$mid]}" --records "$n" --duration "$DURATION")
+		c1=$(cpu_ticks "${nodes[@]}")
+		SEC[$kind|cons]=$(jget "$out" mb_per_sec)
+		bytes=$(jget "$out" bytes)
+		if [ "${bytes:-0}" != 0 ]; then
+			SEC[$kind|ccpu]=$(awk -v t=$((c1 - c0)) -v hz="$CLK_TCK" -v b="$bytes" 'BEGIN {printf "%.1f", t / hz / (b / 1e9)}')
+		fi
+		sec_cli "$kind" topics delete --topic "${topics[$mid]}" --if-exists >>"$WORK/sec-$kind.bench.log" 2>&1
+	fi
+	if [ "$kind" = secure ]; then
+		local node1
+		node1=$(for p in "${nodes[@]}"; do tr '\0' '\n' <"/proc/$p/cmdline" 2>/dev/null | grep -qxF "$WORK/sec-secure/node1/server.properties" && echo "$p"; done | head -n 1)
+		c0=$(cpu_ticks "$node1")
+		out=$(SEC_BOOTSTRAP=127.0.0.1:$base sec_bench "$kind" "bench connect" connect --connections "$SEC_CONNECTIONS" --duration 20s --concurrency 8)
+		c1=$(cpu_ticks "$node1")
+		SEC[secure|conns]=$(jget "$out" connections_per_sec)
+		n=$(jget "$out" connections)
+		SEC[secure|hsp99]=$(jget "$out" handshake_p99_ms)
+		if [ "${n:-0}" != 0 ]; then
+			SEC[secure|connms]=$(awk -v t=$((c1 - c0)) -v hz="$CLK_TCK" -v n="$n" 'BEGIN {printf "%.2f", t / hz * 1000 / n}')
+		fi
+	fi
+	stop_pid "$pid"
+	for p in "${nodes[@]}"; do stop_pid "$p"; done
+}
+
+sec_report() {
+	[ "$SECURE" != 0 ] || return 0
+	echo
+	echo "secured rows: 1 KiB records, acks=all, RF=3, min.insync.replicas=2; PLAINTEXT and SASL_SSL (TLS 1.3, SCRAM-SHA-512, ACLs on) clusters of this block"
+	printf '%-22s %9s %9s %9s %11s %13s\n' listener 'MB/s' 'p99 ms' 'CPU-s/GB' 'cons MB/s' 'cons CPU-s/GB'
+	local k
+	for k in plain secure; do
+		printf '%-22s %9s %9s %9s %11s %13s\n' "$([ $k = plain ] && echo PLAINTEXT || echo SASL_SSL)" "$(fmt "${SEC[$k|mbps]:-}" 1)" \
+			"$(fmt "${SEC[$k|p99]:-}" 2)" "$(fmt "${SEC[$k|cpu]:-}" 1)" "$(fmt "${SEC[$k|cons]:-}" 1)" "$(fmt "${SEC[$k|ccpu]:-}" 1)"
+		[ -n "${SEC[$k|runs]:-}" ] && echo "  $k produce runs, MB/s: ${SEC[$k|runs]} (the row is the median)"
+	done
+	echo "SCRAM-SHA-512 over TLS, new connections on one node: $(fmt "${SEC[secure|conns]:-}" 0)/s (8 at once, handshake p99 $(fmt "${SEC[secure|hsp99]:-}" 1) ms), $(fmt "${SEC[secure|connms]:-}" 2) broker CPU ms each; the client runs on the same machine"
+	verdict "SASL_SSL produce >= 0.7x PLAINTEXT ($(ratio "${SEC[secure|mbps]:-}" "${SEC[plain|mbps]:-}"))" \
+		"$(awk -v a="${SEC[secure|mbps]:-}" -v b="${SEC[plain|mbps]:-}" 'BEGIN {if (a != "" && b > 0) print a / b}')" 'v >= 0.7'
+	verdict "SASL_SSL consume >= 0.5x PLAINTEXT ($(ratio "${SEC[secure|cons]:-}" "${SEC[plain|cons]:-}"))" \
+		"$(awk -v a="${SEC[secure|cons]:-}" -v b="${SEC[plain|cons]:-}" 'BEGIN {if (a != "" && b > 0) print a / b}')" 'v >= 0.5'
+	verdict "SCRAM handshakes >= 500 new connections/s on one node ($(fmt "${SEC[secure|conns]:-}" 0))" "${SEC[secure|conns]:-}" 'v >= 500'
+}
+# ---- end of the secured rows' block
+
 for t in $TARGETS; do bench_target "$t"; done
+if [ "$SECURE" != 0 ]; then sec_cluster plain; sec_cluster secure; fi # secured rows (issue 13)
 
 # The controller fences a broker that has not heartbeated for this long;
 # the failover target allows it plus 2 s.
@@ -638,6 +771,7 @@ for row in $ROWS; do
 			"$(awk -v a="${R[three|$row|mbps]:-}" -v b="${R[three|1024|mbps]:-}" 'BEGIN {if (a != "" && b > 0) print a / b}')" 'v >= 0.8'
 	fi
 done
+sec_report # secured rows (issue 13)
 verdict "RF=3 e2e p99 < 10 ms at 1000/s ($(fmt "${R[three|e2e|p99]:-}" 2) ms)" "${R[three|e2e|p99]:-}" 'v < 10'
 verdict "failover gap <= broker.session.timeout.ms + 2 s = $((SESSION_MS + 2000)) ms (overall $(fmt "${R[three|fail|gap]:-}" 0) ms, one partition $(fmt "${R[three|fail|pgap]:-}" 0) ms)" \
 	"${R[three|fail|pgap]:-}" "v <= $((SESSION_MS + 2000))"

@@ -333,6 +333,9 @@ var defs = []Def{
 	{Name: "connection.failed.authentication.delay.ms", Type: TypeDurationMs, Default: "100", Validate: atLeast(0),
 		set: toDuration(func(c *Config) *time.Duration { return &c.FailedAuthenticationDelay }),
 		Doc: "How long a connection whose SASL authentication failed is kept open after the error is sent, to slow down password guessing."},
+	{Name: "connections.max.reauth.ms", Type: TypeDurationMs, Default: "0", Validate: atLeast(0),
+		set: toDuration(func(c *Config) *time.Duration { return &c.ConnectionsMaxReauth }),
+		Doc: "KIP-368: the longest a SASL session lasts; SaslAuthenticate v1+ tells the client, which must re-authenticate on the open connection before then, and a connection that sends a request after it without re-authenticating is closed. 0 (the default) leaves sessions unbounded, except by an OAUTHBEARER token's exp."},
 
 	// Requests and replication.
 	{Name: "socket.request.max.bytes", Type: TypeInt, Default: "104857600", Validate: atLeast(1),
@@ -485,6 +488,9 @@ var defs = []Def{
 	{Name: "quota.window.num", Type: TypeInt, Default: "11", Validate: atLeast(1),
 		set: to(func(c *Config) *int32 { return &c.QuotaWindowNum }),
 		Doc: "How many samples a client quota's rate is measured over."},
+	{Name: "max.connection.creation.rate", Type: TypeInt, Default: "2147483647", Validate: atLeast(0),
+		set: to(func(c *Config) *int32 { return &c.MaxConnectionCreationRate }),
+		Doc: "KIP-612: new connections per second the broker accepts on all its listeners but the inter-broker one together, measured over the quota windows; above it, accepting waits until the rate is back under it. Per-IP limits are the connection_creation_rate client quota."},
 
 	// Authorization (raftka's StandardAuthorizer, metadata/authorizer.go).
 	{Name: "authorizer.class.name", Type: TypeClass, Default: "", Validate: authorizerClass,

@@ -15,7 +15,6 @@ var kafkaIgnored = toSet(
 	"socket.connection.setup.timeout.ms", "socket.connection.setup.timeout.max.ms",
 	"replica.socket.receive.buffer.bytes",
 	"max.connections", "max.connections.per.ip", "max.connections.per.ip.overrides",
-	"max.connection.creation.rate",
 	"fetch.purgatory.purge.interval.requests", "producer.purgatory.purge.interval.requests",
 	"delete.records.purgatory.purge.interval.requests", "num.quota.samples",
 	"num.replica.alter.log.dirs.threads",
@@ -89,7 +88,7 @@ var kafkaIgnored = toSet(
 	"delegation.token.master.key", "delegation.token.secret.key", "delegation.token.max.lifetime.ms",
 	"delegation.token.expiry.time.ms", "password.encoder.secret", "password.encoder.old.secret",
 	"config.providers", "security.providers", "allowed.listener.names",
-	"connections.max.reauth.ms", "delegation.token.expiry.check.interval.ms",
+	"delegation.token.expiry.check.interval.ms",
 
 	// Remote (tiered) storage.
 	"remote.log.storage.system.enable", "remote.log.manager.task.interval.ms",

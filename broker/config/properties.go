@@ -41,6 +41,8 @@ type Config struct {
 	Security map[string]*ListenerSecurity
 	// FailedAuthenticationDelay is connection.failed.authentication.delay.ms.
 	FailedAuthenticationDelay time.Duration
+	// ConnectionsMaxReauth is connections.max.reauth.ms (KIP-368); 0 is off.
+	ConnectionsMaxReauth time.Duration
 	// SASLMechanismInterBroker is sasl.mechanism.inter.broker.protocol,
 	// upper-case.
 	SASLMechanismInterBroker string
@@ -56,6 +58,8 @@ type Config struct {
 	// Client quota sampling: quota.window.size.seconds, quota.window.num.
 	QuotaWindowSize time.Duration
 	QuotaWindowNum  int32
+	// MaxConnectionCreationRate is max.connection.creation.rate (KIP-612).
+	MaxConnectionCreationRate int32
 
 	LogDirs        []string
 	MetadataLogDir string

@@ -67,7 +67,7 @@ type secKey struct {
 }
 
 // SupportedSASLMechanisms are the mechanisms the broker can serve.
-var SupportedSASLMechanisms = []string{"PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"}
+var SupportedSASLMechanisms = []string{"PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER"}
 
 // tlsProtocols are the ssl.enabled.protocols names Go's crypto/tls serves.
 var tlsProtocols = []string{"TLSv1", "TLSv1.1", "TLSv1.2", "TLSv1.3"}
@@ -109,7 +109,7 @@ var securityKeys = map[string]secKey{
 		store: func(s *ListenerSecurity, _ string, l []string) { s.EnabledProtocols = l }},
 	// Names are checked against Go's suites by the broker, which knows them.
 	"ssl.cipher.suites": {doc: "IANA names of the TLS 1.2 (and older) suites served; TLS 1.3 suites are always on in Go.", list: true, store: func(s *ListenerSecurity, _ string, l []string) { s.CipherSuites = l }},
-	"sasl.enabled.mechanisms": {doc: "PLAIN, SCRAM-SHA-256 and/or SCRAM-SHA-512 (Kafka's default GSSAPI is not served).", list: true, def: "GSSAPI",
+	"sasl.enabled.mechanisms": {doc: "PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 and/or OAUTHBEARER (unsecured JWS validation; Kafka's default GSSAPI is not served).", list: true, def: "GSSAPI",
 		store: func(s *ListenerSecurity, _ string, l []string) {
 			s.EnabledMechanisms = nil
 			for _, m := range l {
@@ -300,6 +300,8 @@ func checkListenerSecurity(c *Config, s *ListenerSecurity) []error {
 			switch {
 			case !slices.Contains(s.EnabledMechanisms, m):
 				fail("sasl.mechanism.inter.broker.protocol=%s is not among this inter-broker listener's sasl.enabled.mechanisms (Kafka's default is GSSAPI)", m)
+			case s.JAAS[m] == "" && m == "OAUTHBEARER":
+				fail("brokers log in to each other with an unsecured token made from listener.name.%s.oauthbearer.sasl.jaas.config's unsecuredLoginStringClaim_sub; it is not set", strings.ToLower(s.Listener))
 			case s.JAAS[m] == "":
 				fail("brokers log in to each other with listener.name.%s.%s.sasl.jaas.config's username and password; it is not set", strings.ToLower(s.Listener), strings.ToLower(m))
 			}

@@ -78,7 +78,7 @@ func TestListenerSecurityErrors(t *testing.T) {
 		{"inline half", []string{"ssl.keystore.location=", "ssl.keystore.key=y"}, "go together"},
 		{"mTLS without truststore", []string{"ssl.truststore.location="}, "ssl.client.auth=required needs a truststore"},
 		{"GSSAPI", []string{"sasl.enabled.mechanisms=GSSAPI"}, "GSSAPI is not supported"},
-		{"OAUTHBEARER", []string{"listener.name.sasl_ssl.sasl.enabled.mechanisms=OAUTHBEARER"}, "OAUTHBEARER is not supported"},
+		{"OAUTHBEARER inter-broker without a login", []string{"listener.name.sasl_ssl.sasl.enabled.mechanisms=OAUTHBEARER", "inter.broker.listener.name=SASL_SSL", "sasl.mechanism.inter.broker.protocol=OAUTHBEARER"}, "unsecuredLoginStringClaim_sub; it is not set"},
 		{"PLAIN without users", []string{"listener.name.sasl_plaintext.plain.sasl.jaas.config="}, "PLAIN needs its users in listener.name.sasl_plaintext.plain.sasl.jaas.config"},
 		{"negative delay", []string{"connection.failed.authentication.delay.ms=-1"}, "must be at least 0"},
 		{"bad endpoint identification", []string{"ssl.endpoint.identification.algorithm=dns"}, "must be one of https, "},

@@ -89,6 +89,7 @@ func init() {
 				Action: benchE2E,
 			},
 			benchKfakeCommand(),
+			benchConnectCommand(),
 		},
 	})
 }

@@ -39,6 +39,9 @@ func init() {
 			&cli.GenericFlag{Name: "override", Value: overrides, Usage: "key=value applied to every node's server.properties (repeatable; commas stay in the value)"},
 			&cli.DurationFlag{Name: "shutdown-timeout", Value: 60 * time.Second, Usage: "how long a node may take to shut down cleanly before it is killed"},
 			&cli.DurationFlag{Name: "restart-delay", Value: 5 * time.Second, Usage: "restart a node that exited on its own after this long (0: leave it down)"},
+			&cli.BoolFlag{Name: "secure", Usage: "SASL_SSL with SCRAM and ACLs on, a test CA made in --dir/tls, and the admin user (prints how to connect kcat)"},
+			&cli.StringFlag{Name: "tls-hosts", Value: "localhost,127.0.0.1,::1", Usage: "with --secure: the names and addresses the brokers' certificate is made for (when --dir/tls is first made)"},
+			&cli.BoolFlag{Name: "init-only", Usage: "with --secure: make --dir/tls, the admin password and admin-client.properties, print the password, and exit (for deploy/docker-compose.secure.yml)"},
 		},
 		Action: func(c *cli.Context) error { return runLocal(c, overrides.take()) },
 	})
@@ -49,6 +52,7 @@ type localPlan struct {
 	dir                         string
 	clientBase, ctrlBase, mBase int
 	overrides                   []string
+	secure                      *secureLocal // --secure; nil for PLAINTEXT
 }
 
 func (p localPlan) nodeDir(id int) string { return filepath.Join(p.dir, fmt.Sprintf("node%d", id)) }
@@ -86,6 +90,9 @@ func (p localPlan) properties(id int) string {
 	fmt.Fprintf(&b, "transaction.state.log.replication.factor=%d\n", rf)
 	fmt.Fprintf(&b, "transaction.state.log.min.isr=%d\n", isr)
 	fmt.Fprintf(&b, "min.insync.replicas=%d\n", isr)
+	if p.secure != nil {
+		b.WriteString(p.secure.properties(p, id))
+	}
 	for _, o := range p.overrides {
 		fmt.Fprintf(&b, "%s\n", o)
 	}
@@ -119,6 +126,18 @@ func runLocal(c *cli.Context, overrides []string) error {
 	if err != nil {
 		return err
 	}
+	if c.Bool("init-only") && !c.Bool("secure") {
+		return errors.New("--init-only goes with --secure")
+	}
+	if c.Bool("secure") {
+		if p.secure, err = prepareSecureLocal(p.dir, strings.Split(c.String("tls-hosts"), ",")); err != nil {
+			return fmt.Errorf("--secure: %w", err)
+		}
+		if c.Bool("init-only") {
+			fmt.Fprintln(os.Stdout, p.secure.password)
+			return nil
+		}
+	}
 	clusterID, err := localClusterID(c.Context, self, p.dir)
 	if err != nil {
 		return err
@@ -132,7 +151,11 @@ func runLocal(c *cli.Context, overrides []string) error {
 		if err := os.WriteFile(cfg, []byte(p.properties(id)), 0o644); err != nil {
 			return err
 		}
-		format := exec.CommandContext(c.Context, self, "storage", "format", "--config", cfg, "--cluster-id", clusterID, "--ignore-formatted")
+		fargs := []string{"storage", "format", "--config", cfg, "--cluster-id", clusterID, "--ignore-formatted"}
+		if p.secure != nil {
+			fargs = append(fargs, p.secure.formatArgs()...)
+		}
+		format := exec.CommandContext(c.Context, self, fargs...)
 		if out, err := format.CombinedOutput(); err != nil {
 			return fmt.Errorf("formatting node %d: %v\n%s", id, err, out)
 		}
@@ -178,6 +201,11 @@ func runLocal(c *cli.Context, overrides []string) error {
 		}
 	}
 	logger.Info().Str("bootstrap", localBootstrap(p)).Msg("cluster starting; Ctrl-C stops every node cleanly")
+	if p.secure != nil {
+		out.Lock()
+		fmt.Fprintln(os.Stdout, p.secure.howTo(p))
+		out.Unlock()
+	}
 
 	// A node that dies (a kill -9 while trying failover, a crash) leaves the
 	// others running, as a real cluster would, and comes back after

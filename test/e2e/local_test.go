@@ -4,6 +4,9 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -17,7 +20,9 @@ import (
 
 	"github.com/raftka/raftka/test/cluster"
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/sasl/scram"
 )
 
 // freeBasePort finds n consecutive free loopback ports at base, base+100 and
@@ -202,4 +207,107 @@ func tail(s string, n int) string {
 		lines = lines[len(lines)-n:]
 	}
 	return strings.Join(lines, "\n")
+}
+
+// `raftka local --secure` starts a SASL_SSL + SCRAM + ACL cluster with a
+// test CA: admin (password in the data directory) works over TLS from
+// franz-go, the raftka CLI and kcat as printed; a client without TLS, or
+// with a wrong password, is refused.
+func TestLocalSecureCluster(t *testing.T) {
+	bin := cluster.Binary(t)
+	base := freeBasePort(t, 3)
+	dir := t.TempDir()
+	out := &lockedBuffer{}
+	cmd := exec.Command(bin, "--log-format", "json", "local", "--secure", "--nodes", "3", "--dir", dir, "--base-port", strconv.Itoa(base))
+	cmd.Stdout, cmd.Stderr = out, out
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(exited) }()
+	t.Cleanup(func() {
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM) // our own process group only
+		select {
+		case <-exited:
+		case <-time.After(60 * time.Second):
+			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+			<-exited
+		}
+		if t.Failed() {
+			t.Logf("raftka local output:\n%s", tail(out.String(), 80))
+		}
+	})
+	ctx := ctxFor(t, 3*time.Minute)
+	var password string
+	cluster.WaitFor(t, 30*time.Second, func() (bool, string) {
+		b, err := os.ReadFile(dir + "/admin.password")
+		password = strings.TrimSpace(string(b))
+		return err == nil && password != "", fmt.Sprint(err)
+	})
+	caPEM, err := os.ReadFile(dir + "/tls/ca.pem")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(caPEM) {
+		t.Fatal("no CA certificate in tls/ca.pem")
+	}
+	seeds := []string{fmt.Sprintf("localhost:%d", base), fmt.Sprintf("localhost:%d", base+1), fmt.Sprintf("localhost:%d", base+2)}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.DialTLSConfig(&tls.Config{RootCAs: pool}),
+		kgo.SASL(scram.Auth{User: "admin", Pass: password}.AsSha512Mechanism()),
+		kgo.RequiredAcks(kgo.AllISRAcks()), kgo.RetryTimeout(30*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	adm := kadm.NewClient(cl)
+	cluster.WaitFor(t, 60*time.Second, func() (bool, string) {
+		brokers, err := adm.ListBrokers(ctx)
+		if err != nil {
+			return false, err.Error()
+		}
+		return len(brokers) == 3, fmt.Sprintf("%d brokers", len(brokers))
+	})
+	if err := createTopic(ctx, adm, "secure-local", 3, 3); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 20 {
+		if err := cl.ProduceSync(ctx, &kgo.Record{Topic: "secure-local", Value: []byte("v" + strconv.Itoa(i))}).FirstErr(); err != nil {
+			t.Fatalf("produce %d over SASL_SSL with acks=all: %v", i, err)
+		}
+	}
+	if out, err := cluster.Run(t, "topics", "list", "--bootstrap-server", seeds[0], "--command-config", dir+"/admin-client.properties"); err != nil || !strings.Contains(out, "secure-local") {
+		t.Fatalf("raftka CLI with the printed --command-config: %v\n%s", err, out)
+	}
+	if err := pingOver(ctx, seeds[0], nil, nil); err == nil {
+		t.Fatal("a PLAINTEXT client was served")
+	}
+	if err := pingOver(ctx, seeds[0], &tls.Config{RootCAs: pool}, scram.Auth{User: "admin", Pass: "wrong"}.AsSha512Mechanism()); !errors.Is(err, kerr.SaslAuthenticationFailed) {
+		t.Fatalf("wrong password: %v", err)
+	}
+
+	// The kcat line the supervisor printed, run as printed (consuming
+	// instead of -L).
+	kcat, missing := findKcat()
+	if missing != "" {
+		missingTool(t, missing)
+	}
+	var line string
+	for _, l := range strings.Split(out.String(), "\n") {
+		if i := strings.Index(l, "kcat -b "); i >= 0 {
+			line = strings.TrimSpace(l[i:])
+		}
+	}
+	fields := strings.Fields(line)
+	if len(fields) < 4 || fields[len(fields)-1] != "-L" {
+		t.Fatalf("no kcat line printed:\n%s", tail(out.String(), 20))
+	}
+	args := append(fields[1:len(fields)-1], "-C", "-t", "secure-local", "-o", "beginning", "-e", "-q")
+	kctx, cancel := context.WithTimeout(ctx, 40*time.Second)
+	defer cancel()
+	got, err := exec.CommandContext(kctx, kcat, args...).CombinedOutput()
+	if err != nil || !strings.Contains(string(got), "v19") {
+		t.Fatalf("kcat as printed: %v\n%s", err, got)
+	}
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"os"
@@ -22,6 +23,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/sasl"
+	"github.com/twmb/franz-go/pkg/sasl/oauth"
 	"github.com/twmb/franz-go/pkg/sasl/plain"
 	"github.com/twmb/franz-go/pkg/sasl/scram"
 )
@@ -33,7 +35,8 @@ import (
 //	SSL             TLS, client certificate optional
 //	MTLS            TLS, client certificate required (ssl.client.auth=required)
 //	SASL_SSL        SCRAM-SHA-256 and SCRAM-SHA-512 over TLS
-//	SASL_PLAINTEXT  PLAIN (users in the JAAS config) and SCRAM-SHA-256
+//	SASL_PLAINTEXT  PLAIN (users in the JAAS config), SCRAM-SHA-256 and
+//	                OAUTHBEARER (unsecured tokens with the scope kafka)
 //
 // The cluster starts with the SCRAM user admin from storage format
 // --add-scram, and brokers replicate over SASL_SSL as that user; the TLS
@@ -87,7 +90,8 @@ func startSecuredCluster(t *testing.T) *securedCluster {
 			"ssl.truststore.location=" + set.Files.CAPEM,
 			"listener.name.mtls.ssl.client.auth=required",
 			"listener.name.sasl_ssl.sasl.enabled.mechanisms=SCRAM-SHA-256,SCRAM-SHA-512",
-			"listener.name.sasl_plaintext.sasl.enabled.mechanisms=PLAIN,SCRAM-SHA-256",
+			"listener.name.sasl_plaintext.sasl.enabled.mechanisms=PLAIN,SCRAM-SHA-256,OAUTHBEARER",
+			`listener.name.sasl_plaintext.oauthbearer.sasl.jaas.config=org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required unsecuredValidatorRequiredScope="kafka";`,
 			`listener.name.sasl_plaintext.plain.sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required ` +
 				`username="admin" password="` + adminPassword + `" user_admin="` + adminPassword + `" user_carol="` + carolPassword + `";`,
 			"connection.failed.authentication.delay.ms=50",
@@ -173,7 +177,7 @@ func TestSecurityListenersWithRealClients(t *testing.T) {
 
 	// The cluster's first user came from storage format --add-scram.
 	adm := kadm.NewClient(sc.kgoOn(t, "SASL_SSL", sc.tls(false), admin.AsSha256Mechanism()))
-	for _, topic := range []string{"sec-franz", "sec-mtls", "sec-ssl", "sec-sarama", "sec-kafka-go", "sec-kcat", "sec-py-ssl", "sec-py-scram", "sec-py-plain"} {
+	for _, topic := range []string{"sec-franz", "sec-mtls", "sec-ssl", "sec-sarama", "sec-kafka-go", "sec-kcat", "sec-py-ssl", "sec-py-scram", "sec-py-plain", "sec-oauth", "sec-py-oauth"} {
 		if err := createTopic(ctx, adm, topic, 3, 3); err != nil {
 			t.Fatalf("create %s over SASL_SSL: %v", topic, err)
 		}
@@ -353,6 +357,8 @@ func TestSecurityListenersWithRealClients(t *testing.T) {
 			})
 		}
 	})
+
+	t.Run("OAUTHBEARER unsecured tokens", func(t *testing.T) { oauthBearerClients(t, ctx, sc) })
 
 	t.Run("refused: franz-go wrong password and unknown user", func(t *testing.T) {
 		for _, m := range []sasl.Mechanism{
@@ -576,4 +582,66 @@ func kafkaGoScram(t *testing.T, ctx context.Context, sc *securedCluster, topic s
 	if got != n {
 		t.Fatalf("kafka-go read %d records, wrote %d", got, n)
 	}
+}
+
+// oauthBearerClients logs in with unsecured OAUTHBEARER tokens through
+// franz-go (a token it is given), librdkafka (kcat and
+// confluent-kafka-python make theirs from sasl.oauthbearer.config) and the
+// raftka CLI (unsecuredLoginStringClaim_sub), and is refused a token
+// without the required scope.
+func oauthBearerClients(t *testing.T, ctx context.Context, sc *securedCluster) {
+	claims := fmt.Sprintf(`{"sub":"dora","exp":%d,"scope":["kafka"]}`, time.Now().Add(time.Hour).Unix())
+	enc := base64.RawURLEncoding.EncodeToString
+	token := enc([]byte(`{"alg":"none"}`)) + "." + enc([]byte(claims)) + "."
+	t.Run("franz-go", func(t *testing.T) {
+		roundTripKgo(t, ctx, sc, "SASL_PLAINTEXT", nil, oauth.Auth{Token: token, Extensions: map[string]string{"traceId": "e2e"}}.AsMechanism(), "sec-oauth", 50)
+		noScope := enc([]byte(`{"alg":"none"}`)) + "." + enc([]byte(fmt.Sprintf(`{"sub":"dora","exp":%d}`, time.Now().Add(time.Hour).Unix()))) + "."
+		if err := pingOver(ctx, sc.addrs["SASL_PLAINTEXT"][0], nil, oauth.Auth{Token: noScope}.AsMechanism()); !errors.Is(err, kerr.SaslAuthenticationFailed) || !strings.Contains(err.Error(), "insufficient_scope") {
+			t.Fatalf("token without the scope: %v", err)
+		}
+	})
+	t.Run("raftka CLI", func(t *testing.T) {
+		path := t.TempDir() + "/oauth.properties"
+		props := "security.protocol=SASL_PLAINTEXT\nsasl.mechanism=OAUTHBEARER\n" +
+			`sasl.jaas.config=org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required unsecuredLoginStringClaim_sub="dora" unsecuredLoginListClaim_scope=",kafka";` + "\n"
+		if err := os.WriteFile(path, []byte(props), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if out, err := cluster.Run(t, "topics", "list", "--bootstrap-server", sc.addrs["SASL_PLAINTEXT"][0], "--command-config", path); err != nil || !strings.Contains(out, "sec-oauth") {
+			t.Fatalf("list: %v\n%s", err, out)
+		}
+	})
+	// librdkafka makes its own unsecured token only when told to.
+	libConf := []string{"security.protocol=SASL_PLAINTEXT", "sasl.mechanisms=OAUTHBEARER", "enable.sasl.oauthbearer.unsecure.jwt=true", "sasl.oauthbearer.config=principal=dora scope=kafka"}
+	t.Run("kcat", func(t *testing.T) {
+		kcat, missing := findKcat()
+		if missing != "" {
+			missingTool(t, missing)
+		}
+		payload := "kcat over OAUTHBEARER"
+		if out, err := runKcat(ctx, kcat, sc.addrs["SASL_PLAINTEXT"][0], libConf, payload, "-P", "-t", "sec-kcat", "-p", "1"); err != nil {
+			t.Fatalf("produce: %v\n%s", err, out)
+		}
+		out, err := runKcat(ctx, kcat, sc.addrs["SASL_PLAINTEXT"][1], libConf, "", "-C", "-t", "sec-kcat", "-p", "1", "-o", "beginning", "-e", "-q")
+		if err != nil || !strings.Contains(out, payload) {
+			t.Fatalf("consume: %v\n%s", err, out)
+		}
+		bad := []string{"security.protocol=SASL_PLAINTEXT", "sasl.mechanisms=OAUTHBEARER", "enable.sasl.oauthbearer.unsecure.jwt=true", "sasl.oauthbearer.config=principal=dora scope=other"}
+		if out, err := runKcat(ctx, kcat, sc.addrs["SASL_PLAINTEXT"][0], bad, "", "-L", "-m", "8"); err == nil {
+			t.Fatalf("kcat without the scope was served:\n%s", out)
+		}
+	})
+	t.Run("confluent-kafka-python", func(t *testing.T) {
+		py, missing := findConfluentPython()
+		if missing != "" {
+			missingTool(t, missing)
+		}
+		args := []string{"../compat/confluent_secure.py", "--bootstrap", strings.Join(sc.addrs["SASL_PLAINTEXT"], ","), "--topic", "sec-py-oauth"}
+		for _, kv := range libConf {
+			args = append(args, "-X", kv)
+		}
+		pctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+		defer cancel()
+		runScript(t, pctx, exec.CommandContext(pctx, py, args...), "confluent-kafka-python")
+	})
 }
