@@ -101,6 +101,8 @@ func (t RecordType) String() string {
 		return "ConsumerGroup"
 	case TypeRemoveConsumerGroup:
 		return "RemoveConsumerGroup"
+	case TypeSharePartitionState:
+		return "SharePartitionState"
 	}
 	if name, ok := shareRecordTypeName(t); ok {
 		return name
