@@ -1,0 +1,270 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/raftka/raftka/test/cluster"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// setGroupConfig sets a GROUP resource config (IncrementalAlterConfigs,
+// resource type 32), as franz-go's share tests set share.auto.offset.reset.
+func setGroupConfig(ctx context.Context, cl *kgo.Client, group, key, value string) error {
+	req := kmsg.NewPtrIncrementalAlterConfigsRequest()
+	r := kmsg.NewIncrementalAlterConfigsRequestResource()
+	r.ResourceType, r.ResourceName = 32, group
+	c := kmsg.NewIncrementalAlterConfigsRequestResourceConfig()
+	c.Name, c.Value = key, kmsg.StringPtr(value)
+	r.Configs = append(r.Configs, c)
+	req.Resources = append(req.Resources, r)
+	resp, err := req.RequestWith(ctx, cl)
+	if err != nil {
+		return err
+	}
+	for _, rr := range resp.Resources {
+		if err := kerr.ErrorForCode(rr.ErrorCode); err != nil {
+			return fmt.Errorf("%s=%s: %w", key, value, err)
+		}
+	}
+	return nil
+}
+
+// shareLedger is what a share group's members saw, by record value.
+type shareLedger struct {
+	mu         sync.Mutex
+	deliveries map[int]int // times delivered
+	accepted   map[int]int
+	released   map[int]int
+	rejected   map[int]int
+	byMember   map[string]int
+	ackErrs    int
+}
+
+func newShareLedger() *shareLedger {
+	return &shareLedger{deliveries: map[int]int{}, accepted: map[int]int{}, released: map[int]int{}, rejected: map[int]int{}, byMember: map[string]int{}}
+}
+
+// decide is the members' policy: values ending in 7 are released on their
+// first delivery (and accepted when they come back), values ending in 9
+// rejected, the rest accepted.
+func (l *shareLedger) decide(member string, v int) kgo.AckStatus {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.deliveries[v]++
+	l.byMember[member]++
+	switch {
+	case v%10 == 7 && l.deliveries[v] == 1:
+		l.released[v]++
+		return kgo.AckRelease
+	case v%10 == 9:
+		l.rejected[v]++
+		return kgo.AckReject
+	}
+	l.accepted[v]++
+	return kgo.AckAccept
+}
+
+// done says whether every value below n was accepted or rejected.
+func (l *shareLedger) done(n int) (bool, string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	missing := 0
+	for v := range n {
+		if l.accepted[v] == 0 && l.rejected[v] == 0 {
+			missing++
+		}
+	}
+	return missing == 0, fmt.Sprintf("%d of %d records not yet accepted or rejected (%d deliveries)", missing, n, len(l.deliveries))
+}
+
+// check returns what breaks the share group's promises for values below n.
+func (l *shareLedger) check(n int) []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var bad []string
+	for v := range n {
+		switch {
+		case v%10 == 9 && (l.rejected[v] != 1 || l.deliveries[v] != 1):
+			bad = append(bad, fmt.Sprintf("rejected record %d delivered %d times", v, l.deliveries[v]))
+		case v%10 == 9:
+		case l.accepted[v] != 1:
+			bad = append(bad, fmt.Sprintf("record %d accepted %d times (delivered %d)", v, l.accepted[v], l.deliveries[v]))
+		case v%10 == 7 && l.deliveries[v] != 2:
+			bad = append(bad, fmt.Sprintf("released record %d delivered %d times, want 2", v, l.deliveries[v]))
+		case v%10 != 7 && l.deliveries[v] != 1:
+			bad = append(bad, fmt.Sprintf("record %d delivered %d times", v, l.deliveries[v]))
+		}
+	}
+	return bad
+}
+
+func (l *shareLedger) counts() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	d, a, r, j := 0, 0, 0, 0
+	for _, c := range l.deliveries {
+		d += c
+	}
+	for _, c := range l.accepted {
+		a += c
+	}
+	for _, c := range l.released {
+		r += c
+	}
+	for _, c := range l.rejected {
+		j += c
+	}
+	return fmt.Sprintf("delivered %d (redelivered %d), accepted %d, released %d, rejected (archived) %d, ack errors %d, per member %v",
+		d, d-len(l.deliveries), a, r, j, l.ackErrs, l.byMember)
+}
+
+// runShareMember polls as one member of group until ctx ends,
+// acknowledging every record by l's policy.
+func runShareMember(ctx context.Context, c *cluster.Cluster, group, topic, member string, l *shareLedger) error {
+	var seeds []string
+	for _, n := range c.Nodes() {
+		seeds = append(seeds, n.ClientAddr())
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.ClientID(member), kgo.ShareGroup(group), kgo.ConsumeTopics(topic),
+		kgo.FetchMaxWait(time.Second),
+		kgo.ShareAckCallback(func(_ *kgo.Client, rs kgo.ShareAckResults) {
+			for _, r := range rs {
+				if r.Err != nil {
+					l.mu.Lock()
+					l.ackErrs++
+					l.mu.Unlock()
+				}
+			}
+		}))
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	for ctx.Err() == nil {
+		fs := cl.PollFetches(ctx)
+		fs.EachRecord(func(r *kgo.Record) {
+			v, err := strconv.Atoi(string(r.Value))
+			if err != nil {
+				return
+			}
+			r.Ack(l.decide(member, v))
+		})
+	}
+	fctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_ = cl.FlushAcks(fctx)
+	return nil
+}
+
+// TestShareGroupDelivery: three franz-go share consumers on a 6-partition
+// RF=3 topic with a producer writing while they consume. Every record is
+// accepted exactly once across the group, released ones come back once
+// (to any member) and are accepted then, rejected ones are never
+// delivered again; a classic consumer group on the same topic meanwhile
+// reads every record in order.
+func TestShareGroupDelivery(t *testing.T) {
+	const topic, group, parts, total = "share-work", "share-workers", 6, 3000
+	c := cluster.Start(t, cluster.Nodes(3))
+	cl := client(t, c)
+	adm := kadm.NewClient(cl)
+	ctx := ctxFor(t, 4*time.Minute)
+	if err := createTopic(ctx, adm, topic, parts, 3); err != nil {
+		t.Fatal(err)
+	}
+	if err := setGroupConfig(ctx, cl, group, "share.auto.offset.reset", "earliest"); err != nil {
+		t.Fatal(err)
+	}
+	produce := func(from, to int) {
+		t.Helper()
+		for i := from; i < to; i++ {
+			cl.Produce(ctx, &kgo.Record{Topic: topic, Value: []byte(strconv.Itoa(i))}, func(_ *kgo.Record, err error) {
+				if err != nil {
+					t.Errorf("produce: %v", err)
+				}
+			})
+		}
+		if err := cl.Flush(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	produce(0, total/2)
+
+	l := newShareLedger()
+	mctx, stop := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	for i := range 3 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := runShareMember(mctx, c, group, topic, fmt.Sprintf("member-%d", i), l); err != nil {
+				t.Error(err)
+			}
+		}()
+	}
+	// The classic group reads the same topic.
+	classic := map[int32][]int64{}
+	var classicMu sync.Mutex
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		var seeds []string
+		for _, n := range c.Nodes() {
+			seeds = append(seeds, n.ClientAddr())
+		}
+		cc, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.ConsumerGroup("classic-readers"), kgo.ConsumeTopics(topic),
+			kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxWait(time.Second))
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		defer cc.Close()
+		for mctx.Err() == nil {
+			cc.PollFetches(mctx).EachRecord(func(r *kgo.Record) {
+				classicMu.Lock()
+				classic[r.Partition] = append(classic[r.Partition], r.Offset)
+				classicMu.Unlock()
+			})
+		}
+	}()
+	produce(total/2, total)
+	cluster.WaitFor(t, 3*time.Minute, func() (bool, string) { return l.done(total) })
+	// Anything delivered twice shows up within a poll or two.
+	time.Sleep(3 * time.Second)
+	cluster.WaitFor(t, time.Minute, func() (bool, string) {
+		classicMu.Lock()
+		defer classicMu.Unlock()
+		n := 0
+		for _, offs := range classic {
+			n += len(offs)
+		}
+		return n >= total, fmt.Sprintf("classic group read %d of %d", n, total)
+	})
+	stop()
+	wg.Wait()
+	t.Logf("share group: %s", l.counts())
+	for _, b := range l.check(total) {
+		t.Error(b)
+	}
+	n := 0
+	for p, offs := range classic {
+		for i := range offs {
+			if i > 0 && offs[i] != offs[i-1]+1 {
+				t.Errorf("classic group partition %d: offset %d after %d", p, offs[i], offs[i-1])
+				break
+			}
+		}
+		n += len(offs)
+	}
+	t.Logf("classic group: %d records, in order per partition", n)
+	if n != total {
+		t.Errorf("classic group read %d records, want %d", n, total)
+	}
+}
