@@ -72,3 +72,79 @@ func shareGroupRows() []row {
 			}},
 	}
 }
+
+func shareFetch(v int16, group, member string, epoch int32) *kmsg.ShareFetchRequest {
+	r := kmsg.NewPtrShareFetchRequest()
+	r.Version, r.GroupID, r.MemberID, r.ShareSessionEpoch = v, kmsg.StringPtr(group), kmsg.StringPtr(member), epoch
+	r.MaxRecords, r.BatchSize = 10, 10
+	return r
+}
+
+func shareAck(v int16, group, member string, epoch int32) *kmsg.ShareAcknowledgeRequest {
+	r := kmsg.NewPtrShareAcknowledgeRequest()
+	r.Version, r.GroupID, r.MemberID, r.ShareSessionEpoch = v, kmsg.StringPtr(group), kmsg.StringPtr(member), epoch
+	return r
+}
+
+// shareDeliveryRows are ShareFetch and ShareAcknowledge (Kafka 4.2, v1-v2):
+// the share session's epochs and an acknowledgement of records the member
+// does not hold.
+func shareDeliveryRows() []row {
+	return []row{
+		{78, lowest, "session epoch without a session", "ShareSessionCache / SharePartitionManager.newContext: an epoch other than 0 with no session is SHARE_SESSION_NOT_FOUND",
+			func(v int16, e *env) kmsg.Request { return shareFetch(v, shareGroup, "no-session-member", 5) },
+			func(r kmsg.Response, _ *env) error {
+				return want("top level", r.(*kmsg.ShareFetchResponse).ErrorCode, kerr.ShareSessionNotFound.Code)
+			}},
+		{78, highest, "open a session", "SharePartitionManager.newContext: epoch 0 opens a share session; the answer carries the acquisition lock duration",
+			func(v int16, e *env) kmsg.Request {
+				r := shareFetch(v, shareGroup, "fetch-member", 0)
+				t := kmsg.NewShareFetchRequestTopic()
+				t.TopicID = e.topicID
+				t.Partitions = []kmsg.ShareFetchRequestTopicPartition{{Partition: 0}}
+				r.Topics = append(r.Topics, t)
+				return r
+			},
+			func(r kmsg.Response, _ *env) error {
+				resp := r.(*kmsg.ShareFetchResponse)
+				if err := want("top level", resp.ErrorCode, 0); err != nil {
+					return err
+				}
+				if resp.AcquisitionLockTimeoutMillis != 30000 {
+					return fmt.Errorf("AcquisitionLockTimeoutMillis %d, want 30000", resp.AcquisitionLockTimeoutMillis)
+				}
+				return nil
+			}},
+		{78, highest, "stale session epoch", "ShareSessionCache: an epoch that is not the session's next is INVALID_SHARE_SESSION_EPOCH",
+			func(v int16, e *env) kmsg.Request { return shareFetch(v, shareGroup, "fetch-member", 7) },
+			func(r kmsg.Response, _ *env) error {
+				return want("top level", r.(*kmsg.ShareFetchResponse).ErrorCode, kerr.InvalidShareSessionEpoch.Code)
+			}},
+		{79, lowest, "acknowledge opening a session", "KafkaApis.handleShareAcknowledgeRequest: ShareAcknowledge with epoch 0 is INVALID_SHARE_SESSION_EPOCH",
+			func(v int16, e *env) kmsg.Request { return shareAck(v, shareGroup, "fetch-member", 0) },
+			func(r kmsg.Response, _ *env) error {
+				return want("top level", r.(*kmsg.ShareAcknowledgeResponse).ErrorCode, kerr.InvalidShareSessionEpoch.Code)
+			}},
+		{79, highest, "acknowledge records not held", "SharePartition.acknowledge: offsets the member has not acquired are INVALID_RECORD_STATE, the state unchanged",
+			func(v int16, e *env) kmsg.Request {
+				r := shareAck(v, shareGroup, "fetch-member", 1)
+				t := kmsg.NewShareAcknowledgeRequestTopic()
+				t.TopicID = e.topicID
+				p := kmsg.NewShareAcknowledgeRequestTopicPartition()
+				p.AcknowledgementBatches = []kmsg.ShareAcknowledgeRequestTopicPartitionAcknowledgementBatch{{FirstOffset: 1000, LastOffset: 1001, AcknowledgeTypes: []int8{1}}}
+				t.Partitions = append(t.Partitions, p)
+				r.Topics = append(r.Topics, t)
+				return r
+			},
+			func(r kmsg.Response, _ *env) error {
+				resp := r.(*kmsg.ShareAcknowledgeResponse)
+				if err := want("top level", resp.ErrorCode, 0); err != nil {
+					return err
+				}
+				if len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 1 {
+					return fmt.Errorf("answer %+v", resp.Topics)
+				}
+				return want("partition", resp.Topics[0].Partitions[0].ErrorCode, kerr.InvalidRecordState.Code)
+			}},
+	}
+}
