@@ -1,10 +1,14 @@
 package e2e
 
 import (
+	"bufio"
 	"context"
 	"fmt"
+	"os/exec"
 	"strconv"
+	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -346,4 +350,157 @@ func killAPartitionLeader(ctx context.Context, t *testing.T, c *cluster.Cluster,
 	}
 	t.Fatalf("no partition leader besides the controller %d: %v", ql, byLeader)
 	return 0, time.Time{}, nil
+}
+
+// TestShareGroupLockExpiry: a member that stops (SIGSTOP of a `raftka
+// consume --share-group` process, its connections still open) holds the
+// records its last ShareFetch acquired; when their acquisition lock
+// (share.record.lock.duration.ms, 4 s here) expires they go to the other
+// members with a delivery count of 2, and every record is consumed. (The
+// stopped member keeps its assignment until its 45 s session times out,
+// so records of partitions assigned to it alone wait for that.)
+func TestShareGroupLockExpiry(t *testing.T) {
+	const topic, group, total = "share-stuck", "share-stuck-workers", 3000
+	c := cluster.Start(t, cluster.Nodes(3),
+		cluster.Override("group.share.min.record.lock.duration.ms", "1000"),
+		cluster.Override("group.share.record.lock.duration.ms", "4000"))
+	cl := client(t, c)
+	ctx := ctxFor(t, 3*time.Minute)
+	if err := createTopic(ctx, kadm.NewClient(cl), topic, 6, 3); err != nil {
+		t.Fatal(err)
+	}
+	if err := setGroupConfig(ctx, cl, group, "share.auto.offset.reset", "earliest"); err != nil {
+		t.Fatal(err)
+	}
+	produce := func(from, to int) {
+		t.Helper()
+		for i := from; i < to; i++ {
+			cl.Produce(ctx, &kgo.Record{Topic: topic, Value: []byte(strconv.Itoa(i))}, nil)
+		}
+		if err := cl.Flush(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	produce(0, total/2)
+
+	child := exec.Command(cluster.Binary(t), "--log-level", "warn", "consume", "--bootstrap-server", strings.Join(seedAddrs(c), ","),
+		"--topic", topic, "--share-group", group)
+	stdout, err := child.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := child.Start(); err != nil {
+		t.Fatal(err)
+	}
+	pid := child.Process.Pid
+	exited := make(chan error, 1)
+	var printedMu sync.Mutex
+	printed := map[int]bool{}
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			if v, err := strconv.Atoi(sc.Text()); err == nil {
+				printedMu.Lock()
+				printed[v] = true
+				printedMu.Unlock()
+			}
+		}
+		exited <- child.Wait()
+	}()
+	t.Cleanup(func() {
+		// Only the process this test started, by its PID.
+		_ = syscall.Kill(pid, syscall.SIGCONT)
+		_ = syscall.Kill(pid, syscall.SIGKILL)
+		<-exited
+	})
+	nPrinted := func() int {
+		printedMu.Lock()
+		defer printedMu.Unlock()
+		return len(printed)
+	}
+	cluster.WaitFor(t, time.Minute, func() (bool, string) {
+		return nPrinted() >= 100, fmt.Sprintf("the share consumer process printed %d records", nPrinted())
+	})
+	// More records while it runs, so its next fetch acquires some.
+	produce(total/2, 3*total/4)
+	time.Sleep(500 * time.Millisecond)
+	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	stoppedAt := time.Now()
+	atStop := nPrinted()
+	t.Logf("SIGSTOP the share consumer process (pid %d) after it printed %d records", pid, atStop)
+	produce(3*total/4, total)
+
+	var mu sync.Mutex
+	seen := map[int]int32{} // value -> highest delivery count seen by the live members
+	var expiredAfter time.Duration
+	mctx, stop := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	for i := range 2 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var seeds []string
+			for _, n := range c.Nodes() {
+				seeds = append(seeds, n.ClientAddr())
+			}
+			mc, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.ClientID(fmt.Sprintf("live-%d", i)), kgo.ShareGroup(group),
+				kgo.ConsumeTopics(topic), kgo.FetchMaxWait(time.Second))
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			defer mc.Close()
+			for mctx.Err() == nil {
+				mc.PollFetches(mctx).EachRecord(func(r *kgo.Record) {
+					v, _ := strconv.Atoi(string(r.Value))
+					mu.Lock()
+					if r.DeliveryCount() >= 2 && expiredAfter == 0 {
+						expiredAfter = time.Since(stoppedAt)
+					}
+					seen[v] = max(seen[v], r.DeliveryCount())
+					mu.Unlock()
+					r.Ack(kgo.AckAccept)
+				})
+			}
+			fctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			_ = mc.FlushAcks(fctx)
+		}()
+	}
+	cluster.WaitFor(t, 2*time.Minute, func() (bool, string) {
+		mu.Lock()
+		defer mu.Unlock()
+		printedMu.Lock()
+		defer printedMu.Unlock()
+		missing := 0
+		for v := range total {
+			if _, ok := seen[v]; !ok && !printed[v] {
+				missing++
+			}
+		}
+		return missing == 0, fmt.Sprintf("%d records neither printed by the stopped process nor consumed by the live members", missing)
+	})
+	stop()
+	wg.Wait()
+	mu.Lock()
+	defer mu.Unlock()
+	again, both := 0, 0
+	for v, dc := range seen {
+		if dc >= 2 {
+			again++
+		}
+		if printed[v] {
+			both++
+		}
+	}
+	t.Logf("stopped process printed %d; live members consumed %d, %d of them redelivered after the lock expired (first %v after SIGSTOP, lock 4s); %d printed by the stopped process too (its acknowledgements not sent before the stop)",
+		atStop, len(seen), again, expiredAfter.Round(100*time.Millisecond), both)
+	if again == 0 {
+		t.Fatal("no record came back from the stopped member: its acquisition locks never expired")
+	}
+	if expiredAfter < 3*time.Second {
+		t.Errorf("a record came back %v after the stop, before its 4 s lock could expire", expiredAfter)
+	}
 }
