@@ -50,6 +50,7 @@ type sharePart struct {
 	key         metadata.SharePartitionKey
 	topic       string
 	leaderEpoch int32
+	stateEpoch  int32 // of the state it was loaded from
 	p           *share.Partition
 	submitted   uint64 // p.Version() last handed to the writer
 }
@@ -135,9 +136,10 @@ func errNotLeaderHere(p *replica.Partition) error {
 }
 
 // part returns the share-partition of group on rp, loaded from img when
-// it is new here or the leader epoch changed since it was loaded: a new
-// leader continues from what its predecessors made durable, never from
-// an older leadership of its own.
+// it is new here, the leader epoch changed since it was loaded (a new
+// leader continues from what its predecessors made durable, never from an
+// older leadership of its own), or an admin rewrote it (a higher state
+// epoch in the image).
 func (m *shareManager) part(img *metadata.Image, group string, rp *replica.Partition, gs groupSettings) (*sharePart, error) {
 	leader, epoch := rp.Leader()
 	if leader != m.srv.nodeID {
@@ -146,11 +148,12 @@ func (m *shareManager) part(img *metadata.Image, group string, rp *replica.Parti
 	key := metadata.SharePartitionKey{Group: group, TopicID: rp.TopicID(), Partition: rp.Index()}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if sp, ok := m.parts[key]; ok && sp.leaderEpoch == epoch {
+	st, stored := img.SharePartition(key)
+	if sp, ok := m.parts[key]; ok && sp.leaderEpoch == epoch && (!stored || st.StateEpoch <= sp.stateEpoch) {
 		return sp, nil
 	}
-	sp := &sharePart{key: key, topic: rp.Topic(), leaderEpoch: epoch}
-	if st, ok := img.SharePartition(key); ok {
+	sp := &sharePart{key: key, topic: rp.Topic(), leaderEpoch: epoch, stateEpoch: st.StateEpoch}
+	if stored {
 		d := share.Durable{StartOffset: st.StartOffset, StateEpoch: st.StateEpoch}
 		for _, r := range st.Ranges {
 			d.Ranges = append(d.Ranges, share.StateRange{First: r.First, Last: r.Last, State: share.State(r.State), DeliveryCount: r.DeliveryCount})

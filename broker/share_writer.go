@@ -65,6 +65,12 @@ func (sw *shareWriter) submit(rec *metadata.SharePartitionState) <-chan error {
 		sw.pending[k] = p
 		sw.order = append(sw.order, k)
 	}
+	if p.rec != nil && p.rec.StateEpoch > rec.StateEpoch {
+		// An admin's rewrite is queued: this older state is already stale.
+		sw.mu.Unlock()
+		done <- fmt.Errorf("%w: the share-partition state was rewritten", kerr.NotLeaderForPartition)
+		return done
+	}
 	p.rec = rec
 	p.waiters = append(p.waiters, done)
 	sw.mu.Unlock()

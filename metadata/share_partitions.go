@@ -28,8 +28,10 @@ type SharePartitionRange struct {
 // share-partition start offset, the state epoch, and the offsets at or
 // after it whose state is not "available, never delivered". LeaderEpoch is
 // the writer's leader epoch: the controller refuses a write from a leader
-// that has been replaced (FENCED_LEADER_EPOCH), so a deposed leader cannot
-// overwrite its successor's state.
+// that has been replaced, so a deposed leader cannot overwrite its
+// successor's state. StateEpoch rises when an admin rewrites the state
+// (AlterShareGroupOffsets): a leader holding an older one reloads, and its
+// writes of the older epoch are refused.
 type SharePartitionState struct {
 	Group       string
 	TopicID     [16]byte
@@ -124,8 +126,9 @@ func (a *sharePartitionApplier) state(r *SharePartitionState) error {
 		}
 		prev = rg.Last
 	}
-	if old, ok := a.img.sharePartitions[r.key()]; ok && old.LeaderEpoch > r.LeaderEpoch {
-		return invalid("share-partition state of %s from leader epoch %d, after epoch %d wrote", r.Group, r.LeaderEpoch, old.LeaderEpoch)
+	if old, ok := a.img.sharePartitions[r.key()]; ok && (old.LeaderEpoch > r.LeaderEpoch || old.StateEpoch > r.StateEpoch) {
+		return invalid("share-partition state of %s from leader epoch %d state epoch %d, after epochs %d and %d wrote",
+			r.Group, r.LeaderEpoch, r.StateEpoch, old.LeaderEpoch, old.StateEpoch)
 	}
 	a.own()
 	c := *r

@@ -15,8 +15,9 @@ import (
 // Envelope whose RequestData is a metadata record batch, here the
 // coalesced states of the share-partitions one leader changed since its
 // previous write. Each record is fenced on its own: one whose partition is
-// gone or whose leader epoch is not the partition's current one (a deposed
-// leader) is left out, and its index is in the answer's ResponseData (big
+// gone, whose leader epoch is not the partition's current one (a deposed
+// leader), or whose state epoch is older than the stored one (an admin
+// rewrote the state, AlterShareGroupOffsets) is left out, and its index is in the answer's ResponseData (big
 // endian int32s), so the leader fails only the acknowledgements it
 // carried. The rest commit in one entry.
 
@@ -32,7 +33,8 @@ func decideSharePartitionWrite(req *kmsg.EnvelopeRequest, recs []metadata.Record
 				return decision{resp: resp}
 			}
 			p, ok := img.Partition(s.TopicID, s.Partition)
-			if !ok || p.LeaderEpoch != s.LeaderEpoch {
+			prev, had := img.SharePartition(metadata.SharePartitionKey{Group: s.Group, TopicID: s.TopicID, Partition: s.Partition})
+			if !ok || p.LeaderEpoch != s.LeaderEpoch || (had && prev.StateEpoch > s.StateEpoch) {
 				fenced = binary.BigEndian.AppendUint32(fenced, uint32(i))
 				continue
 			}

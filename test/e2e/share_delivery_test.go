@@ -201,10 +201,22 @@ func TestShareGroupDelivery(t *testing.T) { shareDeliveryRun(t, false) }
 // may be delivered again; their count is printed.
 func TestShareGroupLeaderKilled(t *testing.T) { shareDeliveryRun(t, true) }
 
+// spreadingProducer is a client whose records without keys go to the
+// partitions in turn, so every partition has records.
+func spreadingProducer(t *testing.T, c *cluster.Cluster) *kgo.Client {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(seedAddrs(c)...), kgo.RetryTimeout(20*time.Second), kgo.RecordPartitioner(kgo.RoundRobinPartitioner()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cl.Close)
+	return cl
+}
+
 func shareDeliveryRun(t *testing.T, kill bool) {
 	const topic, group, parts, total = "share-work", "share-workers", 6, 6000
 	c := cluster.Start(t, cluster.Nodes(3))
-	cl := client(t, c)
+	cl := spreadingProducer(t, c)
 	adm := kadm.NewClient(cl)
 	ctx := ctxFor(t, 4*time.Minute)
 	if err := createTopic(ctx, adm, topic, parts, 3); err != nil {
@@ -320,6 +332,81 @@ func shareDeliveryRun(t *testing.T, kill bool) {
 	if n < total {
 		t.Errorf("classic group read %d records, want %d", n, total)
 	}
+	if !kill {
+		shareOffsetsAdmin(ctx, t, c, cl, group, topic, total)
+	}
+}
+
+// shareOffsetsAdmin checks the share-group offset admin calls on a group
+// whose members left after consuming total records: every start offset is
+// at the end with no lag (DescribeShareGroupOffsets and `raftka
+// share-groups describe --offsets`); `reset-offsets --to-earliest
+// --execute` moves them back (AlterShareGroupOffsets), and a new member
+// gets every record again.
+func shareOffsetsAdmin(ctx context.Context, t *testing.T, c *cluster.Cluster, cl *kgo.Client, group, topic string, total int) {
+	t.Helper()
+	adm := kadm.NewClient(cl)
+	ends, err := adm.ListEndOffsets(ctx, topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cluster.WaitFor(t, 30*time.Second, func() (bool, string) {
+		d, err := adm.DescribeShareGroupOffsets(ctx, group)
+		if err != nil {
+			return false, err.Error()
+		}
+		g := d[group]
+		if g.Err != nil {
+			return false, g.Err.Error()
+		}
+		for _, o := range g.Offsets.Sorted() {
+			end, _ := ends.Lookup(topic, o.Partition)
+			if o.Err != nil || o.StartOffset != end.Offset || o.Lag != 0 {
+				return false, fmt.Sprintf("partition %d: start %d lag %d err %v, end %d", o.Partition, o.StartOffset, o.Lag, o.Err, end.Offset)
+			}
+		}
+		return len(g.Offsets[topic]) == 6, fmt.Sprintf("%d partitions described", len(g.Offsets[topic]))
+	})
+	out, err := exec.CommandContext(ctx, cluster.Binary(t), "share-groups", "describe", "--bootstrap-server", strings.Join(seedAddrs(c), ","), "--group", group).CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "START-OFFSET") {
+		t.Fatalf("share-groups describe: %v\n%s", err, out)
+	}
+	t.Logf("raftka share-groups describe --group %s:%s", group, out)
+	// The members have left (their clients closed): the group is empty.
+	cluster.WaitFor(t, 60*time.Second, func() (bool, string) {
+		out, err = exec.CommandContext(ctx, cluster.Binary(t), "share-groups", "reset-offsets", "--bootstrap-server", strings.Join(seedAddrs(c), ","),
+			"--group", group, "--topic", topic, "--to-earliest", "--execute").CombinedOutput()
+		return err == nil, fmt.Sprintf("reset-offsets: %v: %s", err, out)
+	})
+	got := map[int]bool{}
+	var mu sync.Mutex
+	mctx, stop := context.WithCancel(ctx)
+	done := make(chan struct{})
+	defer func() { stop(); <-done }()
+	go func() {
+		defer close(done)
+		mc, err := kgo.NewClient(kgo.SeedBrokers(seedAddrs(c)...), kgo.ShareGroup(group), kgo.ConsumeTopics(topic), kgo.FetchMaxWait(time.Second))
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		defer mc.Close()
+		for mctx.Err() == nil {
+			mc.PollFetches(mctx).EachRecord(func(r *kgo.Record) {
+				v, _ := strconv.Atoi(string(r.Value))
+				mu.Lock()
+				got[v] = true
+				mu.Unlock()
+				r.Ack(kgo.AckAccept)
+			})
+		}
+	}()
+	cluster.WaitFor(t, 60*time.Second, func() (bool, string) {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(got) == total, fmt.Sprintf("after reset-offsets --to-earliest a new member got %d of %d records", len(got), total)
+	})
+	t.Logf("after reset-offsets --to-earliest a new member consumed all %d records again", total)
 }
 
 // killAPartitionLeader SIGKILLs a node that leads some of topic's
@@ -364,7 +451,7 @@ func TestShareGroupLockExpiry(t *testing.T) {
 	c := cluster.Start(t, cluster.Nodes(3),
 		cluster.Override("group.share.min.record.lock.duration.ms", "1000"),
 		cluster.Override("group.share.record.lock.duration.ms", "4000"))
-	cl := client(t, c)
+	cl := spreadingProducer(t, c)
 	ctx := ctxFor(t, 3*time.Minute)
 	if err := createTopic(ctx, kadm.NewClient(cl), topic, 6, 3); err != nil {
 		t.Fatal(err)
