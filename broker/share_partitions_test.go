@@ -121,7 +121,6 @@ func TestShareSessions(t *testing.T) {
 	wantErr(kerr.ShareSessionNotFound)(ss.step("g", "b", 1, 2, true))
 }
 
-
 func TestShareLag(t *testing.T) {
 	st := metadata.SharePartitionState{StartOffset: 10, Ranges: []metadata.SharePartitionRange{
 		{First: 11, Last: 12, State: 2}, {First: 13, Last: 13, State: 0, DeliveryCount: 1}, {First: 14, Last: 20, State: 4},

@@ -43,7 +43,9 @@ func TestWriteSharePartitionsFencesPerRecord(t *testing.T) {
 	if !slices.Equal(fenced, []int{1, 2}) {
 		t.Fatalf("fenced %v, want [1 2] (a future leader epoch, a partition that does not exist)", fenced)
 	}
-	key := func(p int32) metadata.SharePartitionKey { return metadata.SharePartitionKey{Group: "sg", TopicID: id, Partition: p} }
+	key := func(p int32) metadata.SharePartitionKey {
+		return metadata.SharePartitionKey{Group: "sg", TopicID: id, Partition: p}
+	}
 	waitFor(t, 10*time.Second, "the states in the image", func() bool {
 		img, _ := n.Current()
 		s0, ok0 := img.SharePartition(key(0))
