@@ -148,3 +148,65 @@ func shareDeliveryRows() []row {
 			}},
 	}
 }
+
+// shareOffsetRows are the share-group offset admin calls (Kafka 4.2:
+// DescribeShareGroupOffsets v0-v1, AlterShareGroupOffsets v0). They run
+// after the share group rows, so shareGroup exists with member m-1.
+func shareOffsetRows() []row {
+	return []row{
+		{90, lowest, "unknown group", "GroupCoordinatorService.describeShareGroupOffsets: an id that is not a share group is GROUP_ID_NOT_FOUND",
+			func(v int16, e *env) kmsg.Request {
+				r := kmsg.NewPtrDescribeShareGroupOffsetsRequest()
+				r.Version = v
+				r.Groups = []kmsg.DescribeShareGroupOffsetsRequestGroup{{GroupID: noGroup}}
+				return r
+			},
+			func(r kmsg.Response, _ *env) error {
+				return want("group", r.(*kmsg.DescribeShareGroupOffsetsResponse).Groups[0].ErrorCode, kerr.GroupIDNotFound.Code)
+			}},
+		{90, highest, "a partition without state", "ShareCoordinatorShard: a share-partition never initialized answers start offset -1 (and lag -1)",
+			func(v int16, e *env) kmsg.Request {
+				r := kmsg.NewPtrDescribeShareGroupOffsetsRequest()
+				r.Version = v
+				r.Groups = []kmsg.DescribeShareGroupOffsetsRequestGroup{{GroupID: shareGroup, Topics: []kmsg.DescribeShareGroupOffsetsRequestGroupTopic{{Topic: topic, Partitions: []int32{0}}}}}
+				return r
+			},
+			func(r kmsg.Response, _ *env) error {
+				g := r.(*kmsg.DescribeShareGroupOffsetsResponse).Groups[0]
+				if err := want("group", g.ErrorCode, 0); err != nil {
+					return err
+				}
+				if len(g.Topics) != 1 || len(g.Topics[0].Partitions) != 1 {
+					return fmt.Errorf("answer %+v", g.Topics)
+				}
+				p := g.Topics[0].Partitions[0]
+				if err := want("partition", p.ErrorCode, 0); err != nil {
+					return err
+				}
+				if p.StartOffset != -1 || p.Lag != -1 {
+					return fmt.Errorf("start offset %d lag %d, want -1 -1", p.StartOffset, p.Lag)
+				}
+				return nil
+			}},
+		{91, lowest, "a group with members", "GroupMetadataManager.shareGroupAlterOffsets: a share group with members is NON_EMPTY_GROUP",
+			func(v int16, e *env) kmsg.Request {
+				r := kmsg.NewPtrAlterShareGroupOffsetsRequest()
+				r.Version, r.GroupID = v, shareGroup
+				r.Topics = []kmsg.AlterShareGroupOffsetsRequestTopic{{Topic: topic, Partitions: []kmsg.AlterShareGroupOffsetsRequestTopicPartition{{Partition: 0, StartOffset: 0}}}}
+				return r
+			},
+			func(r kmsg.Response, _ *env) error {
+				return want("top level", r.(*kmsg.AlterShareGroupOffsetsResponse).ErrorCode, kerr.NonEmptyGroup.Code)
+			}},
+		{91, highest, "unknown group", "GroupMetadataManager.shareGroupAlterOffsets: an id that is no share group is GROUP_ID_NOT_FOUND",
+			func(v int16, e *env) kmsg.Request {
+				r := kmsg.NewPtrAlterShareGroupOffsetsRequest()
+				r.Version, r.GroupID = v, noGroup
+				r.Topics = []kmsg.AlterShareGroupOffsetsRequestTopic{{Topic: topic, Partitions: []kmsg.AlterShareGroupOffsetsRequestTopicPartition{{Partition: 0, StartOffset: 0}}}}
+				return r
+			},
+			func(r kmsg.Response, _ *env) error {
+				return want("top level", r.(*kmsg.AlterShareGroupOffsetsResponse).ErrorCode, kerr.GroupIDNotFound.Code)
+			}},
+	}
+}
