@@ -260,6 +260,10 @@ type acquired struct {
 	n       int // records acquired
 }
 
+// shareReadMax bounds one share-partition read (the first batch is whole
+// even when larger).
+const shareReadMax = 1 << 20
+
 // acquire reads rp's log from the share-partition's next fetch offset and
 // acquires up to maxRecords of what it read for member.
 func (m *shareManager) acquire(img *metadata.Image, group, member string, rp *replica.Partition, maxRecords, maxBytes int, mode share.AcquireMode) (acquired, error) {
@@ -286,7 +290,10 @@ func (m *shareManager) acquire(img *metadata.Image, group, member string, rp *re
 	if gs.readCommitted {
 		iso = replica.ReadCommitted
 	}
-	res := rp.Read(replica.ReadRequest{Offset: sp.p.NextFetchOffset(), MaxBytes: maxBytes, Isolation: iso, ReplicaID: -1, CurrentLeaderEpoch: -1, LastFetchedEpoch: -1})
+	// Read no more than the acquisition can use: at most maxRecords
+	// records (MaxRecords is 500 by default) and at most the window, so a
+	// fetch does not copy megabytes to hand out a few hundred records.
+	res := rp.Read(replica.ReadRequest{Offset: sp.p.NextFetchOffset(), MaxBytes: min(maxBytes, shareReadMax), Isolation: iso, ReplicaID: -1, CurrentLeaderEpoch: -1, LastFetchedEpoch: -1})
 	if res.Err != nil {
 		m.submitLocked(sp)
 		return acquired{}, res.Err

@@ -203,7 +203,7 @@ func TestShareGroupLeaderKilled(t *testing.T) { shareDeliveryRun(t, true) }
 
 // spreadingProducer is a client whose records without keys go to the
 // partitions in turn, so every partition has records.
-func spreadingProducer(t *testing.T, c *cluster.Cluster) *kgo.Client {
+func spreadingProducer(t testing.TB, c *cluster.Cluster) *kgo.Client {
 	t.Helper()
 	cl, err := kgo.NewClient(kgo.SeedBrokers(seedAddrs(c)...), kgo.RetryTimeout(20*time.Second), kgo.RecordPartitioner(kgo.RoundRobinPartitioner()))
 	if err != nil {
