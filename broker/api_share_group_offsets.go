@@ -23,7 +23,11 @@ package broker
 //     INVALID_REQUEST; an unknown topic or partition
 //     UNKNOWN_TOPIC_OR_PARTITION.
 //
-// Not served: DeleteShareGroupOffsets (92).
+//   - Delete (key 92, v0) drops the state of whole topics of a share group
+//     without members (NON_EMPTY_GROUP otherwise; DELETE on the group, READ
+//     on each topic): each of its share-partitions is written as deleted
+//     (start offset -1, a higher state epoch), so its leader starts it
+//     again where share.auto.offset.reset says, and Describe shows -1.
 
 import (
 	"context"
@@ -37,11 +41,12 @@ import (
 func init() {
 	register(apiEntry{key: 90, advertisedMin: 0, min: 0, max: 1, concurrent: true, handle: handleDescribeShareGroupOffsets})
 	register(apiEntry{key: 91, advertisedMin: 0, min: 0, max: 0, handle: handleAlterShareGroupOffsets})
+	register(apiEntry{key: 92, advertisedMin: 0, min: 0, max: 0, handle: handleDeleteShareGroupOffsets})
 }
 
 // shareLag is the records of [SPSO, hw) not finished.
 func shareLag(st metadata.SharePartitionState, hw int64) int64 {
-	if hw < 0 {
+	if hw < 0 || st.StartOffset < 0 {
 		return -1
 	}
 	lag := hw - st.StartOffset
@@ -131,6 +136,28 @@ type ShareGroupMembers interface {
 	ShareGroupHasMembers(groupID string) (bool, error)
 }
 
+// emptyShareGroup is nil when groupID is a share group without members
+// that this node coordinates, else the error the offset admin calls
+// answer.
+func emptyShareGroup(srv *Server, groupID string) *kerr.Error {
+	members, ok := srv.deps.ShareGroups.(ShareGroupMembers)
+	if srv.deps.ShareGroups == nil || !ok {
+		return kerr.CoordinatorNotAvailable
+	}
+	has, err := members.ShareGroupHasMembers(groupID)
+	if err != nil {
+		var ke *kerr.Error
+		if errors.As(err, &ke) {
+			return ke
+		}
+		return kerr.UnknownServerError
+	}
+	if has {
+		return kerr.NonEmptyGroup
+	}
+	return nil
+}
+
 func handleAlterShareGroupOffsets(ctx context.Context, rc *request, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.AlterShareGroupOffsetsRequest)
 	resp := req.ResponseKind().(*kmsg.AlterShareGroupOffsetsResponse)
@@ -142,20 +169,8 @@ func handleAlterShareGroupOffsets(ctx context.Context, rc *request, kreq kmsg.Re
 	if !rc.authorize(opRead, resGroup, req.GroupID) {
 		return fail(kerr.GroupAuthorizationFailed)
 	}
-	members, ok := srv.deps.ShareGroups.(ShareGroupMembers)
-	if srv.deps.ShareGroups == nil || !ok {
-		return fail(kerr.CoordinatorNotAvailable)
-	}
-	has, err := members.ShareGroupHasMembers(req.GroupID)
-	if err != nil {
-		var ke *kerr.Error
-		if errors.As(err, &ke) {
-			return fail(ke)
-		}
-		return fail(kerr.UnknownServerError)
-	}
-	if has {
-		return fail(kerr.NonEmptyGroup)
+	if e := emptyShareGroup(srv, req.GroupID); e != nil {
+		return fail(e)
 	}
 	img := srv.image()
 	type pending struct {
@@ -201,6 +216,62 @@ func handleAlterShareGroupOffsets(ctx context.Context, rc *request, kreq kmsg.Re
 		}
 		if err != nil {
 			resp.Topics[w.ti].Partitions[w.pi].ErrorCode = errorCode(err)
+		}
+	}
+	return resp, nil
+}
+
+func handleDeleteShareGroupOffsets(ctx context.Context, rc *request, kreq kmsg.Request) (kmsg.Response, error) {
+	req := kreq.(*kmsg.DeleteShareGroupOffsetsRequest)
+	resp := req.ResponseKind().(*kmsg.DeleteShareGroupOffsetsResponse)
+	srv := rc.conn.srv
+	if !rc.authorize(opDelete, resGroup, req.GroupID) {
+		resp.ErrorCode = kerr.GroupAuthorizationFailed.Code
+		return resp, nil
+	}
+	if e := emptyShareGroup(srv, req.GroupID); e != nil {
+		resp.ErrorCode = e.Code
+		return resp, nil
+	}
+	img := srv.image()
+	type pending struct {
+		ti   int
+		done <-chan error
+	}
+	var waits []pending
+	for ti, t := range req.Topics {
+		rt := kmsg.NewDeleteShareGroupOffsetsResponseTopic()
+		rt.Topic = t.Topic
+		topic, known := img.Topic(t.Topic)
+		rt.TopicID = topic.ID
+		switch {
+		case !rc.authorize(opRead, resTopic, t.Topic):
+			rt.ErrorCode = kerr.TopicAuthorizationFailed.Code
+		case !known:
+			rt.ErrorCode = kerr.UnknownTopicOrPartition.Code
+		default:
+			for _, st := range img.SharePartitions(req.GroupID) {
+				reg, ok := topic.Partition(st.Partition)
+				if st.TopicID != topic.ID || !ok || st.StartOffset < 0 {
+					continue
+				}
+				rec := &metadata.SharePartitionState{Group: req.GroupID, TopicID: topic.ID, Partition: st.Partition,
+					LeaderEpoch: reg.LeaderEpoch, StateEpoch: st.StateEpoch + 1, StartOffset: -1}
+				waits = append(waits, pending{ti, srv.shares.writer.submit(rec)})
+			}
+		}
+		resp.Topics = append(resp.Topics, rt)
+	}
+	rc.release()
+	for _, w := range waits {
+		var err error
+		select {
+		case err = <-w.done:
+		case <-ctx.Done():
+			err = kerr.RequestTimedOut
+		}
+		if rt := &resp.Topics[w.ti]; err != nil && rt.ErrorCode == 0 {
+			rt.ErrorCode = errorCode(err)
 		}
 	}
 	return resp, nil

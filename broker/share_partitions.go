@@ -153,7 +153,7 @@ func (m *shareManager) part(img *metadata.Image, group string, rp *replica.Parti
 		return sp, nil
 	}
 	sp := &sharePart{key: key, topic: rp.Topic(), leaderEpoch: epoch, stateEpoch: st.StateEpoch}
-	if stored {
+	if stored && st.StartOffset >= 0 {
 		d := share.Durable{StartOffset: st.StartOffset, StateEpoch: st.StateEpoch}
 		for _, r := range st.Ranges {
 			d.Ranges = append(d.Ranges, share.StateRange{First: r.First, Last: r.Last, State: share.State(r.State), DeliveryCount: r.DeliveryCount})
@@ -164,7 +164,9 @@ func (m *shareManager) part(img *metadata.Image, group string, rp *replica.Parti
 		sp.p = share.Restore(gs.cfg, d)
 		sp.p.MoveStart(rp.Log().LogStartOffset())
 	} else {
-		sp.p = share.New(gs.cfg, gs.reset.StartOffset(shareLog{rp}, m.now()))
+		// (Under the stored state epoch: a deleted state, StartOffset -1,
+		// is started again by share.auto.offset.reset.)
+		sp.p = share.Restore(gs.cfg, share.Durable{StartOffset: gs.reset.StartOffset(shareLog{rp}, m.now()), StateEpoch: st.StateEpoch})
 		// A new share-partition is durable at once, so every node agrees
 		// on where the group started (a latest reset otherwise moves
 		// with the log until the first write).

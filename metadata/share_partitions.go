@@ -31,7 +31,9 @@ type SharePartitionRange struct {
 // that has been replaced, so a deposed leader cannot overwrite its
 // successor's state. StateEpoch rises when an admin rewrites the state
 // (AlterShareGroupOffsets): a leader holding an older one reloads, and its
-// writes of the older epoch are refused.
+// writes of the older epoch are refused. StartOffset -1 (no ranges) is a
+// deleted state (DeleteShareGroupOffsets): the leader starts the
+// share-partition again where share.auto.offset.reset says.
 type SharePartitionState struct {
 	Group       string
 	TopicID     [16]byte
@@ -116,7 +118,7 @@ func (a *sharePartitionApplier) own() {
 }
 
 func (a *sharePartitionApplier) state(r *SharePartitionState) error {
-	if r.Group == "" || r.Partition < 0 || r.StartOffset < 0 {
+	if r.Group == "" || r.Partition < 0 || r.StartOffset < -1 || (r.StartOffset == -1 && len(r.Ranges) > 0) {
 		return invalid("share-partition state without a group, or with a negative partition or start offset")
 	}
 	prev := r.StartOffset - 1

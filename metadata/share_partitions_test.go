@@ -24,6 +24,8 @@ func TestSharePartitionStateApply(t *testing.T) {
 		"range below start":  st(3, 5, SharePartitionRange{First: 4, Last: 6}),
 		"overlapping ranges": st(3, 5, SharePartitionRange{First: 6, Last: 8}, SharePartitionRange{First: 8, Last: 9}),
 		"acquired persisted": st(3, 5, SharePartitionRange{First: 6, Last: 6, State: 1}),
+		"deleted with ranges": st(3, -1, SharePartitionRange{First: 6, Last: 6, State: 2}),
+		"start below -1":      st(3, -2),
 		"no group":           {TopicID: id},
 	} {
 		next, d := img.Apply([]Record{bad})
@@ -38,6 +40,11 @@ func TestSharePartitionStateApply(t *testing.T) {
 	img, _ = img.Apply([]Record{st(4, 8)})
 	if got, _ := img.SharePartition(k); got.StartOffset != 8 || got.LeaderEpoch != 4 {
 		t.Fatalf("after epoch 4: %+v", got)
+	}
+	// Deleted (DeleteShareGroupOffsets): start offset -1, no ranges.
+	img, d = img.Apply([]Record{&SharePartitionState{Group: "sg", TopicID: id, LeaderEpoch: 4, StateEpoch: 1, StartOffset: -1}})
+	if got, _ := img.SharePartition(k); len(d.Skipped) > 0 || got.StartOffset != -1 || got.StateEpoch != 1 {
+		t.Fatalf("deleted state: %+v %v", got, d.Skipped)
 	}
 	rebuilt, d := NewImage().Apply(img.sharePartitionRecords())
 	if len(d.Skipped) > 0 || !rebuilt.Equal(img) {

@@ -5,7 +5,8 @@ package main
 // default: DescribeShareGroupOffsets, start offset and lag per partition)
 // / --members / --state with Kafka's columns, reset-offsets
 // (AlterShareGroupOffsets on a group without members; a dry run unless
-// --execute) and delete (DeleteGroups; a group with members is refused).
+// --execute), delete-offsets (DeleteShareGroupOffsets) and delete
+// (DeleteGroups; a group with members is refused).
 
 import (
 	"context"
@@ -65,6 +66,16 @@ func init() {
 					&cli.BoolFlag{Name: "dry-run", Usage: "only show the new offsets (the default)"},
 				},
 				Action: shareGroupsResetOffsets,
+			},
+			{
+				Name:  "delete-offsets",
+				Usage: "forget an empty share group's state of whole topics (it starts again by share.auto.offset.reset)",
+				Flags: []cli.Flag{
+					bootstrapFlag(), requestTimeoutFlag(),
+					&cli.StringFlag{Name: "group", Usage: "share group id (required)"},
+					&cli.StringSliceFlag{Name: "topic", Usage: "topic (repeatable; required)"},
+				},
+				Action: shareGroupsDeleteOffsets,
 			},
 			{
 				Name:  "delete",
@@ -421,5 +432,32 @@ func shareGroupsResetOffsets(c *cli.Context) error {
 			return requestError(c, "alter share group offsets", err)
 		}
 		return resps.Error()
+	})
+}
+
+// shareGroupsDeleteOffsets is kafka-share-groups.sh --delete-offsets.
+func shareGroupsDeleteOffsets(c *cli.Context) error {
+	group, topics := c.String("group"), c.StringSlice("topic")
+	if group == "" || len(topics) == 0 {
+		return errors.New("delete-offsets needs --group and --topic")
+	}
+	return adminGroups(c, func(ctx context.Context, adm *kadm.Client) error {
+		resps, err := adm.DeleteShareGroupOffsets(ctx, group, topics...)
+		if err != nil {
+			return requestError(c, "delete share group offsets", err)
+		}
+		var failed []string
+		for _, t := range topics {
+			if terr, ok := resps.Lookup(t); ok && terr != nil {
+				fmt.Fprintf(c.App.ErrWriter, "Error: topic %s: %v\n", t, terr)
+				failed = append(failed, t)
+				continue
+			}
+			fmt.Fprintf(c.App.Writer, "Deleted the offsets of share group '%s' in topic %s.\n", group, t)
+		}
+		if len(failed) > 0 {
+			return fmt.Errorf("could not delete the offsets of %s", strings.Join(failed, ", "))
+		}
+		return nil
 	})
 }

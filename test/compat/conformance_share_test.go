@@ -210,3 +210,25 @@ func shareOffsetRows() []row {
 			}},
 	}
 }
+
+// shareDeleteOffsetRows: DeleteShareGroupOffsets v0 (Kafka 4.2).
+func shareDeleteOffsetRows() []row {
+	del := func(v int16, group string) kmsg.Request {
+		r := kmsg.NewPtrDeleteShareGroupOffsetsRequest()
+		r.Version, r.GroupID = v, group
+		r.Topics = []kmsg.DeleteShareGroupOffsetsRequestTopic{{Topic: topic}}
+		return r
+	}
+	return []row{
+		{92, lowest, "a group with members", "GroupMetadataManager.shareGroupDeleteOffsets: a share group with members is NON_EMPTY_GROUP",
+			func(v int16, e *env) kmsg.Request { return del(v, shareGroup) },
+			func(r kmsg.Response, _ *env) error {
+				return want("top level", r.(*kmsg.DeleteShareGroupOffsetsResponse).ErrorCode, kerr.NonEmptyGroup.Code)
+			}},
+		{92, highest, "unknown group", "GroupMetadataManager.shareGroupDeleteOffsets: an id that is no share group is GROUP_ID_NOT_FOUND",
+			func(v int16, e *env) kmsg.Request { return del(v, noGroup) },
+			func(r kmsg.Response, _ *env) error {
+				return want("top level", r.(*kmsg.DeleteShareGroupOffsetsResponse).ErrorCode, kerr.GroupIDNotFound.Code)
+			}},
+	}
+}

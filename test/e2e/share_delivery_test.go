@@ -382,7 +382,13 @@ func shareOffsetsAdmin(ctx context.Context, t *testing.T, c *cluster.Cluster, cl
 	var mu sync.Mutex
 	mctx, stop := context.WithCancel(ctx)
 	done := make(chan struct{})
-	defer func() { stop(); <-done }()
+	joined := false
+	defer func() {
+		stop()
+		if !joined {
+			<-done
+		}
+	}()
 	go func() {
 		defer close(done)
 		mc, err := kgo.NewClient(kgo.SeedBrokers(seedAddrs(c)...), kgo.ShareGroup(group), kgo.ConsumeTopics(topic), kgo.FetchMaxWait(time.Second))
@@ -407,6 +413,25 @@ func shareOffsetsAdmin(ctx context.Context, t *testing.T, c *cluster.Cluster, cl
 		return len(got) == total, fmt.Sprintf("after reset-offsets --to-earliest a new member got %d of %d records", len(got), total)
 	})
 	t.Logf("after reset-offsets --to-earliest a new member consumed all %d records again", total)
+	stop()
+	<-done
+	joined = true
+	// delete-offsets (DeleteShareGroupOffsets) once the member has left:
+	// the partitions have no state any more (start offset -1).
+	cluster.WaitFor(t, 60*time.Second, func() (bool, string) {
+		out, err = exec.CommandContext(ctx, cluster.Binary(t), "share-groups", "delete-offsets", "--bootstrap-server", strings.Join(seedAddrs(c), ","),
+			"--group", group, "--topic", topic).CombinedOutput()
+		return err == nil, fmt.Sprintf("delete-offsets: %v: %s", err, out)
+	})
+	d, err := adm.DescribeShareGroupOffsets(ctx, group)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range d[group].Offsets.Sorted() {
+		if o.StartOffset != -1 {
+			t.Errorf("after delete-offsets partition %d starts at %d, want -1", o.Partition, o.StartOffset)
+		}
+	}
 }
 
 // killAPartitionLeader SIGKILLs a node that leads some of topic's
