@@ -20,13 +20,13 @@ func TestSharePartitionStateApply(t *testing.T) {
 		t.Fatalf("state %+v %v", got, ok)
 	}
 	for name, bad := range map[string]*SharePartitionState{
-		"older leader epoch": st(2, 9),
-		"range below start":  st(3, 5, SharePartitionRange{First: 4, Last: 6}),
-		"overlapping ranges": st(3, 5, SharePartitionRange{First: 6, Last: 8}, SharePartitionRange{First: 8, Last: 9}),
-		"acquired persisted": st(3, 5, SharePartitionRange{First: 6, Last: 6, State: 1}),
+		"older leader epoch":  st(2, 9),
+		"range below start":   st(3, 5, SharePartitionRange{First: 4, Last: 6}),
+		"overlapping ranges":  st(3, 5, SharePartitionRange{First: 6, Last: 8}, SharePartitionRange{First: 8, Last: 9}),
+		"acquired persisted":  st(3, 5, SharePartitionRange{First: 6, Last: 6, State: 1}),
 		"deleted with ranges": st(3, -1, SharePartitionRange{First: 6, Last: 6, State: 2}),
 		"start below -1":      st(3, -2),
-		"no group":           {TopicID: id},
+		"no group":            {TopicID: id},
 	} {
 		next, d := img.Apply([]Record{bad})
 		if len(d.Skipped) != 1 || !errors.Is(d.Skipped[0].Err, ErrInvalidRecord) {
