@@ -627,6 +627,8 @@ func TestShareGroupLockExpiry(t *testing.T) {
 	wg.Wait()
 	mu.Lock()
 	defer mu.Unlock()
+	printedMu.Lock() // the reader of the stopped process's output still runs
+	defer printedMu.Unlock()
 	again, both := 0, 0
 	for v, dc := range seen {
 		if dc >= 2 {
