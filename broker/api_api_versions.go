@@ -35,9 +35,9 @@ package broker
 // Kafka reports them.
 // group.version and share.version are 0 and so absent, as Kafka lists them
 // until they are finalized: kgo and the Java client read these levels to
-// choose protocols. raftka does not serve KIP-848 groups yet, and serves
-// share group membership (76, 77) but not share-group delivery (78, 79):
-// share.version 1, which Kafka 4.2 finalizes by default, waits for those.
+// choose protocols. raftka serves share groups (76-79, 90, 91) without
+// finalizing share.version 1, which Kafka 4.2 finalizes by default;
+// franz-go's share consumer does not read it.
 
 import (
 	"context"

@@ -346,12 +346,18 @@ func (s *Server) groupConfigEntries(img *metadata.Image, group string) []configE
 		if bd, ok := defs.byName[d.BrokerDefault]; ok && def == "" {
 			def = bd.Default
 		}
-		e := configEntry{name: d.Name, value: kmsg.StringPtr(def), source: kmsg.ConfigSourceDefaultConfig, typ: kmsg.ConfigTypeInt, doc: d.Doc}
+		typ := kmsg.ConfigTypeInt
+		if d.BrokerDefault == "" {
+			def, typ = d.Default, kmsg.ConfigTypeString
+		}
+		e := configEntry{name: d.Name, value: kmsg.StringPtr(def), source: kmsg.ConfigSourceDefaultConfig, typ: typ, doc: d.Doc}
 		if v, ok := dyn[d.Name]; ok {
 			e.value, e.source = kmsg.StringPtr(v), kmsg.ConfigSourceGroupConfig
 			e.synonyms = append(e.synonyms, configSynonym{name: d.Name, value: kmsg.StringPtr(v), source: kmsg.ConfigSourceGroupConfig})
 		}
-		e.synonyms = append(e.synonyms, configSynonym{name: d.BrokerDefault, value: kmsg.StringPtr(def), source: kmsg.ConfigSourceDefaultConfig})
+		if d.BrokerDefault != "" {
+			e.synonyms = append(e.synonyms, configSynonym{name: d.BrokerDefault, value: kmsg.StringPtr(def), source: kmsg.ConfigSourceDefaultConfig})
+		}
 		out = append(out, e)
 	}
 	return out

@@ -210,6 +210,10 @@ func (c *conn) serve() {
 	c.handlers.Wait()
 	<-writerDone
 	_ = c.nc.Close()
+	// A share session lives as long as its connection (share_sessions.go).
+	if c.srv.shares != nil {
+		c.srv.shares.connClosed(c.state.id)
+	}
 
 	// Every handler has finished, so every slot still here is complete;
 	// release what their responses pin.

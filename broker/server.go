@@ -113,6 +113,9 @@ type Deps struct {
 	// Peers reaches other brokers' inter-broker listeners (a produce's
 	// transaction verification with a remote coordinator).
 	Peers InterBroker
+	// ShareState makes share-partition state durable (share_writer.go);
+	// nil keeps it in memory only (tests).
+	ShareState SharePartitionWriter
 }
 
 // Options configures a Server.
@@ -173,6 +176,7 @@ type Server struct {
 	authorizer      *metadata.Authorizer // nil: everything allowed
 	quotas          *quotaManager        // client quotas (quota.go)
 	connRates       *connectionRates     // max.connection.creation.rate (quota.go)
+	shares          *shareManager        // share-partitions led here (share_partitions.go)
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -260,6 +264,7 @@ func newServer(opts Options, table *apiTable) (*Server, error) {
 		s.listeners = append(s.listeners, boundListener{name: l.Name, ln: ln, auth: auth})
 	}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
+	s.shares = newShareManager(s)
 	return s, nil
 }
 

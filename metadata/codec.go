@@ -287,6 +287,8 @@ func encodeBody(w *writer, rec Record) error {
 			w.str(o.Metadata)
 			w.i64(o.CommitTimeMs)
 		}
+	case *SharePartitionState:
+		encodeSharePartition(w, r)
 	default:
 		if !encodeShareGroup(w, rec) {
 			return fmt.Errorf("unsupported record implementation %T", rec)
@@ -430,6 +432,8 @@ func decodeBody(r *reader, typ RecordType, ver int16) (Record, error) {
 			}
 		}
 		rec = x
+	case TypeSharePartitionState:
+		rec = decodeSharePartition(r)
 	default:
 		var ok bool
 		if rec, ok = decodeShareGroup(r, typ); !ok {

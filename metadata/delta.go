@@ -141,6 +141,7 @@ type applier struct {
 	quotas  quotaApplier
 	txns    txnApplier
 	share   shareGroupApplier
+	sparts  sharePartitionApplier
 }
 
 func newApplier(old *Image) *applier {
@@ -157,6 +158,7 @@ func newApplier(old *Image) *applier {
 	b.quotas = quotaApplier{img: &b.img}
 	b.txns = newTxnApplier(&b.img, &b.groups)
 	b.share = shareGroupApplier{img: &b.img}
+	b.sparts = sharePartitionApplier{img: &b.img}
 	return b
 }
 
@@ -229,10 +231,15 @@ func (b *applier) replay(rec Record) error {
 		return b.txns.transaction(r)
 	case *TxnOffsetCommit:
 		return b.txns.offsetCommit(r)
+	case *SharePartitionState:
+		return b.sparts.state(r)
 	case nil:
 		return invalid("nil record")
 	}
 	if ok, err := b.share.apply(rec); ok {
+		if d, isDelete := rec.(*ShareGroupDelete); isDelete && err == nil {
+			b.sparts.dropGroup(d.Group)
+		}
 		return err
 	}
 	return invalid("unsupported record implementation %T", rec)

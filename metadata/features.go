@@ -99,6 +99,7 @@ var recordLevels = []recordLevel{
 	{TypeShareGroupRemoveMember, 0, 28},
 	{TypeShareGroupTargetAssignment, 0, 28},
 	{TypeShareGroupDelete, 0, 28},
+	{TypeSharePartitionState, 0, 28},
 }
 
 // ErrUnsupportedByMetadataVersion is a write the finalized metadata.version

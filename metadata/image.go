@@ -32,6 +32,8 @@ type Image struct {
 	quotas         map[string]*quotaImage  // client quotas by canonical entity
 	txns           shardMap[string, *txnImage]
 	shareGroups    map[string]*ShareGroupImage // copied on write: few, and they change on rebalances only
+	// sharePartitions is copied on write per Apply (share_partitions.go).
+	sharePartitions map[SharePartitionKey]*SharePartitionState
 }
 
 // BrokerRegistration is a registered broker.
@@ -242,7 +244,8 @@ func (img *Image) Equal(o *Image) bool {
 		!maps.EqualFunc(img.brokers, o.brokers, func(a, b *BrokerRegistration) bool { return a.equal(b) }) ||
 		!maps.EqualFunc(img.scram, o.scram, ScramCredential.equal) || !maps.Equal(img.acls, o.acls) ||
 		!maps.EqualFunc(img.quotas, o.quotas, quotaImagesEqual) ||
-		!maps.EqualFunc(img.shareGroups, o.shareGroups, (*ShareGroupImage).equal) {
+		!maps.EqualFunc(img.shareGroups, o.shareGroups, (*ShareGroupImage).equal) ||
+		!maps.EqualFunc(img.sharePartitions, o.sharePartitions, (*SharePartitionState).equal) {
 		return false
 	}
 	return shardEqual(&img.topics, &o.topics, func(a, b *TopicImage) bool { return a.equal(b) }) &&

@@ -86,5 +86,6 @@ func (img *Image) Records() []Record {
 	recs = append(recs, img.quotaRecords()...)
 	recs = append(recs, img.txnRecords()...)
 	recs = append(recs, img.shareGroupRecords()...)
+	recs = append(recs, img.sharePartitionRecords()...)
 	return recs
 }

@@ -106,6 +106,8 @@ func (t RecordType) String() string {
 		return "RemoveConsumerGroup"
 	case TypeConsumerGroupDelta:
 		return "ConsumerGroupDelta"
+	case TypeSharePartitionState:
+		return "SharePartitionState"
 	}
 	if name, ok := shareRecordTypeName(t); ok {
 		return name

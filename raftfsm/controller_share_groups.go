@@ -32,6 +32,9 @@ func decideEnvelope(req *kmsg.EnvelopeRequest) decideFunc {
 	if err == nil && len(recs) > 0 && isShareGroupRecord(recs[0]) {
 		return decideShareGroupWrite(req, recs)
 	}
+	if err == nil && len(recs) > 0 && recs[0].Type() == metadata.TypeSharePartitionState {
+		return decideSharePartitionWrite(req, recs)
+	}
 	return decideTxnWrite(req)
 }
 

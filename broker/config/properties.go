@@ -168,6 +168,9 @@ type Config struct {
 	ShareGroupHeartbeatInterval, ShareGroupMinHeartbeatInterval, ShareGroupMaxHeartbeatInterval time.Duration
 	ShareGroupMaxSize                                                                           int32
 	ShareGroupAssignors                                                                         []string
+	// Share-partition delivery (group.share.record.lock.duration.ms and the rest).
+	ShareRecordLockDuration, ShareMinRecordLockDuration, ShareMaxRecordLockDuration time.Duration
+	ShareDeliveryCountLimit, SharePartitionMaxRecordLocks, ShareMaxShareSessions    int32
 	// KIP-848 consumer groups (group.consumer.*).
 	GroupConsumerSessionTimeout       time.Duration
 	GroupConsumerMinSessionTimeout    time.Duration

@@ -33,6 +33,8 @@ func checkShareGroups(c *Config, p *problems) {
 		"group.share.min.session.timeout.ms", "group.share.max.session.timeout.ms")
 	within("group.share.heartbeat.interval.ms", c.ShareGroupHeartbeatInterval, c.ShareGroupMinHeartbeatInterval, c.ShareGroupMaxHeartbeatInterval,
 		"group.share.min.heartbeat.interval.ms", "group.share.max.heartbeat.interval.ms")
+	within("group.share.record.lock.duration.ms", c.ShareRecordLockDuration, c.ShareMinRecordLockDuration, c.ShareMaxRecordLockDuration,
+		"group.share.min.record.lock.duration.ms", "group.share.max.record.lock.duration.ms")
 	if c.ShareGroupHeartbeatInterval >= c.ShareGroupSessionTimeout {
 		p.fail("group.share.heartbeat.interval.ms (%v) must be less than group.share.session.timeout.ms (%v)", c.ShareGroupHeartbeatInterval, c.ShareGroupSessionTimeout)
 	}

@@ -23,9 +23,10 @@
 //     by_duration:ISO-8601) parsed and resolved against the log's offsets.
 //
 // What it does not own: share sessions and the wire (the broker's ShareFetch
-// and ShareAcknowledge handlers), group membership (broker/group/sharegroup),
-// and writing Durable through the controller (the broker's share state
-// writer, which coalesces many partitions into one Raft entry).
+// and ShareAcknowledge handlers, api_share_fetch.go), group membership
+// (broker/group/sharegroup), and writing Durable through the controller
+// (the broker's share_writer.go, which coalesces many partitions into one
+// Raft entry as record 50).
 //
 // # Goroutines and locks
 //

@@ -11,6 +11,7 @@ import (
 	"io"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -23,13 +24,19 @@ func init() {
 		Usage: "print records of a topic, one per line (like kafka-console-consumer.sh)",
 		Description: "Runs until --max-messages records were printed, no record arrived for --timeout-ms, or\n" +
 			"SIGINT/SIGTERM. With --group the consumer joins the group and commits the offsets of the\n" +
-			"records it printed before it exits. The count goes to standard error at the end.",
+			"records it printed before it exits. With --share-group it is a member of that share group\n" +
+			"(a queue, KIP-932; like kafka-console-share-consumer.sh): it acknowledges each record it\n" +
+			"prints (--share-acknowledge: accept, release or reject) and releases what it received but\n" +
+			"did not print. Where a new share group starts is its share.auto.offset.reset GROUP config.\n" +
+			"The count goes to standard error at the end.",
 		Flags: []cli.Flag{
 			bootstrapFlag(),
 			&cli.StringFlag{Name: "topic", Usage: "topic to consume (required)"},
 			&cli.StringFlag{Name: "group", Usage: "consumer group to join; commits offsets"},
 			&cli.StringFlag{Name: "group-protocol", Value: "classic", Usage: "with --group, the rebalance protocol (Kafka's group.protocol): classic, or consumer (KIP-848: the broker assigns)"},
 			&cli.StringFlag{Name: "group-remote-assignor", Usage: "with --group-protocol consumer, the broker's assignor (Kafka's group.remote.assignor): uniform (the default) or range"},
+			&cli.StringFlag{Name: "share-group", Usage: "share group to join: records are shared with its other members and acknowledged one by one"},
+			&cli.StringFlag{Name: "share-acknowledge", Value: "accept", Usage: "with --share-group: how printed records are acknowledged (accept, release or reject)"},
 			&cli.BoolFlag{Name: "from-beginning", Usage: "start at the earliest offset when there is no committed offset"},
 			&cli.StringFlag{Name: "offset", Usage: "where to start: earliest, latest, or an offset (a number needs --partition)"},
 			&cli.IntFlag{Name: "partition", Value: -1, Usage: "consume only this partition"},
@@ -162,10 +169,31 @@ func startOffset(c *cli.Context) (kgo.Offset, error) {
 	}
 }
 
+// shareAckStatus is --share-acknowledge.
+func shareAckStatus(c *cli.Context) (kgo.AckStatus, error) {
+	for _, f := range []string{"group", "offset", "partition", "from-beginning", "isolation-level"} {
+		if c.IsSet(f) {
+			return 0, fmt.Errorf("consume: --%s cannot be used with --share-group (the share group's GROUP configs decide)", f)
+		}
+	}
+	switch strings.ToLower(c.String("share-acknowledge")) {
+	case "accept":
+		return kgo.AckAccept, nil
+	case "release":
+		return kgo.AckRelease, nil
+	case "reject":
+		return kgo.AckReject, nil
+	}
+	return 0, fmt.Errorf("consume: --share-acknowledge %q: want accept, release or reject", c.String("share-acknowledge"))
+}
+
 func consumeRecords(c *cli.Context) error {
 	topic, err := requireTopic(c)
 	if err != nil {
 		return err
+	}
+	if c.String("share-group") != "" {
+		return consumeShared(c, topic)
 	}
 	start, err := startOffset(c)
 	if err != nil {
@@ -203,11 +231,7 @@ func consumeRecords(c *cli.Context) error {
 	default:
 		opts = append(opts, kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(start))
 	}
-	f := recordFormatter{
-		timestamp: c.Bool("print-timestamp"), partition: c.Bool("print-partition"), offset: c.Bool("print-offset"),
-		headers: c.Bool("print-headers"), key: c.Bool("print-key"),
-		keySep: unescape(c.String("key-separator")), lineSep: unescape(c.String("line-separator")), headersSep: unescape(c.String("headers-separator")),
-	}
+	f := formatterOf(c)
 	cl, err := newClient(c, opts...)
 	if err != nil {
 		return err
@@ -215,7 +239,11 @@ func consumeRecords(c *cli.Context) error {
 	ctx, stop := signalContext(c.Context)
 	defer stop()
 	out := bufio.NewWriter(c.App.Writer)
-	count, loopErr := consumeLoop(ctx, cl, f, out, maxMessages, idle, group != "")
+	count, loopErr := consumeLoop(ctx, cl, f, out, maxMessages, idle, func(r *kgo.Record) {
+		if group != "" {
+			cl.MarkCommitRecords(r)
+		}
+	}, nil)
 	if err := out.Flush(); err != nil && loopErr == nil {
 		loopErr = err
 	}
@@ -234,7 +262,11 @@ func consumeRecords(c *cli.Context) error {
 // consumeLoop polls until maxMessages (0: unbounded), an idle gap of idle
 // (0: none), or ctx ends. Fetch errors other than the end of the context
 // are reported on the way and do not stop the loop: kgo retries them.
-func consumeLoop(ctx context.Context, cl *kgo.Client, f recordFormatter, out *bufio.Writer, maxMessages int, idle time.Duration, mark bool) (int, error) {
+//
+// printed runs for each record printed; unprinted, when set, for each
+// record polled but not printed (past maxMessages).
+func consumeLoop(ctx context.Context, cl *kgo.Client, f recordFormatter, out *bufio.Writer, maxMessages int, idle time.Duration,
+	printed, unprinted func(*kgo.Record)) (int, error) {
 	count := 0
 	for maxMessages == 0 || count < maxMessages {
 		pollCtx, cancel := ctx, context.CancelFunc(func() {})
@@ -260,15 +292,19 @@ func consumeLoop(ctx context.Context, cl *kgo.Client, f recordFormatter, out *bu
 		var werr error
 		fetches.EachRecord(func(r *kgo.Record) {
 			if werr != nil || (maxMessages > 0 && count >= maxMessages) {
+				if unprinted != nil {
+					unprinted(r)
+				}
 				return
 			}
 			if werr = f.write(out, r); werr != nil {
+				if unprinted != nil {
+					unprinted(r)
+				}
 				return
 			}
 			count++
-			if mark {
-				cl.MarkCommitRecords(r)
-			}
+			printed(r)
 		})
 		if werr != nil {
 			return count, fmt.Errorf("consume: writing output: %w", werr)
@@ -278,4 +314,67 @@ func consumeLoop(ctx context.Context, cl *kgo.Client, f recordFormatter, out *bu
 		}
 	}
 	return count, nil
+}
+
+func formatterOf(c *cli.Context) recordFormatter {
+	return recordFormatter{
+		timestamp: c.Bool("print-timestamp"), partition: c.Bool("print-partition"), offset: c.Bool("print-offset"),
+		headers: c.Bool("print-headers"), key: c.Bool("print-key"),
+		keySep: unescape(c.String("key-separator")), lineSep: unescape(c.String("line-separator")), headersSep: unescape(c.String("headers-separator")),
+	}
+}
+
+// consumeShared is consume --share-group: a share group member that
+// acknowledges each record it prints and releases the ones it does not.
+func consumeShared(c *cli.Context, topic string) error {
+	status, err := shareAckStatus(c)
+	if err != nil {
+		return err
+	}
+	maxMessages, idle := c.Int("max-messages"), time.Duration(c.Int("timeout-ms"))*time.Millisecond
+	if maxMessages < 0 || idle < 0 {
+		return errors.New("consume: --max-messages and --timeout-ms must not be negative")
+	}
+	group := c.String("share-group")
+	var ackErr error
+	var mu sync.Mutex
+	opts := []kgo.Opt{kgo.FetchMaxWait(500 * time.Millisecond), kgo.ShareGroup(group), kgo.ConsumeTopics(topic),
+		kgo.ShareAckCallback(func(_ *kgo.Client, rs kgo.ShareAckResults) {
+			for _, r := range rs {
+				if r.Err != nil {
+					logger.Warn().Str("topic", r.Topic).Int32("partition", r.Partition).Err(r.Err).Msg("acknowledgement failed")
+					mu.Lock()
+					ackErr = r.Err
+					mu.Unlock()
+				}
+			}
+		})}
+	if maxMessages > 0 {
+		opts = append(opts, kgo.ShareMaxRecords(int32(min(maxMessages, 500))))
+	}
+	cl, err := newClient(c, opts...)
+	if err != nil {
+		return err
+	}
+	ctx, stop := signalContext(c.Context)
+	defer stop()
+	out := bufio.NewWriter(c.App.Writer)
+	count, loopErr := consumeLoop(ctx, cl, formatterOf(c), out, maxMessages, idle,
+		func(r *kgo.Record) { r.Ack(status) }, func(r *kgo.Record) { r.Ack(kgo.AckRelease) })
+	if err := out.Flush(); err != nil && loopErr == nil {
+		loopErr = err
+	}
+	fctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	if err := cl.FlushAcks(fctx); err != nil && loopErr == nil {
+		loopErr = fmt.Errorf("consume: acknowledging to share group %s: %w", group, err)
+	}
+	cancel()
+	cl.Close() // leaves the share group
+	mu.Lock()
+	if ackErr != nil && loopErr == nil {
+		loopErr = fmt.Errorf("consume: share group %s refused an acknowledgement: %w", group, ackErr)
+	}
+	mu.Unlock()
+	fmt.Fprintf(c.App.ErrWriter, "Processed a total of %d messages\n", count)
+	return loopErr
 }

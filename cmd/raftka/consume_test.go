@@ -98,3 +98,17 @@ func TestGroupProtocolOptions(t *testing.T) {
 		t.Errorf("--group-protocol without --group: %v", err)
 	}
 }
+
+// consume --share-group refuses the options a share group decides itself
+// and unknown acknowledgement types, before connecting.
+func TestConsumeShareGroupFlags(t *testing.T) {
+	for _, args := range [][]string{
+		{"--group", "g"}, {"--from-beginning"}, {"--offset", "earliest"}, {"--partition", "0"},
+		{"--isolation-level", "read_committed"}, {"--share-acknowledge", "maybe"},
+	} {
+		full := append([]string{"consume", "--bootstrap-server", "127.0.0.1:1", "--topic", "t", "--share-group", "sg"}, args...)
+		if _, _, err := runCLI(t, "", full...); err == nil || !strings.Contains(err.Error(), "--") {
+			t.Errorf("%v: %v, want a flag error", args, err)
+		}
+	}
+}

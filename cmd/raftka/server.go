@@ -201,6 +201,7 @@ func runServer(ctx context.Context, cfg *config.Config, log zerolog.Logger, shut
 			Quotas:      node.Client(),
 			Txns:        txns,
 			Peers:       peers,
+			ShareState:  node.Client(),
 		},
 		Partitions: broker.PartitionOptions{
 			LogDirs:                 cfg.LogDirs,
