@@ -70,6 +70,10 @@ type Config struct {
 	// how often this node's broker side heartbeats.
 	HeartbeatInterval time.Duration
 	SessionTimeout    time.Duration
+	// Prober dials a suspected broker's listeners for fast death detection
+	// (liveness.go): TCPProber by default over TCP; with Inmem, nil (no
+	// fast detection) unless a test sets one.
+	Prober Prober
 
 	// Snapshots: take one after SnapshotThreshold new entries, checked every
 	// SnapshotInterval; keep TrailingLogs entries behind a snapshot.
@@ -138,6 +142,9 @@ type Config struct {
 func (c *Config) setDefaults() {
 	if c.Observer == nil {
 		c.Observer = nopObserver{}
+	}
+	if c.Prober == nil && c.Inmem == nil {
+		c.Prober = TCPProber
 	}
 	if c.HeartbeatInterval <= 0 {
 		c.HeartbeatInterval = 2 * time.Second

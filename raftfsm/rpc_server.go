@@ -29,15 +29,25 @@ func (n *Node) serveConn(c net.Conn) {
 	}
 	r := bufio.NewReader(c)
 	var out []byte
+	// broker is the broker that heartbeated on this connection (-1 if
+	// none): when the connection ends, its process may have died with it
+	// (liveness.go).
+	broker := int32(-1)
 	for {
 		frame, err := readFrame(r)
 		if err != nil {
+			if broker >= 0 && n.ctx.Err() == nil {
+				n.brokerConnLost(broker)
+			}
 			return
 		}
 		hdr, req, err := parseRequest(frame)
 		if err != nil {
 			n.log.Warn().Err(err).Str("remote", c.RemoteAddr().String()).Msg("bad controller rpc frame: closing connection")
 			return
+		}
+		if hb, ok := req.(*kmsg.BrokerHeartbeatRequest); ok && hdr.clientID != forwardClientID {
+			broker = hb.BrokerID
 		}
 		ctx, cancel := context.WithTimeout(n.ctx, rpcTimeout)
 		resp := n.handle(ctx, hdr, req)

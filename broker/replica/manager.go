@@ -59,6 +59,11 @@ type Config struct {
 	// connection and goroutine) per source broker, partitions spread
 	// across them as Kafka does (fetcherID); zero means 1.
 	NumFetchers int
+	// SourceLost, when set, hears of a fetcher whose connection to its
+	// source broker broke (closed or reset by the peer, or a dial
+	// refused): the sign of a leader whose process died, which the
+	// broker reports to the controller for a probe. It must not block.
+	SourceLost func(source int32)
 }
 
 func (c *Config) defaults() error {

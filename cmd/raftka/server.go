@@ -9,6 +9,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"strconv"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -105,7 +106,17 @@ func runServer(ctx context.Context, cfg *config.Config, log zerolog.Logger, shut
 		}
 	}()
 
-	replicas, stopReplicas, err := startReplicas(node, logs, cfg, log)
+	// A follower whose fetch connection to its leader breaks reports the
+	// leader in this broker's next heartbeat, sent at once, so the
+	// controller can probe it (raftfsm liveness.go); the lifecycle starts
+	// after the replicas, hence the late binding.
+	var lifeRef atomic.Pointer[broker.Lifecycle]
+	sourceLost := func(id int32) {
+		if l := lifeRef.Load(); l != nil {
+			l.Suspect(id)
+		}
+	}
+	replicas, stopReplicas, err := startReplicas(node, logs, cfg, sourceLost, log)
 	if err != nil {
 		return err
 	}
@@ -226,10 +237,13 @@ func runServer(ctx context.Context, cfg *config.Config, log zerolog.Logger, shut
 		Applied:    func() uint64 { _, idx := node.Current(); return idx },
 		Interval:   cfg.BrokerHeartbeatInterval,
 		Logger:     log.With().Str("component", "lifecycle").Logger(),
+
+		MarkSuspects: raftfsm.SetSuspectedBrokers,
 	})
 	if err != nil {
 		return err
 	}
+	lifeRef.Store(life)
 	defer life.Close()
 	metrics.addNode(node, life)
 	currentImage := func() *metadata.Image { img, _ := node.Current(); return img }
@@ -324,7 +338,7 @@ const initialCatchUpWait = 5 * time.Second
 // before retrying failed __consumer_offsets writes.
 const offsetsLogRetry = 2 * time.Second
 
-func startReplicas(node *raftfsm.Node, logs *storage.Manager, cfg *config.Config, log zerolog.Logger) (*replica.Manager, func(), error) {
+func startReplicas(node *raftfsm.Node, logs *storage.Manager, cfg *config.Config, sourceLost func(int32), log zerolog.Logger) (*replica.Manager, func(), error) {
 	clientID := fmt.Sprintf("raftka-replica-%d", cfg.NodeID)
 	dial := replica.TCPDialer(clientID, 10*time.Second)
 	secured, err := broker.InterBrokerDialer(cfg, 10*time.Second)
@@ -350,6 +364,7 @@ func startReplicas(node *raftfsm.Node, logs *storage.Manager, cfg *config.Config
 		FetchBackoff:           cfg.ReplicaFetchBackoff,
 		RequestTimeout:         cfg.ReplicaSocketTimeout,
 		NumFetchers:            int(cfg.NumReplicaFetchers),
+		SourceLost:             sourceLost,
 	})
 	if err != nil {
 		return nil, nil, err
