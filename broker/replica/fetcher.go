@@ -183,6 +183,7 @@ func (f *fetcher) run() {
 		}
 	}()
 	failures := 0
+	lost := false // this fetcher marked its source lost (unreachable.go)
 	for f.ctx.Err() == nil {
 		select {
 		case <-f.recon:
@@ -228,6 +229,10 @@ func (f *fetcher) run() {
 			err = f.fetch(ep, fetch, wait)
 		}
 		if err == nil {
+			if failures > 0 && lost {
+				f.m.markReached(f.source)
+				lost = false
+			}
 			failures = 0
 			continue
 		}
@@ -242,8 +247,9 @@ func (f *fetcher) run() {
 			continue
 		}
 		failures++
-		if f.m.cfg.SourceLost != nil && connectionLost(err) {
-			f.m.cfg.SourceLost(f.source)
+		if connectionLost(err) {
+			f.m.markLost(f.source)
+			lost = true
 		}
 		if failures == 1 || failures%100 == 0 {
 			log.Warn().Err(err).Int("failures", failures).Msg("fetching from leader failed; backing off")
