@@ -258,6 +258,11 @@ type Node struct {
 	fatalOnce sync.Once
 	fatalErr  atomic.Pointer[error]
 	done      chan struct{} // closed when a fatal error stops the node
+	// fastElection is set while a lowered heartbeat timeout is in force
+	// (liveness_raft.go); leaseTimeout is Raft's LeaderLeaseTimeout, the
+	// least heartbeat timeout it allows.
+	fastElection atomic.Bool
+	leaseTimeout time.Duration
 	// rpcReady is closed once n.raft exists: the controller listener
 	// accepts before Raft starts (Raft needs its transport), so RPC
 	// connections wait here rather than touch a nil *raft.Raft.
@@ -327,6 +332,7 @@ func Start(cfg Config) (_ *Node, err error) {
 	if err := raft.ValidateConfig(rc); err != nil {
 		return nil, fmt.Errorf("raftfsm: %w", err)
 	}
+	n.leaseTimeout = rc.LeaderLeaseTimeout
 
 	if ft, ok := n.trans.(fullTransport); ok {
 		n.obs = newObservedTransport(ft)

@@ -108,13 +108,16 @@ func runServer(ctx context.Context, cfg *config.Config, log zerolog.Logger, shut
 
 	// A follower whose fetch connection to its leader breaks reports the
 	// leader in this broker's next heartbeat, sent at once, so the
-	// controller can probe it (raftfsm liveness.go); the lifecycle starts
-	// after the replicas, hence the late binding.
+	// controller can probe it (raftfsm liveness.go), and tells its own
+	// Raft node, which campaigns early if that broker's node led Raft and
+	// is gone too (liveness_raft.go). The lifecycle starts after the
+	// replicas, hence the late binding.
 	var lifeRef atomic.Pointer[broker.Lifecycle]
 	sourceLost := func(id int32) {
 		if l := lifeRef.Load(); l != nil {
 			l.Suspect(id)
 		}
+		node.SuspectPeer(id)
 	}
 	replicas, stopReplicas, err := startReplicas(node, logs, cfg, sourceLost, log)
 	if err != nil {
