@@ -5,6 +5,7 @@ import (
 	"net"
 	"slices"
 	"strconv"
+	"sync"
 	"testing"
 	"time"
 
@@ -164,4 +165,60 @@ func endpointOf(t *testing.T, addr string) metadata.Endpoint {
 	}
 	p, _ := strconv.Atoi(ps)
 	return metadata.Endpoint{Listener: "CLIENT", Host: host, Port: uint16(p)}
+}
+
+// TestControllerFencesOnRefusedProbe runs the decision on a real
+// controller: with a 30 s session timeout, a broker that stops
+// heartbeating and whose listeners refuse (the prober says so) is fenced,
+// with its leaderships moved, once its heartbeat is overdue; one whose
+// listeners answer (a stopped process) is probed just as often and stays
+// unfenced.
+func TestControllerFencesOnRefusedProbe(t *testing.T) {
+	var mu sync.Mutex
+	dead := map[uint16]bool{}
+	probes := map[uint16]int{}
+	tc := startCluster(t, 3, func(c *Config) {
+		c.SessionTimeout = 30 * time.Second
+		c.Prober = func(_ context.Context, eps []metadata.Endpoint) ProbeOutcome {
+			mu.Lock()
+			defer mu.Unlock()
+			probes[eps[0].Port]++
+			if dead[eps[0].Port] {
+				return ProbeRefused
+			}
+			return ProbeAnswered
+		}
+	})
+	tc.leader(10 * time.Second)
+	brokers := startBrokers(t, tc, 3)
+	c := NewControllerClient(ClientConfig{Voters: tc.voters, Waiter: tc.nodes[0]})
+	defer c.Close()
+	mustCreate(t, c, "probed", 6, 3)
+	port := func(b *fakeBroker) uint16 { return uint16(9000 + b.id) }
+	stopped, killed := brokers[0], brokers[1]
+
+	mu.Lock()
+	dead[port(killed)] = true
+	mu.Unlock()
+	stopped.pause(true)
+	killed.pause(true)
+	start := time.Now()
+	waitFor(t, 10*time.Second, "the broker whose listeners refuse fenced", func() bool {
+		img, _ := tc.nodes[0].Current()
+		b, ok := img.Broker(killed.id)
+		return ok && b.Fenced && ledBy(img, killed.id) == 0
+	})
+	t.Logf("fenced %v after its heartbeats stopped (session timeout 30 s)", time.Since(start).Round(time.Millisecond))
+	waitFor(t, 10*time.Second, "the stopped broker probed again and again", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return probes[port(stopped)] >= 3
+	})
+	img, _ := tc.nodes[0].Current()
+	if b, ok := img.Broker(stopped.id); !ok || b.Fenced {
+		t.Fatalf("the broker whose listeners answer was fenced: %+v", b)
+	}
+	if ledBy(img, stopped.id) == 0 {
+		t.Fatalf("the stopped broker lost its leaderships")
+	}
 }
