@@ -95,6 +95,7 @@ func handleMetadata(ctx context.Context, rc *request, kreq kmsg.Request) (kmsg.R
 		}
 		cancel()
 	}
+	img = srv.awaitLostLeaders(ctx, img, req.Topics)
 	listener := rc.conn.listener
 
 	resp.ClusterID = kmsg.StringPtr(img.ClusterID())

@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"io"
 	"time"
 
 	"github.com/raftka/raftka/broker/config"
@@ -66,7 +67,12 @@ func (c *conn) startTLS() bool {
 	if err := tc.HandshakeContext(ctx); err != nil {
 		_ = c.nc.Close()
 		var rh tls.RecordHeaderError
-		if errors.As(err, &rh) {
+		if errors.Is(err, io.EOF) {
+			// Connected and went away before a byte: a TCP health check,
+			// or the controller's probe of a suspected broker (raftfsm
+			// liveness.go); nothing failed.
+			c.log.Debug().Msg("connection closed before its TLS handshake")
+		} else if errors.As(err, &rh) {
 			c.srv.metrics.Rejected(ReasonNotTLS)
 			c.log.Warn().Err(err).Msg("client does not speak TLS on a TLS listener (a plaintext client? set security.protocol=SSL or SASL_SSL); closed")
 		} else if c.ctx.Err() == nil {

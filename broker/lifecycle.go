@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -36,6 +37,10 @@ type LifecycleOptions struct {
 	// Interval is broker.heartbeat.interval.ms.
 	Interval time.Duration
 	Logger   zerolog.Logger
+	// MarkSuspects, when set, puts the brokers Suspect named into a
+	// heartbeat request (raftfsm.SetSuspectedBrokers); without it Suspect
+	// does nothing.
+	MarkSuspects func(req *kmsg.BrokerHeartbeatRequest, ids []int32)
 }
 
 // Lifecycle keeps a broker registered with the active controller, as a KRaft
@@ -60,6 +65,12 @@ type Lifecycle struct {
 	shouldStop   chan struct{} // closed when the controller says ShouldShutdown
 	stopOnce     sync.Once
 
+	// suspects are the brokers to name in the next heartbeat, which
+	// nudge sends early (Suspect).
+	suspectMu sync.Mutex
+	suspects  []int32
+	nudge     chan struct{}
+
 	cancel context.CancelFunc
 	done   chan struct{}
 }
@@ -72,7 +83,8 @@ func StartLifecycle(opts LifecycleOptions) (*Lifecycle, error) {
 	if opts.Interval <= 0 {
 		opts.Interval = 2 * time.Second
 	}
-	l := &Lifecycle{opts: opts, registered: make(chan struct{}), shouldStop: make(chan struct{}), done: make(chan struct{})}
+	l := &Lifecycle{opts: opts, registered: make(chan struct{}), shouldStop: make(chan struct{}), done: make(chan struct{}),
+		nudge: make(chan struct{}, 1)}
 	if _, err := rand.Read(l.incarnation[:]); err != nil {
 		return nil, fmt.Errorf("broker: incarnation id: %w", err)
 	}
@@ -130,6 +142,34 @@ func (l *Lifecycle) ControlledShutdown(ctx context.Context) error {
 // answered: the metadata quorum is gone, so nothing can be moved.
 var ErrNoController = errors.New("broker: controlled shutdown abandoned: no controller has answered")
 
+// Suspect reports that this broker's connection to broker id broke the way
+// a dead process's does (a follower's fetch connection to its leader): the
+// next heartbeat, sent now rather than at the interval, names it, and the
+// controller probes it (raftfsm liveness.go). It does not block.
+func (l *Lifecycle) Suspect(id int32) {
+	if l.opts.MarkSuspects == nil || id == l.opts.NodeID {
+		return
+	}
+	l.suspectMu.Lock()
+	if !slices.Contains(l.suspects, id) {
+		l.suspects = append(l.suspects, id)
+	}
+	l.suspectMu.Unlock()
+	select {
+	case l.nudge <- struct{}{}:
+	default:
+	}
+}
+
+// takeSuspects returns and clears the brokers to name.
+func (l *Lifecycle) takeSuspects() []int32 {
+	l.suspectMu.Lock()
+	defer l.suspectMu.Unlock()
+	ids := l.suspects
+	l.suspects = nil
+	return ids
+}
+
 // Close stops the heartbeats. The controller fences the broker once its
 // session times out, unless a controlled shutdown came first.
 func (l *Lifecycle) Close() {
@@ -171,9 +211,28 @@ func (l *Lifecycle) run(ctx context.Context) {
 			// heartbeat needs.
 			wait = min(wait, 200*time.Millisecond)
 		}
-		if !sleepCtx(ctx, wait) {
+		if !l.sleepOrNudge(ctx, wait) {
 			return
 		}
+	}
+}
+
+// minNudgeGap spaces heartbeats sent early for suspects, so a fetcher
+// failing in a loop cannot turn them into a flood.
+const minNudgeGap = 50 * time.Millisecond
+
+// sleepOrNudge waits d, or less once a suspect is to be reported (but at
+// least minNudgeGap); false when ctx ends.
+func (l *Lifecycle) sleepOrNudge(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	case <-l.nudge:
+		return sleepCtx(ctx, min(d, minNudgeGap))
 	}
 }
 
@@ -215,10 +274,24 @@ func (l *Lifecycle) heartbeat(ctx context.Context) error {
 	req.BrokerEpoch = l.epoch.Load()
 	req.CurrentMetadataOffset = int64(l.opts.Applied())
 	req.WantShutdown = l.shuttingDown()
+	suspects := l.takeSuspects()
+	if len(suspects) > 0 {
+		l.opts.MarkSuspects(req, suspects)
+	}
 	hctx, cancel := context.WithTimeout(ctx, 2*l.opts.Interval)
 	defer cancel()
 	resp, err := l.opts.Controller.Heartbeat(hctx, req)
 	if err != nil {
+		if len(suspects) > 0 {
+			// Name them again in the next one.
+			l.suspectMu.Lock()
+			for _, id := range suspects {
+				if !slices.Contains(l.suspects, id) {
+					l.suspects = append(l.suspects, id)
+				}
+			}
+			l.suspectMu.Unlock()
+		}
 		return err
 	}
 	l.lastAnswer.Store(time.Now().UnixNano())

@@ -232,3 +232,52 @@ func brokerFenced(img *metadata.Image, id int32) bool {
 	b, ok := img.Broker(id)
 	return ok && b.Fenced
 }
+
+// suspectRecorder is the twin's controller client that records the
+// SuspectedBrokersTag of every heartbeat.
+type suspectRecorder struct {
+	*raftfsm.ControllerClient
+	beats    atomic.Int64
+	suspects atomic.Pointer[[]byte]
+}
+
+func (s *suspectRecorder) Heartbeat(ctx context.Context, req *kmsg.BrokerHeartbeatRequest) (*kmsg.BrokerHeartbeatResponse, error) {
+	s.beats.Add(1)
+	req.UnknownTags.Each(func(k uint32, v []byte) {
+		if k == raftfsm.SuspectedBrokersTag {
+			b := append([]byte(nil), v...)
+			s.suspects.Store(&b)
+		}
+	})
+	return s.ControllerClient.Heartbeat(ctx, req)
+}
+
+// TestLifecycleSuspectSendsHeartbeatAtOnce: with an hour between
+// heartbeats, Suspect makes the next one go now, naming the broker; a
+// broker never names itself.
+func TestLifecycleSuspectSendsHeartbeatAtOnce(t *testing.T) {
+	node := startTwin(t, imageOf(t, &metadata.ClusterID{ID: "c1"}), nil)
+	rec := &suspectRecorder{ControllerClient: node.Client()}
+	l, err := StartLifecycle(LifecycleOptions{
+		NodeID: 7, ClusterID: "c1", Controller: rec,
+		Applied:      func() uint64 { _, i := node.Current(); return i },
+		Interval:     time.Hour,
+		Logger:       testLogger(t),
+		MarkSuspects: raftfsm.SetSuspectedBrokers,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(l.Close)
+	waitUntil(t, "unfenced", func() bool { return !l.Fenced() })
+	before := rec.beats.Load()
+	l.Suspect(7) // itself: nothing to report
+	l.Suspect(3)
+	waitUntil(t, "a heartbeat naming broker 3", func() bool {
+		b := rec.suspects.Load()
+		return b != nil && string(*b) == "\x00\x00\x00\x03"
+	})
+	if n := rec.beats.Load() - before; n != 1 {
+		t.Fatalf("%d heartbeats after Suspect, want 1", n)
+	}
+}

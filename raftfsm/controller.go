@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/hashicorp/raft"
@@ -56,6 +57,11 @@ const maxBatchOps = 256
 // session timeout of grace.
 type lease struct {
 	lastSeen time.Time
+	// heard is when this controller last received the broker's heartbeat
+	// or registration (zero before one); lastSeen also counts the grace a
+	// new controller gives. A probe's refusal fences only a broker not
+	// heard from since the probe started (liveness.go).
+	heard    time.Time
 	regIndex uint64 // Raft index of the registration, 0 if unknown
 }
 
@@ -76,6 +82,13 @@ type controller struct {
 	// broker whose registration index is unknown (registered under an
 	// earlier leader) counts as caught up once it has applied this.
 	startIndex uint64
+
+	// watch paces the probes of suspected brokers, prober dials them (nil:
+	// no fast death detection), probes counts the probe goroutines stop
+	// waits for (liveness.go).
+	watch  *deathWatch
+	prober Prober
+	probes sync.WaitGroup
 }
 
 func newController(n *Node) *controller {
@@ -86,6 +99,8 @@ func newController(n *Node) *controller {
 		done:     make(chan struct{}),
 		leases:   make(map[int32]*lease),
 		features: make(map[int32]map[string]metadata.FeatureRange),
+		watch:    newDeathWatch(n.cfg.HeartbeatInterval),
+		prober:   n.cfg.Prober,
 	}
 	go c.run()
 	return c
@@ -94,6 +109,7 @@ func newController(n *Node) *controller {
 func (c *controller) stop() {
 	close(c.quit)
 	<-c.done
+	c.probes.Wait()
 }
 
 // submit queues an operation and waits for its commit. The result's err is
@@ -138,6 +154,10 @@ func (c *controller) run() {
 	img, _ := c.n.pub.Current()
 	for _, b := range img.Brokers() {
 		c.leases[b.ID] = &lease{lastSeen: now}
+		// The old controller may have died with a broker (a combined
+		// node): every broker gets the session's grace, and a probe that
+		// fences at once the ones whose listeners are gone.
+		c.suspect(img, b.ID, now, 0, "a new controller took over")
 	}
 	if img.ClusterID() == "" {
 		// The bootstrap records (storage format --add-scram) go in the same

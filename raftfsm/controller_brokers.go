@@ -79,7 +79,7 @@ func decideRegister(req *kmsg.BrokerRegistrationRequest) decideFunc {
 		id := req.BrokerID
 		return decision{recs: recs, resp: resp, after: func(index uint64) {
 			l := c.leaseOf(id, now)
-			l.lastSeen = now
+			l.lastSeen, l.heard = now, now
 			l.regIndex = index
 			c.features[id] = feats
 		}}
@@ -96,8 +96,13 @@ func decideHeartbeat(req *kmsg.BrokerHeartbeatRequest) decideFunc {
 			return decision{resp: resp}
 		}
 		l := c.leaseOf(b.ID, now)
-		l.lastSeen = now
+		l.lastSeen, l.heard = now, now
 		c.features[b.ID] = heartbeatFeatures(req)
+		for _, id := range suspectedBrokers(req) {
+			if id != b.ID {
+				c.suspect(img, id, now, eventProbeSpacing, "a follower lost its connection to it")
+			}
+		}
 		need := l.regIndex
 		if need == 0 {
 			need = c.startIndex
@@ -177,6 +182,9 @@ func (c *controller) expireSessions(img *metadata.Image, now time.Time) []metada
 		}
 		l := c.leaseOf(b.ID, now)
 		if now.Sub(l.lastSeen) <= c.n.cfg.SessionTimeout {
+			if c.watch.overdue(l.lastSeen, now) {
+				c.suspect(img, b.ID, now, c.watch.overdueSpacing(), "its heartbeat is overdue")
+			}
 			continue
 		}
 		c.n.log.Warn().Int32("broker", b.ID).Dur("since_heartbeat", now.Sub(l.lastSeen)).Msg("broker session expired: fencing")
@@ -208,7 +216,7 @@ func decideUnregister(req *kmsg.UnregisterBrokerRequest) decideFunc {
 		recs = append(recs, evacuate(next, b.ID, metadata.ReasonBrokerFenced, c.unclean(next))...)
 		recs = append(recs, &metadata.UnregisterBroker{BrokerID: b.ID, BrokerEpoch: b.Epoch})
 		id := b.ID
-		return decision{recs: recs, resp: resp, after: func(uint64) { delete(c.leases, id); delete(c.features, id) }}
+		return decision{recs: recs, resp: resp, after: func(uint64) { delete(c.leases, id); delete(c.features, id); c.watch.forget(id) }}
 	}
 }
 

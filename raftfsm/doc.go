@@ -67,7 +67,9 @@
 // DeleteAcls (controller_acls.go), AlterClientQuotas, Envelope (transaction
 // state, below), UpdateFeatures (controller_features.go: feature levels,
 // the brokers' supported ranges from registration and SupportedFeaturesTag
-// (10060) on heartbeats), AddRaftVoter with
+// (10060) on heartbeats; a heartbeat's SuspectedBrokersTag (10005) names the
+// brokers the sender saw vanish, which the controller probes, liveness.go),
+// AddRaftVoter with
 // NonvoterTag (a broker-only node joining as a Raft non-voter), and the
 // group coordinators' writes below.
 //
@@ -189,12 +191,16 @@
 //     fsync), and answers each after the commit. Decide functions mutate
 //     nothing but the loop-owned leases. The loop's own tickers add the
 //     periodic decisions to batches the same way: session expiry (every
-//     SessionTimeout/8) and, with Config.AutoLeaderRebalance, the
+//     SessionTimeout/32) and, with Config.AutoLeaderRebalance, the
 //     preferred-leader check. Time reaches a decision only as its now
 //     parameter, and a record that depends on it carries it (a commit's
 //     CommitTimeMs), so replay never reads a clock.
+//   - Probes of suspected brokers (liveness.go) dial on goroutines of their
+//     own, counted in controller.probes (stop waits for them, and they end
+//     when quit closes), and come back to the loop as operations.
 //   - A new active controller first waits on a Raft barrier, then gives every
-//     registered broker a full session timeout of grace before fencing it,
+//     registered broker a full session timeout of grace before fencing it
+//     (unless a probe shows its listeners gone),
 //     and counts a broker registered under an earlier leader as caught up
 //     once it reports the log index at which this controller started.
 //   - Locks: Node.ctrlMu (the current controller pointer), Publisher.mu then

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/raftka/raftka/metadata"
 	"github.com/rs/zerolog"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -46,6 +47,9 @@ func (tc *testCluster) config(i int, ln net.Listener) Config {
 		DefaultReplicationFactor: 1,
 		ShutdownTransferTimeout:  2 * time.Second,
 		Logger:                   testLogger(),
+		// The fake brokers listen nowhere: a real probe would find every
+		// one of them dead. They count as alive unless a test says not.
+		Prober: func(context.Context, []metadata.Endpoint) ProbeOutcome { return ProbeAnswered },
 	}
 	if tc.opts != nil {
 		tc.opts(&cfg)

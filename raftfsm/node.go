@@ -84,6 +84,10 @@ type Config struct {
 	// how often this node's broker side heartbeats.
 	HeartbeatInterval time.Duration
 	SessionTimeout    time.Duration
+	// Prober dials a suspected broker's listeners for fast death detection
+	// (liveness.go): TCPProber by default over TCP; with Inmem, nil (no
+	// fast detection) unless a test sets one.
+	Prober Prober
 
 	// Snapshots: take one after SnapshotThreshold new entries, checked every
 	// SnapshotInterval; keep TrailingLogs entries behind a snapshot.
@@ -152,6 +156,9 @@ type Config struct {
 func (c *Config) setDefaults() {
 	if c.Observer == nil {
 		c.Observer = nopObserver{}
+	}
+	if c.Prober == nil && c.Inmem == nil {
+		c.Prober = TCPProber
 	}
 	if c.HeartbeatInterval <= 0 {
 		c.HeartbeatInterval = 2 * time.Second
@@ -265,6 +272,11 @@ type Node struct {
 	fatalOnce sync.Once
 	fatalErr  atomic.Pointer[error]
 	done      chan struct{} // closed when a fatal error stops the node
+	// fastElection is set while a lowered heartbeat timeout is in force
+	// (liveness_raft.go); leaseTimeout is Raft's LeaderLeaseTimeout, the
+	// least heartbeat timeout it allows.
+	fastElection atomic.Bool
+	leaseTimeout time.Duration
 	// rpcReady is closed once n.raft exists: the controller listener
 	// accepts before Raft starts (Raft needs its transport), so RPC
 	// connections wait here rather than touch a nil *raft.Raft.
@@ -334,6 +346,7 @@ func Start(cfg Config) (_ *Node, err error) {
 	if err := raft.ValidateConfig(rc); err != nil {
 		return nil, fmt.Errorf("raftfsm: %w", err)
 	}
+	n.leaseTimeout = rc.LeaderLeaseTimeout
 
 	if ft, ok := n.trans.(fullTransport); ok {
 		n.obs = newObservedTransport(ft)

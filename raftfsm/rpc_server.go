@@ -32,9 +32,16 @@ func (n *Node) serveConn(c net.Conn, principal string) {
 	}
 	r := bufio.NewReader(c)
 	var out []byte
+	// broker is the broker that heartbeated on this connection (-1 if
+	// none): when the connection ends, its process may have died with it
+	// (liveness.go).
+	broker := int32(-1)
 	for {
 		frame, err := readFrame(r)
 		if err != nil {
+			if broker >= 0 && n.ctx.Err() == nil {
+				n.brokerConnLost(broker)
+			}
 			return
 		}
 		hdr, req, err := parseRequest(frame)
@@ -49,6 +56,11 @@ func (n *Node) serveConn(c net.Conn, principal string) {
 			resp = errorResponse(req, kerr.ClusterAuthorizationFailed.Code)
 			setErrorMessage(resp, "the controller listener serves brokers and controllers only (CLUSTER_ACTION on the cluster)")
 		} else {
+			// Only an authorized broker's own heartbeats name the broker whose
+			// death this connection's close may prove (liveness.go).
+			if hb, ok := req.(*kmsg.BrokerHeartbeatRequest); ok && hdr.clientID != forwardClientID {
+				broker = hb.BrokerID
+			}
 			ctx, cancel := context.WithTimeout(n.ctx, rpcTimeout)
 			resp = n.handle(ctx, hdr, req)
 			cancel()

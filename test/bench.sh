@@ -42,10 +42,17 @@
 # producers, which these rows measure.
 #
 # Failover (three nodes only): `raftka bench produce` of 1 KiB records at a
-# fixed rate (20,000 records/s, 20 MB/s) for a bounded time; a few seconds
+# fixed rate (20,000 records/s, 20 MB/s) for a bounded time; 12 seconds
 # in, the script SIGKILLs the node leading partition 0 (raftka local
 # restarts it after its --restart-delay). The row's figure is the longest
-# gap between acknowledgements, overall and within one partition.
+# gap between acknowledgements, overall and within one partition; the
+# issue's target is 3 s for both. Why 12 s: franz-go (the bench client)
+# loads metadata again 5 s after its first produce and then asks no more
+# often than MetadataMinAge (5 s). A kill in the 5 s after that load is
+# answered by the client's own backoff, whatever the cluster does (the old
+# 5 s kill landed a few milliseconds after it, every run); from 10 s on the
+# client asks at once, as it would in a steady state, and the figure is the
+# cluster's failover.
 #
 # Broker cost: CPU seconds (utime+stime from /proc/<pid>/stat of the broker
 # processes, summed over the nodes) per GB produced, and peak RSS (VmHWM
@@ -72,7 +79,7 @@
 # txn1000 txn10x32 txn1000x8": the produce rows), BENCH_BROKER_BIN (bin/raftka: the binary the brokers run;
 # the bench client is always bin/raftka), BENCH_FAILOVER_DURATION (20s),
 # BENCH_FAILOVER_RATE (20000 records/s of 1 KiB), BENCH_FAILOVER_KILL_AFTER
-# (5, seconds after the produce starts); BENCH_FAILOVER_DURATION=0 skips the
+# (12, seconds after the produce starts); BENCH_FAILOVER_DURATION=0 skips the
 # failover row.
 set -u
 
@@ -96,7 +103,7 @@ ROWS=${BENCH_ROWS:-100 scraped 1024 lz4 zstd txn10 txn1000 txn10x32 txn1000x8}
 BROKER_BIN=${BENCH_BROKER_BIN:-$BIN}
 FAILOVER_DURATION=${BENCH_FAILOVER_DURATION:-20s}
 FAILOVER_RATE=${BENCH_FAILOVER_RATE:-20000}
-FAILOVER_KILL_AFTER=${BENCH_FAILOVER_KILL_AFTER:-5}
+FAILOVER_KILL_AFTER=${BENCH_FAILOVER_KILL_AFTER:-12}
 REPEAT=${BENCH_REPEAT:-3}
 MIN_FREE_GB=${BENCH_MIN_FREE_GB:-30}
 READY_SECS=30
@@ -644,8 +651,8 @@ sec_report() {
 for t in $TARGETS; do bench_target "$t"; done
 if [ "$SECURE" != 0 ]; then sec_cluster plain; sec_cluster secure; fi # secured rows (issue 13)
 
-# The controller fences a broker that has not heartbeated for this long;
-# the failover target allows it plus 2 s.
+# The controller fences a silent broker after this long (printed beside the
+# failover verdict: a dead one is fenced sooner, on a refused probe).
 SESSION_MS=$(sed -n 's/^broker\.session\.timeout\.ms=//p' "$WORK/three/node1/server.properties" 2>/dev/null | tail -n 1)
 SESSION_MS=${SESSION_MS:-9000}
 
@@ -773,8 +780,10 @@ for row in $ROWS; do
 done
 sec_report # secured rows (issue 13)
 verdict "RF=3 e2e p99 < 10 ms at 1000/s ($(fmt "${R[three|e2e|p99]:-}" 2) ms)" "${R[three|e2e|p99]:-}" 'v < 10'
-verdict "failover gap <= broker.session.timeout.ms + 2 s = $((SESSION_MS + 2000)) ms (overall $(fmt "${R[three|fail|gap]:-}" 0) ms, one partition $(fmt "${R[three|fail|pgap]:-}" 0) ms)" \
-	"${R[three|fail|pgap]:-}" "v <= $((SESSION_MS + 2000))"
+# Issue 18 P4: <= 3 s overall and within any one partition, with the
+# default settings.
+verdict "failover gap <= 3000 ms overall and within one partition (overall $(fmt "${R[three|fail|gap]:-}" 0) ms, one partition $(fmt "${R[three|fail|pgap]:-}" 0) ms; session timeout $SESSION_MS ms)" \
+	"$(awk -v a="${R[three|fail|gap]:-}" -v b="${R[three|fail|pgap]:-}" 'BEGIN {if (a != "" && b != "") print (a > b ? a : b)}')" 'v <= 3000'
 
 for k in "${!FAILED[@]}"; do
 	t=${k%%|*}

@@ -37,6 +37,11 @@
 //     fetcher_resize.go: SetNumFetchers, N changed on a running Manager (a
 //     dynamic broker config), partitions moved to their new fetchers as
 //     Kafka's resizeThreadPool.
+//   - unreachable.go: a fetcher whose connection to its source broke the way
+//     a dead process's does (closed, reset, a redial refused) marks the
+//     source lost until a fetch from it succeeds, and tells
+//     Config.SourceLost (the broker reports it to the controller, which
+//     probes it); the broker's Metadata handler reads UnreachableSince.
 //   - leader_endpoint.go: LeaderEndpoint, what a fetcher needs from a leader,
 //     with a TCP implementation speaking Kafka frames (Fetch v12,
 //     OffsetForLeaderEpoch v4) and InmemNetwork, its in-memory twin;
@@ -114,7 +119,8 @@
 // Lock order (never take an earlier lock while holding a later one):
 //
 //	Manager.applyMu -> fetcher.mu -> Manager.mu -> Partition.roleMu ->
-//	Partition.mu -> storage's locks; watchers.mu is a leaf.
+//	Partition.mu -> storage's locks; watchers.mu and Manager.lostMu are
+//	leaves.
 //
 // Partition.roleMu (a RWMutex) guards the role and epochs: appends and reads
 // hold it shared so that a role change never interleaves with an append at

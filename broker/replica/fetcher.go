@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/raftka/raftka/metadata"
@@ -181,6 +183,7 @@ func (f *fetcher) run() {
 		}
 	}()
 	failures := 0
+	lost := false // this fetcher marked its source lost (unreachable.go)
 	for f.ctx.Err() == nil {
 		select {
 		case <-f.recon:
@@ -226,6 +229,10 @@ func (f *fetcher) run() {
 			err = f.fetch(ep, fetch, wait)
 		}
 		if err == nil {
+			if failures > 0 && lost {
+				f.m.markReached(f.source)
+				lost = false
+			}
 			failures = 0
 			continue
 		}
@@ -240,6 +247,10 @@ func (f *fetcher) run() {
 			continue
 		}
 		failures++
+		if connectionLost(err) {
+			f.m.markLost(f.source)
+			lost = true
+		}
 		if failures == 1 || failures%100 == 0 {
 			log.Warn().Err(err).Int("failures", failures).Msg("fetching from leader failed; backing off")
 		}
@@ -251,6 +262,15 @@ func (f *fetcher) run() {
 			return
 		}
 	}
+}
+
+// connectionLost reports whether err is the peer's end of the connection:
+// closed (EOF), reset, a broken pipe, or a dial refused, which is what a
+// fetcher sees when its source's process dies. Timeouts and the fetcher's
+// own cancellations are not.
+func connectionLost(err error) bool {
+	return errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
+		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.EPIPE)
 }
 
 func (f *fetcher) dial() (LeaderEndpoint, error) {

@@ -59,6 +59,11 @@ type Config struct {
 	// connection and goroutine) per source broker, partitions spread
 	// across them as Kafka does (fetcherID); zero means 1.
 	NumFetchers int
+	// SourceLost, when set, hears of a fetcher whose connection to its
+	// source broker broke (closed or reset by the peer, or a dial
+	// refused): the sign of a leader whose process died, which the
+	// broker reports to the controller for a probe. It must not block.
+	SourceLost func(source int32)
 }
 
 func (c *Config) defaults() error {
@@ -132,6 +137,12 @@ type Manager struct {
 
 	// followerQuota is follower.replication.throttled.rate (throttle.go).
 	followerQuota *rateQuota
+
+	// lost holds the sources whose connection broke, since when, until a
+	// fetch from them succeeds (unreachable.go); lostN is len(lost).
+	lostMu sync.Mutex
+	lost   map[int32]time.Time
+	lostN  atomic.Int32
 }
 
 // NewManager starts a Manager (its ISR expiry loop); feed it metadata with
@@ -143,7 +154,7 @@ func NewManager(cfg Config) (*Manager, error) {
 	m := &Manager{
 		cfg: cfg, log: cfg.Logger.With().Str("component", "replica").Int32("broker", cfg.BrokerID).Logger(),
 		fetchers: map[fetcherKey]*fetcher{}, parts: map[storage.TopicPartition]*Partition{},
-		appliedCh: make(chan struct{}), followerQuota: newRateQuota(),
+		appliedCh: make(chan struct{}), followerQuota: newRateQuota(), lost: map[int32]time.Time{},
 	}
 	m.ctx, m.cancel = context.WithCancel(context.Background())
 	m.img.Store(metadata.NewImage())
@@ -494,6 +505,9 @@ func (m *Manager) fetcherAdd(leader int32, p *Partition, epoch int32) {
 	k := fetcherKey{source: leader, id: fetcherID(p.Topic(), p.Index(), m.cfg.NumFetchers)}
 	f := m.fetchers[k]
 	if f == nil {
+		// A new fetcher starts from no verdict on its source: a mark left
+		// from an earlier life of that broker says nothing now.
+		m.markReached(leader)
 		f = newFetcher(m, leader)
 		if !m.goStart(f.run) {
 			return

@@ -106,7 +106,20 @@ func runServer(ctx context.Context, cfg *config.Config, log zerolog.Logger, shut
 		}
 	}()
 
-	replicas, stopReplicas, err := startReplicas(node, logs, cfg, log)
+	// A follower whose fetch connection to its leader breaks reports the
+	// leader in this broker's next heartbeat, sent at once, so the
+	// controller can probe it (raftfsm liveness.go), and tells its own
+	// Raft node, which campaigns early if that broker's node led Raft and
+	// is gone too (liveness_raft.go). The lifecycle starts after the
+	// replicas, hence the late binding.
+	var lifeRef atomic.Pointer[broker.Lifecycle]
+	sourceLost := func(id int32) {
+		if l := lifeRef.Load(); l != nil {
+			l.Suspect(id)
+		}
+		node.SuspectPeer(id)
+	}
+	replicas, stopReplicas, err := startReplicas(node, logs, cfg, sourceLost, log)
 	if err != nil {
 		return err
 	}
@@ -229,10 +242,13 @@ func runServer(ctx context.Context, cfg *config.Config, log zerolog.Logger, shut
 		Applied:    func() uint64 { _, idx := node.Current(); return idx },
 		Interval:   cfg.BrokerHeartbeatInterval,
 		Logger:     log.With().Str("component", "lifecycle").Logger(),
+
+		MarkSuspects: raftfsm.SetSuspectedBrokers,
 	})
 	if err != nil {
 		return err
 	}
+	lifeRef.Store(life)
 	defer life.Close()
 	metrics.addNode(node, life)
 	currentImage := func() *metadata.Image { img, _ := node.Current(); return img }
@@ -328,7 +344,7 @@ const initialCatchUpWait = 5 * time.Second
 // before retrying failed __consumer_offsets writes.
 const offsetsLogRetry = 2 * time.Second
 
-func startReplicas(node *raftfsm.Node, logs *storage.Manager, cfg *config.Config, log zerolog.Logger) (*replica.Manager, func(), error) {
+func startReplicas(node *raftfsm.Node, logs *storage.Manager, cfg *config.Config, sourceLost func(int32), log zerolog.Logger) (*replica.Manager, func(), error) {
 	clientID := fmt.Sprintf("raftka-replica-%d", cfg.NodeID)
 	dial := replica.TCPDialer(clientID, 10*time.Second)
 	secured, err := broker.InterBrokerDialer(cfg, 10*time.Second, log)
@@ -354,6 +370,7 @@ func startReplicas(node *raftfsm.Node, logs *storage.Manager, cfg *config.Config
 		FetchBackoff:           cfg.ReplicaFetchBackoff,
 		RequestTimeout:         cfg.ReplicaSocketTimeout,
 		NumFetchers:            int(cfg.NumReplicaFetchers),
+		SourceLost:             sourceLost,
 	})
 	if err != nil {
 		return nil, nil, err
