@@ -86,6 +86,7 @@ func init() {
 				),
 				Action: benchE2E,
 			},
+			benchCommitCommand(),
 			benchKfakeCommand(),
 		},
 	})
@@ -360,6 +361,12 @@ type benchResult struct {
 	TxnPerSec    float64 `json:"transactions_per_sec,omitempty"`
 	EndTxnP50Ms  float64 `json:"end_txn_p50_ms,omitempty"`
 	EndTxnP99Ms  float64 `json:"end_txn_p99_ms,omitempty"`
+	// Commit only (records counts the OffsetCommit requests; latency is
+	// theirs): partition offsets per request, requests and offsets per
+	// second.
+	OffsetsPerCommit int     `json:"offsets_per_commit,omitempty"`
+	CommitsPerSec    float64 `json:"commits_per_sec,omitempty"`
+	OffsetsPerSec    float64 `json:"offsets_per_sec,omitempty"`
 }
 
 func durationMs(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
