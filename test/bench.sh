@@ -49,6 +49,10 @@
 # row again into a topic of 1,000 partitions (RF=3, min.insync.replicas=2),
 # judged against the 6-partition 1 KiB row of the same run.
 #
+# Topic creation (row topics, issue 18 P6): `raftka bench topics` creates 200
+# topics of 6 partitions (RF as the target's), one CreateTopics each from 8
+# workers, and deletes them; topics created/s and the CreateTopics p99.
+#
 # Broker cost: CPU seconds (utime+stime from /proc/<pid>/stat of the broker
 # processes, summed over the nodes) per GB produced, and peak RSS (VmHWM
 # from /proc/<pid>/status, the largest node).
@@ -77,7 +81,8 @@
 # free disk under the work dir; each topic is deleted once read back),
 # BENCH_E2E_RECORDS (10000), BENCH_PORT (19100, first of the ports used),
 # BENCH_TARGETS ("one three kfake"), BENCH_ROWS ("100 scraped 1024 lz4 zstd txn10
-# txn1000 p1000 commit": the produce rows and the commit row; e2e always runs),
+# txn1000 p1000 commit topics": the produce rows, the commit and topics rows;
+# e2e always runs),
 # BENCH_JSON (bin/bench-result.json), BENCH_COMMIT_DURATION (10s),
 # BENCH_E2E_WARMUP (1s), BENCH_BROKER_BIN (bin/raftka: the binary the brokers run;
 # the bench client is always bin/raftka), BENCH_FAILOVER_DURATION (20s),
@@ -102,7 +107,7 @@ DURATION=${BENCH_DURATION:-10s}
 E2E_RECORDS=${BENCH_E2E_RECORDS:-10000}
 PORT=${BENCH_PORT:-19100}
 TARGETS=${BENCH_TARGETS:-one three kfake}
-ROWS=${BENCH_ROWS:-100 scraped 1024 lz4 zstd txn10 txn1000 p1000 commit}
+ROWS=${BENCH_ROWS:-100 scraped 1024 lz4 zstd txn10 txn1000 p1000 commit topics}
 RESULT_JSON=${BENCH_JSON:-bin/bench-result.json}
 COMMIT_DURATION=${BENCH_COMMIT_DURATION:-10s}
 E2E_WARMUP=${BENCH_E2E_WARMUP:-1s}
@@ -305,6 +310,15 @@ bench_target() {
 			[ -z "${FAILED[$name]:-}" ] && bench_commit "$name"
 			continue
 			;;
+		topics)
+			if [ -z "${FAILED[$name]:-}" ]; then
+				out=$(run_bench "$name" "bench topics" topics --count 200 --partitions 6 --replication-factor "${RF[$name]}" --concurrency 8)
+				R[$name|topics|tps]=$(jget "$out" topics_per_sec)
+				R[$name|topics|p50]=$(jget "$out" latency_p50_ms)
+				R[$name|topics|p99]=$(jget "$out" latency_p99_ms)
+			fi
+			continue
+			;;
 		100 | 1024) size=$row extra=() ;;
 		p1000)
 			[ "$name" = three ] || continue
@@ -323,7 +337,7 @@ bench_target() {
 			size=1024 extra=(--transaction-records "${row#txn}" --transactional-id "bench-$row")
 			;;
 		*)
-			echo "bench.sh: unknown row $row in BENCH_ROWS (want 100, scraped, 1024, lz4, zstd, txn10, txn1000, p1000, commit)" >&2
+			echo "bench.sh: unknown row $row in BENCH_ROWS (want 100, scraped, 1024, lz4, zstd, txn10, txn1000, p1000, commit, topics)" >&2
 			continue
 			;;
 		esac
@@ -524,7 +538,7 @@ for t in $TARGETS; do
 	for row in $ROWS; do
 		case $row in
 		lz4 | zstd | scraped | txn10 | txn1000 | p1000) [ "$t" = three ] && rows="$rows $row" ;;
-		commit) ;; # printed under the table
+		commit | topics) ;; # printed under the table
 		*) rows="$rows $row" ;;
 		esac
 	done
@@ -578,6 +592,11 @@ for t in $TARGETS; do
 			"at 1000/s of 1: $(fmt "${R[$t|commit|raterps]:-}" 0)/s, p50 $(fmt "${R[$t|commit|ratep50]:-}" 2) ms, p99 $(fmt "${R[$t|commit|ratep99]:-}" 2) ms"
 	fi
 done
+for t in $TARGETS; do
+	if [ -n "${R[$t|topics|tps]:-}" ]; then
+		echo "${LABEL[$t]:-$t} topics: $(fmt "${R[$t|topics|tps]:-}" 1) topics of 6 partitions created/s (CreateTopics p50 $(fmt "${R[$t|topics|p50]:-}" 2) ms, p99 $(fmt "${R[$t|topics|p99]:-}" 2) ms)"
+	fi
+done
 if [ -n "${R[three|e2e|max]:-}" ]; then
 	echo "e2e max: raftka 3 nodes $(fmt "${R[three|e2e|max]:-}" 2) ms, kfake $(fmt "${R[kfake|e2e|max]:-}" 2) ms"
 fi
@@ -624,6 +643,9 @@ done
 verdict P3 "RF=3 e2e p99 ms at 1,000 records/s" "${R[three|e2e|p99]:-}" "< 5 ms" 'v < 5'
 if [[ " $ROWS " == *" p1000 "* ]]; then
 	verdict P6-1000 "RF=3 produce 1 KiB MB/s, 1,000 partitions / 6" "$(quot "${R[three|p1000|mbps]:-}" "${R[three|1024|mbps]:-}")" ">= 0.7x" 'v >= 0.7'
+fi
+if [[ " $ROWS " == *" topics "* ]]; then
+	verdict P6-topics "RF=3 topics created/s (6 partitions each)" "${R[three|topics|tps]:-}" ">= 200" 'v >= 200'
 fi
 if [[ " $ROWS " == *" commit "* ]]; then
 	verdict P7-rate "RF=3 partition offsets committed/s" "${R[three|commit|ops]:-}" ">= 20000" 'v >= 20000'

@@ -87,6 +87,7 @@ func init() {
 				Action: benchE2E,
 			},
 			benchCommitCommand(),
+			benchTopicsCommand(),
 			benchKfakeCommand(),
 		},
 	})
@@ -367,6 +368,9 @@ type benchResult struct {
 	OffsetsPerCommit int     `json:"offsets_per_commit,omitempty"`
 	CommitsPerSec    float64 `json:"commits_per_sec,omitempty"`
 	OffsetsPerSec    float64 `json:"offsets_per_sec,omitempty"`
+	// Topics only (records counts the topics created; latency is the
+	// CreateTopics requests').
+	TopicsPerSec float64 `json:"topics_per_sec,omitempty"`
 }
 
 func durationMs(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }

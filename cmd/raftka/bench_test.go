@@ -157,6 +157,7 @@ func TestBenchFlagErrors(t *testing.T) {
 		{[]string{"bench", "kfake", "--listen", "0.0.0.0:9092"}, "127.0.0.1 only"},
 		{[]string{"bench", "commit", "--topic", "t"}, "give --commits or --duration"},
 		{[]string{"bench", "commit", "--topic", "t", "--commits", "1", "--groups", "0"}, "must be at least 1"},
+		{[]string{"bench", "topics", "--count", "0"}, "must be at least 1"},
 	} {
 		_, _, err := runCLI(t, "", tc.args...)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
@@ -388,5 +389,36 @@ func TestBenchCommit(t *testing.T) {
 	})
 	if n != 5 {
 		t.Fatalf("group 0 has %d committed partitions, want 5", n)
+	}
+}
+
+// TestBenchTopics: topics mode creates the asked topics, reports them, and
+// deletes them after.
+func TestBenchTopics(t *testing.T) {
+	bs := startKfake(t)
+	stdout, _, err := runCLI(t, "", "bench", "topics", "--bootstrap-server", bs, "--count", "12", "--partitions", "2", "--concurrency", "3", "--json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var res benchResult
+	if err := json.Unmarshal([]byte(stdout), &res); err != nil {
+		t.Fatalf("%q: %v", stdout, err)
+	}
+	if res.Mode != "topics" || res.Records != 12 || res.Errors != 0 || res.TopicsPerSec <= 0 || res.LatP99Ms <= 0 {
+		t.Fatalf("topics result %+v", res)
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(bs))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	listed, err := kadm.NewClient(cl).ListTopics(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range listed.Names() {
+		if strings.HasPrefix(name, "raftka-bench-topic-") {
+			t.Errorf("topic %s left after the run", name)
+		}
 	}
 }
