@@ -82,6 +82,7 @@
 # BENCH_E2E_RECORDS (10000), BENCH_PORT (19100, first of the ports used),
 # BENCH_TARGETS ("one three kfake"), BENCH_ROWS ("100 scraped 1024 lz4 zstd txn10
 # txn1000 p1000 commit topics": the produce rows, the commit and topics rows;
+# set but empty: the e2e row alone;
 # e2e always runs),
 # BENCH_JSON (bin/bench-result.json), BENCH_COMMIT_DURATION (10s),
 # BENCH_E2E_WARMUP (1s), BENCH_BROKER_BIN (bin/raftka: the binary the brokers run;
@@ -107,7 +108,7 @@ DURATION=${BENCH_DURATION:-10s}
 E2E_RECORDS=${BENCH_E2E_RECORDS:-10000}
 PORT=${BENCH_PORT:-19100}
 TARGETS=${BENCH_TARGETS:-one three kfake}
-ROWS=${BENCH_ROWS:-100 scraped 1024 lz4 zstd txn10 txn1000 p1000 commit topics}
+ROWS=${BENCH_ROWS-100 scraped 1024 lz4 zstd txn10 txn1000 p1000 commit topics}
 RESULT_JSON=${BENCH_JSON:-bin/bench-result.json}
 COMMIT_DURATION=${BENCH_COMMIT_DURATION:-10s}
 E2E_WARMUP=${BENCH_E2E_WARMUP:-1s}
