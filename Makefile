@@ -5,7 +5,7 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -s -w -X main.version=$(VERSION)
 FUZZTIME ?= 10s
 
-.PHONY: build build-previous run test test-long lint bench fuzz clean image compose-up compose-down
+.PHONY: build build-previous run test test-long lint bench bench-compare fuzz clean image compose-up compose-down
 
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/raftka
@@ -43,6 +43,14 @@ lint:
 bench: build
 	$(GO) test -run '^$$' -bench . -benchmem -count=1 ./...
 	test/bench.sh
+
+# This tree against an earlier revision on this machine: both binaries,
+# test/bench.sh runs in turn and the Go benchmarks of both trees (benchstat),
+# medians and ratios printed (test/bench-compare.sh; its knobs select rows).
+bench-compare: build
+	@test -n "$(OLD)" || { echo "usage: make bench-compare OLD=<tag or commit>"; exit 2; }
+	$(MAKE) build-previous REV=$(OLD)
+	test/bench-compare.sh bin/raftka-$(OLD) $(BIN) $(OLD)
 
 # A short run of every fuzz target (go test runs one -fuzz target at a time).
 fuzz:

@@ -89,6 +89,17 @@ func handleCreateTopics(ctx context.Context, rc *request, kreq kmsg.Request) (km
 	}
 	if len(fwd.Topics) > 0 {
 		forwardCreateTopics(ctx, srv, fwd, results)
+		if !req.ValidateOnly {
+			var created []string
+			for _, t := range fwd.Topics {
+				if results[t.Topic].ErrorCode == 0 {
+					created = append(created, t.Topic)
+				}
+			}
+			// So a produce sent as soon as this answer arrives finds
+			// every new leader leading (replicas_serve.go).
+			srv.awaitReplicasServe(ctx, created)
+		}
 	}
 	for name, n := range charged {
 		if results[name].ErrorCode != 0 {

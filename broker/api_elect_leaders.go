@@ -78,6 +78,17 @@ func handleElectLeaders(ctx context.Context, rc *request, kreq kmsg.Request) (km
 		return fail(forwardFailure(err))
 	}
 	clearTags(&cresp.UnknownTags)
+	var moved []string
+	for _, rt := range cresp.Topics {
+		for _, rp := range rt.Partitions {
+			if rp.ErrorCode == 0 {
+				moved = append(moved, rt.Topic)
+				break
+			}
+		}
+	}
+	// The new leaders lead before the client hears of them.
+	srv.awaitReplicasServe(ctx, moved)
 	if req.Version == 0 {
 		cresp.ErrorCode = 0
 	}

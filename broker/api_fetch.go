@@ -99,6 +99,7 @@ func handleFetch(ctx context.Context, rc *request, kreq kmsg.Request) (kmsg.Resp
 		return refuseReplicaFetch(req), nil
 	}
 	if replicaID >= 0 && srv.deps.Replicas != nil {
+		rc.fromReplica = true
 		// A follower that learned of a new leadership before this leader's
 		// partitions did is refused; answered so, it would back off. Catch
 		// up and serve it again instead (only then: on the Raft leader an

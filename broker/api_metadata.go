@@ -90,7 +90,7 @@ func handleMetadata(ctx context.Context, rc *request, kreq kmsg.Request) (kmsg.R
 		// already holds the entry, answer from it rather than send the
 		// client into a retry backoff on UNKNOWN_TOPIC_OR_PARTITION.
 		wctx, cancel := context.WithTimeout(ctx, catchUpWait)
-		if srv.catchUpMetadata(wctx) {
+		if srv.deps.Metadata.CatchUp(wctx) {
 			img, _ = srv.deps.Metadata.Current()
 		}
 		cancel()

@@ -52,6 +52,7 @@ func handleOffsetForLeaderEpoch(ctx context.Context, rc *request, kreq kmsg.Requ
 				rt.Partitions = append(rt.Partitions, rp)
 				continue
 			}
+			rc.fromReplica = req.ReplicaID >= 0
 			err := srv.onPartition(ctx, rc, t.Topic, p.Partition, func(part *replica.Partition) error {
 				eo, err := part.OffsetForLeaderEpoch(p.CurrentLeaderEpoch, p.LeaderEpoch)
 				if err == nil {

@@ -6,6 +6,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/raftka/raftka/broker/replica"
 	"github.com/raftka/raftka/metadata"
@@ -14,37 +15,69 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// laggingMetadata is a node's metadata as the handlers see it, published
-// ahead of the replica manager, the way raftfsm publishes an image before
-// the subscription's goroutine has applied it to the partitions. pending
-// are entries its Raft log holds but has not applied; CatchUp applies them,
-// as raftfsm.Node.CatchUp waits for them to be.
+// laggingMetadata is a node's metadata as raftfsm.Node serves it with
+// serving held: Current is the image the replica manager has applied
+// (served by feed), which may lag the FSM's newest (latest) while the
+// replica manager works, and pending are entries its Raft log holds but has
+// not applied. CatchUp applies pending and waits for the served image to
+// reach the FSM's, as raftfsm.Node.CatchUp does. A request that meets a
+// lagging node came from a client that another node told of a leadership.
 type laggingMetadata struct {
-	mu       sync.Mutex
-	img      *metadata.Image
-	index    uint64
-	pending  []metadata.Record
-	publish  func(img *metadata.Image, delta *metadata.Delta, index uint64)
-	catchUps atomic.Int32
+	mu          sync.Mutex
+	latest      *metadata.Image
+	latestIndex uint64
+	served      *metadata.Image
+	servedIndex uint64
+	pending     []metadata.Record
+	publish     func(img *metadata.Image, delta *metadata.Delta, index uint64)
+	catchUps    atomic.Int32
+	// onWait runs when a CatchUp starts waiting for the served image.
+	onWait func()
 }
 
 func (m *laggingMetadata) Current() (*metadata.Image, uint64) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	return m.img, m.index
+	return m.served, m.servedIndex
 }
 
-func (m *laggingMetadata) CatchUp(context.Context) bool {
+func (m *laggingMetadata) serve(img *metadata.Image, index uint64) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if index >= m.servedIndex {
+		m.served, m.servedIndex = img, index
+	}
+}
+
+func (m *laggingMetadata) CatchUp(ctx context.Context) bool {
 	m.catchUps.Add(1)
 	m.mu.Lock()
 	recs := m.pending
 	m.pending = nil
 	m.mu.Unlock()
-	if len(recs) == 0 {
-		return false
+	waited := len(recs) > 0
+	if waited {
+		m.commit(recs...)
 	}
-	m.commit(recs...)
-	return true
+	m.mu.Lock()
+	behind, latest := m.servedIndex < m.latestIndex, m.latestIndex
+	m.mu.Unlock()
+	if !behind {
+		return waited
+	}
+	if m.onWait != nil {
+		m.onWait()
+	}
+	for {
+		if _, idx := m.Current(); idx >= latest {
+			return true
+		}
+		select {
+		case <-ctx.Done():
+			return true
+		case <-time.After(time.Millisecond):
+		}
+	}
 }
 
 // appendOnly puts recs in the Raft log without applying them: a follower
@@ -55,29 +88,15 @@ func (m *laggingMetadata) appendOnly(recs ...metadata.Record) {
 	m.pending = append(m.pending, recs...)
 }
 
-// commit applies recs as one Raft entry and publishes it.
+// commit applies recs as one Raft entry in the FSM and publishes it to the
+// feed (which serves it once the replica manager has applied it).
 func (m *laggingMetadata) commit(recs ...metadata.Record) {
 	m.mu.Lock()
-	defer m.mu.Unlock()
-	img, delta := m.img.Apply(recs)
-	m.img, m.index = img, m.index+1
-	m.publish(img, delta, m.index)
-}
-
-// watchedReplicas counts the handlers' waits for the replica manager and
-// lets a test act when one starts.
-type watchedReplicas struct {
-	*replica.Manager
-	waits  atomic.Int32
-	onWait func()
-}
-
-func (w *watchedReplicas) WaitApplied(ctx context.Context, index uint64) error {
-	w.waits.Add(1)
-	if w.onWait != nil {
-		w.onWait()
-	}
-	return w.Manager.WaitApplied(ctx, index)
+	img, delta := m.latest.Apply(recs)
+	m.latest, m.latestIndex = img, m.latestIndex+1
+	index := m.latestIndex
+	m.mu.Unlock()
+	m.publish(img, delta, index)
 }
 
 type heldEvent struct {
@@ -88,12 +107,13 @@ type heldEvent struct {
 
 // lagFixture is broker 1 serving the partition APIs from a real
 // replica.Manager that applies the published metadata only when feed runs
-// (or at once while eager). Broker 2 is registered but never runs.
+// (or at once while eager); the image is served once applied. Broker 2 is
+// registered but never runs.
 type lagFixture struct {
 	t      *testing.T
 	md     *laggingMetadata
 	rm     *replica.Manager
-	reps   *watchedReplicas
+	srv    *Server
 	client *partFixture // only its request helpers (call, produce)
 
 	mu    sync.Mutex
@@ -106,20 +126,21 @@ func newLagFixture(t *testing.T) *lagFixture {
 	t.Helper()
 	dir := t.TempDir()
 	sm, rm := newTestReplicas(t, dir)
-	f := &lagFixture{t: t, rm: rm, reps: &watchedReplicas{Manager: rm}, eager: true}
-	f.md = &laggingMetadata{img: metadata.NewImage(), publish: f.published}
+	f := &lagFixture{t: t, rm: rm, eager: true}
+	f.md = &laggingMetadata{latest: metadata.NewImage(), served: metadata.NewImage(), publish: f.published}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	srv, err := newServer(Options{
 		Logger: testLogger(t), Listeners: []Listener{{Name: "CLIENT", Listener: ln}}, NodeID: 1,
-		Deps:       Deps{Metadata: f.md, Replicas: f.reps},
+		Deps:       Deps{Metadata: f.md, Replicas: rm},
 		Partitions: PartitionOptions{LogDirs: []string{dir}},
 	}, defaultAPIs)
 	if err != nil {
 		t.Fatal(err)
 	}
+	f.srv = srv
 	done := make(chan error, 1)
 	go func() { done <- srv.Serve() }()
 	f.client = &partFixture{t: t, addr: ln.Addr().String()}
@@ -160,7 +181,8 @@ func (f *lagFixture) lag() {
 	f.mu.Unlock()
 }
 
-// feed applies the held events to the replica manager, in order.
+// feed applies the held events to the replica manager, in order, and
+// serves each.
 func (f *lagFixture) feed() {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -171,17 +193,17 @@ func (f *lagFixture) feedLocked() {
 	for _, ev := range f.held {
 		f.rm.Apply(ev.img, ev.delta, false)
 		f.rm.MarkApplied(ev.index)
+		f.md.serve(ev.img, ev.index)
 	}
 	f.held = nil
 }
 
-// feedWhenWaited makes the first handler that waits for the replica
-// manager release the held events, from another goroutine, once it has
-// started waiting: the request can only succeed by waiting and asking
-// again.
+// feedWhenWaited makes the first handler that waits for the served image
+// release the held events, from another goroutine, once it has started
+// waiting: the request can only succeed by waiting and asking again.
 func (f *lagFixture) feedWhenWaited() {
 	var once sync.Once
-	f.reps.onWait = func() {
+	f.md.onWait = func() {
 		once.Do(func() {
 			f.feeds.Add(1)
 			go func() {
@@ -305,10 +327,11 @@ var lagRequests = []lagRequest{
 }
 
 // TestCatchUpServesNewLeadership: right after the metadata names this
-// broker leader of a partition (a new topic, a leader that moved here) and
-// before the replica manager has applied that, a client's Produce, Fetch
-// or ListOffsets for it is answered by the partition (the handler waits for
-// the manager and asks again) instead of NOT_LEADER_OR_FOLLOWER or
+// broker leader of a partition (a new topic, a leader that moved here), as
+// another node already serves it, and before this node serves it (its
+// replica manager has not applied it), a client's Produce, Fetch or
+// ListOffsets for it is answered by the partition (the handler waits for
+// the node to catch up and asks again) instead of NOT_LEADER_OR_FOLLOWER or
 // UNKNOWN_TOPIC_OR_PARTITION, on which clients back off a second or more.
 // A follower's fetch likewise, instead of a refusal it would back off on.
 // ListOffsets, OffsetForLeaderEpoch and DeleteRecords included: there a
@@ -325,16 +348,16 @@ func TestCatchUpServesNewLeadership(t *testing.T) {
 				if code := rq.call(t, f, sc.topic, sc.epoch); code != 0 {
 					t.Fatalf("answered %v", kerr.ErrorForCode(code))
 				}
-				if f.reps.waits.Load() == 0 {
-					t.Fatal("answered without waiting for the replica manager")
+				if catchUpWaits(f.srv) == 0 {
+					t.Fatal("answered without a counted catch-up wait")
 				}
 			})
 		}
 	}
 }
 
-// TestCatchUpNotBehindAnswersAtOnce: when the replica manager has applied
-// everything published, NOT_LEADER_OR_FOLLOWER and
+// TestCatchUpNotBehindAnswersAtOnce: when the node serves everything its
+// Raft log holds, NOT_LEADER_OR_FOLLOWER and
 // UNKNOWN_TOPIC_OR_PARTITION are the true answer and come back without
 // waiting for it.
 func TestCatchUpNotBehindAnswersAtOnce(t *testing.T) {
@@ -353,8 +376,8 @@ func TestCatchUpNotBehindAnswersAtOnce(t *testing.T) {
 				if code := rq.call(t, f, c.topic, -1); code != c.want {
 					t.Fatalf("answered %v, want %v", kerr.ErrorForCode(code), kerr.ErrorForCode(c.want))
 				}
-				if n := f.reps.waits.Load(); n != 0 {
-					t.Fatalf("waited %d times for a replica manager that was not behind", n)
+				if n := catchUpWaits(f.srv); n != 0 {
+					t.Fatalf("waited %d times for a node that was not behind", n)
 				}
 			})
 		}
@@ -370,8 +393,8 @@ func TestCatchUpGivesUp(t *testing.T) {
 	if code := lagRequests[0].call(t, f, "fresh", 0); code != kerr.UnknownTopicOrPartition.Code {
 		t.Fatalf("answered %v, want UNKNOWN_TOPIC_OR_PARTITION", kerr.ErrorForCode(code))
 	}
-	if f.reps.waits.Load() == 0 {
-		t.Fatal("answered without waiting for the replica manager")
+	if catchUpWaits(f.srv) == 0 {
+		t.Fatal("answered without a counted catch-up wait")
 	}
 }
 
@@ -418,8 +441,8 @@ func TestCatchUpProduceFromRaftLog(t *testing.T) {
 	if r := f.client.produce(9, -1, "remote", [16]byte{}, map[int32][]byte{0: recordbatch.BuildValues(1000, []byte("v"))})[0]; r.ErrorCode != 0 {
 		t.Fatalf("produce: %v", kerr.ErrorForCode(r.ErrorCode))
 	}
-	if f.md.catchUps.Load() == 0 || f.reps.waits.Load() == 0 {
-		t.Fatalf("answered with %d CatchUps and %d waits", f.md.catchUps.Load(), f.reps.waits.Load())
+	if f.md.catchUps.Load() == 0 || catchUpWaits(f.srv) == 0 {
+		t.Fatalf("answered with %d CatchUps and %d counted waits", f.md.catchUps.Load(), catchUpWaits(f.srv))
 	}
 }
 
@@ -467,4 +490,38 @@ func TestNamesUnknown(t *testing.T) {
 			t.Errorf("%s: namesUnknown = %v, want %v", tt.name, got, tt.want)
 		}
 	}
+}
+
+// TestServedImageLeadsNoEarlierThanReplicas: while the replica manager has
+// not applied a new topic, the served image (the one Metadata answers
+// from) does not name it; once it has, the leader it names takes a
+// Produce at once, without a catch-up wait.
+func TestServedImageLeadsNoEarlierThanReplicas(t *testing.T) {
+	f := newLagFixture(t)
+	f.lag()
+	f.md.commit(&metadata.CreateTopic{Name: "fresh", ID: [16]byte{0xc, 5}, Partitions: partitionsOf(1)})
+	all := metadataReq(12)
+	all.Topics = nil
+	for _, mt := range f.client.call(all).(*kmsg.MetadataResponse).Topics {
+		if mt.Topic != nil && *mt.Topic == "fresh" {
+			t.Fatal("Metadata named the topic before the replica manager applied it")
+		}
+	}
+	f.feed()
+	md := f.client.call(all).(*kmsg.MetadataResponse)
+	if len(md.Topics) != 1 || len(md.Topics[0].Partitions) != 1 || md.Topics[0].Partitions[0].Leader != 1 {
+		t.Fatalf("Metadata after the apply: %+v", md.Topics)
+	}
+	if r := f.client.produce(9, 1, "fresh", [16]byte{}, map[int32][]byte{0: recordbatch.BuildValues(1000, []byte("v"))})[0]; r.ErrorCode != 0 {
+		t.Fatalf("produce: %v", kerr.ErrorForCode(r.ErrorCode))
+	}
+	if n := catchUpWaits(f.srv); n != 0 {
+		t.Fatalf("%d catch-up waits, want 0", n)
+	}
+}
+
+// catchUpWaits is both of srv's catch-up wait counts together.
+func catchUpWaits(srv *Server) uint64 {
+	c, r := srv.CatchUpWaits()
+	return c + r
 }

@@ -168,6 +168,9 @@ type request struct {
 	// catchUpBy bounds the waits of Server.catchUp for this request
 	// together (zero until the first); only its handler goroutine uses it.
 	catchUpBy time.Time
+	// fromReplica marks a follower's Fetch or OffsetForLeaderEpoch, whose
+	// catch-up waits are counted apart from clients' (CatchUpWaits).
+	fromReplica bool
 
 	releaseOnce sync.Once
 	released    chan struct{}

@@ -60,6 +60,8 @@ func startNode(t testing.TB, opts ...func(*raftfsm.Config)) *node {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// As cmd/raftka's feed: the node serves what the replicas applied.
+	rn.HoldServing()
 	sub := rn.Subscribe()
 	ctx, cancel := context.WithCancel(context.Background())
 	fed := make(chan struct{})
@@ -72,6 +74,7 @@ func startNode(t testing.TB, opts ...func(*raftfsm.Config)) *node {
 			}
 			rm.Apply(ev.Image, ev.Delta, ev.Reset)
 			rm.MarkApplied(ev.Index)
+			rn.Serve(ev.Image, ev.Index)
 		}
 	}()
 	t.Cleanup(func() {

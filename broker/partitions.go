@@ -31,10 +31,6 @@ type ReplicaManager interface {
 	// in the segment files, one region list per response partition, so
 	// they go to the socket with sendfile instead of through a buffer.
 	ServeFetchRegions(ctx context.Context, req *kmsg.FetchRequest) (*kmsg.FetchResponse, [][]storage.Region)
-	// AppliedIndex and WaitApplied say how far the partition layer has
-	// followed the metadata image (Raft entry indexes); see catchUp.
-	AppliedIndex() uint64
-	WaitApplied(ctx context.Context, index uint64) error
 }
 
 // PartitionOptions configure the partition APIs of a Server.
@@ -97,20 +93,19 @@ func (s *Server) onPartition(ctx context.Context, rc *request, topic string, p i
 // partitions.
 const catchUpWait = time.Second
 
-// catchUp waits (at most catchUpWait) until the replica manager has applied
-// the metadata image this node already serves, and reports whether it had
-// been behind. The node's image is published first and the replica manager
-// applies it after (opening or promoting logs takes a moment), so for that
-// moment Metadata names this broker leader of a partition whose Produce
-// would answer NOT_LEADER_OR_FOLLOWER or UNKNOWN_TOPIC_OR_PARTITION. Clients
-// back off a second or more on those; a handler that meets one while the
-// replica manager is behind waits here and asks again instead. Kafka's
-// brokers have the same window, shorter, because their metadata publisher
-// applies to the replica manager in the same step.
+// catchUp waits (at most catchUpWait) until the node has applied, and
+// serves, the metadata entries its Raft log already holds, and reports
+// whether it had been behind (and counts it, CatchUpWaits).
 //
-// Before that it lets the node apply what its Raft log already holds (see
-// catchUpMetadata): another broker may have named this one leader from an
-// entry this node has but has not applied.
+// The node serves only images its replica manager has applied
+// (raftfsm.Node.HoldServing), so this broker never names itself leader of a
+// partition it does not lead yet. What is left is another broker's image:
+// a follower appends a Raft entry before it learns that it is committed, so
+// a client may be told by another node that this one leads a partition
+// this node is about to learn of. Such a request would get
+// NOT_LEADER_OR_FOLLOWER or UNKNOWN_TOPIC_OR_PARTITION, on which clients
+// back off a second or more; a handler that meets one waits here and asks
+// again instead.
 func (s *Server) catchUp(ctx context.Context, rc *request) bool {
 	if s.deps.Replicas == nil || s.deps.Metadata == nil {
 		return false
@@ -123,18 +118,29 @@ func (s *Server) catchUp(ctx context.Context, rc *request) bool {
 	}
 	ctx, cancel := context.WithDeadline(ctx, rc.catchUpBy)
 	defer cancel()
-	behind := s.catchUpMetadata(ctx)
-	_, index := s.deps.Metadata.Current()
-	if s.deps.Replicas.AppliedIndex() >= index {
-		return behind
+	if !s.deps.Metadata.CatchUp(ctx) {
+		return false
 	}
-	return s.deps.Replicas.WaitApplied(ctx, index) == nil
+	if rc.fromReplica {
+		s.replicaCatchUpWaits.Add(1)
+	} else {
+		s.catchUpWaits.Add(1)
+	}
+	s.log.Debug().Str("api", kmsg.NameForKey(rc.key)).Str("client", rc.clientID).Msg("waited for the metadata to catch up")
+	return true
 }
 
-// catchUpMetadata waits (bounded by ctx) for the node to apply the Raft
-// entries it already holds, and reports whether there were any.
-func (s *Server) catchUpMetadata(ctx context.Context) bool {
-	return s.deps.Metadata.CatchUp(ctx)
+// CatchUpWaits counts the requests that met a partition this node's
+// metadata was behind on and waited for it (catchUp): clients' (a produce,
+// a consumer's fetch, ListOffsets, ...) that paid for a leadership another
+// node named first, and followers' Fetch and OffsetForLeaderEpoch. A
+// follower learns of its new leader from its own image, which may come
+// before the leader's; clients learn of leaders only from images that
+// CreateTopics and ElectLeaders made sure every replica serves
+// (awaitReplicasServe), so theirs are left to a leader move the controller
+// made by itself (a failover, a rebalance).
+func (s *Server) CatchUpWaits() (clients, replicas uint64) {
+	return s.catchUpWaits.Load(), s.replicaCatchUpWaits.Load()
 }
 
 // staleAnswer reports errors that a replica manager behind the metadata

@@ -121,9 +121,6 @@ func (f *partFixture) apply(recs ...metadata.Record) {
 	}
 	f.img = img
 	f.rm.Apply(img, delta, false)
-	// swappableMetadata serves every image at index 1; without the mark a
-	// handler would take the manager for behind and wait catchUpWait on
-	// every NOT_LEADER_OR_FOLLOWER.
 	f.rm.MarkApplied(1)
 	f.md.cur.Store(img)
 }

@@ -158,25 +158,27 @@ type Options struct {
 // connection is served by its own goroutines (see conn); Close cancels them
 // all and returns once every one has finished.
 type Server struct {
-	log             zerolog.Logger
-	table           *apiTable
-	deps            Deps
-	metrics         Metrics
-	counters        *Counters // set when Options.Metrics was nil
-	refusals        refusals  // produced batches refused for their content, by client
-	maxRequestBytes int32
-	maxInFlight     int
-	connMaxIdle     time.Duration
-	nodeID          int32
-	autoCreate      bool
-	config          *config.Config
-	listeners       []boundListener
-	producerIDs     producerIDs // see producer_ids.go
-	parts           *partitionState
-	authorizer      *metadata.Authorizer // nil: everything allowed
-	quotas          *quotaManager        // client quotas (quota.go)
-	connRates       *connectionRates     // max.connection.creation.rate (quota.go)
-	shares          *shareManager        // share-partitions led here (share_partitions.go)
+	log                 zerolog.Logger
+	table               *apiTable
+	deps                Deps
+	metrics             Metrics
+	counters            *Counters     // set when Options.Metrics was nil
+	catchUpWaits        atomic.Uint64 // clients' requests; see catchUp
+	replicaCatchUpWaits atomic.Uint64 // followers' requests
+	refusals            refusals      // produced batches refused for their content, by client
+	maxRequestBytes     int32
+	maxInFlight         int
+	connMaxIdle         time.Duration
+	nodeID              int32
+	autoCreate          bool
+	config              *config.Config
+	listeners           []boundListener
+	producerIDs         producerIDs // see producer_ids.go
+	parts               *partitionState
+	authorizer          *metadata.Authorizer // nil: everything allowed
+	quotas              *quotaManager        // client quotas (quota.go)
+	connRates           *connectionRates     // max.connection.creation.rate (quota.go)
+	shares              *shareManager        // share-partitions led here (share_partitions.go)
 
 	ctx    context.Context
 	cancel context.CancelFunc

@@ -151,7 +151,7 @@ func (c *controller) run() {
 	}
 	c.startIndex = c.n.raft.LastIndex()
 	now := time.Now()
-	img, _ := c.n.pub.Current()
+	img, _ := c.n.pub.Latest()
 	for _, b := range img.Brokers() {
 		c.leases[b.ID] = &lease{lastSeen: now}
 		// The old controller may have died with a broker (a combined
@@ -270,7 +270,7 @@ func (c *controller) drain() {
 // require, commits everything as one Raft entry (group commit: one fsync for
 // all of them), and then answers every operation.
 func (c *controller) process(batch []*op, now time.Time) {
-	img, _ := c.n.pub.Current()
+	img, _ := c.n.pub.Latest()
 	before := img
 	var all []metadata.Record
 	decs := make([]decision, len(batch))
@@ -300,7 +300,7 @@ func (c *controller) process(batch []*op, now time.Time) {
 			observeElections(c.n.cfg.Observer, before, all, time.Since(now))
 		}
 	} else {
-		_, index = c.n.pub.Current()
+		_, index = c.n.pub.Latest()
 	}
 	for i, o := range batch {
 		if err != nil {

@@ -120,7 +120,7 @@ func withSupportedFeatures(req kmsg.Request) {
 // node rolled to a newer binary does not raise the level under brokers
 // that cannot read what it allows.
 func (c *controller) bootstrapFeatures() error {
-	img, _ := c.n.pub.Current()
+	img, _ := c.n.pub.Latest()
 	if img.FeatureLevel() != 0 {
 		return nil
 	}

@@ -121,7 +121,7 @@ func completeReassignment(cur *metadata.Image, topicID [16]byte, partition int32
 // a partition that became ready without an AlterPartition (an election
 // that shrank the ISR onto the target) does not stay half moved.
 func (c *controller) completeReadyReassignments() error {
-	img, _ := c.n.pub.Current()
+	img, _ := c.n.pub.Latest()
 	recs := img.CompletableReassignments()
 	if len(recs) == 0 {
 		return nil

@@ -47,7 +47,7 @@ func (f *fsm) Apply(l *raft.Log) any {
 		defer func() { f.obs.Applied(time.Since(start)) }()
 	}
 	recs, err := metadata.DecodeRecords(l.Data)
-	cur, _ := f.pub.Current()
+	cur, _ := f.pub.Latest()
 	if err != nil {
 		// A committed entry that does not decode was written by a newer or
 		// broken controller. Every node skips it the same way, so the
@@ -70,7 +70,7 @@ func (f *fsm) checkClusterID(img *metadata.Image) {
 }
 
 func (f *fsm) Snapshot() (raft.FSMSnapshot, error) {
-	img, index := f.pub.Current()
+	img, index := f.pub.Latest()
 	return &fsmSnapshot{img: img, index: index, obs: f.obs}, nil
 }
 

@@ -234,7 +234,7 @@ func (n *Node) waitActive(limit time.Duration) error {
 	t := time.NewTicker(time.Millisecond)
 	defer t.Stop()
 	for {
-		if img, _ := n.pub.Current(); n.activeController() != nil && img.ClusterID() != "" {
+		if img, _ := n.pub.Latest(); n.activeController() != nil && img.ClusterID() != "" {
 			return nil
 		}
 		if time.Now().After(deadline) {

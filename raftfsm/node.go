@@ -441,10 +441,24 @@ func (n *Node) Addr() string { return n.addr }
 // Publisher returns the node's image publisher.
 func (n *Node) Publisher() *Publisher { return n.pub }
 
-// Current returns the latest applied image and its Raft index.
+// Current returns the served image and its Raft index: the latest applied
+// one, or, once HoldServing was called, the last one handed to Serve.
 func (n *Node) Current() (*metadata.Image, uint64) { return n.pub.Current() }
 
-// WaitForIndex waits until the local image has applied index.
+// Latest returns the FSM's newest image and its Raft index, served or not.
+func (n *Node) Latest() (*metadata.Image, uint64) { return n.pub.Latest() }
+
+// HoldServing makes Current, WaitForIndex (read-your-writes) and CatchUp
+// follow Serve instead of the FSM: a broker calls it before it subscribes
+// its replica manager, and serves each image once the manager has applied
+// it, so the node never names itself leader in an answer before its
+// partition layer leads (see Publisher).
+func (n *Node) HoldServing() { n.pub.Hold() }
+
+// Serve makes img, the image of Raft entry index, the served one.
+func (n *Node) Serve(img *metadata.Image, index uint64) { n.pub.Serve(img, index) }
+
+// WaitForIndex waits until the served image has applied index.
 func (n *Node) WaitForIndex(ctx context.Context, index uint64) error {
 	return n.pub.WaitForIndex(ctx, index)
 }
@@ -457,7 +471,22 @@ func (n *Node) WaitForIndex(ctx context.Context, index uint64) error {
 // a request that found "unknown topic" here can wait for it instead of
 // sending the client into a retry backoff. Entries that a new leader cuts
 // never apply: callers bound ctx.
+//
+// Then, while serving is held, it waits until the served image has caught
+// up with the FSM's (the replica manager has applied what the FSM has).
 func (n *Node) CatchUp(ctx context.Context) bool {
+	waited := n.CatchUpLog(ctx)
+	_, latest := n.pub.Latest()
+	if _, served := n.pub.Current(); served >= latest {
+		return waited
+	}
+	_ = n.pub.WaitForIndex(ctx, latest)
+	return true
+}
+
+// CatchUpLog is CatchUp's first half: it waits for the FSM only, not for
+// the served image (what the holder of serving waits for at its start).
+func (n *Node) CatchUpLog(ctx context.Context) bool {
 	last := n.raft.LastIndex()
 	if n.raft.AppliedIndex() >= last {
 		return false

@@ -33,37 +33,80 @@ type published struct {
 // Publisher hands the FSM's images to readers. Only the FSM goroutine
 // publishes; Current, WaitForIndex and Subscribe may be called from any
 // goroutine.
+//
+// It keeps two images. Latest is the FSM's newest, which the controller
+// decides on and subscriptions are fed from. Current is the one the node
+// serves: the same as Latest until Hold is called, from then on the one the
+// holder last handed to Serve. A broker holds it for its replica manager, so
+// no Metadata answer names this broker leader of a partition before the
+// partition layer leads it (issue 18, P3).
 type Publisher struct {
-	cur atomic.Pointer[published]
+	cur    atomic.Pointer[published] // Latest
+	served atomic.Pointer[published] // Current
 
 	mu      sync.Mutex
 	changed chan struct{} // closed and replaced on every publish
 	subs    map[*Subscription]struct{}
 	closed  bool
+	held    bool // Current moves only by Serve
 }
 
 func newPublisher() *Publisher {
 	p := &Publisher{changed: make(chan struct{}), subs: make(map[*Subscription]struct{})}
-	p.cur.Store(&published{img: metadata.NewImage()})
+	first := &published{img: metadata.NewImage()}
+	p.cur.Store(first)
+	p.served.Store(first)
 	return p
 }
 
-// Current returns the latest applied image and the Raft index of the entry
-// that produced it (0 before the first entry).
+// Current returns the served image and the Raft index of the entry that
+// produced it (0 before the first entry): Latest, or while held what the
+// holder last served.
 func (p *Publisher) Current() (*metadata.Image, uint64) {
+	c := p.served.Load()
+	return c.img, c.index
+}
+
+// Latest returns the FSM's newest image and its Raft index, served or not.
+func (p *Publisher) Latest() (*metadata.Image, uint64) {
 	c := p.cur.Load()
 	return c.img, c.index
 }
 
-// WaitForIndex blocks until the local image has applied the Raft entry at
-// index (or a later one), so a caller that got index back from a controller
-// RPC reads its own write.
+// Hold makes Current move only by Serve from now on; it stays at the image
+// it has now until the first Serve. Call it before Subscribe, and Serve
+// every event the subscription gives once it has been applied.
+func (p *Publisher) Hold() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.held = true
+}
+
+// Serve makes img, the image of Raft entry index, the served one (Current),
+// and wakes WaitForIndex. An index older than the served one is ignored.
+func (p *Publisher) Serve(img *metadata.Image, index uint64) {
+	if img == nil {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if index < p.served.Load().index {
+		return
+	}
+	p.served.Store(&published{img: img, index: index})
+	close(p.changed)
+	p.changed = make(chan struct{})
+}
+
+// WaitForIndex blocks until the served image (Current) has applied the Raft
+// entry at index (or a later one), so a caller that got index back from a
+// controller RPC reads its own write, partition layer included.
 func (p *Publisher) WaitForIndex(ctx context.Context, index uint64) error {
 	for {
 		p.mu.Lock()
 		ch, closed := p.changed, p.closed
 		p.mu.Unlock()
-		if p.cur.Load().index >= index {
+		if p.served.Load().index >= index {
 			return nil
 		}
 		if closed {
@@ -98,7 +141,11 @@ func (p *Publisher) Subscribe() *Subscription {
 func (p *Publisher) publish(ev Event) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.cur.Store(&published{img: ev.Image, index: ev.Index})
+	c := &published{img: ev.Image, index: ev.Index}
+	p.cur.Store(c)
+	if !p.held {
+		p.served.Store(c)
+	}
 	close(p.changed)
 	p.changed = make(chan struct{})
 	for s := range p.subs {

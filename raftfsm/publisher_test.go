@@ -68,3 +68,43 @@ func TestNextLatest(t *testing.T) {
 		t.Fatalf("after close: %v, want ErrClosed", err)
 	}
 }
+
+// A held publisher serves what its holder served, not the FSM's newest:
+// Current and WaitForIndex follow Serve, Latest the FSM, and an older Serve
+// never moves the served image back.
+func TestPublisherHold(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	p := newPublisher()
+	publishN(p, 1, 1)
+	if _, idx := p.Current(); idx != 1 {
+		t.Fatalf("unheld: served %d, want 1", idx)
+	}
+	p.Hold()
+	publishN(p, 2, 3)
+	if _, idx := p.Current(); idx != 1 {
+		t.Fatalf("held: served %d, want 1 until Serve", idx)
+	}
+	if _, idx := p.Latest(); idx != 3 {
+		t.Fatalf("held: latest %d, want 3", idx)
+	}
+	short, cancelShort := context.WithTimeout(ctx, 20*time.Millisecond)
+	defer cancelShort()
+	if err := p.WaitForIndex(short, 2); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("WaitForIndex(2) before Serve: %v, want deadline exceeded", err)
+	}
+	waited := make(chan error, 1)
+	go func() { waited <- p.WaitForIndex(ctx, 3) }()
+	img := metadata.NewImage()
+	p.Serve(img, 3)
+	if err := <-waited; err != nil {
+		t.Fatalf("WaitForIndex(3) after Serve(3): %v", err)
+	}
+	if got, idx := p.Current(); got != img || idx != 3 {
+		t.Fatalf("served %p@%d, want %p@3", got, idx, img)
+	}
+	p.Serve(metadata.NewImage(), 2)
+	if got, idx := p.Current(); got != img || idx != 3 {
+		t.Fatalf("an older Serve moved the served image to %d", idx)
+	}
+}

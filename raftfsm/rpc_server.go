@@ -184,7 +184,7 @@ func (n *Node) decideFor(req kmsg.Request) decideFunc {
 // that it belongs to this cluster.
 func (n *Node) addNonvoter(r *kmsg.AddRaftVoterRequest) kmsg.Response {
 	resp := r.ResponseKind().(*kmsg.AddRaftVoterResponse)
-	img, _ := n.pub.Current()
+	img, _ := n.pub.Latest()
 	if r.ClusterID == nil || *r.ClusterID != img.ClusterID() {
 		resp.ErrorCode = kerr.InconsistentClusterID.Code
 		return resp

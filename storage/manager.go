@@ -75,6 +75,10 @@ type Manager struct {
 	logs   map[TopicPartition]*Log
 	dirOf  map[TopicPartition]string // log dir holding each partition
 	closed bool
+	// creating holds the partitions GetOrCreate is opening outside mu
+	// (their files and fsyncs), each with its log dir and a channel
+	// closed when done, so creations of different partitions overlap.
+	creating map[TopicPartition]pendingLog
 
 	ckptMu sync.Mutex // serialises checkpoint file writes
 
@@ -132,7 +136,7 @@ func OpenManager(opts ManagerOptions) (*Manager, []*RecoveryReport, error) {
 	if err := opts.Cleaner.validate(); err != nil {
 		return nil, nil, err
 	}
-	m := &Manager{opts: opts, logs: map[TopicPartition]*Log{}, dirOf: map[TopicPartition]string{}, lastExpiry: opts.Now(), cleaning: map[*Log]bool{}}
+	m := &Manager{opts: opts, logs: map[TopicPartition]*Log{}, dirOf: map[TopicPartition]string{}, creating: map[TopicPartition]pendingLog{}, lastExpiry: opts.Now(), cleaning: map[*Log]bool{}}
 	type job struct {
 		dir  string
 		path string
@@ -275,9 +279,17 @@ func (m *Manager) Logs() []*Log {
 	return out
 }
 
+type pendingLog struct {
+	dir  string
+	done chan struct{}
+}
+
 // GetOrCreate returns the partition's log, creating it with cfg in the log
 // dir holding the fewest partitions if it does not exist. An existing log
-// keeps its config (use Log.UpdateConfig).
+// keeps its config (use Log.UpdateConfig). Creations of different
+// partitions run in parallel (the files and their fsyncs are made outside
+// the manager's lock); one of a partition already being created waits for
+// it.
 func (m *Manager) GetOrCreate(topic string, partition int32, cfg Config) (*Log, error) {
 	if err := ValidateTopicName(topic); err != nil {
 		return nil, err
@@ -285,18 +297,31 @@ func (m *Manager) GetOrCreate(topic string, partition int32, cfg Config) (*Log, 
 	if partition < 0 {
 		return nil, fmt.Errorf("%w: partition %d", ErrInvalidConfig, partition)
 	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.closed {
-		return nil, ErrClosed
-	}
 	tp := TopicPartition{topic, partition}
-	if l, ok := m.logs[tp]; ok {
-		return l, nil
+	m.mu.Lock()
+	for {
+		if m.closed {
+			m.mu.Unlock()
+			return nil, ErrClosed
+		}
+		if l, ok := m.logs[tp]; ok {
+			m.mu.Unlock()
+			return l, nil
+		}
+		pl, ok := m.creating[tp]
+		if !ok {
+			break
+		}
+		m.mu.Unlock()
+		<-pl.done
+		m.mu.Lock()
 	}
 	counts := map[string]int{}
 	for _, d := range m.dirOf {
 		counts[d]++
+	}
+	for _, pl := range m.creating {
+		counts[pl.dir]++
 	}
 	dir := m.opts.Dirs[0]
 	for _, d := range m.opts.Dirs[1:] {
@@ -304,13 +329,27 @@ func (m *Manager) GetOrCreate(topic string, partition int32, cfg Config) (*Log, 
 			dir = d
 		}
 	}
+	pl := pendingLog{dir: dir, done: make(chan struct{})}
+	m.creating[tp] = pl
+	m.mu.Unlock()
+
 	l, _, err := OpenLog(filepath.Join(dir, tp.String()), cfg, LogOptions{Now: m.opts.Now, ProducerIDExpirationMs: m.opts.ProducerIDExpiration.Milliseconds(), FollowerDropBehind: m.opts.FollowerDropBehind, OnFlush: m.opts.OnFlush, activity: &m.appends})
+	if err == nil {
+		if err = fsyncDir(dir); err != nil {
+			l.Close()
+		}
+	}
+
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	delete(m.creating, tp)
+	close(pl.done)
 	if err != nil {
 		return nil, err
 	}
-	if err := fsyncDir(dir); err != nil {
+	if m.closed {
 		l.Close()
-		return nil, err
+		return nil, ErrClosed
 	}
 	m.logs[tp] = l
 	m.dirOf[tp] = dir
@@ -335,8 +374,17 @@ func ValidateTopicName(name string) error {
 // renamed "<topic>-<partition>.<id>-delete" (atomic, and finished at the
 // next start if interrupted), then removed.
 func (m *Manager) Delete(topic string, partition int32) error {
-	m.mu.Lock()
 	tp := TopicPartition{topic, partition}
+	m.mu.Lock()
+	for {
+		pl, ok := m.creating[tp]
+		if !ok {
+			break
+		}
+		m.mu.Unlock()
+		<-pl.done // deletes what the creation in flight makes
+		m.mu.Lock()
+	}
 	l, ok := m.logs[tp]
 	dir := m.dirOf[tp]
 	delete(m.logs, tp)

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 )
@@ -148,5 +149,46 @@ func TestManagerPassesFollowerDropBehind(t *testing.T) {
 	defer m.Close()
 	if l, ok := m.Get("t", 0); !ok || l.followerDropBehind != 1<<20 {
 		t.Fatalf("reopened log: %v %d", ok, l.followerDropBehind)
+	}
+}
+
+// TestManagerGetOrCreateConcurrent: creations run outside the manager's
+// lock, so they overlap; callers asking for one partition at once all get
+// the one log, and different partitions spread over the dirs as before.
+func TestManagerGetOrCreateConcurrent(t *testing.T) {
+	dirs := []string{t.TempDir(), t.TempDir()}
+	m, _, err := OpenManager(ManagerOptions{Dirs: dirs, DisableScheduler: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	const parts, callers = 16, 4
+	logs := make([][callers]*Log, parts)
+	var wg sync.WaitGroup
+	for p := range parts {
+		for c := range callers {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				l, err := m.GetOrCreate("c", int32(p), DefaultConfig())
+				if err != nil {
+					t.Error(err)
+				}
+				logs[p][c] = l
+			}()
+		}
+	}
+	wg.Wait()
+	perDir := map[string]int{}
+	for p := range parts {
+		for c := 1; c < callers; c++ {
+			if logs[p][c] != logs[p][0] {
+				t.Fatalf("partition %d: callers got different logs", p)
+			}
+		}
+		perDir[filepath.Dir(logs[p][0].Dir())]++
+	}
+	if perDir[dirs[0]] != parts/2 || perDir[dirs[1]] != parts/2 {
+		t.Fatalf("partitions per dir %v, want %d each", perDir, parts/2)
 	}
 }

@@ -277,6 +277,15 @@ func (m *Manager) Apply(img *metadata.Image, delta *metadata.Delta, reset bool) 
 	self := m.cfg.BrokerID
 	if reset || delta == nil {
 		want := map[storage.TopicPartition]bool{}
+		var mine []newPartition
+		for _, t := range img.Topics() {
+			for _, reg := range t.Partitions {
+				if slices.Contains(reg.Replicas, self) {
+					mine = append(mine, newPartition{t.Name, t.ID, reg.Partition})
+				}
+			}
+		}
+		m.openNew(img, mine)
 		for _, t := range img.Topics() {
 			for _, reg := range t.Partitions {
 				if slices.Contains(reg.Replicas, self) {
@@ -308,6 +317,13 @@ func (m *Manager) Apply(img *metadata.Image, delta *metadata.Delta, reset bool) 
 				m.remove(p)
 			}
 		}
+		var added []newPartition
+		for _, list := range [][]metadata.PartitionDelta{local.Leaders, local.Followers} {
+			for _, pd := range list {
+				added = append(added, newPartition{pd.Topic, pd.TopicID, pd.New.Partition})
+			}
+		}
+		m.openNew(img, added)
 		for _, pd := range local.Leaders {
 			m.reconcile(img, pd.Topic, pd.TopicID, *pd.New)
 		}
@@ -346,6 +362,50 @@ func (m *Manager) Apply(img *metadata.Image, delta *metadata.Delta, reset bool) 
 		}
 		f.interruptForAdded()
 	}
+}
+
+// newPartition names a partition an image gives this broker.
+type newPartition struct {
+	topic     string
+	topicID   [16]byte
+	partition int32
+}
+
+// openParallel bounds the logs openNew creates at once.
+const openParallel = 8
+
+// openNew opens, in parallel, the logs of the partitions in ps that are not
+// hosted here yet, before reconcile walks them one by one: creating a log
+// is a handful of files and fsyncs, and a topic's partitions one after the
+// other made a creation (and the answer to CreateTopics, which waits for
+// every replica to serve it) wait for their sum. A log that fails to open
+// here is left to reconcile, which tries again and logs why.
+func (m *Manager) openNew(img *metadata.Image, ps []newPartition) {
+	todo := ps[:0:0]
+	for _, np := range ps {
+		if m.get(np.topic, np.partition) == nil {
+			todo = append(todo, np)
+		}
+	}
+	if len(todo) < 2 {
+		return // reconcile opens a single one as fast
+	}
+	work := make(chan newPartition)
+	var wg sync.WaitGroup
+	for range min(openParallel, len(todo)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for np := range work {
+				_, _ = m.open(np.topic, np.topicID, np.partition, m.topicConfig(img, np.topic))
+			}
+		}()
+	}
+	for _, np := range todo {
+		work <- np
+	}
+	close(work)
+	wg.Wait()
 }
 
 // MarkApplied records that the image of Raft entry index has been applied

@@ -88,6 +88,8 @@ func init() {
 				),
 				Action: benchE2E,
 			},
+			benchCommitCommand(),
+			benchTopicsCommand(),
 			benchKfakeCommand(),
 			benchConnectCommand(),
 		},
@@ -363,6 +365,15 @@ type benchResult struct {
 	TxnPerSec    float64 `json:"transactions_per_sec,omitempty"`
 	EndTxnP50Ms  float64 `json:"end_txn_p50_ms,omitempty"`
 	EndTxnP99Ms  float64 `json:"end_txn_p99_ms,omitempty"`
+	// Commit only (records counts the OffsetCommit requests; latency is
+	// theirs): partition offsets per request, requests and offsets per
+	// second.
+	OffsetsPerCommit int     `json:"offsets_per_commit,omitempty"`
+	CommitsPerSec    float64 `json:"commits_per_sec,omitempty"`
+	OffsetsPerSec    float64 `json:"offsets_per_sec,omitempty"`
+	// Topics only (records counts the topics created; latency is the
+	// CreateTopics requests').
+	TopicsPerSec float64 `json:"topics_per_sec,omitempty"`
 }
 
 func durationMs(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }

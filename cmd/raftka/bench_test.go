@@ -12,8 +12,10 @@ import (
 	"time"
 
 	"github.com/pierrec/lz4/v4"
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -153,6 +155,9 @@ func TestBenchFlagErrors(t *testing.T) {
 		{[]string{"bench", "consume", "--topic", "t", "--records", "-1"}, "must not be negative"},
 		{[]string{"bench", "e2e", "--topic", "t", "--records", "10", "--throughput", "-1"}, "want a positive records/s rate"},
 		{[]string{"bench", "kfake", "--listen", "0.0.0.0:9092"}, "127.0.0.1 only"},
+		{[]string{"bench", "commit", "--topic", "t"}, "give --commits or --duration"},
+		{[]string{"bench", "commit", "--topic", "t", "--commits", "1", "--groups", "0"}, "must be at least 1"},
+		{[]string{"bench", "topics", "--count", "0"}, "must be at least 1"},
 	} {
 		_, _, err := runCLI(t, "", tc.args...)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
@@ -363,6 +368,76 @@ func TestBenchTransactionalProduce(t *testing.T) {
 	} {
 		if _, _, err := runCLI(t, "", append(args, "--bootstrap-server", bs)...); err == nil {
 			t.Errorf("%v succeeded", args)
+		}
+	}
+}
+
+// TestBenchCommit: commit mode sends the asked number of OffsetCommit
+// requests, each of the asked partitions, and the last one's offsets are
+// what the group reads back.
+func TestBenchCommit(t *testing.T) {
+	bs := startKfake(t)
+	stdout, _, err := runCLI(t, "", "bench", "commit", "--bootstrap-server", bs, "--topic", "offsets", "--partitions", "8",
+		"--partitions-per-commit", "5", "--groups", "2", "--concurrency", "2", "--commits", "40", "--json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var res benchResult
+	if err := json.Unmarshal([]byte(stdout), &res); err != nil {
+		t.Fatalf("%q: %v", stdout, err)
+	}
+	if res.Mode != "commit" || res.Records != 40 || res.Errors != 0 || res.OffsetsPerCommit != 5 || res.CommitsPerSec <= 0 ||
+		res.OffsetsPerSec != res.CommitsPerSec*5 || res.LatP99Ms <= 0 {
+		t.Fatalf("commit result %+v", res)
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(bs))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	fetched, err := kadm.NewClient(cl).FetchOffsets(context.Background(), "raftka-bench-commit-0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	fetched.Each(func(o kadm.OffsetResponse) {
+		if o.Err != nil || o.At < 0 || o.At >= 40 {
+			t.Errorf("%s-%d: committed %d, err %v", o.Topic, o.Partition, o.At, o.Err)
+		}
+		n++
+	})
+	if n != 5 {
+		t.Fatalf("group 0 has %d committed partitions, want 5", n)
+	}
+}
+
+// TestBenchTopics: topics mode creates the asked topics, reports them, and
+// deletes them after.
+func TestBenchTopics(t *testing.T) {
+	bs := startKfake(t)
+	stdout, _, err := runCLI(t, "", "bench", "topics", "--bootstrap-server", bs, "--count", "12", "--partitions", "2", "--concurrency", "3", "--json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var res benchResult
+	if err := json.Unmarshal([]byte(stdout), &res); err != nil {
+		t.Fatalf("%q: %v", stdout, err)
+	}
+	if res.Mode != "topics" || res.Records != 12 || res.Errors != 0 || res.TopicsPerSec <= 0 || res.LatP99Ms <= 0 {
+		t.Fatalf("topics result %+v", res)
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(bs))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	listed, err := kadm.NewClient(cl).ListTopics(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range listed.Names() {
+		if strings.HasPrefix(name, "raftka-bench-topic-") {
+			t.Errorf("topic %s left after the run", name)
 		}
 	}
 }

@@ -287,6 +287,26 @@ func (m *promMetrics) addNode(node *raftfsm.Node, life *broker.Lifecycle) {
 	)
 }
 
+// catchUpWaits exports broker.Server.CatchUpWaits when scraped.
+type catchUpWaits struct {
+	waits func() (clients, replicas uint64)
+	desc  *prometheus.Desc
+}
+
+func newCatchUpWaits(waits func() (clients, replicas uint64)) prometheus.Collector {
+	return &catchUpWaits{waits: waits, desc: prometheus.NewDesc("raftka_catch_up_waits_total",
+		"Requests that met a partition this node's metadata was behind on (another node named it first) and waited for it to catch up, by who sent them (client, replica).",
+		[]string{"from"}, nil)}
+}
+
+func (c *catchUpWaits) Describe(ch chan<- *prometheus.Desc) { ch <- c.desc }
+
+func (c *catchUpWaits) Collect(ch chan<- prometheus.Metric) {
+	clients, replicas := c.waits()
+	ch <- prometheus.MustNewConstMetric(c.desc, prometheus.CounterValue, float64(clients), "client")
+	ch <- prometheus.MustNewConstMetric(c.desc, prometheus.CounterValue, float64(replicas), "replica")
+}
+
 func b2f(b bool) float64 {
 	if b {
 		return 1

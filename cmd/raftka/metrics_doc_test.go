@@ -45,6 +45,7 @@ func exercised(t *testing.T) *promMetrics {
 		func() replica.Health {
 			return replica.Health{Partitions: []replica.PartitionHealth{{Topic: "t", Leader: true, Replicas: 3, ISR: 2, MinISR: 2, HighWatermark: 4}}}
 		}, 10, nil))
+	m.reg.MustRegister(newCatchUpWaits(func() (uint64, uint64) { return 0, 0 }))
 	m.reg.MustRegister(newRaftStatsCollector(func() raftfsm.RaftStats { return raftfsm.RaftStats{Term: 2, LeaderID: 1, LeaderChanges: 2} }))
 	m.reg.MustRegister(newPartitionCollector(func() replica.Health {
 		return replica.Health{Partitions: []replica.PartitionHealth{{Topic: "t", Leader: true, Replicas: 3, ISR: 2, MinISR: 2}}}

@@ -251,6 +251,7 @@ func runServer(ctx context.Context, cfg *config.Config, log zerolog.Logger, shut
 	lifeRef.Store(life)
 	defer life.Close()
 	metrics.addNode(node, life)
+	metrics.reg.MustRegister(newCatchUpWaits(srv.CatchUpWaits))
 	currentImage := func() *metadata.Image { img, _ := node.Current(); return img }
 	// Lag of committed partitions with no replica here: their leaders'
 	// HWs over the inter-broker listener (metrics_lag_remote.go).
@@ -376,6 +377,10 @@ func startReplicas(node *raftfsm.Node, logs *storage.Manager, cfg *config.Config
 		return nil, nil, err
 	}
 	offsetsLog := broker.NewOffsetsLog(cfg.NodeID, m, log.With().Str("component", "offsets-log").Logger())
+	// The node serves (Metadata answers, read-your-writes waits) only
+	// images this feed has applied to the partitions, so a client told
+	// that this broker leads a partition finds it leading (issue 18, P3).
+	node.HoldServing()
 	sub := node.Subscribe()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
@@ -388,7 +393,7 @@ func startReplicas(node *raftfsm.Node, logs *storage.Manager, cfg *config.Config
 		// until the node has applied what its Raft log holds, and take
 		// queued images together (NextLatest).
 		wctx, wcancel := context.WithTimeout(ctx, initialCatchUpWait)
-		node.CatchUp(wctx)
+		node.CatchUpLog(wctx)
 		wcancel()
 		for {
 			// Offsets-topic writes that failed are retried when no image
@@ -411,6 +416,7 @@ func startReplicas(node *raftfsm.Node, logs *storage.Manager, cfg *config.Config
 			}
 			m.Apply(ev.Image, ev.Delta, ev.Reset)
 			m.MarkApplied(ev.Index)
+			node.Serve(ev.Image, ev.Index)
 			// After the replica manager, so the slots the image gives
 			// this broker are led by their local partitions.
 			offsetsLog.Apply(ev.Image, ev.Delta, ev.Reset)
