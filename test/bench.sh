@@ -39,6 +39,12 @@
 # restarts it after its --restart-delay). The row's figure is the longest
 # gap between acknowledgements, overall and within one partition.
 #
+# Durable (three nodes only, issue 18 P5): row 1024 again into a topic with
+# flush.messages=1, so every replica fsyncs each batch before it counts
+# toward acknowledgement (the log dir's group commit, storage/doc.go
+# "Durable mode"); its verdict is that it keeps at least 0.6x row 1024's
+# MB/s in the same run.
+#
 # Broker cost: CPU seconds (utime+stime from /proc/<pid>/stat of the broker
 # processes, summed over the nodes) per GB produced, and peak RSS (VmHWM
 # from /proc/<pid>/status, the largest node).
@@ -60,7 +66,7 @@
 # BENCH_REPEAT (3), BENCH_MIN_FREE_GB (30: no produce run starts with less
 # free disk under the work dir; each topic is deleted once read back),
 # BENCH_E2E_RECORDS (10000), BENCH_PORT (19100, first of the ports used),
-# BENCH_TARGETS ("one three kfake"), BENCH_ROWS ("100 scraped 1024 lz4 zstd txn10
+# BENCH_TARGETS ("one three kfake"), BENCH_ROWS ("100 scraped 1024 durable lz4 zstd txn10
 # txn1000": the produce rows), BENCH_BROKER_BIN (bin/raftka: the binary the brokers run;
 # the bench client is always bin/raftka), BENCH_FAILOVER_DURATION (20s),
 # BENCH_FAILOVER_RATE (20000 records/s of 1 KiB), BENCH_FAILOVER_KILL_AFTER
@@ -84,7 +90,7 @@ DURATION=${BENCH_DURATION:-10s}
 E2E_RECORDS=${BENCH_E2E_RECORDS:-10000}
 PORT=${BENCH_PORT:-19100}
 TARGETS=${BENCH_TARGETS:-one three kfake}
-ROWS=${BENCH_ROWS:-100 scraped 1024 lz4 zstd txn10 txn1000}
+ROWS=${BENCH_ROWS:-100 scraped 1024 durable lz4 zstd txn10 txn1000}
 BROKER_BIN=${BENCH_BROKER_BIN:-$BIN}
 FAILOVER_DURATION=${BENCH_FAILOVER_DURATION:-20s}
 FAILOVER_RATE=${BENCH_FAILOVER_RATE:-20000}
@@ -146,14 +152,16 @@ declare -A LABEL=([one]="raftka 1 node" [three]="raftka 3 nodes" [kfake]="kfake"
 declare -A RF=([one]=1 [three]=3 [kfake]=1)
 declare -A MINISR=([three]=2) # targets whose topics set min.insync.replicas
 
-# make_topic name topic: create the bench topic up front where it needs
-# configs bench produce does not set (RF=3 with min.insync.replicas=2);
-# elsewhere bench creates it.
+# make_topic name topic [topic-config...]: create the bench topic up front
+# where it needs configs bench produce does not set (RF=3 with
+# min.insync.replicas=2, and any given); elsewhere bench creates it.
 make_topic() {
-	local name=$1 topic=$2
+	local name=$1 topic=$2 kv more=()
+	shift 2
+	for kv in "$@"; do more+=(--config "$kv"); done
 	[ -n "${MINISR[$name]:-}" ] || return 0
 	if ! "$BIN" --log-level error topics create --bootstrap-server "$BOOTSTRAP" --topic "$topic" --partitions 6 \
-		--replication-factor "${RF[$name]}" --config "min.insync.replicas=${MINISR[$name]}" --if-not-exists \
+		--replication-factor "${RF[$name]}" --config "min.insync.replicas=${MINISR[$name]}" "${more[@]}" --if-not-exists \
 		>>"$WORK/$name.bench.log" 2>&1; then
 		echo "bench.sh: ${LABEL[$name]}: creating topic $topic failed: $(tail -n 1 "$WORK/$name.bench.log")" >&2
 	fi
@@ -255,7 +263,7 @@ scrape_loop() {
 }
 
 bench_target() {
-	local name=$1 row size topic out c0 c1 bytes n pid extra scraper
+	local name=$1 row size topic out c0 c1 bytes n pid extra scraper topic_configs
 	SUPERVISOR=
 	echo "== ${LABEL[$name]:-$name}" >&2
 	if ! start_target "$name"; then
@@ -277,8 +285,14 @@ bench_target() {
 		R[$name|e2e|p99]=$(jget "$out" e2e_p99_ms)
 	fi
 	for row in $ROWS; do
+		topic_configs=()
 		case $row in
 		100 | 1024) size=$row extra=() ;;
+		durable)
+			# issue 18 P5: 1 KiB, every replica fsyncing before it acknowledges.
+			[ "$name" = three ] || continue
+			size=1024 extra=() topic_configs=(flush.messages=1)
+			;;
 		scraped)
 			[ "$name" = three ] || continue
 			size=100 extra=()
@@ -292,7 +306,7 @@ bench_target() {
 			size=1024 extra=(--transaction-records "${row#txn}" --transactional-id "bench-$row")
 			;;
 		*)
-			echo "bench.sh: unknown row $row in BENCH_ROWS (want 100, scraped, 1024, lz4, zstd, txn10, txn1000)" >&2
+			echo "bench.sh: unknown row $row in BENCH_ROWS (want 100, scraped, 1024, durable, lz4, zstd, txn10, txn1000)" >&2
 			continue
 			;;
 		esac
@@ -304,7 +318,7 @@ bench_target() {
 		for ((k = 1; k <= REPEAT; k++)); do
 			disk_ok "$name" || break
 			topic=bench-$row-$k
-			make_topic "$name" "$topic"
+			make_topic "$name" "$topic" "${topic_configs[@]}"
 			sync
 			scraper=
 			if [ "$row" = scraped ]; then
@@ -467,13 +481,14 @@ echo "raftka bench: $RECORDS records or $DURATION per produce run, acks=all, 6 p
 echo "RF: raftka 1 node RF=1; raftka 3 nodes RF=3, min.insync.replicas=2; kfake RF=1 (no replication)"
 echo "lz4, zstd: 1 KiB JSON-event records compressed by the producer (3-4x), RF=3; MB/s and CPU-s/GB of uncompressed record bytes"
 echo "scrape: row 100 B while every node's /metrics and console overview are fetched once a second"
+echo "durable: row 1 KiB into a flush.messages=1 topic: every replica fsyncs a batch before it counts (group commit per log dir)"
 line target row 'records/s' 'MB/s' 'p50 ms' 'p99 ms' 'gap ms' 'cons MB/s' 'CPU-s/GB' 'RSS MB' 'x kfake' 'cons x kf'
 for t in $TARGETS; do
 	label=${LABEL[$t]:-$t}
 	rows=
 	for row in $ROWS; do
 		case $row in
-		lz4 | zstd | scraped | txn10 | txn1000) [ "$t" = three ] && rows="$rows $row" ;;
+		lz4 | zstd | scraped | durable | txn10 | txn1000) [ "$t" = three ] && rows="$rows $row" ;;
 		*) rows="$rows $row" ;;
 		esac
 	done
@@ -559,6 +574,11 @@ if [[ " $ROWS " == *" txn1000 "* ]]; then
 fi
 if [[ " $ROWS " == *" txn10 "* ]]; then
 	verdict "RF=3 10-record transactions >= 500 transactions/s ($(fmt "${R[three|txn10|txps]:-}" 1))" "${R[three|txn10|txps]:-}" 'v >= 500'
+fi
+if [[ " $ROWS " == *" durable "* ]]; then
+	# issue 18 P5: fsync on every replica, beside the page-cache 1 KiB row.
+	verdict "RF=3 durable (flush.messages=1) 1 KiB >= 0.6x page-cache 1 KiB MB/s ($(ratio "${R[three|durable|mbps]:-}" "${R[three|1024|mbps]:-}"))" \
+		"$(awk -v a="${R[three|durable|mbps]:-}" -v b="${R[three|1024|mbps]:-}" 'BEGIN {if (a != "" && b > 0) print a / b}')" 'v >= 0.6'
 fi
 verdict "RF=3 e2e p99 < 10 ms at 1000/s ($(fmt "${R[three|e2e|p99]:-}" 2) ms)" "${R[three|e2e|p99]:-}" 'v < 10'
 verdict "failover gap <= broker.session.timeout.ms + 2 s = $((SESSION_MS + 2000)) ms (overall $(fmt "${R[three|fail|gap]:-}" 0) ms, one partition $(fmt "${R[three|fail|pgap]:-}" 0) ms)" \
