@@ -32,7 +32,8 @@
 // segment removal and Close; log_append.go the leader's and the follower's
 // appends and segment rolls; log_read.go reads and the lookups by time;
 // log_truncate.go Truncate, ResetTo and DeleteRecords; log_flush.go
-// flush.messages, flush.ms and Sync; retention.go time and size retention
+// flush.messages, flush.ms, Sync and durable mode, flusher.go the log
+// dir's group commit; retention.go time and size retention
 // by cleanup.policy; log_loader.go opening and recovery. The cleaner:
 // cleaner_plan.go what is cleanable and which log is dirtiest,
 // cleaner_map.go the key map, cleaner_batch.go the filtering of one batch,
@@ -84,12 +85,41 @@
 // # Flushing
 //
 // As in Kafka, appends are not fsynced unless flush.messages or flush.ms
-// ask for it; a segment is fsynced once it rolls (Log.FlushRolled, on the
+// ask for it (flush.messages=1 is durable mode, below); a segment is fsynced once it rolls (Log.FlushRolled, on the
 // Manager's next tick), which moves the recovery point to the new active
 // segment, so recovery after a crash rescans only that segment. Each flush
 // that fsynced reports its duration to LogOptions.OnFlush (the broker's
 // fsync latency histogram): a function, so the package needs no metrics
 // library and does not log.
+//
+// # Durable mode
+//
+// flush.messages=1 (a topic's, or the broker default
+// log.flush.interval.messages) is durable mode: a record counts toward
+// acknowledgement only once it is fsynced. Unlike Kafka's flush.messages=1,
+// which fsyncs each append in the append path, appends do not wait: Append,
+// AppendMarker and AppendAsFollower queue their log with the log dir's
+// flusher (flusher.go, one per dir, started by the first durable append)
+// and return. Each flusher round takes every log queued since the last
+// round, fsyncs their segment data with a few fsyncs in flight (the file
+// system commits concurrent fsyncs together), moves each log's durable
+// end (Log.DurableEnd) and calls its OnDurable hook: one round covers
+// every batch of every partition and request appended meanwhile, leader
+// and follower appends alike, so the fsync rate is the rounds', not the
+// batches'. Log.MakeDurable returns the channel of the round that will
+// cover what is appended so far (a follower's fetcher waits on it before
+// reporting its offset). Outside durable mode DurableEnd is the log end.
+//
+// Only the .log files (and the directory, after a segment file is
+// created) are fsynced per round; the indexes are not, and the recovery
+// point does not move, since recovery after an unclean stop rescans the
+// segment holding the recovery point and rebuilds its indexes anyway;
+// FlushRolled syncs a rolled segment whole and moves the recovery point
+// past it, as in page-cache mode. A failed data fsync is sticky
+// (Log.FlushError): after one, Linux may have dropped the dirty pages, so
+// the durable end never moves again and nothing more of the log is
+// acknowledged. ManagerOptions.SyncData replaces the data fsync, for
+// tests that order fsyncs against acknowledgements or fail them.
 //
 // # Page cache
 //

@@ -2,6 +2,7 @@ package storage
 
 import (
 	"errors"
+	"os"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -56,6 +57,24 @@ type Log struct {
 	shut      bool                // files closed; guarded by flushMu
 	unflushed atomic.Int64
 	lastFlush atomic.Int64 // unix ms
+
+	// Durable mode (flush.messages=1, log_flush.go): durable is the offset
+	// below which the log's data is known fsynced (at least the recovery
+	// point; the flusher moves it without syncing indexes, so without
+	// moving the recovery point). flusher is the log dir's group commit
+	// (nil for a log opened alone: durable appends then fsync inline);
+	// queued is guarded by flusher.mu. flushErr, guarded by flushMu, is
+	// the first failed data fsync: durable never moves again (after a
+	// failed fsync Linux may have dropped the dirty pages, so a later
+	// fsync that succeeds proves nothing). syncSegs is Sync's and
+	// syncDurable's reused list of segments; guarded by flushMu.
+	durable   atomic.Int64
+	syncData  func(*os.File) error // LogOptions.SyncData
+	flusher   *flusher
+	queued    bool
+	flushErr  error
+	syncSegs  []*segment
+	onDurable atomic.Pointer[func()]
 
 	segMu    sync.RWMutex
 	segments []*segment // sorted by base offset; the last is active

@@ -6,12 +6,132 @@ import (
 	"time"
 )
 
-// maybeFlush applies flush.messages after an append.
+// Durable reports whether cfg asks for durable mode: flush.messages=1,
+// every record fsynced before it counts (doc.go, "Durable mode").
+func (c *Config) Durable() bool { return c.FlushMessages == 1 }
+
+// maybeFlush applies flush.messages after an append. In durable mode with
+// a flusher the log is queued for the dir's next group commit and the
+// append returns at once: what waits for the fsync is the acknowledgement
+// (DurableEnd, OnDurable, MakeDurable), not the writer.
 func (l *Log) maybeFlush(cfg *Config) error {
+	if cfg.Durable() && l.flusher != nil {
+		l.flusher.enqueue(l)
+		return nil
+	}
 	if l.unflushed.Load() >= cfg.FlushMessages {
 		return l.Sync()
 	}
 	return nil
+}
+
+// DurableEnd is the end of what may count toward acknowledgement: in
+// durable mode the offset below which the data is fsynced, otherwise the
+// log end offset (replication is the durability, as in Kafka).
+func (l *Log) DurableEnd() int64 {
+	leo := l.leo.Load()
+	if !l.cfg.Load().Durable() {
+		return leo
+	}
+	return min(l.durable.Load(), leo)
+}
+
+// MakeDurable asks for everything appended so far to become durable and
+// returns a channel closed when the flusher's round covering it ends
+// (check DurableEnd then: a failed fsync leaves it behind, see
+// FlushError). It returns nil when nothing needs waiting for: not in
+// durable mode, already durable, or synced inline (a log without a
+// flusher). It allocates nothing.
+func (l *Log) MakeDurable() <-chan struct{} {
+	if !l.cfg.Load().Durable() || l.durable.Load() >= l.leo.Load() {
+		return nil
+	}
+	if l.flusher == nil {
+		_ = l.syncDurable()
+		return nil
+	}
+	return l.flusher.enqueue(l)
+}
+
+// OnDurable sets fn to be called, on the flusher's goroutine, after each
+// group commit that covered this log (its DurableEnd may have moved). The
+// replica layer moves the high watermark from it. fn must be quick and
+// must not append to a log of the same dir and wait for that.
+func (l *Log) OnDurable(fn func()) {
+	if fn == nil {
+		l.onDurable.Store(nil)
+		return
+	}
+	l.onDurable.Store(&fn)
+}
+
+// FlushError is the error of the data fsync that failed on this log, nil
+// if none did. After one the log's durable end stays where it was, so in
+// durable mode nothing more of it is acknowledged until it is reopened.
+func (l *Log) FlushError() error {
+	l.flushMu.Lock()
+	defer l.flushMu.Unlock()
+	return l.flushErr
+}
+
+// syncDurable is the flusher's fsync of one log: the segment files holding
+// data past the durable end (usually just the active one), and the
+// directory once after a segment file was created. Indexes are not
+// synced and the recovery point does not move: recovery after an unclean
+// stop rescans the segment holding the recovery point anyway and rebuilds
+// its indexes, and a rolled segment gets its full fsync (FlushRolled).
+func (l *Log) syncDurable() error {
+	l.flushMu.Lock()
+	defer l.flushMu.Unlock()
+	if l.shut {
+		return ErrClosed
+	}
+	if l.flushErr != nil {
+		return l.flushErr
+	}
+	l.segMu.RLock()
+	end := l.leo.Load()
+	from := l.durable.Load()
+	if from >= end {
+		l.segMu.RUnlock()
+		return nil
+	}
+	segs := l.syncSegs[:0]
+	for i := l.segmentFor(from); i < len(l.segments); i++ {
+		segs = append(segs, l.segments[i])
+	}
+	l.segMu.RUnlock()
+	start := time.Now()
+	var err error
+	for _, s := range segs {
+		if err = l.syncData(s.f); err != nil {
+			err = fmt.Errorf("fsync %s: %w", s.logPath(), err)
+			break
+		}
+	}
+	if err == nil && !l.dirSynced.Swap(true) {
+		if err = fsyncDir(l.dir); err != nil {
+			l.dirSynced.Store(false)
+		}
+	}
+	clear(segs)
+	l.syncSegs = segs[:0]
+	if err != nil {
+		l.flushErr = err
+		return err
+	}
+	l.advanceDurableLocked(end)
+	if l.onFlush != nil {
+		l.onFlush(time.Since(start))
+	}
+	return nil
+}
+
+// advanceDurableLocked moves the durable end up to end. flushMu is held.
+func (l *Log) advanceDurableLocked(end int64) {
+	if l.flushErr == nil && end > l.durable.Load() {
+		l.durable.Store(end)
+	}
 }
 
 // FlushIfDue fsyncs if flush.ms has passed since the last flush and there
@@ -44,17 +164,21 @@ func (l *Log) Sync() error {
 	end := l.leo.Load()
 	pending := l.unflushed.Load()
 	rp := l.recoveryPoint.Load()
-	var segs []*segment
+	segs := l.syncSegs[:0]
 	for i := l.segmentFor(rp); i < len(l.segments); i++ {
 		segs = append(segs, l.segments[i])
 	}
 	l.segMu.RUnlock()
-	if err := l.fsync(segs); err != nil {
+	err := l.fsync(segs)
+	clear(segs)
+	l.syncSegs = segs[:0]
+	if err != nil {
 		return err
 	}
 	if end > rp {
 		l.recoveryPoint.Store(end)
 	}
+	l.advanceDurableLocked(end)
 	l.unflushed.Add(-pending)
 	l.lastFlush.Store(l.now().UnixMilli())
 	return nil
@@ -75,7 +199,7 @@ func (l *Log) FlushRolled() error {
 	rp := l.recoveryPoint.Load()
 	l.segMu.RLock()
 	target := l.segments[len(l.segments)-1].baseOffset
-	var segs []*segment
+	segs := l.syncSegs[:0]
 	if target > rp {
 		for i := l.segmentFor(rp); i < len(l.segments)-1; i++ {
 			segs = append(segs, l.segments[i])
@@ -85,10 +209,14 @@ func (l *Log) FlushRolled() error {
 	if target <= rp {
 		return nil
 	}
-	if err := l.fsync(segs); err != nil {
+	err := l.fsync(segs)
+	clear(segs)
+	l.syncSegs = segs[:0]
+	if err != nil {
 		return err
 	}
 	l.recoveryPoint.Store(target)
+	l.advanceDurableLocked(target)
 	return nil
 }
 

@@ -50,6 +50,13 @@ type LogOptions struct {
 	// activity, if set, counts the log's appends (the Manager's, which
 	// its cleaner's throttle watches).
 	activity *atomic.Int64
+	// SyncData, when set, is how durable mode fsyncs a segment's data
+	// (nil: the file's Sync). An instrumented one lets a test order
+	// fsyncs against acknowledgements, or fail them.
+	SyncData func(*os.File) error
+	// flusher, if set, is the log dir's group commit for durable mode
+	// (the Manager's); without one a durable append fsyncs inline.
+	flusher *flusher
 }
 
 // Truncation is one cut made by recovery.
@@ -137,7 +144,10 @@ func OpenLog(dir string, cfg Config, opts LogOptions) (*Log, *RecoveryReport, er
 	if opts.FollowerDropBehind < 0 {
 		return nil, nil, fmt.Errorf("%w: follower drop-behind of %d bytes", ErrInvalidConfig, opts.FollowerDropBehind)
 	}
-	l := &Log{dir: dir, tp: tp, now: opts.Now, producers: producerStates{}, producerTTLMs: opts.ProducerIDExpirationMs, followerDropBehind: opts.FollowerDropBehind, onFlush: opts.OnFlush, activity: opts.activity, txnReplayFrom: math.MaxInt64}
+	l := &Log{dir: dir, tp: tp, now: opts.Now, producers: producerStates{}, producerTTLMs: opts.ProducerIDExpirationMs, followerDropBehind: opts.FollowerDropBehind, onFlush: opts.OnFlush, activity: opts.activity, flusher: opts.flusher, syncData: opts.SyncData, txnReplayFrom: math.MaxInt64}
+	if l.syncData == nil {
+		l.syncData = func(f *os.File) error { return fsyncFile(f) }
+	}
 	l.firstUnstable.Store(noUnstable)
 	l.cfg.Store(&cfg)
 	l.dirSynced.Store(true)
@@ -168,6 +178,9 @@ func OpenLog(dir string, cfg Config, opts LogOptions) (*Log, *RecoveryReport, er
 	}
 	rep.LogStartOffset, rep.LogEndOffset = l.logStart.Load(), l.leo.Load()
 	l.lastFlush.Store(opts.Now().UnixMilli())
+	// In durable mode what recovery found past the recovery point (a
+	// process kill leaves it in the page cache) counts once it is fsynced.
+	l.MakeDurable()
 	return l, rep, nil
 }
 
@@ -315,6 +328,7 @@ func (l *Log) load(cfg *Config, opts LogOptions, rep *RecoveryReport) error {
 		l.dirSynced.Store(false)
 	}
 	l.recoveryPoint.Store(rp)
+	l.durable.Store(rp)
 	if err := l.epochs.TruncateFromEnd(l.nextOffset); err != nil {
 		return err
 	}

@@ -85,6 +85,9 @@ func (l *Log) afterTruncateLocked() {
 	if l.recoveryPoint.Load() > l.nextOffset {
 		l.recoveryPoint.Store(l.nextOffset)
 	}
+	if l.durable.Load() > l.nextOffset {
+		l.durable.Store(l.nextOffset)
+	}
 	l.flushMu.Unlock()
 }
 
@@ -122,6 +125,7 @@ func (l *Log) resetLocked(newStart int64) error {
 	l.segMu.Unlock()
 	l.flushMu.Lock()
 	l.recoveryPoint.Store(newStart)
+	l.durable.Store(newStart)
 	l.flushMu.Unlock()
 	l.unflushed.Store(0)
 	l.truncations.Add(1)

@@ -53,6 +53,12 @@ type ManagerOptions struct {
 	FollowerDropBehind int64
 	// OnFlush is LogOptions.OnFlush for every log.
 	OnFlush func(time.Duration)
+	// SyncData is LogOptions.SyncData for every log.
+	SyncData func(*os.File) error
+	// OnFlushRound, when set, is told the size (logs fsynced) and
+	// duration of each durable-mode group commit round of a log dir's
+	// flusher. It runs on the flusher's goroutine and must be quick.
+	OnFlushRound func(logs int, d time.Duration)
 	// DisableScheduler turns off the background goroutine; callers then
 	// call Tick themselves (tests).
 	DisableScheduler bool
@@ -79,6 +85,9 @@ type Manager struct {
 	// (their files and fsyncs), each with its log dir and a channel
 	// closed when done, so creations of different partitions overlap.
 	creating map[TopicPartition]pendingLog
+	// flushers are the log dirs' group commits for durable mode, one per
+	// dir (doc.go, "Durable mode").
+	flushers map[string]*flusher
 
 	ckptMu sync.Mutex // serialises checkpoint file writes
 
@@ -136,7 +145,8 @@ func OpenManager(opts ManagerOptions) (*Manager, []*RecoveryReport, error) {
 	if err := opts.Cleaner.validate(); err != nil {
 		return nil, nil, err
 	}
-	m := &Manager{opts: opts, logs: map[TopicPartition]*Log{}, dirOf: map[TopicPartition]string{}, creating: map[TopicPartition]pendingLog{}, lastExpiry: opts.Now(), cleaning: map[*Log]bool{}}
+	m := &Manager{opts: opts, logs: map[TopicPartition]*Log{}, dirOf: map[TopicPartition]string{}, creating: map[TopicPartition]pendingLog{}, lastExpiry: opts.Now(), cleaning: map[*Log]bool{},
+		flushers: map[string]*flusher{}}
 	type job struct {
 		dir  string
 		path string
@@ -204,8 +214,17 @@ func OpenManager(opts ManagerOptions) (*Manager, []*RecoveryReport, error) {
 				ProducerIDExpirationMs: opts.ProducerIDExpiration.Milliseconds(),
 				FollowerDropBehind:     opts.FollowerDropBehind,
 				activity:               &m.appends,
+				SyncData:               opts.SyncData,
 			}})
 		}
+	}
+	for _, dir := range opts.Dirs {
+		if m.flushers[dir] == nil {
+			m.flushers[dir] = newFlusher(opts.OnFlushRound)
+		}
+	}
+	for i := range jobs {
+		jobs[i].lo.flusher = m.flushers[jobs[i].dir]
 	}
 	reports := make([]*RecoveryReport, len(jobs))
 	logs := make([]*Log, len(jobs))
@@ -228,6 +247,7 @@ func OpenManager(opts ManagerOptions) (*Manager, []*RecoveryReport, error) {
 				l.Close()
 			}
 		}
+		m.closeFlushers()
 		return nil, nil, err
 	}
 	for i, j := range jobs {
@@ -331,9 +351,10 @@ func (m *Manager) GetOrCreate(topic string, partition int32, cfg Config) (*Log, 
 	}
 	pl := pendingLog{dir: dir, done: make(chan struct{})}
 	m.creating[tp] = pl
+	fl := m.flushers[dir]
 	m.mu.Unlock()
 
-	l, _, err := OpenLog(filepath.Join(dir, tp.String()), cfg, LogOptions{Now: m.opts.Now, ProducerIDExpirationMs: m.opts.ProducerIDExpiration.Milliseconds(), FollowerDropBehind: m.opts.FollowerDropBehind, OnFlush: m.opts.OnFlush, activity: &m.appends})
+	l, _, err := OpenLog(filepath.Join(dir, tp.String()), cfg, LogOptions{Now: m.opts.Now, ProducerIDExpirationMs: m.opts.ProducerIDExpiration.Milliseconds(), FollowerDropBehind: m.opts.FollowerDropBehind, OnFlush: m.opts.OnFlush, activity: &m.appends, flusher: fl, SyncData: m.opts.SyncData})
 	if err == nil {
 		if err = fsyncDir(dir); err != nil {
 			l.Close()
@@ -548,12 +569,21 @@ func (m *Manager) schedule() {
 	}
 }
 
+// closeLogs closes every log, and then the flushers (whose last round
+// finds the logs closed: Close fsynced them).
 func (m *Manager) closeLogs() error {
 	var errs []error
 	for _, l := range m.logs {
 		errs = append(errs, l.Close())
 	}
+	m.closeFlushers()
 	return errors.Join(errs...)
+}
+
+func (m *Manager) closeFlushers() {
+	for _, f := range m.flushers {
+		f.close()
+	}
 }
 
 // Close stops the scheduler, closes every log (flushing it), writes the

@@ -23,6 +23,11 @@ func TestMain(m *testing.M) {
 		cleanerCrashChild(arg)
 		return
 	}
+	if dir := os.Getenv(durableCrashEnv); dir != "" {
+		// Re-executed as the durable-mode crash test's child.
+		durableCrashChild(dir)
+		return
+	}
 	goleak.VerifyTestMain(m)
 }
 

@@ -68,6 +68,12 @@
 # topics of 6 partitions (RF as the target's), one CreateTopics each from 8
 # workers, and deletes them; topics created/s and the CreateTopics p99.
 #
+# Durable (three nodes only, issue 18 P5): row 1024 again into a topic with
+# flush.messages=1, so every replica fsyncs each batch before it counts
+# toward acknowledgement (the log dir's group commit, storage/doc.go
+# "Durable mode"); its verdict is that it keeps at least 0.6x row 1024's
+# MB/s in the same run.
+#
 # Broker cost: CPU seconds (utime+stime from /proc/<pid>/stat of the broker
 # processes, summed over the nodes) per GB produced, and peak RSS (VmHWM
 # from /proc/<pid>/status, the largest node).
@@ -95,7 +101,7 @@
 # BENCH_REPEAT (3), BENCH_MIN_FREE_GB (30: no produce run starts with less
 # free disk under the work dir; each topic is deleted once read back),
 # BENCH_E2E_RECORDS (10000), BENCH_PORT (19100, first of the ports used),
-# BENCH_TARGETS ("one three kfake"), BENCH_ROWS ("100 scraped 1024 lz4 zstd txn10
+# BENCH_TARGETS ("one three kfake"), BENCH_ROWS ("100 scraped 1024 durable lz4 zstd txn10
 # txn1000 txn10x32 txn1000x8 p1000 commit topics": the produce rows, the commit and topics rows;
 # set but empty: the e2e row alone;
 # e2e always runs),
@@ -123,7 +129,7 @@ DURATION=${BENCH_DURATION:-10s}
 E2E_RECORDS=${BENCH_E2E_RECORDS:-10000}
 PORT=${BENCH_PORT:-19100}
 TARGETS=${BENCH_TARGETS:-one three kfake}
-ROWS=${BENCH_ROWS-100 scraped 1024 lz4 zstd txn10 txn1000 txn10x32 txn1000x8 p1000 commit topics}
+ROWS=${BENCH_ROWS-100 scraped 1024 durable lz4 zstd txn10 txn1000 txn10x32 txn1000x8 p1000 commit topics}
 RESULT_JSON=${BENCH_JSON:-bin/bench-result.json}
 COMMIT_DURATION=${BENCH_COMMIT_DURATION:-10s}
 E2E_WARMUP=${BENCH_E2E_WARMUP:-1s}
@@ -189,14 +195,16 @@ declare -A LABEL=([one]="raftka 1 node" [three]="raftka 3 nodes" [kfake]="kfake"
 declare -A RF=([one]=1 [three]=3 [kfake]=1)
 declare -A MINISR=([three]=2) # targets whose topics set min.insync.replicas
 
-# make_topic name topic: create the bench topic up front where it needs
-# configs bench produce does not set (RF=3 with min.insync.replicas=2);
-# elsewhere bench creates it.
+# make_topic name topic [topic-config...]: create the bench topic up front
+# where it needs configs bench produce does not set (RF=3 with
+# min.insync.replicas=2, and any given); elsewhere bench creates it.
 make_topic() {
-	local name=$1 topic=$2 parts=${3:-6}
+	local name=$1 topic=$2 parts=${3:-6} kv more=()
+	shift $(($# < 3 ? $# : 3))
+	for kv in "$@"; do more+=(--config "$kv"); done
 	[ -n "${MINISR[$name]:-}" ] || return 0
 	if ! "$BIN" --log-level error topics create --bootstrap-server "$BOOTSTRAP" --topic "$topic" --partitions "$parts" \
-		--replication-factor "${RF[$name]}" --config "min.insync.replicas=${MINISR[$name]}" --if-not-exists \
+		--replication-factor "${RF[$name]}" --config "min.insync.replicas=${MINISR[$name]}" "${more[@]}" --if-not-exists \
 		>>"$WORK/$name.bench.log" 2>&1; then
 		echo "bench.sh: ${LABEL[$name]}: creating topic $topic failed: $(tail -n 1 "$WORK/$name.bench.log")" >&2
 	fi
@@ -331,7 +339,7 @@ scrape_share() {
 }
 
 bench_target() {
-	local name=$1 row size topic out c0 c1 bytes n pid extra scraper profs
+	local name=$1 row size topic out c0 c1 bytes n pid extra scraper profs topic_configs
 	SUPERVISOR=
 	echo "== ${LABEL[$name]:-$name}" >&2
 	if ! start_target "$name"; then
@@ -355,6 +363,7 @@ bench_target() {
 	fi
 	for row in $ROWS; do
 		parts=6
+		topic_configs=()
 		case $row in
 		commit)
 			[ -z "${FAILED[$name]:-}" ] && bench_commit "$name"
@@ -374,6 +383,11 @@ bench_target() {
 			[ "$name" = three ] || continue
 			size=1024 parts=1000 extra=()
 			;;
+		durable)
+			# issue 18 P5: 1 KiB, every replica fsyncing before it acknowledges.
+			[ "$name" = three ] || continue
+			size=1024 extra=() topic_configs=(flush.messages=1)
+			;;
 		scraped)
 			[ "$name" = three ] || continue
 			size=100 extra=()
@@ -391,7 +405,7 @@ bench_target() {
 			size=1024 extra=(--transaction-records "${BASH_REMATCH[1]}" --transactional-producers "${BASH_REMATCH[3]:-1}" --transactional-id "bench-$row")
 			;;
 		*)
-			echo "bench.sh: unknown row $row in BENCH_ROWS (want 100, scraped, 1024, lz4, zstd, txnN, txnNxP, p1000, commit, topics)" >&2
+			echo "bench.sh: unknown row $row in BENCH_ROWS (want 100, scraped, 1024, durable, lz4, zstd, txnN, txnNxP, p1000, commit, topics)" >&2
 			continue
 			;;
 		esac
@@ -403,7 +417,7 @@ bench_target() {
 		for ((k = 1; k <= REPEAT; k++)); do
 			disk_ok "$name" || break
 			topic=bench-$row-$k
-			make_topic "$name" "$topic" "$parts"
+			make_topic "$name" "$topic" "$parts" "${topic_configs[@]}"
 			sync
 			scraper=
 			if [ "$row" = scraped ]; then
@@ -726,13 +740,14 @@ echo "raftka bench: $RECORDS records or $DURATION per produce run, acks=all, 6 p
 echo "RF: raftka 1 node RF=1; raftka 3 nodes RF=3, min.insync.replicas=2; kfake RF=1 (no replication)"
 echo "lz4, zstd: 1 KiB JSON-event records compressed by the producer (3-4x), RF=3; MB/s and CPU-s/GB of uncompressed record bytes"
 echo "scrape: row 100 B while every node's /metrics and console overview are fetched once a second"
+echo "durable: row 1 KiB into a flush.messages=1 topic: every replica fsyncs a batch before it counts (group commit per log dir)"
 line target row 'records/s' 'MB/s' 'p50 ms' 'p99 ms' 'gap ms' 'cons MB/s' 'CPU-s/GB' 'RSS MB' 'x kfake' 'cons x kf'
 for t in $TARGETS; do
 	label=${LABEL[$t]:-$t}
 	rows=
 	for row in $ROWS; do
 		case $row in
-		lz4 | zstd | scraped | txn* | p1000) [ "$t" = three ] && rows="$rows $row" ;;
+		lz4 | zstd | scraped | durable | txn* | p1000) [ "$t" = three ] && rows="$rows $row" ;;
 		commit | topics) ;; # printed under the table
 		*) rows="$rows $row" ;;
 		esac
@@ -882,6 +897,10 @@ for row in $ROWS; do
 		verdict "$row" "RF=3 1,000-record txns, ${BASH_REMATCH[2]} producers / plain 1 KiB MB/s" "$(quot "${R[three|$row|mbps]:-}" "${R[three|1024|mbps]:-}")" ">= 0.8x" 'v >= 0.8'
 	fi
 done
+if [[ " $ROWS " == *" durable "* ]]; then
+	# issue 18 P5: fsync on every replica, beside the page-cache 1 KiB row.
+	verdict P5 "RF=3 durable (flush.messages=1) 1 KiB MB/s / page-cache 1 KiB" "$(quot "${R[three|durable|mbps]:-}" "${R[three|1024|mbps]:-}")" ">= 0.6x" 'v >= 0.6'
+fi
 sec_report # secured rows (issue 13)
 # Issue 18 P4: <= 3 s overall and within any one partition, with the
 # default settings.

@@ -259,7 +259,7 @@ var defs = []Def{
 		Doc: "Topic default (segment.index.bytes): the size an index file is preallocated to; a full index rolls the segment."},
 	{Name: "log.flush.interval.messages", Type: TypeLong, Default: maxLong, Validate: atLeast(1),
 		set: to(func(c *Config) *int64 { return &c.LogFlushIntervalMessages }),
-		Doc: "Topic default (flush.messages): fsync after this many unflushed records."},
+		Doc: "Topic default (flush.messages): fsync after this many unflushed records. 1 is durable mode: every replica fsyncs a record (one group commit per log dir) before it counts toward acknowledgement."},
 	{Name: "log.flush.interval.ms", Type: TypeLong, NoDefault: true,
 		Doc: "Topic default (flush.ms): fsync once the oldest unflushed record is this old. Default: log.flush.scheduler.interval.ms."},
 	{Name: "log.flush.scheduler.interval.ms", Type: TypeLong, Default: maxLong,

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"sync"
 	"syscall"
 	"time"
@@ -63,6 +64,10 @@ type fetcher struct {
 	pollMu      sync.Mutex
 	poll        context.CancelFunc
 	interrupted bool
+
+	// durableWaits is awaitDurable's reused list of group-commit rounds;
+	// only the fetcher's goroutine touches it.
+	durableWaits []<-chan struct{}
 }
 
 // errInterrupted ends a round whose long poll interrupt cut short.
@@ -484,6 +489,9 @@ func (f *fetcher) fetch(ep LeaderEndpoint, items []fetchItem, wait time.Duration
 		return nil
 	}
 	items = kept
+	if items = f.awaitDurable(items); len(items) == 0 {
+		return nil
+	}
 	// Throttled partitions share what the quota still allows (at least
 	// one byte: the leader always answers a first batch whole).
 	throttledMax := int32(cfg.FetchPartitionMaxBytes)
@@ -565,6 +573,52 @@ func (f *fetcher) fetch(ep LeaderEndpoint, items []fetchItem, wait time.Duration
 		}
 	}
 	return nil
+}
+
+// awaitDurable makes what the fetcher appended to the durable-mode logs
+// among items (flush.messages=1) durable before the Fetch that reports it:
+// a follower's fetch offset is its LEO to the leader, which counts it
+// toward the HW, so it must be on disk first. All the logs' appends since
+// the last round wait for one group commit of their log dir
+// (storage.Log.MakeDurable), not one fsync each. This goroutine is the
+// only writer of these logs, so nothing is appended between the wait and
+// the request. A log whose fsync failed is left out (and backs off): its
+// offset cannot be reported, so it drops out of the ISR as a replica that
+// stopped fetching does. Returns the items to fetch.
+func (f *fetcher) awaitDurable(items []fetchItem) []fetchItem {
+	waits := f.durableWaits[:0]
+	for _, it := range items {
+		if ch := it.p.log.MakeDurable(); ch != nil && !slices.Contains(waits, ch) {
+			waits = append(waits, ch)
+		}
+	}
+	for _, ch := range waits {
+		select {
+		case <-ch:
+		case <-f.ctx.Done():
+		}
+	}
+	clear(waits)
+	f.durableWaits = waits[:0]
+	if len(waits) == 0 {
+		return items
+	}
+	kept := items[:0]
+	for _, it := range items {
+		if l := it.p.log; l.DurableEnd() < l.LogEndOffset() {
+			if err := l.FlushError(); err != nil {
+				f.m.log.Error().Err(err).Stringer("partition", it.p).Msg("fsync failed in durable mode; not fetching for this replica")
+			}
+			f.mu.Lock()
+			if st := f.currentLocked(it.p, it.epoch); st != nil {
+				f.delayLocked(st)
+			}
+			f.mu.Unlock()
+			continue
+		}
+		kept = append(kept, it)
+	}
+	return kept
 }
 
 func (f *fetcher) handleFetchedLocked(it fetchItem, st *fetchState, rp *kmsg.FetchResponseTopicPartition) {

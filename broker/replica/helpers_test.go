@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"os"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -147,6 +148,9 @@ type clusterOpts struct {
 	fetchBackoff time.Duration
 	// fetchers is num.replica.fetchers (default 1).
 	fetchers int
+	// syncData, when set, gives each broker's storage its data fsync
+	// (storage.ManagerOptions.SyncData).
+	syncData func(broker int32) func(*os.File) error
 }
 
 type cluster struct {
@@ -166,6 +170,13 @@ func topicConfigFromImage(img *metadata.Image, topic string) (TopicConfig, error
 			}
 			tc.MinInsyncReplicas = n
 		}
+		if v, ok := t.Configs["flush.messages"]; ok {
+			n, err := strconv.ParseInt(v, 10, 64)
+			if err != nil {
+				return tc, err
+			}
+			tc.Log.FlushMessages = n
+		}
 	}
 	return tc, nil
 }
@@ -184,7 +195,11 @@ func newCluster(t testing.TB, o clusterOpts) *cluster {
 	c := &cluster{t: t, ctrl: newController(t), net: NewInmemNetwork(), ms: map[int32]*Manager{}}
 	var regs []metadata.Record
 	for i := int32(1); i <= int32(o.n); i++ {
-		sm, _, err := storage.OpenManager(storage.ManagerOptions{Dirs: []string{t.TempDir()}, DisableScheduler: true})
+		so := storage.ManagerOptions{Dirs: []string{t.TempDir()}, DisableScheduler: true}
+		if o.syncData != nil {
+			so.SyncData = o.syncData(i)
+		}
+		sm, _, err := storage.OpenManager(so)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -535,6 +535,9 @@ func (m *Manager) open(topic string, topicID [16]byte, index int32, tc TopicConf
 		host: m, self: m.cfg.BrokerID, lagTimeMax: m.cfg.ReplicaLagTimeMax, alterBackoff: m.cfg.FetchBackoff, logger: m.log,
 		topic: topic, index: index, topicID: topicID, log: l, leader: metadata.NoLeader, leaderEpoch: -1, minISR: tc.MinInsyncReplicas,
 	}
+	// Durable mode: the log dir's group commit tells the partition when
+	// its durable end moved, which may move the HW or answer acks=1.
+	l.OnDurable(p.durableMoved)
 	m.mu.Lock()
 	m.parts[storage.TopicPartition{Topic: topic, Partition: index}] = p
 	m.mu.Unlock()

@@ -240,15 +240,33 @@ func (p *Partition) appendLeader(requiredAcks int16, appendFn func(epoch int32) 
 	if !p.maybeAdvanceHW() {
 		p.dataWatch.wakeAll()
 	}
-	if requiredAcks != -1 {
-		return res, nil, nil
+	if requiredAcks == -1 {
+		return res, &Ack{p: p, epoch: epoch, required: res.LastOffset + 1}, nil
 	}
-	return res, &Ack{p: p, epoch: epoch, required: res.LastOffset + 1}, nil
+	if requiredAcks == 1 && p.log.DurableEnd() <= res.LastOffset {
+		// Durable mode: acks=1 is answered once the leader's copy is
+		// fsynced (the dir's next group commit).
+		return res, &Ack{p: p, epoch: epoch, required: res.LastOffset + 1, local: true}, nil
+	}
+	return res, nil, nil
+}
+
+// durableMoved is the log's OnDurable hook: after a group commit the
+// leader's durable end may let the HW move, and acks=1 produces waiting
+// for the leader's fsync look again.
+func (p *Partition) durableMoved() {
+	if !p.maybeAdvanceHW() {
+		p.hwWatch.wakeAll()
+	}
 }
 
 // maybeAdvanceHW moves the leader's HW to the smallest LEO of the maximal
 // ISR if that is higher (the HW never goes backwards), and wakes the
-// purgatories when it moves. It reports whether it moved.
+// purgatories when it moves. It reports whether it moved. The leader's own
+// LEO counts as far as it is durable (storage.Log.DurableEnd: the log end,
+// except in durable mode, where it is what the leader has fsynced), and
+// so does each follower's: in durable mode a follower fsyncs before the
+// fetch that reports its new offset (fetcher.awaitDurable).
 func (p *Partition) maybeAdvanceHW() bool {
 	p.mu.Lock()
 	if p.core == nil {
@@ -256,7 +274,7 @@ func (p *Partition) maybeAdvanceHW() bool {
 		return false
 	}
 	moved := false
-	if hw := p.core.highWatermark(p.log.LogEndOffset()); hw > p.log.HighWatermark() {
+	if hw := p.core.highWatermark(p.log.DurableEnd()); hw > p.log.HighWatermark() {
 		p.log.SetHighWatermark(hw)
 		moved = true
 	}
@@ -395,7 +413,7 @@ func (p *Partition) followerFetched(id int32, offset, logStart, leaderLEO int64)
 		defer p.lowWatch.wakeAll()
 	}
 	moved := false
-	if hw := p.core.highWatermark(p.log.LogEndOffset()); hw > p.log.HighWatermark() {
+	if hw := p.core.highWatermark(p.log.DurableEnd()); hw > p.log.HighWatermark() {
 		p.log.SetHighWatermark(hw)
 		moved = true
 	}
@@ -743,11 +761,14 @@ func (p *Partition) resetAsFollower(epoch int32, start int64) error {
 	return p.log.ResetTo(start)
 }
 
-// Ack is an acks=all produce waiting for the HW to pass its batch.
+// Ack is an acks=all produce waiting for the HW to pass its batch, or in
+// durable mode an acks=1 produce waiting for the leader's fsync of it
+// (local).
 type Ack struct {
 	p        *Partition
 	epoch    int32
 	required int64 // the offset after the batch
+	local    bool
 }
 
 // check reports whether the ack is decided, and how.
@@ -757,6 +778,10 @@ func (a *Ack) check() (bool, error) {
 	defer p.roleMu.RUnlock()
 	if p.role != RoleLeader || p.leaderEpoch != a.epoch {
 		return true, fmt.Errorf("%w: %s lost leadership while waiting for replication", kerr.NotLeaderForPartition, p)
+	}
+	if a.local {
+		// acks=1 asks only for the leader's copy: done once it is on disk.
+		return p.log.DurableEnd() >= a.required, nil
 	}
 	if p.log.HighWatermark() >= a.required {
 		if len(p.isr) < p.minISR {

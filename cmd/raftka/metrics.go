@@ -48,6 +48,7 @@ type promMetrics struct {
 	topicBytesOut  *prometheus.CounterVec
 	topicsSeen     sync.Map // topic name -> struct{}: topics with per-topic series
 	logFlush       prometheus.Histogram
+	flushRound     prometheus.Histogram
 	raft           *raftMetrics
 	groups         *groupMetrics
 }
@@ -111,6 +112,13 @@ func newPromMetrics() *promMetrics {
 		Buckets: prometheus.ExponentialBuckets(0.00005, 2.5, 14),
 	})
 	m.reg.MustRegister(m.logFlush)
+	m.flushRound = prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name: "raftka_log_flush_round_logs",
+		Help: "Partition logs fsynced by each durable-mode (flush.messages=1) group commit round of a log dir; the count's rate is the round rate.",
+		// 1 to 4096 logs.
+		Buckets: prometheus.ExponentialBuckets(1, 2, 13),
+	})
+	m.reg.MustRegister(m.flushRound)
 	m.raft = newRaftMetrics(m.reg)
 	m.groups = newGroupMetrics(m.reg)
 	for _, h := range m.requestPhases {
@@ -259,6 +267,10 @@ func (p topicPruner) Collect(chan<- prometheus.Metric) {
 
 // logFlushed is storage's OnFlush.
 func (m *promMetrics) logFlushed(d time.Duration) { m.logFlush.Observe(d.Seconds()) }
+
+// logFlushRound is storage's OnFlushRound (each data fsync in it is also
+// a logFlushed sample).
+func (m *promMetrics) logFlushRound(logs int, _ time.Duration) { m.flushRound.Observe(float64(logs)) }
 
 // requestName is Kafka's name for an API key, as its RequestMetrics label
 // request=X has it (Produce, Fetch, ...), or the number for a key kmsg

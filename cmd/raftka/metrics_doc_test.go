@@ -32,6 +32,7 @@ func exercised(t *testing.T) *promMetrics {
 	m.TopicProduced("t", 100, 2)
 	m.TopicFetched("t", 100)
 	m.logFlushed(time.Millisecond)
+	m.logFlushRound(6, time.Millisecond)
 	m.Committed(time.Millisecond)
 	m.Applied(time.Millisecond)
 	m.SnapshotPersisted(100, time.Millisecond)

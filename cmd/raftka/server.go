@@ -79,6 +79,7 @@ func runServer(ctx context.Context, cfg *config.Config, log zerolog.Logger, shut
 
 	logs, reports, err := storage.OpenManager(storage.ManagerOptions{
 		OnFlush:                metrics.logFlushed,
+		OnFlushRound:           metrics.logFlushRound,
 		Dirs:                   cfg.LogDirs,
 		ConfigFor:              func(topic string) storage.Config { return topicStorageConfig(node, cfg, topic) },
 		RetentionCheckInterval: cfg.LogRetentionCheckInterval,
