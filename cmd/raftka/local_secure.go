@@ -94,13 +94,19 @@ func (sl *secureLocal) properties(p localPlan, id int) string {
 	fmt.Fprintf(&b, "# --secure: SASL_SSL with SCRAM, ACLs on\n")
 	fmt.Fprintf(&b, "listeners=SASL_SSL://127.0.0.1:%d,CONTROLLER://127.0.0.1:%d\n", port, p.ctrlBase+id-1)
 	fmt.Fprintf(&b, "advertised.listeners=SASL_SSL://localhost:%d\n", port)
-	fmt.Fprintf(&b, "listener.security.protocol.map=CONTROLLER:PLAINTEXT,SASL_SSL:SASL_SSL\n")
+	// The controller listener too: with an authorizer on, Raft and the
+	// broker RPCs need a principal with CLUSTER_ACTION, which a plaintext
+	// listener's User:ANONYMOUS is not.
+	fmt.Fprintf(&b, "listener.security.protocol.map=CONTROLLER:SASL_SSL,SASL_SSL:SASL_SSL\n")
 	fmt.Fprintf(&b, "inter.broker.listener.name=SASL_SSL\n")
 	fmt.Fprintf(&b, "ssl.keystore.type=PEM\nssl.keystore.location=%s\n", filepath.ToSlash(sl.keystorePEM))
 	fmt.Fprintf(&b, "ssl.truststore.type=PEM\nssl.truststore.location=%s\n", filepath.ToSlash(sl.caPEM))
 	fmt.Fprintf(&b, "sasl.enabled.mechanisms=SCRAM-SHA-512,SCRAM-SHA-256\n")
 	fmt.Fprintf(&b, "sasl.mechanism.inter.broker.protocol=SCRAM-SHA-512\n")
-	fmt.Fprintf(&b, "listener.name.sasl_ssl.scram-sha-512.sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required username=\"admin\" password=\"%s\";\n", sl.password)
+	fmt.Fprintf(&b, "sasl.mechanism.controller.protocol=SCRAM-SHA-512\n")
+	for _, l := range []string{"sasl_ssl", "controller"} {
+		fmt.Fprintf(&b, "listener.name.%s.scram-sha-512.sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required username=\"admin\" password=\"%s\";\n", l, sl.password)
+	}
 	fmt.Fprintf(&b, "authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer\n")
 	fmt.Fprintf(&b, "super.users=User:admin\n")
 	fmt.Fprintf(&b, "allow.everyone.if.no.acl.found=false\n")

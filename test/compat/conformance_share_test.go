@@ -151,7 +151,10 @@ func shareDeliveryRows() []row {
 
 // shareOffsetRows are the share-group offset admin calls (Kafka 4.2:
 // DescribeShareGroupOffsets v0-v1, AlterShareGroupOffsets v0). They run
-// after the share group rows, so shareGroup exists with member m-1.
+// after the share group rows, so shareGroup exists with member m-1, and
+// before the delivery rows: their ShareFetch initializes partition 0's
+// share state (its start offset at the log end, as share.auto.offset.reset
+// latest says), after which it is no longer a partition without state.
 func shareOffsetRows() []row {
 	return []row{
 		{90, lowest, "unknown group", "GroupCoordinatorService.describeShareGroupOffsets: an id that is not a share group is GROUP_ID_NOT_FOUND",
