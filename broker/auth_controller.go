@@ -29,7 +29,8 @@ import (
 // v0 handshake); only ApiVersions may come first, once, as Kafka's
 // SaslServerAuthenticator allows (so a client such as an admin tool with
 // --bootstrap-controller learns the listener's APIs, which the listener's
-// owner gives with WithControllerAPIVersions), and no other request is
+// owner gives with WithControllerAPIVersions, and SaslHandshake and
+// SaslAuthenticate, which the login serves), and no other request is
 // served before the login ends. The principal that comes out is what
 // raftfsm authorizes (CLUSTER_ACTION).
 
@@ -205,8 +206,20 @@ func (a *controllerAuth) login(c net.Conn, log zerolog.Logger) (string, error) {
 		}
 		switch {
 		case key == apiVersionsKey && mech == nil && !versions && a.apiVersions != nil:
-			versions = true
 			resp := a.apiVersions(version)
+			// After UNSUPPORTED_VERSION the client retries with a version
+			// from the answer, as Kafka's SaslServerAuthenticator allows.
+			versions = resp.ErrorCode == 0
+			if resp.ErrorCode == 0 {
+				// What this exchange serves next (clients look for
+				// them before they log in).
+				for _, k := range [][3]int16{{saslHandshakeKey, 0, 1}, {saslAuthenticateKey, 0, 2}} {
+					ak := kmsg.NewApiVersionsResponseApiKey()
+					ak.ApiKey, ak.MinVersion, ak.MaxVersion = k[0], k[1], k[2]
+					resp.ApiKeys = append(resp.ApiKeys, ak)
+				}
+				slices.SortFunc(resp.ApiKeys, func(x, y kmsg.ApiVersionsResponseApiKey) int { return int(x.ApiKey) - int(y.ApiKey) })
+			}
 			corr := int32(0)
 			if version == resp.Version { // a version it serves decodes
 				req := kmsg.NewPtrApiVersionsRequest()

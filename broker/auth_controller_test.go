@@ -7,6 +7,7 @@ import (
 	"encoding/binary"
 	"io"
 	"net"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -321,8 +322,9 @@ listener.name.controller.scram-sha-512.sasl.jaas.config=x required username="ali
 
 // ApiVersions before the SASL handshake, as Kafka clients send it: with
 // the listener's list (WithControllerAPIVersions) it is answered once, in
-// a v0-header frame, then the login goes on; a second one, or one while
-// no list was given, is refused like any request before the login.
+// a v0-header frame, then the login goes on (after UNSUPPORTED_VERSION
+// the client may retry); a second one, or one while no list was given, is
+// refused like any request before the login.
 func TestControllerHandshakeAPIVersionsFirst(t *testing.T) {
 	list := func(v int16) *kmsg.ApiVersionsResponse {
 		resp := kmsg.NewPtrApiVersionsResponse()
@@ -364,14 +366,30 @@ func TestControllerHandshakeAPIVersionsFirst(t *testing.T) {
 			resp.SetVersion(0)
 			want = 35 // UNSUPPORTED_VERSION
 		}
-		if err := resp.ReadFrom(out[8 : 4+size]); err != nil || len(resp.ApiKeys) != 1 || resp.ApiKeys[0].ApiKey != 62 {
-			t.Fatalf("v%d: ApiVersions answer %+v, %v", v, resp, err)
+		if err := resp.ReadFrom(out[8 : 4+size]); err != nil {
+			t.Fatalf("v%d: ApiVersions answer: %v", v, err)
+		}
+		var keys []int16
+		for _, k := range resp.ApiKeys {
+			keys = append(keys, k.ApiKey)
+		}
+		// The listener's list, and what the login serves.
+		if want := []int16{17, 36, 62}; v > 3 && !slices.Equal(keys, []int16{62}) || v <= 3 && !slices.Equal(keys, want) {
+			t.Fatalf("v%d: ApiVersions lists %v", v, keys)
 		}
 		if resp.ErrorCode != want {
 			t.Fatalf("v%d: error code %d, want %d", v, resp.ErrorCode, want)
 		}
 	}
+	// A version it does not serve, then one it does (the client's retry):
+	// both answered, then the login.
+	av.Version = 7
+	retry := encodeRequest(av, 1)
 	av.Version = 3
+	retry = append(retry, encodeRequest(av, 2)...)
+	if _, p, err := a.handshake(context.Background(), &memConn{in: bytes.NewReader(append(retry, login...))}); err != nil || p != "User:alice" {
+		t.Fatalf("ApiVersions retried with a served version, then the login: %q, %v", p, err)
+	}
 	twice := append(encodeRequest(av, 1), encodeRequest(av, 2)...)
 	if _, _, err := a.handshake(context.Background(), &memConn{in: bytes.NewReader(append(twice, login...))}); err == nil {
 		t.Fatal("a second ApiVersions before the login was accepted")
