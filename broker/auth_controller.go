@@ -26,14 +26,29 @@ import (
 // controller listener authenticates every connection before its first
 // request. The SASL exchange is Kafka's (SaslHandshake v0-1, then the
 // mechanism's tokens in SaslAuthenticate v0-2, or as bare frames after a
-// v0 handshake); no other request is served before it ends. The principal
-// that comes out is what raftfsm authorizes (CLUSTER_ACTION).
+// v0 handshake); only ApiVersions may come first, once, as Kafka's
+// SaslServerAuthenticator allows (so a client such as an admin tool with
+// --bootstrap-controller learns the listener's APIs, which the listener's
+// owner gives with WithControllerAPIVersions, and SaslHandshake and
+// SaslAuthenticate, which the login serves), and no other request is
+// served before the login ends. The principal that comes out is what
+// raftfsm authorizes (CLUSTER_ACTION).
+
+// ControllerOpt adjusts ControllerHandshake.
+type ControllerOpt func(*controllerAuth)
+
+// WithControllerAPIVersions has the SASL login answer an ApiVersions
+// request sent before SaslHandshake with fn(version): the controller
+// listener's APIs (raftfsm.APIVersionsResponse).
+func WithControllerAPIVersions(fn func(version int16) *kmsg.ApiVersionsResponse) ControllerOpt {
+	return func(a *controllerAuth) { a.apiVersions = fn }
+}
 
 // ControllerHandshake returns the handshake of the controller listener
 // (raftfsm.Handshake), or nil when it is PLAINTEXT. SCRAM credentials come
 // from scram at each login; failed and refused connections are logged and
 // counted in m (nil: not counted).
-func ControllerHandshake(cfg *config.Config, scram func(string, metadata.ScramMechanism) (metadata.ScramCredential, bool), m Metrics, log zerolog.Logger) (func(ctx context.Context, c net.Conn) (net.Conn, string, error), error) {
+func ControllerHandshake(cfg *config.Config, scram func(string, metadata.ScramMechanism) (metadata.ScramCredential, bool), m Metrics, log zerolog.Logger, opts ...ControllerOpt) (func(ctx context.Context, c net.Conn) (net.Conn, string, error), error) {
 	l, ok := cfg.ControllerListener()
 	if !ok {
 		return nil, nil
@@ -58,6 +73,9 @@ func ControllerHandshake(cfg *config.Config, scram func(string, metadata.ScramMe
 		}
 		a.sasl = ss
 	}
+	for _, o := range opts {
+		o(a)
+	}
 	return a.handshake, nil
 }
 
@@ -67,6 +85,9 @@ type controllerAuth struct {
 	rules   []config.PrincipalRule
 	metrics Metrics
 	log     zerolog.Logger
+	// apiVersions answers an ApiVersions sent before the SASL handshake
+	// (nil: refused like any other request).
+	apiVersions func(version int16) *kmsg.ApiVersionsResponse
 }
 
 func (a *controllerAuth) rejected(r Reason) {
@@ -134,6 +155,7 @@ func (a *controllerAuth) login(c net.Conn, log zerolog.Logger) (string, error) {
 		mech     saslMech
 		mechName string
 		rawV0    bool
+		versions bool // ApiVersions answered
 	)
 	refuse := func(r Reason, err error) (string, error) {
 		a.rejected(r)
@@ -183,6 +205,35 @@ func (a *controllerAuth) login(c net.Conn, log zerolog.Logger) (string, error) {
 			return refuse(ReasonBadHeader, errShortHeader)
 		}
 		switch {
+		case key == apiVersionsKey && mech == nil && !versions && a.apiVersions != nil:
+			resp := a.apiVersions(version)
+			// After UNSUPPORTED_VERSION the client retries with a version
+			// from the answer, as Kafka's SaslServerAuthenticator allows.
+			versions = resp.ErrorCode == 0
+			if resp.ErrorCode == 0 {
+				// What this exchange serves next (clients look for
+				// them before they log in).
+				for _, k := range [][3]int16{{saslHandshakeKey, 0, 1}, {saslAuthenticateKey, 0, 2}} {
+					ak := kmsg.NewApiVersionsResponseApiKey()
+					ak.ApiKey, ak.MinVersion, ak.MaxVersion = k[0], k[1], k[2]
+					resp.ApiKeys = append(resp.ApiKeys, ak)
+				}
+				slices.SortFunc(resp.ApiKeys, func(x, y kmsg.ApiVersionsResponseApiKey) int { return int(x.ApiKey) - int(y.ApiKey) })
+			}
+			corr := int32(0)
+			if version == resp.Version { // a version it serves decodes
+				req := kmsg.NewPtrApiVersionsRequest()
+				hdr, ok := decodeSASLRequest(frame, req, version)
+				if !ok {
+					return refuse(ReasonUndecodable, errors.New("ApiVersions does not decode"))
+				}
+				corr = hdr.correlationID
+			} else if _, _, c, ok := peekHeader(frame); ok {
+				corr = c // UNSUPPORTED_VERSION in a v0 answer
+			}
+			if err := writeSASLResponse(c, corr, resp); err != nil {
+				return "", err
+			}
 		case key == saslHandshakeKey && mech == nil && version >= 0 && version <= 1:
 			req := kmsg.NewPtrSASLHandshakeRequest()
 			hdr, ok := decodeSASLRequest(frame, req, version)
@@ -257,12 +308,12 @@ func decodeSASLRequest(frame []byte, req kmsg.Request, version int16) (requestHe
 	return hdr, req.ReadFrom(body) == nil
 }
 
-// writeSASLResponse frames resp (header v0, or v1 when flexible) and
-// writes it.
+// writeSASLResponse frames resp (header v0, or v1 when flexible; always
+// v0 for ApiVersions) and writes it.
 func writeSASLResponse(w io.Writer, corr int32, resp kmsg.Response) error {
 	b := make([]byte, 4, 64)
 	b = binary.BigEndian.AppendUint32(b, uint32(corr))
-	if resp.IsFlexible() {
+	if resp.IsFlexible() && resp.Key() != apiVersionsKey {
 		b = append(b, 0)
 	}
 	b = resp.AppendTo(b)

@@ -7,6 +7,7 @@ import (
 	"encoding/binary"
 	"io"
 	"net"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -316,5 +317,84 @@ listener.name.controller.scram-sha-512.sasl.jaas.config=x required username="ali
 			b.Fatal(err)
 		}
 		c.Close()
+	}
+}
+
+// ApiVersions before the SASL handshake, as Kafka clients send it: with
+// the listener's list (WithControllerAPIVersions) it is answered once, in
+// a v0-header frame, then the login goes on (after UNSUPPORTED_VERSION
+// the client may retry); a second one, or one while no list was given, is
+// refused like any request before the login.
+func TestControllerHandshakeAPIVersionsFirst(t *testing.T) {
+	list := func(v int16) *kmsg.ApiVersionsResponse {
+		resp := kmsg.NewPtrApiVersionsResponse()
+		resp.SetVersion(v)
+		ak := kmsg.NewApiVersionsResponseApiKey()
+		ak.ApiKey, ak.MaxVersion = 62, 4 // BrokerRegistration
+		resp.ApiKeys = append(resp.ApiKeys, ak)
+		if v > 3 {
+			resp.SetVersion(0)
+			resp.ErrorCode = 35
+		}
+		return resp
+	}
+	av := kmsg.NewPtrApiVersionsRequest()
+	av.Version, av.ClientSoftwareName, av.ClientSoftwareVersion = 3, "kafka-admin", "4.1"
+	hs := kmsg.NewPtrSASLHandshakeRequest()
+	hs.Version, hs.Mechanism = 0, "PLAIN"
+	tok := "\x00alice\x00alice-secret"
+	login := append(encodeRequest(hs, 2), binary.BigEndian.AppendUint32(nil, uint32(len(tok)))...)
+	login = append(login, tok...)
+
+	a := testControllerAuth(t)
+	WithControllerAPIVersions(list)(a)
+	for _, v := range []int16{3, 7} {
+		av.Version = v
+		mc := &memConn{in: bytes.NewReader(append(encodeRequest(av, 1), login...))}
+		_, principal, err := a.handshake(context.Background(), mc)
+		if err != nil || principal != "User:alice" {
+			t.Fatalf("ApiVersions v%d, then the login: %q, %v", v, principal, err)
+		}
+		out := mc.out.Bytes()
+		size := int(binary.BigEndian.Uint32(out))
+		if len(out) < 4+size || binary.BigEndian.Uint32(out[4:]) != 1 {
+			t.Fatalf("v%d: no ApiVersions answer with correlation id 1 first: %x", v, out)
+		}
+		resp, want := kmsg.NewPtrApiVersionsResponse(), int16(0)
+		resp.SetVersion(v)
+		if v > 3 {
+			resp.SetVersion(0)
+			want = 35 // UNSUPPORTED_VERSION
+		}
+		if err := resp.ReadFrom(out[8 : 4+size]); err != nil {
+			t.Fatalf("v%d: ApiVersions answer: %v", v, err)
+		}
+		var keys []int16
+		for _, k := range resp.ApiKeys {
+			keys = append(keys, k.ApiKey)
+		}
+		// The listener's list, and what the login serves.
+		if want := []int16{17, 36, 62}; v > 3 && !slices.Equal(keys, []int16{62}) || v <= 3 && !slices.Equal(keys, want) {
+			t.Fatalf("v%d: ApiVersions lists %v", v, keys)
+		}
+		if resp.ErrorCode != want {
+			t.Fatalf("v%d: error code %d, want %d", v, resp.ErrorCode, want)
+		}
+	}
+	// A version it does not serve, then one it does (the client's retry):
+	// both answered, then the login.
+	av.Version = 7
+	retry := encodeRequest(av, 1)
+	av.Version = 3
+	retry = append(retry, encodeRequest(av, 2)...)
+	if _, p, err := a.handshake(context.Background(), &memConn{in: bytes.NewReader(append(retry, login...))}); err != nil || p != "User:alice" {
+		t.Fatalf("ApiVersions retried with a served version, then the login: %q, %v", p, err)
+	}
+	twice := append(encodeRequest(av, 1), encodeRequest(av, 2)...)
+	if _, _, err := a.handshake(context.Background(), &memConn{in: bytes.NewReader(append(twice, login...))}); err == nil {
+		t.Fatal("a second ApiVersions before the login was accepted")
+	}
+	if _, _, err := testControllerAuth(t).handshake(context.Background(), &memConn{in: bytes.NewReader(append(encodeRequest(av, 1), login...))}); err == nil {
+		t.Fatal("ApiVersions accepted by a handshake without the listener's list")
 	}
 }

@@ -45,12 +45,19 @@ func (n *Node) serveConn(c net.Conn, principal string) {
 			return
 		}
 		hdr, req, err := parseRequest(frame)
+		if err != nil && hdr.key == 18 && hdr.version > maxAPIVersionsVersion {
+			// A newer client's ApiVersions: answered, so it retries.
+			req, err = kmsg.NewPtrApiVersionsRequest(), nil
+		}
 		if err != nil {
 			n.log.Warn().Err(err).Str("remote", c.RemoteAddr().String()).Msg("bad controller rpc frame: closing connection")
 			return
 		}
 		var resp kmsg.Response
-		if n.cfg.Authorizer != nil && !n.clusterAction(principal, remoteHost(c)) {
+		if _, ok := req.(*kmsg.ApiVersionsRequest); ok {
+			// Any principal may ask, as on Kafka's controllers.
+			resp = APIVersionsResponse(hdr.version)
+		} else if n.cfg.Authorizer != nil && !n.clusterAction(principal, remoteHost(c)) {
 			n.log.Warn().Str("remote", c.RemoteAddr().String()).Str("principal", principal).Str("request", kmsg.NameForKey(req.Key())).
 				Msg("controller rpc from a principal without CLUSTER_ACTION on the cluster: CLUSTER_AUTHORIZATION_FAILED")
 			resp = errorResponse(req, kerr.ClusterAuthorizationFailed.Code)

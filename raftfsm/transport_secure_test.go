@@ -7,6 +7,7 @@ import (
 	"errors"
 	"io"
 	"net"
+	"slices"
 	"testing"
 	"time"
 
@@ -103,6 +104,29 @@ func TestControllerListenerTLSAndClusterAction(t *testing.T) {
 		t.Fatal("the refused registration is in the image")
 	}
 
+	// ApiVersions is answered to any principal, with what the listener
+	// serves; a version newer than it serves gets UNSUPPORTED_VERSION in
+	// a v0 answer, as from Kafka.
+	for _, v := range []int16{0, 3, maxAPIVersionsVersion} {
+		resp, err = rawRoundTripVersion(ctx, addr, intruder, kmsg.NewPtrApiVersionsRequest(), v, v)
+		if err != nil {
+			t.Fatalf("ApiVersions v%d: %v", v, err)
+		}
+		av := resp.(*kmsg.ApiVersionsResponse)
+		if av.ErrorCode != 0 || !slices.EqualFunc(av.ApiKeys, ControllerAPIVersions(), func(a, b kmsg.ApiVersionsResponseApiKey) bool {
+			return a.ApiKey == b.ApiKey && a.MinVersion == b.MinVersion && a.MaxVersion == b.MaxVersion
+		}) {
+			t.Fatalf("ApiVersions v%d from User:intruder: error %d, keys %+v", v, av.ErrorCode, av.ApiKeys)
+		}
+	}
+	resp, err = rawRoundTripVersion(ctx, addr, intruder, kmsg.NewPtrApiVersionsRequest(), maxAPIVersionsVersion+3, 0)
+	if err != nil {
+		t.Fatalf("ApiVersions v%d: %v", maxAPIVersionsVersion+3, err)
+	}
+	if av := resp.(*kmsg.ApiVersionsResponse); av.ErrorCode != kerr.UnsupportedVersion.Code || len(av.ApiKeys) != 1 || av.ApiKeys[0].ApiKey != 18 || av.ApiKeys[0].MaxVersion != maxAPIVersionsVersion {
+		t.Fatalf("ApiVersions of a newer version: %+v", av)
+	}
+
 	// A Raft stream from the intruder is closed without a byte.
 	c, err := tls.Dial("tcp", addr, intruder)
 	if err != nil {
@@ -142,6 +166,12 @@ func TestControllerListenerTLSAndClusterAction(t *testing.T) {
 // rawRoundTrip sends one controller request over a TLS connection of its
 // own and reads the answer.
 func rawRoundTrip(ctx context.Context, addr string, tc *tls.Config, req kmsg.Request) (kmsg.Response, error) {
+	return rawRoundTripVersion(ctx, addr, tc, req, clientVersion(req), clientVersion(req))
+}
+
+// rawRoundTripVersion is rawRoundTrip sending version and reading the
+// answer as respVersion.
+func rawRoundTripVersion(ctx context.Context, addr string, tc *tls.Config, req kmsg.Request, version, respVersion int16) (kmsg.Response, error) {
 	d := tls.Dialer{Config: tc}
 	c, err := d.DialContext(ctx, "tcp", addr)
 	if err != nil {
@@ -151,7 +181,7 @@ func rawRoundTrip(ctx context.Context, addr string, tc *tls.Config, req kmsg.Req
 	if dl, ok := ctx.Deadline(); ok {
 		_ = c.SetDeadline(dl)
 	}
-	req.SetVersion(clientVersion(req))
+	req.SetVersion(version)
 	if _, err := c.Write(kmsg.NewRequestFormatter().AppendRequest(nil, req, 3)); err != nil {
 		return nil, err
 	}
@@ -159,5 +189,6 @@ func rawRoundTrip(ctx context.Context, addr string, tc *tls.Config, req kmsg.Req
 	if err != nil {
 		return nil, err
 	}
+	req.SetVersion(respVersion)
 	return parseResponse(frame, 3, req)
 }

@@ -35,7 +35,8 @@ func controllerSecurity(rc *raftfsm.Config, cfg *config.Config, boot []metadata.
 		c, ok := bootCreds[scramUser{user, mech}]
 		return c, ok
 	}
-	hs, err := broker.ControllerHandshake(cfg, lookup, m, log.With().Str("component", "controller-listener").Logger())
+	hs, err := broker.ControllerHandshake(cfg, lookup, m, log.With().Str("component", "controller-listener").Logger(),
+		broker.WithControllerAPIVersions(raftfsm.APIVersionsResponse))
 	if err != nil {
 		return err
 	}

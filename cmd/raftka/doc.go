@@ -2,7 +2,7 @@
 // runs a node from a Kafka-style server.properties, `raftka local` runs a
 // cluster on one machine (what `make run` does), and the other subcommands
 // (storage, topics, groups, produce, consume, cluster, top, leader-election,
-// transactions, reassign, bench, dump-log, acls, quotas) mirror Kafka's shell tools over the wire with
+// transactions, reassign, bench, dump-log, acls, quotas, users) mirror Kafka's shell tools over the wire with
 // franz-go; every client-side one takes --command-config with Kafka's client
 // keys.
 //

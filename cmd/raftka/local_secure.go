@@ -126,8 +126,9 @@ func (sl *secureLocal) howTo(p localPlan) string {
 	bs := localBootstrap(p)
 	return fmt.Sprintf(`secured cluster (SASL_SSL, SCRAM, ACLs on); admin is the super user (password in %s).
   kcat:   kcat -b %s -X security.protocol=SASL_SSL -X ssl.ca.location=%s -X sasl.mechanisms=SCRAM-SHA-512 -X sasl.username=admin -X sasl.password=%s -L
-  raftka: raftka topics list --bootstrap-server %s --command-config %s`,
-		filepath.Join(p.dir, "admin.password"), bs, sl.caPEM, sl.password, bs, sl.clientProps)
+  raftka: raftka topics list --bootstrap-server %s --command-config %s
+  users:  raftka users scram set --bootstrap-server %s --command-config %s --user alice --add-config 'SCRAM-SHA-512=[password=alice-secret]'`,
+		filepath.Join(p.dir, "admin.password"), bs, sl.caPEM, sl.password, bs, sl.clientProps, bs, sl.clientProps)
 }
 
 // makeLocalCA makes a CA and a broker certificate for hosts (names and IP

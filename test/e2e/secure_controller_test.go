@@ -305,6 +305,29 @@ func TestControllerListenerSASLSSL(t *testing.T) {
 		}
 	})
 
+	t.Run("ApiVersions before the SASL login, as Kafka clients send it", func(t *testing.T) {
+		// franz-go sends ApiVersions first, then logs in, then sends the
+		// request: the listener answers with what it serves, to any
+		// principal, as Kafka's controllers do for --bootstrap-controller.
+		cl, err := kgo.NewClient(kgo.SeedBrokers(ctrl), kgo.DialTLSConfig(&tls.Config{RootCAs: sc.pool}),
+			kgo.SASL(scram.Auth{User: "alice", Pass: alicePw}.AsSha512Mechanism()), kgo.RequestRetries(0))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer cl.Close()
+		resp, err := kmsg.NewPtrApiVersionsRequest().RequestWith(ctx, cl)
+		if err != nil || resp.ErrorCode != 0 {
+			t.Fatalf("ApiVersions from franz-go on the controller listener: %v %+v", err, resp)
+		}
+		keys := map[int16]bool{}
+		for _, k := range resp.ApiKeys {
+			keys[k.ApiKey] = true
+		}
+		if !keys[62] || !keys[63] || !keys[56] || keys[0] || keys[1] {
+			t.Fatalf("controller listener advertises %v: want BrokerRegistration, BrokerHeartbeat, AlterPartition and no Produce or Fetch", keys)
+		}
+	})
+
 	t.Run("non-broker principal refused fetching as a replica", func(t *testing.T) {
 		c, err := aliceDial(ctx, n1.ClientAddr())
 		if err != nil {

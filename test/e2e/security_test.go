@@ -264,6 +264,8 @@ func TestSecurityListenersWithRealClients(t *testing.T) {
 		}
 	})
 
+	t.Run("raftka users scram", func(t *testing.T) { usersScramCLI(t, ctx, sc) })
+
 	t.Run("sarama SASL PLAIN", func(t *testing.T) { saramaPlain(t, sc, "sec-sarama") })
 
 	t.Run("kafka-go SCRAM-SHA-512 over TLS", func(t *testing.T) { kafkaGoScram(t, ctx, sc, "sec-kafka-go") })
