@@ -5,9 +5,11 @@ import (
 	"context"
 	"fmt"
 	"os/exec"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -50,6 +52,9 @@ type shareLedger struct {
 	rejected   map[int]int
 	byMember   map[string]int
 	ackErrs    int
+	// clientLog counts the members' franz-go log messages at info and
+	// above, by member and message: what the client did not surface.
+	clientLog map[string]int
 	// firstAccept is when each value was first accepted, and partition
 	// where it lives (the failover check allows a second acceptance only
 	// of an acknowledgement in flight to the killed leader).
@@ -58,7 +63,7 @@ type shareLedger struct {
 }
 
 func newShareLedger() *shareLedger {
-	return &shareLedger{deliveries: map[int]int{}, accepted: map[int]int{}, released: map[int]int{}, rejected: map[int]int{}, byMember: map[string]int{},
+	return &shareLedger{deliveries: map[int]int{}, accepted: map[int]int{}, released: map[int]int{}, rejected: map[int]int{}, byMember: map[string]int{}, clientLog: map[string]int{},
 		firstAccept: map[int]time.Time{}, partition: map[int]int32{}}
 }
 
@@ -126,6 +131,36 @@ func (l *shareLedger) check(n int, inFlight func(v int) bool) (bad []string, aga
 	return bad, again
 }
 
+// ledgerLogger is a kgo.Logger counting a member's messages at info and
+// above in its ledger.
+type ledgerLogger struct {
+	l      *shareLedger
+	member string
+}
+
+func (g ledgerLogger) Level() kgo.LogLevel { return kgo.LogLevelInfo }
+
+func (g ledgerLogger) Log(level kgo.LogLevel, msg string, _ ...any) {
+	g.l.mu.Lock()
+	g.l.clientLog[fmt.Sprintf("%s %s: %s", g.member, level, msg)]++
+	g.l.mu.Unlock()
+}
+
+func (l *shareLedger) clientLogCounts() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	keys := make([]string, 0, len(l.clientLog))
+	for k := range l.clientLog {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var b strings.Builder
+	for _, k := range keys {
+		fmt.Fprintf(&b, "\n  %dx %s", l.clientLog[k], k)
+	}
+	return b.String()
+}
+
 func (l *shareLedger) counts() string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -155,6 +190,7 @@ func runShareMember(ctx context.Context, c *cluster.Cluster, group, topic, membe
 	}
 	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.ClientID(member), kgo.ShareGroup(group), kgo.ConsumeTopics(topic),
 		kgo.FetchMaxWait(time.Second),
+		kgo.WithLogger(ledgerLogger{l, member}),
 		kgo.ShareAckCallback(func(_ *kgo.Client, rs kgo.ShareAckResults) {
 			for _, r := range rs {
 				if r.Err != nil {
@@ -225,6 +261,7 @@ func shareDeliveryRun(t *testing.T, kill bool) {
 	if err := setGroupConfig(ctx, cl, group, "share.auto.offset.reset", "earliest"); err != nil {
 		t.Fatal(err)
 	}
+	var produced atomic.Int64 // records written and flushed
 	var posMu sync.Mutex
 	pos := map[int]string{} // value -> partition/offset, for the diagnosis
 	onProduced := func(r *kgo.Record, err error) {
@@ -237,17 +274,28 @@ func shareDeliveryRun(t *testing.T, kill bool) {
 		pos[v] = fmt.Sprintf("%d/%d", r.Partition, r.Offset)
 		posMu.Unlock()
 	}
-	produce := func(from, to int) {
-		t.Helper()
+	// produce writes values from..to-1, flushing every chunk records and
+	// pausing pause after each flush (so a kill lands while it writes).
+	produceErr := func(from, to, chunk int, pause time.Duration) error {
 		for i := from; i < to; i++ {
 			cl.Produce(ctx, &kgo.Record{Topic: topic, Value: []byte(strconv.Itoa(i))}, onProduced)
-			if i%500 == 499 {
+			if i%chunk == chunk-1 {
 				if err := cl.Flush(ctx); err != nil {
-					t.Fatal(err)
+					return err
 				}
+				produced.Store(int64(i + 1))
+				time.Sleep(pause)
 			}
 		}
 		if err := cl.Flush(ctx); err != nil {
+			return err
+		}
+		produced.Store(int64(to))
+		return nil
+	}
+	produce := func(from, to int) {
+		t.Helper()
+		if err := produceErr(from, to, 500, 0); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -293,13 +341,31 @@ func shareDeliveryRun(t *testing.T, kill bool) {
 	produce(total/3, 2*total/3)
 	var inFlight func(int) bool
 	if kill {
+		// The last third is written THROUGH the kill: the producer runs
+		// in small flushed chunks, and the leader dies once a quarter of
+		// them is written, while the producer keeps going (its records
+		// for the dead leader's partitions wait for the new leaders).
+		perr := make(chan error, 1)
+		go func() { perr <- produceErr(2*total/3, total, 50, 20*time.Millisecond) }()
+		cluster.WaitFor(t, time.Minute, func() (bool, string) {
+			n := produced.Load()
+			return n >= int64(2*total/3+total/12), fmt.Sprintf("produced %d before the kill", n)
+		})
 		victim, killedAt, led := killAPartitionLeader(ctx, t, c, cl, topic)
+		atKill := produced.Load()
 		inFlight = func(v int) bool {
 			return led[l.partition[v]] && l.firstAccept[v].After(killedAt.Add(-5*time.Second)) && l.firstAccept[v].Before(killedAt.Add(10*time.Second))
 		}
-		t.Logf("SIGKILLed node %d, leader of partitions %v", victim, led)
+		if err := <-perr; err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("SIGKILLed node %d, leader of partitions %v, with %d of %d records written; the producer wrote the rest through the kill", victim, led, atKill, total)
+		if atKill >= total {
+			t.Fatalf("the producer had finished (%d records) before the kill", atKill)
+		}
+	} else {
+		produce(2*total/3, total)
 	}
-	produce(2*total/3, total)
 	deadline := time.Now().Add(3 * time.Minute)
 	for ok, why := l.done(total); !ok; ok, why = l.done(total) {
 		if time.Now().After(deadline) {
@@ -314,7 +380,7 @@ func shareDeliveryRun(t *testing.T, kill bool) {
 			posMu.Unlock()
 			l.mu.Unlock()
 			d, err := kadm.NewClient(cl).DescribeShareGroupOffsets(ctx, group)
-			t.Fatalf("%s; %s; missing %v; share offsets %+v (%v)", why, l.counts(), missing, d[group].Offsets, err)
+			t.Fatalf("%s; %s; missing %v; share offsets %+v (%v); members' client log: %s", why, l.counts(), missing, d[group].Offsets, err, l.clientLogCounts())
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
@@ -332,6 +398,7 @@ func shareDeliveryRun(t *testing.T, kill bool) {
 	stop()
 	wg.Wait()
 	t.Logf("share group: %s", l.counts())
+	t.Logf("members' client log (info and above): %s", l.clientLogCounts())
 	bad, again := l.check(total, inFlight)
 	for i, b := range bad {
 		if i == 20 {
