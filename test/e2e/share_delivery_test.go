@@ -55,16 +55,17 @@ type shareLedger struct {
 	// clientLog counts the members' franz-go log messages at info and
 	// above, by member and message: what the client did not surface.
 	clientLog map[string]int
-	// firstAccept is when each value was first accepted, and partition
-	// where it lives (the failover check allows a second acceptance only
-	// of an acknowledgement in flight to the killed leader).
-	firstAccept map[int]time.Time
+	// firstAck is when each value was first accepted or rejected, and
+	// partition where it lives (the failover check allows a second
+	// acceptance or rejection only of an acknowledgement in flight to the
+	// killed leader).
+	firstAck map[int]time.Time
 	partition   map[int]int32
 }
 
 func newShareLedger() *shareLedger {
 	return &shareLedger{deliveries: map[int]int{}, accepted: map[int]int{}, released: map[int]int{}, rejected: map[int]int{}, byMember: map[string]int{}, clientLog: map[string]int{},
-		firstAccept: map[int]time.Time{}, partition: map[int]int32{}}
+		firstAck: map[int]time.Time{}, partition: map[int]int32{}}
 }
 
 // decide is the members' policy: values ending in 7 are released on their
@@ -82,11 +83,14 @@ func (l *shareLedger) decide(member string, v int, partition int32) kgo.AckStatu
 		return kgo.AckRelease
 	case v%10 == 9:
 		l.rejected[v]++
+		if l.rejected[v] == 1 {
+			l.firstAck[v] = time.Now()
+		}
 		return kgo.AckReject
 	}
 	l.accepted[v]++
 	if l.accepted[v] == 1 {
-		l.firstAccept[v] = time.Now()
+		l.firstAck[v] = time.Now()
 	}
 	return kgo.AckAccept
 }
@@ -229,12 +233,13 @@ func runShareMember(ctx context.Context, c *cluster.Cluster, group, topic, membe
 func TestShareGroupDelivery(t *testing.T) { shareDeliveryRun(t, false) }
 
 // TestShareGroupLeaderKilled is TestShareGroupDelivery with a partition
-// leader (not the active controller) SIGKILLed mid-run: its partitions'
-// new leaders load the share-partition state from the metadata log, so no
-// record whose acceptance was answered before the kill is delivered
-// again, and none is lost. Only acceptances that may have been in flight
-// to the killed node (on its partitions, from 5 s before the kill to 10 s
-// after) may be accepted again; their count is printed.
+// leader (not the active controller) SIGKILLed while the producer writes
+// the last third: its partitions' new leaders load the share-partition
+// state from the metadata log, so no record whose acceptance was answered
+// before the kill is delivered again, and none is lost. Only acceptances
+// and rejections that may have been in flight to the killed node (on its
+// partitions, from 5 s before the kill to 10 s after) may be made again;
+// their count is printed, with the members' client log messages.
 func TestShareGroupLeaderKilled(t *testing.T) { shareDeliveryRun(t, true) }
 
 // spreadingProducer is a client whose records without keys go to the
@@ -354,7 +359,7 @@ func shareDeliveryRun(t *testing.T, kill bool) {
 		victim, killedAt, led := killAPartitionLeader(ctx, t, c, cl, topic)
 		atKill := produced.Load()
 		inFlight = func(v int) bool {
-			return led[l.partition[v]] && l.firstAccept[v].After(killedAt.Add(-5*time.Second)) && l.firstAccept[v].Before(killedAt.Add(10*time.Second))
+			return led[l.partition[v]] && l.firstAck[v].After(killedAt.Add(-5*time.Second)) && l.firstAck[v].Before(killedAt.Add(10*time.Second))
 		}
 		if err := <-perr; err != nil {
 			t.Fatal(err)
