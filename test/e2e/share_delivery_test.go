@@ -59,8 +59,8 @@ type shareLedger struct {
 	// partition where it lives (the failover check allows a second
 	// acceptance or rejection only of an acknowledgement in flight to the
 	// killed leader).
-	firstAck map[int]time.Time
-	partition   map[int]int32
+	firstAck  map[int]time.Time
+	partition map[int]int32
 }
 
 func newShareLedger() *shareLedger {
