@@ -150,6 +150,36 @@ func (g ledgerLogger) Log(level kgo.LogLevel, msg string, _ ...any) {
 	g.l.mu.Unlock()
 }
 
+// shareBrokerFaults are franz-go's warnings about ShareFetch answers it
+// drops, in part or whole, because the broker got them wrong. A partition
+// it did not ask for is one our share session still held while franz-go's
+// mirror of it did not: its acquired records were never surfaced nor
+// released.
+var shareBrokerFaults = []string{
+	"broker returned partition from share fetch that we did not ask for",
+	"broker returned duplicate partition in share fetch response",
+	"broker omitted partition from share fetch response that we sent acks for",
+	"broker share fetch response has acquired records but no record data",
+	"broker share fetch response had degenerate AcquiredRecords ranges",
+	"broker share fetch response had unsorted or overlapping AcquiredRecords",
+}
+
+// brokerFaults returns the members' shareBrokerFaults messages and counts.
+func (l *shareLedger) brokerFaults() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []string
+	for k, n := range l.clientLog {
+		for _, f := range shareBrokerFaults {
+			if strings.Contains(k, f) {
+				out = append(out, fmt.Sprintf("%dx %s", n, k))
+			}
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
 func (l *shareLedger) clientLogCounts() string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -404,6 +434,9 @@ func shareDeliveryRun(t *testing.T, kill bool) {
 	wg.Wait()
 	t.Logf("share group: %s", l.counts())
 	t.Logf("members' client log (info and above): %s", l.clientLogCounts())
+	if bad := l.brokerFaults(); len(bad) > 0 {
+		t.Errorf("franz-go found share answers it discards as a broker's fault: %v", bad)
+	}
 	bad, again := l.check(total, inFlight)
 	for i, b := range bad {
 		if i == 20 {
