@@ -269,7 +269,9 @@ func TestShareGroupDelivery(t *testing.T) { shareDeliveryRun(t, false) }
 // before the kill is delivered again, and none is lost. Only acceptances
 // and rejections that may have been in flight to the killed node (on its
 // partitions, from 5 s before the kill to 10 s after) may be made again;
-// their count is printed, with the members' client log messages.
+// their count is printed, with the members' client log messages. The
+// classic group may go back once per partition, to its last commit, when
+// its member rejoins after the kill; it still reads every record.
 func TestShareGroupLeaderKilled(t *testing.T) { shareDeliveryRun(t, true) }
 
 // spreadingProducer is a client whose records without keys go to the
@@ -426,7 +428,7 @@ func shareDeliveryRun(t *testing.T, kill bool) {
 		defer classicMu.Unlock()
 		n := 0
 		for _, offs := range classic {
-			n += len(offs)
+			n += distinctOffsets(offs)
 		}
 		return n >= total, fmt.Sprintf("classic group read %d of %d", n, total)
 	})
@@ -448,23 +450,43 @@ func shareDeliveryRun(t *testing.T, kill bool) {
 	if kill {
 		t.Logf("accepted again after the kill (acknowledgements in flight to the killed leader): %d", again)
 	}
-	n := 0
+	// The classic group reads in order. Only with the kill may it go
+	// back, once per partition, as a group does when its coordinator's
+	// failover makes its member rejoin: it resumes from its last commit
+	// (the start, with none yet), so it reads some records again.
+	n, reads, rewinds := 0, 0, 0
 	for p, offs := range classic {
+		back := 0
 		for i := range offs {
 			if i > 0 && offs[i] <= offs[i-1] {
-				t.Errorf("classic group partition %d: offset %d after %d", p, offs[i], offs[i-1])
-				break
+				back++
+				if !kill || back > 1 {
+					t.Errorf("classic group partition %d: offset %d after %d", p, offs[i], offs[i-1])
+					break
+				}
+				t.Logf("classic group partition %d: back to offset %d after %d (rejoined after the kill)", p, offs[i], offs[i-1])
 			}
 		}
-		n += len(offs)
+		rewinds += back
+		n += distinctOffsets(offs)
+		reads += len(offs)
 	}
-	t.Logf("classic group: %d records, in order per partition", n)
+	t.Logf("classic group: %d records (%d reads, %d rewinds), in order per partition", n, reads, rewinds)
 	if n < total {
 		t.Errorf("classic group read %d records, want %d", n, total)
 	}
 	if !kill {
 		shareOffsetsAdmin(ctx, t, c, cl, group, topic, total)
 	}
+}
+
+// distinctOffsets counts the different offsets in offs.
+func distinctOffsets(offs []int64) int {
+	seen := make(map[int64]struct{}, len(offs))
+	for _, o := range offs {
+		seen[o] = struct{}{}
+	}
+	return len(seen)
 }
 
 // shareOffsetsAdmin checks the share-group offset admin calls on a group
