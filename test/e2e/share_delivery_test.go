@@ -388,6 +388,15 @@ func shareDeliveryRun(t *testing.T, kill bool) {
 			n := produced.Load()
 			return n >= int64(2*total/3+total/12), fmt.Sprintf("produced %d before the kill", n)
 		})
+		// What the classic group had committed, to tell a rewind to its
+		// commit from a lost commit.
+		if o, err := adm.FetchOffsets(ctx, "classic-readers"); err == nil {
+			committed := map[int32]int64{}
+			o.Each(func(r kadm.OffsetResponse) { committed[r.Partition] = r.At })
+			t.Logf("classic group's commits before the kill: %v", committed)
+		} else {
+			t.Logf("classic group's commits before the kill: %v", err)
+		}
 		victim, killedAt, led := killAPartitionLeader(ctx, t, c, cl, topic)
 		atKill := produced.Load()
 		inFlight = func(v int) bool {
