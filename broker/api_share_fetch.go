@@ -8,7 +8,9 @@ package broker
 //     otherwise, SHARE_SESSION_NOT_FOUND with none), -1 closes it and
 //     releases what the member holds here; group.share.max.share.sessions
 //     bounds them (SHARE_SESSION_LIMIT_REACHED). Topics add partitions to
-//     the session, ForgottenTopicsData removes them.
+//     the session, then ForgottenTopicsData removes them (in that order,
+//     as Kafka's ShareSession.update: a partition in both is not in the
+//     session afterwards).
 //   - Acknowledgements carried in the request are applied per partition,
 //     all or nothing (INVALID_RECORD_STATE for an offset this member does
 //     not hold, or whose lock expired; INVALID_REQUEST for malformed
@@ -166,21 +168,20 @@ func handleShareFetch(ctx context.Context, rc *request, kreq kmsg.Request) (kmsg
 	look := &sharePartLookup{rc: rc, img: img, readable: map[[16]byte]bool{}}
 
 	// The ordered part: the session's partitions and the acknowledgements.
-	m.sessions.update(step.s, func(s *shareSession) {
-		if step.closed != nil {
-			return
+	if step.closed == nil {
+		var add, forget []sharePartitionID
+		for _, t := range req.Topics {
+			for _, p := range t.Partitions {
+				add = append(add, sharePartitionID{t.TopicID, p.Partition})
+			}
 		}
 		for _, f := range req.ForgottenTopicsData {
 			for _, p := range f.Partitions {
-				s.remove(sharePartitionID{f.TopicID, p})
+				forget = append(forget, sharePartitionID{f.TopicID, p})
 			}
 		}
-		for _, t := range req.Topics {
-			for _, p := range t.Partitions {
-				s.add(sharePartitionID{t.TopicID, p.Partition})
-			}
-		}
-	})
+		m.sessions.change(step.s, add, forget)
+	}
 	type pendingAck struct {
 		id  sharePartitionID
 		res ackResult

@@ -121,6 +121,54 @@ func TestShareSessions(t *testing.T) {
 	wantErr(kerr.ShareSessionNotFound)(ss.step("g", "b", 1, 2, true))
 }
 
+// TestShareSessionChange: a ShareFetch's Topics are added before its
+// ForgottenTopicsData is removed (Kafka's ShareSession.update), so a
+// partition listed in both, as franz-go does for one it only carries
+// acknowledgements for, is not fetched any more.
+func TestShareSessionChange(t *testing.T) {
+	id := func(p int32) sharePartitionID { return sharePartitionID{topicID: [16]byte{1}, partition: p} }
+	for _, tc := range []struct {
+		name              string
+		have, add, forget []int32
+		want              []int32
+	}{
+		{"add to empty", nil, []int32{0, 1}, nil, []int32{0, 1}},
+		{"add again is one", []int32{0}, []int32{0}, nil, []int32{0}},
+		{"forget", []int32{0, 1, 2}, nil, []int32{1}, []int32{0, 2}},
+		{"forget what is not there", []int32{0}, nil, []int32{5}, []int32{0}},
+		{"acks-only partition in the session", []int32{0, 1}, []int32{1}, []int32{1}, []int32{0}},
+		{"acks-only partition not in the session", []int32{0}, []int32{3}, []int32{3}, []int32{0}},
+		{"add one, forget another", []int32{0, 1}, []int32{2}, []int32{0}, []int32{1, 2}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ss := newShareSessions(1)
+			st, err := ss.step("g", "m", 0, 1, true)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var have, add, forget []sharePartitionID
+			for _, p := range tc.have {
+				have = append(have, id(p))
+			}
+			for _, p := range tc.add {
+				add = append(add, id(p))
+			}
+			for _, p := range tc.forget {
+				forget = append(forget, id(p))
+			}
+			ss.change(st.s, have, nil)
+			ss.change(st.s, add, forget)
+			var got []int32
+			for _, p := range st.s.parts {
+				got = append(got, p.partition)
+			}
+			if !slices.Equal(got, tc.want) {
+				t.Fatalf("session partitions %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
 func TestShareLag(t *testing.T) {
 	st := metadata.SharePartitionState{StartOffset: 10, Ranges: []metadata.SharePartitionRange{
 		{First: 11, Last: 12, State: 2}, {First: 13, Last: 13, State: 0, DeliveryCount: 1}, {First: 14, Last: 20, State: 4},

@@ -11,8 +11,8 @@ import (
 // group and member id. Epoch 0 opens one (replacing the member's previous
 // session here), each further request carries the next epoch, -1 closes
 // it. The session holds the partitions the member fetches from this
-// broker: a ShareFetch adds its Topics and removes its ForgottenTopicsData,
-// and fetches from all of them. A session belongs to the connection that
+// broker: a ShareFetch adds its Topics, then removes its
+// ForgottenTopicsData, and fetches from all that remain. A session belongs to the connection that
 // opened it, as Kafka's does: when that connection closes, the session is
 // dropped and the records its member holds on this broker are released.
 // group.share.max.share.sessions bounds them (SHARE_SESSION_LIMIT_REACHED).
@@ -104,11 +104,25 @@ func (ss *shareSessions) step(group, member string, epoch int32, conn uint64, fe
 	return sessionStep{s: cur}, nil
 }
 
-// update changes a session's partitions under the cache's lock.
-func (ss *shareSessions) update(s *shareSession, fn func(*shareSession)) {
+// change applies a ShareFetch's partitions to its session under the
+// cache's lock: first it adds the request's Topics, then it removes its
+// ForgottenTopicsData, as Kafka's ShareSession.update does. The order
+// matters to clients: franz-go lists a partition it no longer fetches from
+// this broker (revoked, paused, moving to a new leader) in Topics to carry
+// its acknowledgements and forgets it in the same request, and mirrors the
+// session as "add, then forget". Removing first and adding second kept such
+// a partition in the session; the broker then acquired its records for the
+// member on every fetch, and the client dropped them as a partition it had
+// not asked for, until their delivery count reached the limit.
+func (ss *shareSessions) change(s *shareSession, add, forget []sharePartitionID) {
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
-	fn(s)
+	for _, id := range add {
+		s.add(id)
+	}
+	for _, id := range forget {
+		s.remove(id)
+	}
 }
 
 // snapshot returns the session's partitions, rotated so each fetch starts
