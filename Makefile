@@ -27,7 +27,7 @@ run: build
 
 # Unit, integration and end-to-end tests, all under the race detector.
 test:
-	$(GO) test -race -count=1 -timeout 20m ./...
+	$(GO) test -race -count=1 -timeout 23m ./...
 
 # Soak and chaos runs, too long for CI.
 test-long:

@@ -634,13 +634,17 @@ func killAPartitionLeader(ctx context.Context, t *testing.T, c *cluster.Cluster,
 // records its last ShareFetch acquired; when their acquisition lock
 // (share.record.lock.duration.ms, 4 s here) expires they go to the other
 // members with a delivery count of 2, and every record is consumed. (The
-// stopped member keeps its assignment until its 45 s session times out,
+// stopped member keeps its assignment until its 10 s session times out,
 // so records of partitions assigned to it alone wait for that.)
 func TestShareGroupLockExpiry(t *testing.T) {
 	const topic, group, total = "share-stuck", "share-stuck-workers", 3000
 	c := cluster.Start(t, cluster.Nodes(3),
 		cluster.Override("group.share.min.record.lock.duration.ms", "1000"),
-		cluster.Override("group.share.record.lock.duration.ms", "4000"))
+		cluster.Override("group.share.record.lock.duration.ms", "4000"),
+		// A 10 s session (Kafka's 45 s default would only make the test
+		// wait): still well past the 4 s lock, so the lock expires first.
+		cluster.Override("group.share.min.session.timeout.ms", "6000"),
+		cluster.Override("group.share.session.timeout.ms", "10000"))
 	cl := spreadingProducer(t, c)
 	ctx := ctxFor(t, 3*time.Minute)
 	if err := createTopic(ctx, kadm.NewClient(cl), topic, 6, 3); err != nil {
