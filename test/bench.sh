@@ -143,6 +143,7 @@ READY_SECS=30
 CLK_TCK=$(getconf CLK_TCK)
 
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/raftka-bench.XXXXXX")
+PROFS=()         # start_profiles: the curls of the run in progress
 SCRAPE_SHARES=() # per scraped run: % of broker CPU in the metrics handlers
 STARTED=() # every PID this script started or adopted (the nodes of raftka local)
 
@@ -307,15 +308,18 @@ scrape_loop() {
 
 # start_profiles prefix port...: a CPU profile of each node (its metrics
 # port serves /debug/pprof/; raftka local enables it) over the produce run's
-# BENCH_DURATION, into prefix.<port>; prints the curl PIDs.
+# BENCH_DURATION, into prefix.<port>; the curl PIDs go to PROFS. It runs in
+# this shell, not in $(...), so the curls are its children to wait for and
+# nothing holds a pipe open until they end.
 start_profiles() {
 	local prefix=$1 port secs
 	shift
+	PROFS=()
 	secs=$(awk -v d="$DURATION" 'BEGIN {n = d + 0; if (d ~ /ms$/) n = n / 1000; else if (d ~ /m$/) n = n * 60; n = int(n); print (n < 1 ? 1 : n)}')
 	for port in "$@"; do
-		curl -s -o "$prefix.$port" --max-time $((secs + 20)) "http://127.0.0.1:$port/debug/pprof/profile?seconds=$secs" &
+		curl -s -o "$prefix.$port" --max-time $((secs + 20)) "http://127.0.0.1:$port/debug/pprof/profile?seconds=$secs" </dev/null >/dev/null 2>&1 &
 		STARTED+=("$!")
-		echo "$!"
+		PROFS+=("$!")
 	done
 }
 
@@ -339,7 +343,7 @@ scrape_share() {
 }
 
 bench_target() {
-	local name=$1 row size topic out c0 c1 bytes n pid extra scraper profs topic_configs
+	local name=$1 row size topic out c0 c1 bytes n pid extra scraper topic_configs
 	SUPERVISOR=
 	echo "== ${LABEL[$name]:-$name}" >&2
 	if ! start_target "$name"; then
@@ -426,11 +430,11 @@ bench_target() {
 				scraper=$!
 				STARTED+=("$scraper")
 			fi
-			profs=()
+			PROFS=()
 			if [ "$name" = three ] && { [ "$row" = 100 ] || [ "$row" = scraped ]; }; then
 				# Both rows are profiled, so the profiler's own small cost
 				# does not tilt their MB/s ratio.
-				mapfile -t profs < <(start_profiles "$WORK/cpu-$row-$k" $((PORT + 120)) $((PORT + 121)) $((PORT + 122)))
+				start_profiles "$WORK/cpu-$row-$k" $((PORT + 120)) $((PORT + 121)) $((PORT + 122))
 			fi
 			c0=$(cpu_ticks "${BROKERS[@]}")
 			out=$(run_bench "$name" "bench produce ($row)" produce --topic "$topic" --records "$RECORDS" --duration "$DURATION" \
@@ -440,8 +444,8 @@ bench_target() {
 				kill "$scraper" 2>/dev/null
 				wait "$scraper" 2>/dev/null
 			fi
-			if [ "${#profs[@]}" -gt 0 ]; then
-				wait "${profs[@]}" 2>/dev/null
+			if [ "${#PROFS[@]}" -gt 0 ]; then
+				wait "${PROFS[@]}" 2>/dev/null
 				[ "$row" = scraped ] && SCRAPE_SHARES+=("$(scrape_share "$WORK/cpu-$row-$k".* | awk '{print $1}')")
 			fi
 			bytes=$(jget "$out" bytes)
