@@ -141,18 +141,25 @@ func (m *shareManager) connClosed(conn uint64) {
 	}
 }
 
+// shareRequestRefused is the check ShareFetch and ShareAcknowledge share:
+// both name a group and member, and need READ on the group.
+func shareRequestRefused(rc *request, group, member string) int16 {
+	switch {
+	case group == "" || member == "":
+		return kerr.InvalidRequest.Code
+	case !rc.authorize(opRead, resGroup, group):
+		return kerr.GroupAuthorizationFailed.Code
+	}
+	return 0
+}
+
 func handleShareFetch(ctx context.Context, rc *request, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.ShareFetchRequest)
 	resp := req.ResponseKind().(*kmsg.ShareFetchResponse)
 	srv := rc.conn.srv
 	m := srv.shares
 	group, member := derefOr(req.GroupID, ""), derefOr(req.MemberID, "")
-	switch {
-	case group == "" || member == "":
-		resp.ErrorCode = kerr.InvalidRequest.Code
-		return resp, nil
-	case !rc.authorize(opRead, resGroup, group):
-		resp.ErrorCode = kerr.GroupAuthorizationFailed.Code
+	if resp.ErrorCode = shareRequestRefused(rc, group, member); resp.ErrorCode != 0 {
 		return resp, nil
 	}
 	img := srv.image()
@@ -349,12 +356,7 @@ func handleShareAcknowledge(ctx context.Context, rc *request, kreq kmsg.Request)
 	srv := rc.conn.srv
 	m := srv.shares
 	group, member := derefOr(req.GroupID, ""), derefOr(req.MemberID, "")
-	switch {
-	case group == "" || member == "":
-		resp.ErrorCode = kerr.InvalidRequest.Code
-		return resp, nil
-	case !rc.authorize(opRead, resGroup, group):
-		resp.ErrorCode = kerr.GroupAuthorizationFailed.Code
+	if resp.ErrorCode = shareRequestRefused(rc, group, member); resp.ErrorCode != 0 {
 		return resp, nil
 	}
 	img := srv.image()
