@@ -36,6 +36,16 @@ func (tp TopicPartition) String() string { return tp.Topic + "-" + strconv.Itoa(
 // holds either the old or the new content: write path.tmp, fsync it,
 // rename over path, fsync the directory.
 func WriteFileAtomic(path string, data []byte) error {
+	if err := writeFileSynced(path, data); err != nil {
+		return err
+	}
+	return fsyncDir(filepath.Dir(path))
+}
+
+// writeFileSynced is WriteFileAtomic without the directory fsync, for a
+// caller that fsyncs the directory itself once for several files (a new
+// log's, NewLog): until then a crash may leave the old file or none.
+func writeFileSynced(path string, data []byte) error {
 	tmp := path + tmpSuffix
 	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
 	if err != nil {
@@ -52,10 +62,7 @@ func WriteFileAtomic(path string, data []byte) error {
 	if err := f.Close(); err != nil {
 		return err
 	}
-	if err := os.Rename(tmp, path); err != nil {
-		return err
-	}
-	return fsyncDir(filepath.Dir(path))
+	return os.Rename(tmp, path)
 }
 
 func fsyncDir(dir string) error {

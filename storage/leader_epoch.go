@@ -137,6 +137,21 @@ func (c *LeaderEpochCache) Assign(epoch int32, startOffset int64) error {
 	return c.flushLocked()
 }
 
+// assignUnsyncedDir is Assign for an empty cache whose directory the
+// caller fsyncs next (a log being created, NewLog).
+func (c *LeaderEpochCache) assignUnsyncedDir(epoch int32, startOffset int64) error {
+	if epoch < 0 || startOffset < 0 {
+		return fmt.Errorf("%w: leader epoch %d at offset %d", ErrInvalidRecord, epoch, startOffset)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.entries) > 0 {
+		return fmt.Errorf("%w: leader epoch cache %s is not empty", ErrInvalidRecord, c.path)
+	}
+	c.entries = []EpochEntry{{epoch, startOffset}}
+	return writeFileSynced(c.path, FormatLeaderEpochCheckpoint(c.entries))
+}
+
 // EndOffsetFor answers OffsetForLeaderEpoch for a requested epoch given the
 // log end offset: the largest epoch <= requested and the start offset of the
 // next higher epoch (the end of the requested one), or logEndOffset if the

@@ -90,6 +90,11 @@ type Manager struct {
 	flushers map[string]*flusher
 
 	ckptMu sync.Mutex // serialises checkpoint file writes
+	// dirSyncs shares one fsync of a log dir between the partitions
+	// created or deleted under it at once, and deleteCkpt one rewrite of
+	// the checkpoint files between concurrent deletions (group_sync.go).
+	dirSyncs   dirSyncs
+	deleteCkpt *groupSync
 
 	// cleaning marks the logs a cleaner thread is working on; guarded by
 	// mu. cleanStop and cleanWG stop the cleaner threads.
@@ -147,6 +152,7 @@ func OpenManager(opts ManagerOptions) (*Manager, []*RecoveryReport, error) {
 	}
 	m := &Manager{opts: opts, logs: map[TopicPartition]*Log{}, dirOf: map[TopicPartition]string{}, creating: map[TopicPartition]pendingLog{}, lastExpiry: opts.Now(), cleaning: map[*Log]bool{},
 		flushers: map[string]*flusher{}}
+	m.deleteCkpt = newGroupSync(m.Checkpoint)
 	type job struct {
 		dir  string
 		path string
@@ -311,6 +317,12 @@ type pendingLog struct {
 // the manager's lock); one of a partition already being created waits for
 // it.
 func (m *Manager) GetOrCreate(topic string, partition int32, cfg Config) (*Log, error) {
+	return m.GetOrCreateWith(topic, partition, cfg, nil)
+}
+
+// GetOrCreateWith is GetOrCreate writing nl (nil: nothing) into the log if
+// it creates it, covered by the new directory's fsync (NewLog).
+func (m *Manager) GetOrCreateWith(topic string, partition int32, cfg Config, nl *NewLog) (*Log, error) {
 	if err := ValidateTopicName(topic); err != nil {
 		return nil, err
 	}
@@ -354,9 +366,9 @@ func (m *Manager) GetOrCreate(topic string, partition int32, cfg Config) (*Log, 
 	fl := m.flushers[dir]
 	m.mu.Unlock()
 
-	l, _, err := OpenLog(filepath.Join(dir, tp.String()), cfg, LogOptions{Now: m.opts.Now, ProducerIDExpirationMs: m.opts.ProducerIDExpiration.Milliseconds(), FollowerDropBehind: m.opts.FollowerDropBehind, OnFlush: m.opts.OnFlush, activity: &m.appends, flusher: fl, SyncData: m.opts.SyncData})
+	l, _, err := OpenLog(filepath.Join(dir, tp.String()), cfg, LogOptions{Now: m.opts.Now, ProducerIDExpirationMs: m.opts.ProducerIDExpiration.Milliseconds(), FollowerDropBehind: m.opts.FollowerDropBehind, OnFlush: m.opts.OnFlush, activity: &m.appends, flusher: fl, SyncData: m.opts.SyncData, New: nl})
 	if err == nil {
-		if err = fsyncDir(dir); err != nil {
+		if err = m.dirSyncs.sync(dir); err != nil {
 			l.Close()
 		}
 	}
@@ -414,17 +426,20 @@ func (m *Manager) Delete(topic string, partition int32) error {
 	if !ok {
 		return nil
 	}
-	closeErr := l.Close()
+	closeErr := l.closeDiscard()
 	var id [8]byte
 	_, _ = rand.Read(id[:])
 	gone := filepath.Join(dir, tp.String()+"."+hex.EncodeToString(id[:])+"-delete")
 	if err := os.Rename(l.Dir(), gone); err != nil {
 		return errors.Join(closeErr, err)
 	}
-	if err := fsyncDir(dir); err != nil {
+	if err := m.dirSyncs.sync(dir); err != nil {
 		return errors.Join(closeErr, err)
 	}
-	return errors.Join(closeErr, os.RemoveAll(gone), m.Checkpoint())
+	// The checkpoints must stop naming the partition (a restart would
+	// otherwise find a recovery point for a log that is gone); deletions
+	// running at once share one rewrite.
+	return errors.Join(closeErr, os.RemoveAll(gone), m.deleteCkpt.do())
 }
 
 // Checkpoint writes the per-dir checkpoint files for every log dir.
