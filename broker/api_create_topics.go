@@ -88,7 +88,7 @@ func handleCreateTopics(ctx context.Context, rc *request, kreq kmsg.Request) (km
 		return createTopicsTimedOut(req), nil
 	}
 	if len(fwd.Topics) > 0 {
-		forwardCreateTopics(ctx, srv, fwd, results)
+		forwardCreateTopics(ctx, srv, fwd, results, rc.release)
 		if !req.ValidateOnly {
 			var created []string
 			for _, t := range fwd.Topics {
@@ -174,9 +174,20 @@ func createdPartitions(srv *Server, t kmsg.CreateTopicsRequestTopic, validateOnl
 	return 1
 }
 
+// committedCreator is a ControllerClient that can answer a CreateTopics
+// once the controller has committed it, before this node serves the
+// result; WaitServed then waits for that. *raftfsm.ControllerClient
+// satisfies it.
+type committedCreator interface {
+	CreateTopicsCommitted(ctx context.Context, req *kmsg.CreateTopicsRequest) (*kmsg.CreateTopicsResponse, uint64, error)
+	WaitServed(ctx context.Context, index uint64) error
+}
+
 // forwardCreateTopics sends the topics that passed the local checks to the
-// controller and records its answer for each.
-func forwardCreateTopics(ctx context.Context, srv *Server, fwd *kmsg.CreateTopicsRequest, results map[string]kmsg.CreateTopicsResponseTopic) {
+// controller and records its answer for each. It returns once this node
+// serves the result; release is called as soon as the controller has
+// committed it.
+func forwardCreateTopics(ctx context.Context, srv *Server, fwd *kmsg.CreateTopicsRequest, results map[string]kmsg.CreateTopicsResponseTopic, release func()) {
 	if srv.deps.Controller == nil {
 		for _, t := range fwd.Topics {
 			results[t.Topic] = createTopicError(t.Topic, adminUnreachable.Code, "no controller reachable from this broker")
@@ -185,7 +196,25 @@ func forwardCreateTopics(ctx context.Context, srv *Server, fwd *kmsg.CreateTopic
 	}
 	cctx, cancel := forwardContext(ctx, fwd.TimeoutMillis)
 	defer cancel()
-	cresp, err := srv.deps.Controller.CreateTopics(cctx, fwd)
+	var cresp *kmsg.CreateTopicsResponse
+	var err error
+	if cc, ok := srv.deps.Controller.(committedCreator); ok {
+		var index uint64
+		cresp, index, err = cc.CreateTopicsCommitted(cctx, fwd)
+		if err == nil {
+			// The controller has committed: every side effect a later
+			// request on this connection could be ordered against is
+			// done, as when Kafka's controller answers. Let that request
+			// start while this one waits for this node's replica manager
+			// to open the new logs (and then for the other replicas):
+			// kadm pipelines concurrent creations on one connection, and
+			// they would otherwise open their logs one topic at a time.
+			release()
+			err = cc.WaitServed(cctx, index)
+		}
+	} else {
+		cresp, err = srv.deps.Controller.CreateTopics(cctx, fwd)
+	}
 	if err != nil {
 		code, msg := forwardFailure(err)
 		for _, t := range fwd.Topics {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/raftka/raftka/metadata"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -202,5 +203,75 @@ func TestCreateTopicsTimeoutZero(t *testing.T) {
 	resp := call[*kmsg.CreateTopicsResponse](t, s, req)
 	if len(resp.Topics) != 1 || resp.Topics[0].ErrorCode != kerr.InvalidRequest.Code {
 		t.Fatalf("only duplicates: %+v, want one INVALID_REQUEST", resp.Topics)
+	}
+}
+
+// heldCommit is a controller whose CreateTopics commits at once and whose
+// WaitServed (this node applying the commit) waits for serve.
+type heldCommit struct {
+	serve chan struct{}
+}
+
+func (h *heldCommit) CreateTopics(ctx context.Context, req *kmsg.CreateTopicsRequest) (*kmsg.CreateTopicsResponse, error) {
+	resp, _, err := h.CreateTopicsCommitted(ctx, req)
+	if err == nil {
+		err = h.WaitServed(ctx, 2)
+	}
+	return resp, err
+}
+
+func (h *heldCommit) CreateTopicsCommitted(_ context.Context, req *kmsg.CreateTopicsRequest) (*kmsg.CreateTopicsResponse, uint64, error) {
+	resp := kmsg.NewPtrCreateTopicsResponse()
+	for _, t := range req.Topics {
+		rt := kmsg.NewCreateTopicsResponseTopic()
+		rt.Topic, rt.NumPartitions, rt.ReplicationFactor = t.Topic, 1, 1
+		resp.Topics = append(resp.Topics, rt)
+	}
+	return resp, 2, nil
+}
+
+func (h *heldCommit) WaitServed(ctx context.Context, _ uint64) error {
+	select {
+	case <-h.serve:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// TestCreateTopicsReleasesConnectionOnceCommitted: the connection's next
+// request may start once the controller has committed, while this one still
+// waits for this node to serve the topic, and the answer waits for that.
+func TestCreateTopicsReleasesConnectionOnceCommitted(t *testing.T) {
+	h := &heldCommit{serve: make(chan struct{})}
+	s, err := newServer(Options{Logger: testLogger(t), NodeID: 1, Deps: Deps{Metadata: staticMetadata{img: clusterImage(t, 9001), index: 1}, Controller: h}}, defaultAPIs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	req := createReq(7, newTopic("a"))
+	rc := &request{conn: &connState{srv: s, listener: "CLIENT"}, key: req.Key(), version: req.GetVersion(), released: make(chan struct{})}
+	answered := make(chan *kmsg.CreateTopicsResponse, 1)
+	go func() {
+		resp, err := s.table.lookup(req.Key()).handle(context.Background(), rc, req)
+		if err != nil {
+			t.Error(err)
+		}
+		answered <- resp.(*kmsg.CreateTopicsResponse)
+	}()
+	select {
+	case <-rc.released:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the connection was not released after the commit")
+	}
+	select {
+	case <-answered:
+		t.Fatal("answered before this node served the topic")
+	case <-time.After(50 * time.Millisecond):
+	}
+	close(h.serve)
+	resp := <-answered
+	if len(resp.Topics) != 1 || resp.Topics[0].ErrorCode != 0 {
+		t.Fatalf("answer %+v", resp.Topics)
 	}
 }

@@ -89,6 +89,19 @@ func (f *adminCtrl) CreateTopics(ctx context.Context, req *kmsg.CreateTopicsRequ
 	return f.ControllerClient.CreateTopics(ctx, req)
 }
 
+// CreateTopicsCommitted is the path handleCreateTopics takes with a real
+// controller client (committedCreator); the fake answers it as
+// CreateTopics.
+func (f *adminCtrl) CreateTopicsCommitted(ctx context.Context, req *kmsg.CreateTopicsRequest) (*kmsg.CreateTopicsResponse, uint64, error) {
+	if err := f.record(req); err != nil {
+		return nil, 0, err
+	}
+	if f.createTopics != nil {
+		return f.createTopics(req), 0, nil
+	}
+	return f.ControllerClient.CreateTopicsCommitted(ctx, req)
+}
+
 func (f *adminCtrl) DeleteTopics(ctx context.Context, req *kmsg.DeleteTopicsRequest) (*kmsg.DeleteTopicsResponse, error) {
 	if err := f.record(req); err != nil {
 		return nil, err

@@ -297,6 +297,30 @@ func (c *ControllerClient) CreateTopics(ctx context.Context, req *kmsg.CreateTop
 	return call[*kmsg.CreateTopicsResponse](ctx, c, req)
 }
 
+// CreateTopicsCommitted is CreateTopics answered as soon as the controller
+// has committed, with the commit's index and without the wait for this
+// node's image, so a caller can let other work start first; it then waits
+// with WaitServed.
+func (c *ControllerClient) CreateTopicsCommitted(ctx context.Context, req *kmsg.CreateTopicsRequest) (*kmsg.CreateTopicsResponse, uint64, error) {
+	resp, index, err := c.request(ctx, req, false)
+	if err != nil {
+		return nil, 0, err
+	}
+	return resp.(*kmsg.CreateTopicsResponse), index, nil
+}
+
+// WaitServed waits until this node serves the image of Raft index (the
+// read-your-writes wait Request does after a commit).
+func (c *ControllerClient) WaitServed(ctx context.Context, index uint64) error {
+	if index == 0 || c.cfg.Waiter == nil {
+		return nil
+	}
+	if err := c.cfg.Waiter.WaitForIndex(ctx, index); err != nil {
+		return fmt.Errorf("raftfsm: waiting for commit index %d locally: %w", index, err)
+	}
+	return nil
+}
+
 // DeleteTopics sends DeleteTopics v6; names in TopicNames are moved into
 // Topics, which v6 uses.
 func (c *ControllerClient) DeleteTopics(ctx context.Context, req *kmsg.DeleteTopicsRequest) (*kmsg.DeleteTopicsResponse, error) {
