@@ -14,9 +14,11 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// previousRevision is the release the upgrade test starts from: the
-// landing before gating (metadata.version 27, record types 1-19), from the
-// repository's history. `make build-previous REV=1490988` prebuilds it.
+// previousRevision is the release the upgrade test starts from: v0.1.0,
+// the landing before gating (metadata.version 27, record types 1-19). It is
+// named by its commit rather than its tag so that a clone made without tags
+// runs the test too. `make build-previous REV=1490988` prebuilds it under
+// the name the test looks for.
 const previousRevision = "1490988"
 
 // Rolling upgrade in place (issue 16): three nodes of the previous
