@@ -239,3 +239,59 @@ func (p *probe) stop() {
 	p.wg.Wait()
 	p.cl.Close()
 }
+
+// BenchmarkNodeReplacement is issue 16's replacement figure: the time from
+// kill -9 of a broker-only node holding a replica of every partition
+// (RAFTKA_BENCH_REPLACE_MB MiB in all, 512 by default, RF=3 over 6
+// partitions) to every partition at three in-sync replicas again, by the
+// runbook of README.md's "Replacing a lost broker": its disk is gone, a new
+// node 5 starts, `raftka reassign drain --broker 4 --broker-list 5` moves
+// the replicas onto it. Also reported: the drain alone, from the command to
+// full replication.
+func BenchmarkNodeReplacement(b *testing.B) {
+	mib := envInt(b, "RAFTKA_BENCH_REPLACE_MB", 512)
+	const topic, parts = "replaced", 6
+	for range b.N {
+		c := cluster.Prepare(b, cluster.Nodes(5), cluster.BrokerOnly(4, 5), cluster.LogLevel("warn"),
+			cluster.Override("min.insync.replicas", "2"))
+		c.StartNodes(1, 2, 3, 4)
+		h := harness{Cluster: c}
+		ctx := ctxFor(b, 20*time.Minute)
+		cl := client(b, c, c.Node(1), c.Node(2), c.Node(3))
+		assign := map[int32][]int32{}
+		for p := range int32(parts) {
+			assign[p] = rotate([]int32{4, 1 + p%3, 1 + (p+1)%3}, int(p))
+		}
+		createAssignedTB(b, ctx, cl, topic, assign)
+		cluster.WaitFor(b, 60*time.Second, func() (bool, string) { return invariants.FullISR(ctx, h, topic, parts, 5) })
+		fill(b, ctx, c, topic, int64(mib)<<20)
+
+		killed := time.Now()
+		c.Node(4).Kill()
+		if err := os.RemoveAll(c.Node(4).DataDir()); err != nil {
+			b.Fatal(err)
+		}
+		c.StartNodes(5)
+		drained := time.Now()
+		out, err := cluster.Run(b, "reassign", "drain", "--broker", "4", "--broker-list", "5", "--bootstrap-server", c.Node(1).ClientAddr())
+		if err != nil {
+			b.Fatalf("drain: %v\n%s", err, out)
+		}
+		a := pinned{cl.Broker(1)}
+		cluster.WaitFor(b, 15*time.Minute, func() (bool, string) {
+			l, err := a.listAll(ctx, topic)
+			if err != nil {
+				return false, err.Error()
+			}
+			if len(l) > 0 {
+				return false, fmt.Sprintf("%d partitions still moving", len(l))
+			}
+			return invariants.FullISR(ctx, h, topic, parts, 4)
+		})
+		total, drain := time.Since(killed), time.Since(drained)
+		b.ReportMetric(total.Seconds(), "s_kill_to_full_replication")
+		b.ReportMetric(drain.Seconds(), "s_drain")
+		b.Logf("%d MiB: kill -9 to full replication %v (of it, from the drain command once node 5 was up: %v)", mib,
+			total.Round(time.Millisecond), drain.Round(time.Millisecond))
+	}
+}
