@@ -541,6 +541,7 @@ type connPool struct {
 	dial   Dialer
 	mu     sync.Mutex
 	idle   map[string][]*poolConn
+	busy   map[string]chan struct{} // per address: one token per round trip in flight
 	closed bool
 	corr   atomic.Int32
 }
@@ -552,13 +553,46 @@ type poolConn struct {
 
 const maxIdlePerAddr = 4
 
+// maxBusyPerAddr bounds the round trips in flight to one address, and so
+// the connections open to it: each takes its own connection. Unbounded, a
+// broker restarting with 10,000 partition replicas sent one AlterPartition
+// per partition at once, opened 10,000 connections to the active
+// controller, exhausted its descriptors and filled its listener's backlog,
+// and Raft and every other node's heartbeats to it timed out. Callers past
+// the bound wait for a token (within their context), which still leaves
+// room for forwarded admin requests that wait on the controller for
+// seconds.
+const maxBusyPerAddr = 64
+
 var errPoolClosed = errors.New("raftfsm: client closed")
 
 func newConnPool(dial Dialer) *connPool {
 	if dial == nil {
 		dial = plainDial
 	}
-	return &connPool{dial: dial, idle: map[string][]*poolConn{}}
+	return &connPool{dial: dial, idle: map[string][]*poolConn{}, busy: map[string]chan struct{}{}}
+}
+
+// acquire takes one of addr's round-trip tokens, waiting while all are
+// taken; release gives it back.
+func (p *connPool) acquire(ctx context.Context, addr string) (release func(), err error) {
+	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
+		return nil, errPoolClosed
+	}
+	sem, ok := p.busy[addr]
+	if !ok {
+		sem = make(chan struct{}, maxBusyPerAddr)
+		p.busy[addr] = sem
+	}
+	p.mu.Unlock()
+	select {
+	case sem <- struct{}{}:
+		return func() { <-sem }, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
 }
 
 func (p *connPool) get(ctx context.Context, addr string) (*poolConn, error) {
@@ -612,6 +646,11 @@ func (p *connPool) roundTrip(ctx context.Context, addr, clientID string, req kms
 	if addr == "" {
 		return nil, errors.New("raftfsm: no controller address")
 	}
+	release, err := p.acquire(ctx, addr)
+	if err != nil {
+		return nil, err
+	}
+	defer release()
 	pc, err := p.get(ctx, addr)
 	if err != nil {
 		return nil, err
