@@ -672,6 +672,10 @@ func (n *Node) Shutdown() error {
 // startOnDisk opens the boltdb store and the snapshot files under
 // cfg.DataDir, and binds the controller listener that Raft and the
 // controller RPCs share. Each step's undo is appended to cleanup.
+// raftLogCacheSize is how many of the latest Raft entries the leader
+// keeps in memory to replicate (hashicorp/raft's LogCache).
+const raftLogCacheSize = 512
+
 func (n *Node) startOnDisk(hl hclog.Logger, cleanup *[]func()) error {
 	cfg := n.cfg
 	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
@@ -684,7 +688,16 @@ func (n *Node) startOnDisk(hl hclog.Logger, cleanup *[]func()) error {
 	if err != nil {
 		return fmt.Errorf("raftfsm: open raft store: %w", err)
 	}
-	n.logs, n.stable, n.closeStore = store, store, store.Close
+	// The leader sends each new entry to every follower; without a cache
+	// each send reads it back out of bolt (a read transaction and a
+	// decode per entry per follower) on the commit's path. The cache
+	// holds the last entries written, as Consul and Nomad wrap theirs.
+	logs, err := raft.NewLogCache(raftLogCacheSize, store)
+	if err != nil {
+		store.Close()
+		return fmt.Errorf("raftfsm: raft log cache: %w", err)
+	}
+	n.logs, n.stable, n.closeStore = logs, store, store.Close
 	*cleanup = append(*cleanup, func() { store.Close() })
 	n.snaps, err = raft.NewFileSnapshotStoreWithLogger(cfg.DataDir, 2, hl.Named("snapshot"))
 	if err != nil {
