@@ -26,6 +26,7 @@ import (
 	"github.com/rs/zerolog"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/urfave/cli/v2"
 )
 
@@ -56,10 +57,35 @@ func seedBrokers(s string) ([]string, error) {
 	return out, nil
 }
 
-// newClient builds a kgo client for the command's --bootstrap-server, with
-// kgo's own log routed into the process logger.
+// bootstrapControllerFlag is Kafka's tools' --bootstrap-controller
+// (KIP-919): talk to the controllers' listener instead of the brokers.
+func bootstrapControllerFlag() cli.Flag {
+	return &cli.StringFlag{Name: "bootstrap-controller", Usage: "HOST:PORT[,HOST:PORT...] of controllers (their controller listener) to send the request to instead of a broker, as Kafka's --bootstrap-controller"}
+}
+
+// bootstrapController is the command's --bootstrap-controller ("" for
+// none), looked up through the parent commands' contexts too.
+func bootstrapController(c *cli.Context) string {
+	for _, x := range c.Lineage() {
+		if x.IsSet("bootstrap-controller") {
+			return x.String("bootstrap-controller")
+		}
+	}
+	return ""
+}
+
+// newClient builds a kgo client for the command's --bootstrap-server (or
+// --bootstrap-controller), with kgo's own log routed into the process
+// logger.
 func newClient(c *cli.Context, opts ...kgo.Opt) (*kgo.Client, error) {
-	seeds, err := seedBrokers(c.String("bootstrap-server"))
+	bootstrap := c.String("bootstrap-server")
+	if ctrl := bootstrapController(c); ctrl != "" {
+		if c.IsSet("bootstrap-server") {
+			return nil, errors.New("--bootstrap-server and --bootstrap-controller: give only one")
+		}
+		bootstrap = ctrl
+	}
+	seeds, err := seedBrokers(bootstrap)
 	if err != nil {
 		return nil, err
 	}
@@ -119,6 +145,34 @@ func commandConfigDialer(path string) (func(ctx context.Context, addr string) (n
 		return nil, fmt.Errorf("--command-config %s: %w", path, err)
 	}
 	return dial, nil
+}
+
+// requestor is where a command sends its requests: the kgo client, which
+// routes each request as for brokers, or, with --bootstrap-controller,
+// the controllers given, in turn until one answers. A controller forwards
+// what only the active one can do, so any of them will do; controllers do
+// not serve Metadata, so kgo could not route there itself.
+func requestor(c *cli.Context, cl *kgo.Client) kmsg.Requestor {
+	if bootstrapController(c) == "" {
+		return cl
+	}
+	return controllerRequestor{cl}
+}
+
+type controllerRequestor struct{ cl *kgo.Client }
+
+func (r controllerRequestor) Request(ctx context.Context, req kmsg.Request) (kmsg.Response, error) {
+	err := errors.New("no controller given")
+	for _, b := range r.cl.SeedBrokers() {
+		var resp kmsg.Response
+		if resp, err = b.RetriableRequest(ctx, req); err == nil {
+			return resp, nil
+		}
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	return nil, err
 }
 
 // addCommandConfig gives --command-config to every command (and
