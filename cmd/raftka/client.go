@@ -27,6 +27,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/sasl"
 	"github.com/urfave/cli/v2"
 )
 
@@ -95,15 +96,52 @@ func newClient(c *cli.Context, opts ...kgo.Opt) (*kgo.Client, error) {
 		kgo.ClientID("raftka-cli"),
 	}
 	if path := commandConfigPath(c); path != "" {
-		dial, err := commandConfigDialer(path)
+		login, err := commandConfigLogin(path)
 		if err != nil {
 			return nil, err
 		}
-		if dial != nil {
+		if dial := login.Dial; dial != nil {
 			base = append(base, kgo.Dialer(func(ctx context.Context, _, host string) (net.Conn, error) { return dial(ctx, host) }))
+		}
+		if login.SASL != nil {
+			// kgo runs the exchange, so that it re-authenticates its
+			// pipelined connections in place before the session lifetime
+			// the broker gives ends (KIP-368) instead of being cut off.
+			base = append(base, kgo.SASL(kgoSASL{login.SASL}))
 		}
 	}
 	return kgo.NewClient(append(base, opts...)...)
+}
+
+// kgoSASL is raftka's client login as a franz-go SASL mechanism.
+type kgoSASL struct{ s *broker.ClientSASL }
+
+func (m kgoSASL) Name() string { return m.s.Mechanism() }
+
+func (m kgoSASL) Authenticate(context.Context, string) (sasl.Session, []byte, error) {
+	first, step, err := m.s.Start(time.Now())
+	if err != nil {
+		return nil, nil, err
+	}
+	return kgoSASLSession(step), first, nil
+}
+
+type kgoSASLSession func([]byte) (bool, []byte, error)
+
+func (f kgoSASLSession) Challenge(in []byte) (bool, []byte, error) { return f(in) }
+
+// commandConfigLogin reads a --command-config file into the connection
+// settings of a kgo client.
+func commandConfigLogin(path string) (*broker.ClientLogin, error) {
+	cs, err := commandConfigSecurity(path)
+	if err != nil {
+		return nil, err
+	}
+	login, err := broker.NewClientLogin(cs, 10*time.Second)
+	if err != nil {
+		return nil, fmt.Errorf("--command-config %s: %w", path, err)
+	}
+	return login, nil
 }
 
 // commandConfigFlag is Kafka's tools' --command-config: a properties file
@@ -129,16 +167,9 @@ func commandConfigPath(c *cli.Context) string {
 // secures each connection (nil for PLAINTEXT). Keys raftka does not apply
 // are warned about, once each.
 func commandConfigDialer(path string) (func(ctx context.Context, addr string) (net.Conn, error), error) {
-	p, err := properties.LoadFile(path, properties.UTF8)
+	cs, err := commandConfigSecurity(path)
 	if err != nil {
-		return nil, fmt.Errorf("--command-config: %w", err)
-	}
-	cs, warnings, err := config.ParseClientSecurity(p.Map())
-	if err != nil {
-		return nil, fmt.Errorf("--command-config %s: %w", path, err)
-	}
-	for _, w := range warnings {
-		logger.Warn().Str("file", path).Msg(w)
+		return nil, err
 	}
 	dial, err := broker.ClientDialer(cs, 10*time.Second)
 	if err != nil {
@@ -173,6 +204,23 @@ func (r controllerRequestor) Request(ctx context.Context, req kmsg.Request) (kms
 		}
 	}
 	return nil, err
+}
+
+// commandConfigSecurity parses a --command-config file; keys raftka does
+// not apply are warned about, once each.
+func commandConfigSecurity(path string) (*config.ClientSecurity, error) {
+	p, err := properties.LoadFile(path, properties.UTF8)
+	if err != nil {
+		return nil, fmt.Errorf("--command-config: %w", err)
+	}
+	cs, warnings, err := config.ParseClientSecurity(p.Map())
+	if err != nil {
+		return nil, fmt.Errorf("--command-config %s: %w", path, err)
+	}
+	for _, w := range warnings {
+		logger.Warn().Str("file", path).Msg(w)
+	}
+	return cs, nil
 }
 
 // addCommandConfig gives --command-config to every command (and
