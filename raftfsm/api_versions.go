@@ -49,10 +49,23 @@ var controllerAPIKeys = []int16{
 	80, // AddRaftVoter
 }
 
+// describeConfigsKey is DescribeConfigs, served only with
+// Config.DescribeConfigs.
+const describeConfigsKey = 32
+
 // ControllerAPIVersions is the controller listener's ApiVersions list,
-// ascending by key.
+// ascending by key, of a node without Config.DescribeConfigs.
 func ControllerAPIVersions() []kmsg.ApiVersionsResponseApiKey {
+	return ControllerAPIVersionsWith(false)
+}
+
+// ControllerAPIVersionsWith is ControllerAPIVersions of a node that
+// serves DescribeConfigs (Config.DescribeConfigs set) or not.
+func ControllerAPIVersionsWith(describeConfigs bool) []kmsg.ApiVersionsResponseApiKey {
 	keys := append(slices.Clone(controllerAPIKeys), 18)
+	if describeConfigs {
+		keys = append(keys, describeConfigsKey)
+	}
 	slices.Sort(keys)
 	out := make([]kmsg.ApiVersionsResponseApiKey, 0, len(keys))
 	for _, k := range keys {
@@ -73,6 +86,12 @@ func ControllerAPIVersions() []kmsg.ApiVersionsResponseApiKey {
 // UNSUPPORTED_VERSION in a v0 response that lists ApiVersions' own
 // versions, so the client retries with one of them.
 func APIVersionsResponse(version int16) *kmsg.ApiVersionsResponse {
+	return APIVersionsResponseWith(version, false)
+}
+
+// APIVersionsResponseWith is APIVersionsResponse of a node that serves
+// DescribeConfigs or not (ControllerAPIVersionsWith).
+func APIVersionsResponseWith(version int16, describeConfigs bool) *kmsg.ApiVersionsResponse {
 	resp := kmsg.NewPtrApiVersionsResponse()
 	if version < 0 || version > maxAPIVersionsVersion {
 		resp.SetVersion(0)
@@ -83,7 +102,7 @@ func APIVersionsResponse(version int16) *kmsg.ApiVersionsResponse {
 		return resp
 	}
 	resp.SetVersion(version)
-	resp.ApiKeys = ControllerAPIVersions()
+	resp.ApiKeys = ControllerAPIVersionsWith(describeConfigs)
 	return resp
 }
 
@@ -92,7 +111,7 @@ func APIVersionsResponse(version int16) *kmsg.ApiVersionsResponse {
 // describe --bootstrap-controller works: what this binary supports, and
 // the levels finalized in this node's image at its Raft index.
 func (n *Node) apiVersionsResponse(version int16) *kmsg.ApiVersionsResponse {
-	resp := APIVersionsResponse(version)
+	resp := APIVersionsResponseWith(version, n.cfg.DescribeConfigs != nil)
 	if resp.ErrorCode != 0 || version < 3 {
 		return resp
 	}

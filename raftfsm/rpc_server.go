@@ -102,6 +102,11 @@ func (n *Node) clusterAction(principal, host string) bool {
 // state here, the rest through handle.
 func (n *Node) serve(ctx context.Context, hdr requestHeader, req kmsg.Request, principal, host string) kmsg.Response {
 	switch r := req.(type) {
+	case *kmsg.DescribeConfigsRequest:
+		if resp := n.cfg.DescribeConfigs(ctx, principal, host, r); resp != nil {
+			return resp
+		}
+		return errorResponse(req, kerr.RequestTimedOut.Code)
 	case *kmsg.DescribeClusterRequest:
 		return n.describeCluster(r, principal, host)
 	case *kmsg.DescribeACLsRequest:
@@ -202,6 +207,11 @@ func (n *Node) decideFor(req kmsg.Request) decideFunc {
 		return decideEnvelope(r)
 	case *kmsg.UpdateFeaturesRequest:
 		return decideUpdateFeatures(r)
+	case *kmsg.DescribeConfigsRequest:
+		if n.cfg.DescribeConfigs == nil {
+			return nil
+		}
+		return func(*controller, *metadata.Image, time.Time) decision { return decision{} }
 	case *kmsg.AddRaftVoterRequest, *kmsg.DescribeQuorumRequest, *kmsg.DescribeClusterRequest, *kmsg.DescribeACLsRequest:
 		// Answered outside the loop (a Raft configuration change, reads of
 		// Raft state or the image); the non-nil func only marks them as
@@ -328,6 +338,14 @@ func errorResponse(req kmsg.Request, code int16) kmsg.Response {
 		x.ErrorCode, x.EndpointType, x.ControllerID, x.ClusterAuthorizedOperations = code, 2, -1, math.MinInt32
 	case *kmsg.DescribeACLsRequest:
 		resp.(*kmsg.DescribeACLsResponse).ErrorCode = code
+	case *kmsg.DescribeConfigsRequest:
+		x := resp.(*kmsg.DescribeConfigsResponse)
+		for _, res := range r.Resources {
+			o := kmsg.NewDescribeConfigsResponseResource()
+			o.ResourceType, o.ResourceName, o.ErrorCode = res.ResourceType, res.ResourceName, code
+			o.Configs = []kmsg.DescribeConfigsResponseResourceConfig{}
+			x.Resources = append(x.Resources, o)
+		}
 	case *kmsg.ElectLeadersRequest:
 		resp.(*kmsg.ElectLeadersResponse).ErrorCode = code
 	case *kmsg.AlterPartitionAssignmentsRequest:

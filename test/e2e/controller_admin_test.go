@@ -157,6 +157,39 @@ func TestControllerListenerAdminPlaintext(t *testing.T) {
 		return false, "retention.ms not yet 3600000 on the brokers"
 	})
 
+	// DescribeConfigs: the answering node's own broker config, and the
+	// topic's, as its broker would answer.
+	dc := kmsg.NewPtrDescribeConfigsRequest()
+	for _, r := range []struct {
+		typ  kmsg.ConfigResourceType
+		name string
+	}{{kmsg.ConfigResourceTypeBroker, strconv.Itoa(int(nodes[1].ID()))}, {kmsg.ConfigResourceTypeTopic, topic}} {
+		dr := kmsg.NewDescribeConfigsRequestResource()
+		dr.ResourceType, dr.ResourceName = r.typ, r.name
+		dc.Resources = append(dc.Resources, dr)
+	}
+	cluster.WaitFor(t, 20*time.Second, func() (bool, string) {
+		dcr, err := b.Request(ctx, dc)
+		if err != nil {
+			return false, err.Error()
+		}
+		got := map[string]string{}
+		for _, res := range dcr.(*kmsg.DescribeConfigsResponse).Resources {
+			if res.ErrorCode != 0 {
+				return false, fmt.Sprintf("DescribeConfigs %s %s: %v", res.ResourceType, res.ResourceName, kerr.ErrorForCode(res.ErrorCode))
+			}
+			for _, c := range res.Configs {
+				if c.Value != nil {
+					got[res.ResourceType.String()+"/"+c.Name] = *c.Value
+				}
+			}
+		}
+		if got["BROKER/node.id"] != strconv.Itoa(int(nodes[1].ID())) || got["TOPIC/retention.ms"] != "3600000" {
+			return false, fmt.Sprintf("DescribeConfigs on the controller: node.id %q, retention.ms %q", got["BROKER/node.id"], got["TOPIC/retention.ms"])
+		}
+		return true, ""
+	})
+
 	da := kmsg.NewPtrDescribeACLsRequest()
 	da.ResourceType, da.ResourcePatternType = kmsg.ACLResourceTypeAny, kmsg.ACLResourcePatternTypeAny
 	da.Operation, da.PermissionType = kmsg.ACLOperationAny, kmsg.ACLPermissionTypeAny
@@ -222,6 +255,15 @@ func controllerAdminSASLSSL(t *testing.T, ctx context.Context, sc *saslSSLCluste
 			out[rt.Topic] = rt.ErrorCode
 		}
 		return out
+	}
+	dc := kmsg.NewPtrDescribeConfigsRequest()
+	dr := kmsg.NewDescribeConfigsRequestResource()
+	dr.ResourceType, dr.ResourceName = kmsg.ConfigResourceTypeBroker, strconv.Itoa(int(nodes[0].ID()))
+	dc.Resources = append(dc.Resources, dr)
+	dcr, err := alice.Request(ctx, dc)
+	if err != nil || len(dcr.(*kmsg.DescribeConfigsResponse).Resources) != 1 ||
+		dcr.(*kmsg.DescribeConfigsResponse).Resources[0].ErrorCode != kerr.ClusterAuthorizationFailed.Code {
+		t.Fatalf("DescribeConfigs of a broker from alice without ACLs: %v %+v, want CLUSTER_AUTHORIZATION_FAILED", err, dcr)
 	}
 	if got := createTopics("alice-1"); got["alice-1"] != kerr.TopicAuthorizationFailed.Code {
 		t.Fatalf("CreateTopics from alice without ACLs: %v, want TOPIC_AUTHORIZATION_FAILED", got)
