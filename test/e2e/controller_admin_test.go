@@ -226,10 +226,7 @@ func TestControllerListenerAdminPlaintext(t *testing.T) {
 func controllerAdminSASLSSL(t *testing.T, ctx context.Context, sc *saslSSLCluster, admin *kgo.Client, alicePw string) {
 	nodes := sc.c.Nodes()
 	ctrl := nodes[0].ControllerAddr()
-	var voters []*cluster.Node
-	for _, n := range nodes[:3] { // the fourth is broker-only
-		voters = append(voters, n)
-	}
+	voters := nodes[:3] // the fourth is broker-only
 	_, alice := controllerClient(t, ctrl, kgo.DialTLSConfig(&tls.Config{RootCAs: sc.pool}),
 		kgo.SASL(scram.Auth{User: "alice", Pass: alicePw}.AsSha512Mechanism()))
 
