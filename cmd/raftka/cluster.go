@@ -208,6 +208,13 @@ func printStatus(w io.Writer, quorum *kmsg.DescribeQuorumResponse, cluster *kmsg
 		return err
 	}
 
+	if cluster.EndpointType == 2 {
+		// From --bootstrap-controller: the answer lists the controllers,
+		// which the quorum table above already shows; brokers are a
+		// broker's to list.
+		_, err := io.WriteString(w, b.String())
+		return err
+	}
 	b.WriteString("\nBrokers:\n")
 	tw = tabwriter.NewWriter(&b, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "ID\tHOST:PORT\tRACK\tEPOCH\tFENCED\tSHUTTING DOWN")
