@@ -18,6 +18,7 @@ import (
 	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
 	"github.com/raftka/raftka/metadata"
 	"github.com/rs/zerolog"
+	"github.com/twmb/franz-go/pkg/kmsg"
 	"go.etcd.io/bbolt"
 )
 
@@ -59,6 +60,13 @@ type Config struct {
 	// controller RPC answered CLUSTER_AUTHORIZATION_FAILED. A node in
 	// memory (Inmem) has no listener and applies none of the three.
 	Authorizer *metadata.Authorizer
+
+	// DescribeConfigs, when set, answers DescribeConfigs on the controller
+	// listener for principal from host, checking DESCRIBE_CONFIGS itself
+	// (cmd gives the node's broker's, so the controller describes what
+	// the broker would; KIP-919's --bootstrap-controller tools). Unset,
+	// DescribeConfigs is neither served nor advertised there.
+	DescribeConfigs func(ctx context.Context, principal, host string, req *kmsg.DescribeConfigsRequest) *kmsg.DescribeConfigsResponse
 
 	// DataDir holds the Raft stores: <metadata.log.dir>/raft.
 	DataDir string

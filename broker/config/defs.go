@@ -508,7 +508,7 @@ var defs = []Def{
 		Doc: "How many samples a client quota's rate is measured over."},
 	{Name: "max.connection.creation.rate", Type: TypeInt, Default: "2147483647", Validate: atLeast(0),
 		set: to(func(c *Config) *int32 { return &c.MaxConnectionCreationRate }),
-		Doc: "KIP-612: new connections per second the broker accepts on all its listeners but the inter-broker one together, measured over the quota windows; above it, accepting waits until the rate is back under it. Per-IP limits are the connection_creation_rate client quota."},
+		Doc: "KIP-612: new connections per second the broker accepts on all its listeners but the inter-broker one together, measured over the quota windows; above it, accepting waits until the rate is back under it. listener.name.<l>.max.connection.creation.rate limits one listener alone (the inter-broker one too; not the controller listener), and the longer wait of the two applies. Per-IP limits are the connection_creation_rate client quota."},
 
 	// Authorization (raftka's StandardAuthorizer, metadata/authorizer.go).
 	{Name: "authorizer.class.name", Type: TypeClass, Default: "", Validate: authorizerClass,

@@ -580,3 +580,26 @@ func TestLogCleanerSettings(t *testing.T) {
 		}
 	}
 }
+
+// listener.name.<l>.max.connection.creation.rate (KIP-612): kept for a
+// listener Kafka clients use, warned about for an unknown listener or the
+// controller listener, refused when not a rate.
+func TestListenerMaxConnectionCreationRate(t *testing.T) {
+	cfg, warnings := mustParse(t, base, "listener.name.plaintext.max.connection.creation.rate=5",
+		"listener.name.nope.max.connection.creation.rate=1", "listener.name.controller.max.connection.creation.rate=1")
+	if got := cfg.ListenerMaxConnectionCreationRate; len(got) != 1 || got["PLAINTEXT"] != 5 {
+		t.Errorf("per-listener rates %v, want PLAINTEXT=5", got)
+	}
+	want := []string{
+		"listener.name.controller.max.connection.creation.rate: the controller listener takes no connection creation limit in raftka; ignored",
+		"listener.name.nope.max.connection.creation.rate: no listener named NOPE; ignored",
+	}
+	if !slices.Equal(warnings, want) {
+		t.Errorf("warnings\n%q\nwant\n%q", warnings, want)
+	}
+	for _, bad := range []string{"-1", "fast", "1.5"} {
+		if _, _, err := Parse([]byte(base), []string{"listener.name.plaintext.max.connection.creation.rate=" + bad}); err == nil {
+			t.Errorf("listener.name.plaintext.max.connection.creation.rate=%s accepted", bad)
+		}
+	}
+}

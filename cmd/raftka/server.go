@@ -22,6 +22,7 @@ import (
 	"github.com/raftka/raftka/raftfsm"
 	"github.com/raftka/raftka/storage"
 	"github.com/rs/zerolog"
+	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/urfave/cli/v2"
 )
 
@@ -67,7 +68,8 @@ func runServer(ctx context.Context, cfg *config.Config, log zerolog.Logger, shut
 	}
 
 	metrics := newPromMetrics()
-	node, err := startRaft(cfg, clusterID, log, metrics, metrics)
+	describer := newConfigDescriber()
+	node, err := startRaft(cfg, clusterID, log, metrics, metrics, describer)
 	if err != nil {
 		return err
 	}
@@ -226,6 +228,7 @@ func runServer(ctx context.Context, cfg *config.Config, log zerolog.Logger, shut
 	if err != nil {
 		return err
 	}
+	describer.set(srv)
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve() }()
 	defer srv.Close()
@@ -434,8 +437,33 @@ func startReplicas(node *raftfsm.Node, logs *storage.Manager, cfg *config.Config
 	return m, stop, nil
 }
 
-func startRaft(cfg *config.Config, clusterID string, log zerolog.Logger, obs raftfsm.Observer, m broker.Metrics) (*raftfsm.Node, error) {
+// configDescriber hands the controller listener the node's broker's
+// DescribeConfigs once the broker exists (it starts after Raft).
+type configDescriber struct {
+	srv   atomic.Pointer[broker.Server]
+	ready chan struct{}
+}
+
+func newConfigDescriber() *configDescriber { return &configDescriber{ready: make(chan struct{})} }
+
+func (d *configDescriber) set(s *broker.Server) {
+	d.srv.Store(s)
+	close(d.ready)
+}
+
+// describe waits for the broker (nil if ctx ends first).
+func (d *configDescriber) describe(ctx context.Context, principal, host string, req *kmsg.DescribeConfigsRequest) *kmsg.DescribeConfigsResponse {
+	select {
+	case <-d.ready:
+	case <-ctx.Done():
+		return nil
+	}
+	return d.srv.Load().DescribeConfigsFor(principal, host, req)
+}
+
+func startRaft(cfg *config.Config, clusterID string, log zerolog.Logger, obs raftfsm.Observer, m broker.Metrics, describer *configDescriber) (*raftfsm.Node, error) {
 	rc := raftfsm.Config{
+		DescribeConfigs:          describer.describe,
 		Observer:                 obs,
 		NodeID:                   cfg.NodeID,
 		Voter:                    cfg.Roles.Controller,
