@@ -81,7 +81,9 @@ func handleDescribeShareGroupOffsets(ctx context.Context, rc *request, kreq kmsg
 			seen := map[string]int{}
 			for _, st := range img.SharePartitions(g.GroupID) {
 				t, ok := img.TopicByID(st.TopicID)
-				if !ok {
+				// A deleted state (DeleteShareGroupOffsets, or a group
+				// deleted before this one was created) is not the group's.
+				if !ok || st.StartOffset < 0 {
 					continue
 				}
 				i, ok := seen[t.Name]
