@@ -24,7 +24,13 @@ package broker
 //     under a lock of share.record.lock.duration.ms, at most MaxRecords
 //     (ShareAcquireMode 1, v2) or to a batch boundary past it (mode 0).
 //     AcquiredRecords carries their ranges with delivery counts; Records
-//     the whole log batches that hold them. With nothing acquired the
+//     the whole log batches that hold them. The answer waits until the
+//     raised delivery counts are durable (in the same coalesced write as
+//     the request's acknowledgements, usually): the issue asks that a
+//     failover keeps them, where Kafka's SharePartition.acquire does not
+//     write them (KIP-932: "memory of the in-flight delivery will be
+//     lost"). A partition whose write fails is answered with the error and
+//     no records. With nothing acquired the
 //     request waits up to MaxWaitMillis for new records or for held ones
 //     to come back. Partitions not led here: NOT_LEADER_OR_FOLLOWER with
 //     CurrentLeader and NodeEndpoints; unknown topic ids UNKNOWN_TOPIC_ID.
@@ -35,9 +41,12 @@ package broker
 // ShareAcquireMode (KIP-1206) and renew acknowledgements (type 4, KIP-1222,
 // IsRenewAck); a v1 request with type 4 is INVALID_REQUEST.
 //
-// Not done: the member is not checked against the group's membership on
-// its coordinator (Kafka does); records it holds are released by its
-// session ending, its connection closing, or its locks expiring.
+// Membership: as Kafka's KafkaApis.handleShareFetchRequest and
+// SharePartitionManager, the member is not checked against the group's
+// membership (the partition leader is not the group coordinator; the
+// member id only names the share session and the holder of the records).
+// What a member holds is released by its session ending, its connection
+// closing, or its locks expiring.
 
 import (
 	"context"
@@ -223,6 +232,13 @@ func handleShareFetch(ctx context.Context, rc *request, kreq kmsg.Request) (kmsg
 	}
 	rc.release()
 
+	// The acknowledgements' writes are waited for after the acquisitions
+	// are submitted: a share-partition's acknowledgements and the
+	// delivery counts its fetch raises then usually share one write.
+	var got []acquiredWrite
+	if step.closed == nil {
+		got = srv.shareFetchRecords(ctx, rc, req, m, step.s, look, out, group, member)
+	}
 	for _, a := range acks {
 		p := out.get(a.id)
 		if err := a.res.wait(ctx); err != nil {
@@ -230,8 +246,18 @@ func handleShareFetch(ctx context.Context, rc *request, kreq kmsg.Request) (kmsg
 			srv.shareLeaderHint(img, rc, look, a.id, err, &p.CurrentLeader.LeaderID, &p.CurrentLeader.LeaderEpoch)
 		}
 	}
-	if step.closed == nil {
-		srv.shareFetchRecords(ctx, rc, req, m, step.s, look, out, group, member)
+	for _, g := range got {
+		if err := (ackResult{done: g.done}).wait(ctx); err != nil {
+			// Records whose delivery counts are not durable are not
+			// handed out: a deposed leader's acquisitions are void, and
+			// the new leader delivers them with the counts it loads.
+			p := out.get(g.id)
+			p.Records, p.AcquiredRecords = nil, nil
+			p.ErrorCode = errorCode(err)
+			msg := err.Error()
+			p.ErrorMessage = &msg
+			srv.shareLeaderHint(img, rc, look, g.id, err, &p.CurrentLeader.LeaderID, &p.CurrentLeader.LeaderEpoch)
+		}
 	}
 
 	hints := map[int32]bool{}
@@ -274,10 +300,18 @@ func (s *Server) shareLeaderHint(img *metadata.Image, rc *request, look *sharePa
 	}
 }
 
+// acquiredWrite is the write a partition's acquisition waits for.
+type acquiredWrite struct {
+	id   sharePartitionID
+	done <-chan error
+}
+
 // shareFetchRecords acquires records for the member from every partition
-// of its session, waiting up to MaxWaitMillis while there are none.
+// of its session, waiting up to MaxWaitMillis while there are none. It
+// returns the writes that make the acquisitions durable, for the caller
+// to wait on before answering.
 func (s *Server) shareFetchRecords(ctx context.Context, rc *request, req *kmsg.ShareFetchRequest, m *shareManager, sess *shareSession,
-	look *sharePartLookup, out *shareOut, group, member string) {
+	look *sharePartLookup, out *shareOut, group, member string) (writes []acquiredWrite) {
 	budget := int(req.MaxRecords)
 	if budget <= 0 {
 		budget = 500
@@ -311,6 +345,9 @@ func (s *Server) shareFetchRecords(ctx context.Context, rc *request, req *kmsg.S
 						ar.FirstOffset, ar.LastOffset, ar.DeliveryCount = r.First, r.Last, r.DeliveryCount
 						p.AcquiredRecords = append(p.AcquiredRecords, ar)
 					}
+					if a.done != nil {
+						writes = append(writes, acquiredWrite{id, a.done})
+					}
 					budget -= a.n
 					bytesLeft -= len(a.records)
 					got += a.n
@@ -333,7 +370,7 @@ func (s *Server) shareFetchRecords(ctx context.Context, rc *request, req *kmsg.S
 		}
 		wait := time.Until(deadline)
 		if got > 0 || errs > 0 || wait <= 0 || len(live) == 0 || ctx.Err() != nil {
-			return
+			return writes
 		}
 		// Wait for new records (the delayed-fetch purgatory, woken by
 		// appends and HW moves) or, at most 100 ms, for held records to
@@ -344,7 +381,7 @@ func (s *Server) shareFetchRecords(ctx context.Context, rc *request, req *kmsg.S
 				Offset: rp.Log().HighWatermark(), MaxBytes: 1, CurrentLeaderEpoch: -1, LastFetchedEpoch: -1, KnownHighWatermark: -1})
 		}
 		if s.deps.Replicas == nil {
-			return
+			return writes
 		}
 		s.deps.Replicas.Fetch(ctx, fr)
 	}
