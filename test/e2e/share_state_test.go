@@ -1,0 +1,224 @@
+package e2e
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/raftka/raftka/test/cluster"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// rawShareSession drives one member's share session on one partition with
+// raw ShareFetch requests, so a test sees the delivery counts the leader
+// answers and decides exactly when the leader dies.
+type rawShareSession struct {
+	cl            *kgo.Client
+	group, member string
+	topicID       [16]byte
+	partition     int32
+	epoch         int32
+}
+
+// fetch sends one ShareFetch to node (acknowledging acks, if any) and
+// returns the partition's answer.
+func (s *rawShareSession) fetch(ctx context.Context, node int32, acks ...kmsg.ShareFetchRequestTopicPartitionAcknowledgementBatch) (kmsg.ShareFetchResponseTopicPartition, error) {
+	req := kmsg.NewPtrShareFetchRequest()
+	req.GroupID, req.MemberID, req.ShareSessionEpoch = &s.group, &s.member, s.epoch
+	req.MaxWaitMillis, req.MinBytes, req.MaxBytes, req.MaxRecords, req.BatchSize = 2000, 1, 1<<20, 1000, 1000
+	rt := kmsg.NewShareFetchRequestTopic()
+	rt.TopicID = s.topicID
+	rp := kmsg.NewShareFetchRequestTopicPartition()
+	rp.Partition, rp.AcknowledgementBatches = s.partition, acks
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	actx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	defer cancel()
+	kresp, err := s.cl.Broker(int(node)).Request(actx, req)
+	if err != nil {
+		return kmsg.ShareFetchResponseTopicPartition{}, err
+	}
+	resp := kresp.(*kmsg.ShareFetchResponse)
+	if err := kerr.ErrorForCode(resp.ErrorCode); err != nil {
+		return kmsg.ShareFetchResponseTopicPartition{}, err
+	}
+	s.epoch++
+	for _, t := range resp.Topics {
+		for _, p := range t.Partitions {
+			if t.TopicID == s.topicID && p.Partition == s.partition {
+				if err := kerr.ErrorForCode(p.ErrorCode); err != nil {
+					return p, err
+				}
+				return p, kerr.ErrorForCode(p.AcknowledgeErrorCode)
+			}
+		}
+	}
+	return kmsg.ShareFetchResponseTopicPartition{}, nil
+}
+
+// acquireUntil fetches from the partition's current leader until at least
+// n records were acquired (or ctx ends), retrying what a client retries (a
+// leader moving, a node just killed: a new session on the new leader).
+// It returns the highest delivery count answered per offset.
+func (s *rawShareSession) acquireUntil(ctx context.Context, t *testing.T, topic string, n int) map[int64]int16 {
+	t.Helper()
+	got := map[int64]int16{}
+	leader := int32(-1)
+	for len(got) < n {
+		if ctx.Err() != nil {
+			t.Fatalf("%s acquired %d of %d records: %v", s.member, len(got), n, ctx.Err())
+		}
+		if leader < 0 {
+			md, err := kadm.NewClient(s.cl).Metadata(ctx, topic)
+			if err != nil || md.Topics[topic].Partitions[s.partition].Leader < 0 {
+				time.Sleep(200 * time.Millisecond)
+				continue
+			}
+			leader, s.epoch = md.Topics[topic].Partitions[s.partition].Leader, 0
+		}
+		p, err := s.fetch(ctx, leader)
+		if err != nil {
+			if isKafkaError(err) && !kerr.IsRetriable(err) && !errors.Is(err, kerr.NotLeaderForPartition) &&
+				!errors.Is(err, kerr.ShareSessionNotFound) && !errors.Is(err, kerr.InvalidShareSessionEpoch) {
+				t.Fatalf("%s: ShareFetch from %d: %v", s.member, leader, err)
+			}
+			leader = -1
+			time.Sleep(200 * time.Millisecond)
+			continue
+		}
+		for _, r := range p.AcquiredRecords {
+			for o := r.FirstOffset; o <= r.LastOffset; o++ {
+				got[o] = max(got[o], r.DeliveryCount)
+			}
+		}
+	}
+	return got
+}
+
+func topicIDOf(ctx context.Context, t *testing.T, cl *kgo.Client, topic string) ([16]byte, int32) {
+	t.Helper()
+	md, err := kadm.NewClient(cl).Metadata(ctx, topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return md.Topics[topic].ID, md.Topics[topic].Partitions[0].Leader
+}
+
+func produceValues(ctx context.Context, t *testing.T, cl *kgo.Client, topic string, from, to int) {
+	t.Helper()
+	for i := from; i < to; i++ {
+		cl.Produce(ctx, &kgo.Record{Topic: topic, Value: []byte(strconv.Itoa(i))}, nil)
+	}
+	if err := cl.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestShareDeliveryCountSurvivesLeaderKill: records acquired and not
+// acknowledged come back from a new leader with the delivery count the
+// old leader answered, raised by one: the leader makes the count durable
+// before it answers the ShareFetch, so a SIGKILL right after the answer
+// loses no increment (a record could otherwise be delivered past
+// share.delivery.count.limit).
+func TestShareDeliveryCountSurvivesLeaderKill(t *testing.T) {
+	const topic, group, total = "share-counts", "share-counts-workers", 200
+	c := cluster.Start(t, cluster.Nodes(3))
+	cl := spreadingProducer(t, c)
+	ctx := ctxFor(t, 2*time.Minute)
+	if err := createTopic(ctx, kadm.NewClient(cl), topic, 1, 3); err != nil {
+		t.Fatal(err)
+	}
+	if err := setGroupConfig(ctx, cl, group, "share.auto.offset.reset", "earliest"); err != nil {
+		t.Fatal(err)
+	}
+	produceValues(ctx, t, cl, topic, 0, total)
+	m := &shareMember{id: "counts-a"}
+	if err := m.heartbeat(ctx, cl, group, topic); err != nil {
+		t.Fatal(err)
+	}
+	id, leader := topicIDOf(ctx, t, cl, topic)
+	s := &rawShareSession{cl: cl, group: group, member: m.id, topicID: id}
+	for round := 1; round <= 2; round++ {
+		got := s.acquireUntil(ctx, t, topic, total)
+		for o := range int64(total) {
+			if got[o] != int16(round) {
+				t.Fatalf("round %d: offset %d delivered with count %d, want %d", round, o, got[o], round)
+			}
+		}
+		if round == 2 {
+			break
+		}
+		// The answer is in: kill its leader at once, before a lazy write
+		// could land. (One node down of three: the controller may be this
+		// node, and a new one is elected.)
+		c.Node(leader).Kill()
+		t.Logf("round %d: %d records acquired with count %d; SIGKILLed the leader %d", round, len(got), round, leader)
+	}
+	t.Logf("after the kill a new leader delivered all %d records with count 2", total)
+}
+
+// TestShareGroupRecreated: a share group deleted and created again under
+// the same id starts where share.auto.offset.reset says, not from the old
+// group's state still held by the partition's leader (whose leader epoch
+// did not change): the old group had acknowledged 0-49 and held 50-99
+// acquired; the new one gets 0-99 with delivery count 1.
+func TestShareGroupRecreated(t *testing.T) {
+	const topic, group, total = "share-again", "share-again-workers", 100
+	c := cluster.Start(t, cluster.Nodes(1))
+	cl := spreadingProducer(t, c)
+	ctx := ctxFor(t, 2*time.Minute)
+	if err := createTopic(ctx, kadm.NewClient(cl), topic, 1, 1); err != nil {
+		t.Fatal(err)
+	}
+	if err := setGroupConfig(ctx, cl, group, "share.auto.offset.reset", "earliest"); err != nil {
+		t.Fatal(err)
+	}
+	produceValues(ctx, t, cl, topic, 0, total)
+	id, leader := topicIDOf(ctx, t, cl, topic)
+
+	old := &shareMember{id: "again-old"}
+	if err := old.heartbeat(ctx, cl, group, topic); err != nil {
+		t.Fatal(err)
+	}
+	s := &rawShareSession{cl: cl, group: group, member: old.id, topicID: id}
+	if got := s.acquireUntil(ctx, t, topic, total); len(got) != total {
+		t.Fatalf("old group acquired %d records", len(got))
+	}
+	ack := kmsg.NewShareFetchRequestTopicPartitionAcknowledgementBatch()
+	ack.FirstOffset, ack.LastOffset, ack.AcknowledgeTypes = 0, total/2-1, []int8{1}
+	if _, err := s.fetch(ctx, leader, ack); err != nil {
+		t.Fatalf("accepting 0-%d: %v", total/2-1, err)
+	}
+	// The old member leaves; its session stays open on its connection, so
+	// 50-99 stay acquired in the leader's memory.
+	old.epoch = -1
+	if err := old.heartbeat(ctx, cl, group, topic); err != nil {
+		t.Fatal(err)
+	}
+	cluster.WaitFor(t, 30*time.Second, func() (bool, string) {
+		out, err := cluster.Run(t, "share-groups", "delete", "--bootstrap-server", c.Bootstrap(), "--group", group)
+		return err == nil, fmt.Sprintf("share-groups delete: %v: %s", err, out)
+	})
+	if err := setGroupConfig(ctx, cl, group, "share.auto.offset.reset", "earliest"); err != nil {
+		t.Fatal(err)
+	}
+
+	m := &shareMember{id: "again-new"}
+	if err := m.heartbeat(ctx, cl, group, topic); err != nil {
+		t.Fatal(err)
+	}
+	fresh := &rawShareSession{cl: cl, group: group, member: m.id, topicID: id}
+	got := fresh.acquireUntil(ctx, t, topic, total)
+	for o := range int64(total) {
+		if got[o] != 1 {
+			t.Fatalf("re-created group: offset %d delivered with count %d, want 1 (the old group's state)", o, got[o])
+		}
+	}
+	t.Logf("re-created group got all %d records from offset 0 with delivery count 1", total)
+}
