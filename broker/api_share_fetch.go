@@ -151,8 +151,11 @@ func (m *shareManager) connClosed(conn uint64) {
 }
 
 // shareRequestRefused is the check ShareFetch and ShareAcknowledge share:
-// both name a group and member, and need READ on the group.
+// share.version finalized, a group and member named, READ on the group.
 func shareRequestRefused(rc *request, group, member string) int16 {
+	if e := shareGroupsDisabled(rc); e != nil {
+		return e.Code
+	}
 	switch {
 	case group == "" || member == "":
 		return kerr.InvalidRequest.Code

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -221,4 +222,64 @@ func TestShareGroupRecreated(t *testing.T) {
 		}
 	}
 	t.Logf("re-created group got all %d records from offset 0 with delivery count 1", total)
+}
+
+// wantShareGroups waits until a new member's ShareGroupHeartbeat answers
+// want (nil: it joins), as a feature level reaches every node's image.
+func wantShareGroups(ctx context.Context, t *testing.T, cl *kgo.Client, want error) {
+	t.Helper()
+	cluster.WaitFor(t, 30*time.Second, func() (bool, string) {
+		m := &shareMember{id: fmt.Sprintf("gate-%d", time.Now().UnixNano())}
+		hctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		err := m.heartbeat(hctx, cl, "share-version-gate", "share-version-gate-topic")
+		cancel()
+		return errors.Is(err, want), fmt.Sprintf("ShareGroupHeartbeat: %v, want %v", err, want)
+	})
+}
+
+// TestShareVersionGate: a new cluster finalizes share.version 1 (as Kafka
+// 4.2) and serves share groups; with share.version downgraded to 0 every
+// share group API answers UNSUPPORTED_VERSION (the records stored stay),
+// and `raftka features upgrade --feature share.version=1` brings them
+// back.
+func TestShareVersionGate(t *testing.T) {
+	const topic, group = "share-gate", "share-gate-workers"
+	c := cluster.Start(t, cluster.Nodes(1))
+	cl := spreadingProducer(t, c)
+	ctx := ctxFor(t, 2*time.Minute)
+	if err := createTopic(ctx, kadm.NewClient(cl), topic, 1, 1); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := cluster.Run(t, "features", "describe", "--bootstrap-server", c.Bootstrap()); err != nil ||
+		!strings.Contains(out, "Feature: share.version\tSupportedMinVersion: 0\tSupportedMaxVersion: 1\tFinalizedVersionLevel: 1") {
+		t.Fatalf("features describe: %v\n%s", err, out)
+	}
+	wantShareGroups(ctx, t, cl, nil)
+	id, leader := topicIDOf(ctx, t, cl, topic)
+	if out, err := cluster.Run(t, "features", "downgrade", "--bootstrap-server", c.Bootstrap(), "--feature", "share.version=0"); err != nil {
+		t.Fatalf("downgrade share.version: %v\n%s", err, out)
+	}
+	wantShareGroups(ctx, t, cl, kerr.UnsupportedVersion)
+	s := &rawShareSession{cl: cl, group: group, member: "gate-fetch", topicID: id}
+	if _, err := s.fetch(ctx, leader); !errors.Is(err, kerr.UnsupportedVersion) {
+		t.Fatalf("ShareFetch at share.version 0: %v, want UNSUPPORTED_VERSION", err)
+	}
+	ack := kmsg.NewPtrShareAcknowledgeRequest()
+	ack.GroupID, ack.MemberID, ack.ShareSessionEpoch = &s.group, &s.member, 1
+	if resp, err := ack.RequestWith(ctx, cl); err != nil || resp.ErrorCode != kerr.UnsupportedVersion.Code {
+		t.Fatalf("ShareAcknowledge at share.version 0: %v %+v, want UNSUPPORTED_VERSION", err, resp)
+	}
+	desc := kmsg.NewPtrDescribeShareGroupOffsetsRequest()
+	desc.Groups = []kmsg.DescribeShareGroupOffsetsRequestGroup{{GroupID: group}}
+	if resp, err := desc.RequestWith(ctx, cl); err != nil || len(resp.Groups) != 1 || resp.Groups[0].ErrorCode != kerr.UnsupportedVersion.Code {
+		t.Fatalf("DescribeShareGroupOffsets at share.version 0: %v %+v, want UNSUPPORTED_VERSION", err, resp)
+	}
+	if out, err := cluster.Run(t, "features", "upgrade", "--bootstrap-server", c.Bootstrap(), "--feature", "share.version=1"); err != nil {
+		t.Fatalf("upgrade share.version: %v\n%s", err, out)
+	}
+	wantShareGroups(ctx, t, cl, nil)
+	s.epoch = 0
+	if _, err := s.fetch(ctx, leader); err != nil {
+		t.Fatalf("ShareFetch at share.version 1: %v", err)
+	}
 }
