@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -282,4 +283,128 @@ func TestShareVersionGate(t *testing.T) {
 	if _, err := s.fetch(ctx, leader); err != nil {
 		t.Fatalf("ShareFetch at share.version 1: %v", err)
 	}
+}
+
+// TestShareGroupReadCommitted: with share.isolation.level=read_committed,
+// three franz-go share members on a 3-partition RF=3 topic receive every
+// record of the committed transactions, once, and none of the aborted
+// ones; records of a transaction still open are not delivered (reads stop
+// at the last stable offset) until it commits.
+func TestShareGroupReadCommitted(t *testing.T) {
+	const topic, group, txns, perTxn, openN = "share-rc", "share-rc-workers", 8, 60, 30
+	c := cluster.Start(t, cluster.Nodes(3))
+	cl := spreadingProducer(t, c)
+	ctx := ctxFor(t, 3*time.Minute)
+	if err := createTopic(ctx, kadm.NewClient(cl), topic, 3, 3); err != nil {
+		t.Fatal(err)
+	}
+	for k, v := range map[string]string{"share.auto.offset.reset": "earliest", "share.isolation.level": "read_committed"} {
+		if err := setGroupConfig(ctx, cl, group, k, v); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tx, err := kgo.NewClient(kgo.SeedBrokers(seedAddrs(c)...), kgo.TransactionalID("share-rc-producer"), kgo.DefaultProduceTopic(topic),
+		kgo.RecordPartitioner(kgo.RoundRobinPartitioner()), kgo.RetryTimeout(20*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Close()
+	// Transaction i holds the values i*1000 .. i*1000+perTxn-1; even ones
+	// commit, odd ones abort.
+	runTxn := func(i, n int, end bool, commit kgo.TransactionEndTry) {
+		t.Helper()
+		if err := tx.BeginTransaction(); err != nil {
+			t.Fatal(err)
+		}
+		recs := make([]*kgo.Record, n)
+		for j := range recs {
+			recs[j] = &kgo.Record{Value: []byte(strconv.Itoa(i*1000 + j))}
+		}
+		if err := tx.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+		if end {
+			if err := tx.EndTransaction(ctx, commit); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	want := map[int]bool{}
+	for i := range txns {
+		runTxn(i, perTxn, true, i%2 == 0)
+		for j := range perTxn {
+			if i%2 == 0 {
+				want[i*1000+j] = true
+			}
+		}
+	}
+	// One more transaction left open: its records are past the LSO.
+	runTxn(txns, openN, false, false)
+
+	var mu sync.Mutex
+	got := map[int]int{}
+	mctx, stop := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	for m := range 3 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			mcl, err := kgo.NewClient(kgo.SeedBrokers(seedAddrs(c)...), kgo.ClientID(fmt.Sprintf("rc-%d", m)), kgo.ShareGroup(group),
+				kgo.ConsumeTopics(topic), kgo.FetchMaxWait(time.Second))
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			defer mcl.Close()
+			for mctx.Err() == nil {
+				mcl.PollFetches(mctx).EachRecord(func(r *kgo.Record) {
+					if v, err := strconv.Atoi(string(r.Value)); err == nil {
+						mu.Lock()
+						got[v]++
+						mu.Unlock()
+					}
+					r.Ack(kgo.AckAccept)
+				})
+			}
+			fctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			_ = mcl.FlushAcks(fctx)
+		}()
+	}
+	defer func() { stop(); wg.Wait() }()
+	check := func(wantOpen bool) (bool, string) {
+		mu.Lock()
+		defer mu.Unlock()
+		missing, open := 0, 0
+		for v := range want {
+			if got[v] == 0 {
+				missing++
+			}
+		}
+		for v, n := range got {
+			switch {
+			case v/1000 == txns:
+				open++
+			case !want[v]:
+				t.Fatalf("value %d of aborted transaction %d delivered", v, v/1000)
+			}
+			if n > 1 {
+				t.Fatalf("value %d delivered %d times", v, n)
+			}
+		}
+		if open > 0 && !wantOpen {
+			t.Fatalf("%d records of the open transaction delivered before it committed", open)
+		}
+		return missing == 0 && (!wantOpen || open == openN), fmt.Sprintf("%d of %d committed records missing, %d of %d of the last transaction", missing, len(want), open, openN)
+	}
+	cluster.WaitFor(t, time.Minute, func() (bool, string) { return check(false) })
+	// The members keep fetching for a while: still nothing past the LSO.
+	time.Sleep(2 * time.Second)
+	check(false)
+	if err := tx.EndTransaction(ctx, kgo.TryCommit); err != nil {
+		t.Fatal(err)
+	}
+	cluster.WaitFor(t, time.Minute, func() (bool, string) { return check(true) })
+	t.Logf("%d committed records delivered once each, none of the %d aborted; the open transaction's %d after its commit",
+		len(want), txns/2*perTxn, openN)
 }
