@@ -3,6 +3,10 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -26,7 +30,15 @@ import (
 // per 1,000 acknowledgements (the share-partition writes are coalesced).
 func BenchmarkShareQueue(b *testing.B) {
 	const topic, parts, records, size = "queue-bench", 6, 120000, 1024
-	c := cluster.Start(b, cluster.Nodes(3), cluster.LogLevel("warn"))
+	// RAFTKA_SHARE_PROFILE=dir: a CPU profile of each node over the first
+	// seconds of every share group run (dir/members-N.node-ID.pprof), for
+	// finding where the queue's time goes.
+	profDir := os.Getenv("RAFTKA_SHARE_PROFILE")
+	opts := []cluster.Opt{cluster.Nodes(3), cluster.LogLevel("warn")}
+	if profDir != "" {
+		opts = append(opts, cluster.Override("metrics.pprof.enable", "true"))
+	}
+	c := cluster.Start(b, opts...)
 	ctx := ctxFor(b, 15*time.Minute)
 	cl := spreadingProducer(b, c)
 	adm := kadm.NewClient(cl)
@@ -77,6 +89,15 @@ func BenchmarkShareQueue(b *testing.B) {
 				var lats []time.Duration
 				mctx, stop := context.WithCancel(ctx)
 				var wg sync.WaitGroup
+				if profDir != "" {
+					for _, n := range c.Nodes() {
+						wg.Add(1)
+						go func() {
+							defer wg.Done()
+							cpuProfile(ctx, b, n.MetricsAddr(), filepath.Join(profDir, fmt.Sprintf("members-%d.node-%d.pprof", members, n.ID())))
+						}()
+					}
+				}
 				start := time.Now()
 				for i := range members {
 					wg.Add(1)
@@ -165,6 +186,29 @@ func BenchmarkShareQueue(b *testing.B) {
 					members, records, elapsed.Round(time.Millisecond), rate, classic, rate/classic, p99, len(lats), raftEntries, float64(raftEntries)*1000/records)
 			}
 		})
+	}
+}
+
+// cpuProfile writes a 2 s CPU profile of the node serving /debug/pprof/
+// on addr to path.
+func cpuProfile(ctx context.Context, b *testing.B, addr, path string) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/debug/pprof/profile?seconds=2", nil)
+	if err != nil {
+		b.Error(err)
+		return
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		b.Errorf("profile of %s: %v", addr, err)
+		return
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err == nil {
+		err = os.WriteFile(path, body, 0o644)
+	}
+	if err != nil {
+		b.Errorf("profile of %s: %v", addr, err)
 	}
 }
 
