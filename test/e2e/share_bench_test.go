@@ -8,6 +8,8 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -170,6 +172,11 @@ func BenchmarkShareQueue(b *testing.B) {
 				elapsed := time.Since(start)
 				stop()
 				wg.Wait()
+				if profDir != "" {
+					for _, n := range c.Nodes() {
+						b.Logf("node %d: %s", n.ID(), shareFetchTimes(ctx, n.MetricsAddr()))
+					}
+				}
 				raftEntries := metadataHW(ctx, b, cl) - raftBefore
 				classic := classicRate()
 				rate := float64(records) / elapsed.Seconds()
@@ -210,6 +217,39 @@ func cpuProfile(ctx context.Context, b *testing.B, addr, path string) {
 	if err != nil {
 		b.Errorf("profile of %s: %v", addr, err)
 	}
+}
+
+// shareFetchTimes is a node's ShareFetch count and mean time since it
+// started, from its /metrics.
+func shareFetchTimes(ctx context.Context, addr string) string {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/metrics", nil)
+	if err != nil {
+		return err.Error()
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err.Error()
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	var sum, count float64
+	for _, line := range strings.Split(string(body), "\n") {
+		f := strings.Fields(line)
+		if len(f) != 2 {
+			continue
+		}
+		v, _ := strconv.ParseFloat(f[1], 64)
+		switch f[0] {
+		case `raftka_request_total_time_seconds_sum{request="ShareFetch"}`:
+			sum = v
+		case `raftka_request_total_time_seconds_count{request="ShareFetch"}`:
+			count = v
+		}
+	}
+	if count == 0 {
+		return "no ShareFetch"
+	}
+	return fmt.Sprintf("%.0f ShareFetch, mean %.1f ms", count, sum/count*1000)
 }
 
 // metadataHW is the metadata log's high watermark (DescribeQuorum), to
