@@ -39,7 +39,9 @@ package broker
 //
 // Version notes: v0 (Kafka 4.0's early access) is not served. v2:
 // ShareAcquireMode (KIP-1206) and renew acknowledgements (type 4, KIP-1222,
-// IsRenewAck); a v1 request with type 4 is INVALID_REQUEST.
+// IsRenewAck: acknowledgements only, no records acquired; fetch sizes
+// other than 0, or a partition without acknowledgements, INVALID_REQUEST);
+// a v1 request with type 4 is INVALID_REQUEST.
 //
 // Membership: as Kafka's KafkaApis.handleShareFetchRequest and
 // SharePartitionManager, the member is not checked against the group's
@@ -174,6 +176,23 @@ func handleShareFetch(ctx context.Context, rc *request, kreq kmsg.Request) (kmsg
 	if resp.ErrorCode = shareRequestRefused(rc, group, member); resp.ErrorCode != 0 {
 		return resp, nil
 	}
+	// A renew-only request (KIP-1222) carries acknowledgements and no
+	// fetch: its fetch sizes are 0 and each partition it names has
+	// acknowledgements, or it is INVALID_REQUEST (as Kafka 4.2); it
+	// acquires nothing.
+	renewOnly := req.Version >= 2 && req.IsRenewAck
+	if renewOnly {
+		bad := req.MaxBytes != 0 || req.MinBytes != 0 || req.MaxRecords != 0 || req.MaxWaitMillis != 0
+		for _, t := range req.Topics {
+			for _, p := range t.Partitions {
+				bad = bad || len(p.AcknowledgementBatches) == 0
+			}
+		}
+		if bad {
+			resp.ErrorCode = kerr.InvalidRequest.Code
+			return resp, nil
+		}
+	}
 	img := srv.image()
 	gs := m.settings(img, group)
 	resp.AcquisitionLockTimeoutMillis = int32(gs.cfg.LockDuration.Milliseconds())
@@ -239,7 +258,7 @@ func handleShareFetch(ctx context.Context, rc *request, kreq kmsg.Request) (kmsg
 	// are submitted: a share-partition's acknowledgements and the
 	// delivery counts its fetch raises then usually share one write.
 	var got []acquiredWrite
-	if step.closed == nil {
+	if step.closed == nil && !renewOnly {
 		got = srv.shareFetchRecords(ctx, rc, req, m, step.s, look, out, group, member)
 	}
 	for _, a := range acks {

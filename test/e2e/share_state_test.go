@@ -408,3 +408,80 @@ func TestShareGroupReadCommitted(t *testing.T) {
 	t.Logf("%d committed records delivered once each, none of the %d aborted; the open transaction's %d after its commit",
 		len(want), txns/2*perTxn, openN)
 }
+
+// TestShareRenewAck: a ShareFetch v2 with IsRenewAck (KIP-1222) renews
+// the locks it names and acquires nothing, though records are available;
+// one that also asks for records, or names a partition without
+// acknowledgements, is INVALID_REQUEST.
+func TestShareRenewAck(t *testing.T) {
+	const topic, group = "share-renew", "share-renew-workers"
+	c := cluster.Start(t, cluster.Nodes(1))
+	cl := spreadingProducer(t, c)
+	ctx := ctxFor(t, time.Minute)
+	if err := createTopic(ctx, kadm.NewClient(cl), topic, 1, 1); err != nil {
+		t.Fatal(err)
+	}
+	if err := setGroupConfig(ctx, cl, group, "share.auto.offset.reset", "earliest"); err != nil {
+		t.Fatal(err)
+	}
+	produceValues(ctx, t, cl, topic, 0, 10)
+	id, leader := topicIDOf(ctx, t, cl, topic)
+	s := &rawShareSession{cl: cl, group: group, member: "renew-a", topicID: id}
+	if got := s.acquireUntil(ctx, t, topic, 10); len(got) != 10 {
+		t.Fatalf("acquired %d", len(got))
+	}
+	// Offsets 10-19 are available while 0-9 are renewed.
+	produceValues(ctx, t, cl, topic, 10, 20)
+	renew := func(maxRecords int32, acks bool) (*kmsg.ShareFetchResponse, error) {
+		req := kmsg.NewPtrShareFetchRequest()
+		req.Version = 2
+		req.GroupID, req.MemberID, req.ShareSessionEpoch = &s.group, &s.member, s.epoch
+		// (kmsg's defaults fill MaxBytes: a renewal sends zeros.)
+		req.IsRenewAck, req.MaxRecords, req.MaxBytes, req.MinBytes, req.MaxWaitMillis = true, maxRecords, 0, 0, 0
+		rt := kmsg.NewShareFetchRequestTopic()
+		rt.TopicID = id
+		rp := kmsg.NewShareFetchRequestTopicPartition()
+		if acks {
+			b := kmsg.NewShareFetchRequestTopicPartitionAcknowledgementBatch()
+			b.FirstOffset, b.LastOffset, b.AcknowledgeTypes = 0, 9, []int8{4}
+			rp.AcknowledgementBatches = append(rp.AcknowledgementBatches, b)
+		}
+		rt.Partitions = append(rt.Partitions, rp)
+		req.Topics = append(req.Topics, rt)
+		kresp, err := cl.Broker(int(leader)).Request(ctx, req)
+		if err != nil {
+			return nil, err
+		}
+		return kresp.(*kmsg.ShareFetchResponse), nil
+	}
+	for _, bad := range []struct {
+		name       string
+		maxRecords int32
+		acks       bool
+	}{{"asks for records", 100, true}, {"a partition without acknowledgements", 0, false}} {
+		resp, err := renew(bad.maxRecords, bad.acks)
+		if err != nil || resp.ErrorCode != kerr.InvalidRequest.Code {
+			t.Fatalf("renew that %s: %v %+v, want INVALID_REQUEST", bad.name, err, resp)
+		}
+	}
+	resp, err := renew(0, true)
+	if err != nil || resp.ErrorCode != 0 || len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 1 {
+		t.Fatalf("renew: %v %+v", err, resp)
+	}
+	p := resp.Topics[0].Partitions[0]
+	if p.ErrorCode != 0 || p.AcknowledgeErrorCode != 0 || len(p.AcquiredRecords) != 0 || len(p.Records) != 0 {
+		t.Fatalf("renew answered %v / %v with %d acquired ranges: want the renewal only", kerr.ErrorForCode(p.ErrorCode), kerr.ErrorForCode(p.AcknowledgeErrorCode), len(p.AcquiredRecords))
+	}
+	s.epoch++
+	// The renewed records are still this member's: accepting them works,
+	// and the next fetch gets 10-19.
+	ack := kmsg.NewShareFetchRequestTopicPartitionAcknowledgementBatch()
+	ack.FirstOffset, ack.LastOffset, ack.AcknowledgeTypes = 0, 9, []int8{1}
+	next, err := s.fetch(ctx, leader, ack)
+	if err != nil {
+		t.Fatalf("accepting the renewed records: %v", err)
+	}
+	if len(next.AcquiredRecords) == 0 || next.AcquiredRecords[0].FirstOffset != 10 {
+		t.Fatalf("after the renewal: %+v, want 10-19 acquired", next.AcquiredRecords)
+	}
+}
