@@ -179,6 +179,7 @@ func (r FeatureRange) String() string { return fmt.Sprintf("%d-%d", r.Min, r.Max
 var SupportedFeatures = map[string]FeatureRange{
 	MetadataVersionFeature:    {Min: MetadataVersionMin, Max: MetadataVersionLevel},
 	TransactionVersionFeature: {Min: 0, Max: TransactionVersionLevel},
+	ShareVersionFeature:       {Min: 0, Max: ShareVersionLevel},
 }
 
 // LegacyFeatures is what a broker that advertises no features supports:
@@ -189,7 +190,8 @@ var LegacyFeatures = map[string]FeatureRange{
 
 // featureDeps: a feature at a level (or above) needs another feature at
 // least at a level, as Kafka's Features.dependencies. transaction.version
-// 1 and up needs the Transaction records, which metadata.version 28 brings.
+// 1 and up needs the Transaction records, and share.version 1 the share
+// group and share-partition records, which metadata.version 28 brings.
 var featureDeps = []struct {
 	feature string
 	level   int16
@@ -197,6 +199,7 @@ var featureDeps = []struct {
 	atLeast int16
 }{
 	{TransactionVersionFeature, 1, MetadataVersionFeature, 28},
+	{ShareVersionFeature, 1, MetadataVersionFeature, 28},
 }
 
 // BootstrapFeatures are the records a new cluster is finalized with: every

@@ -154,12 +154,23 @@ const (
 	TransactionVersionLevel   int16 = 2
 )
 
+// ShareVersionFeature is Kafka's share.version: at level 1 share groups
+// (KIP-932) are usable; below it their APIs answer UNSUPPORTED_VERSION,
+// as Kafka's KafkaApis answers while share groups are not enabled. A new
+// cluster finalizes it (Kafka 4.2 does: share groups are production
+// ready there); a cluster bootstrapped before it finalizes it with
+// `raftka features upgrade --feature share.version=1`.
+const (
+	ShareVersionFeature       = "share.version"
+	ShareVersionLevel   int16 = 1
+)
+
 // MetadataVersionFeature is the feature whose level Image.FeatureLevel
 // returns. Its levels gate which records the controller writes
 // (features.go). The other features Kafka 4.1 finalizes (group.version,
-// share.version, eligible.leader.replicas.version, kraft.version) stay at
-// 0, which is absent: clients choose protocols by these levels, and raftka
-// serves none of what they name.
+// eligible.leader.replicas.version, kraft.version) stay at 0, which is
+// absent: clients choose protocols by these levels, and raftka serves
+// none of what they name.
 const MetadataVersionFeature = "metadata.version"
 
 // Endpoint is one listener a broker advertises.

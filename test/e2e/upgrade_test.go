@@ -119,6 +119,12 @@ func TestRollingUpgradeFromPreviousRevision(t *testing.T) {
 	if out, err := cluster.Run(t, "features", "upgrade", "--bootstrap-server", c.Bootstrap(), "--feature", "transaction.version=2"); err != nil {
 		t.Fatalf("transaction.version: %v\n%s", err, out)
 	}
+	// So does share.version: share groups are refused until it is 1.
+	wantShareGroups(ctx, t, cl, kerr.UnsupportedVersion)
+	if out, err := cluster.Run(t, "features", "upgrade", "--bootstrap-server", c.Bootstrap(), "--feature", "share.version=1"); err != nil {
+		t.Fatalf("share.version: %v\n%s", err, out)
+	}
+	wantShareGroups(ctx, t, cl, nil)
 
 	before := rec.Count()
 	cluster.WaitFor(t, 60*time.Second, func() (bool, string) {
