@@ -13,7 +13,9 @@ package broker
 // takes min(leader HW, own LEO)), so Kafka, and raftka with it, answers 0
 // for every current replica; the field exists for future replicas, whose
 // lag is measured against the current one. A log dir whose total and
-// usable space cannot be read (statfs) reports -1 for them.
+// usable space cannot be read (statfs) reports -1 for them. A log dir that
+// failed (an I/O error took it offline) is listed with KAFKA_STORAGE_ERROR
+// and nothing else, as Kafka lists it.
 //
 // Version notes: v0 is not served, as in Kafka 4. v2: flexible. v3:
 // top-level ErrorCode. v4: TotalBytes and UsableBytes.
@@ -90,9 +92,25 @@ func handleDescribeLogDirs(_ context.Context, rc *request, kreq kmsg.Request) (k
 			dirs[d][p.Topic()] = append(dirs[d][p.Topic()], dp)
 		}
 	}
+	offline := map[string]bool{}
+	if srv.parts.offlineDirs != nil {
+		for _, d := range srv.parts.offlineDirs() {
+			if abs, err := filepath.Abs(d); err == nil {
+				d = abs
+			}
+			offline[d] = true
+		}
+	}
 	for _, d := range order {
 		rd := kmsg.NewDescribeLogDirsResponseDir()
 		rd.Dir = d
+		if offline[d] {
+			// Kafka lists a failed dir with only its error; the sizes
+			// keep their -1 defaults.
+			rd.ErrorCode = kerr.KafkaStorageError.Code
+			resp.Dirs = append(resp.Dirs, rd)
+			continue
+		}
 		rd.TotalBytes, rd.UsableBytes = diskSpace(d)
 		names := make([]string, 0, len(dirs[d]))
 		for n := range dirs[d] {

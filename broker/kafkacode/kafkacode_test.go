@@ -58,6 +58,7 @@ func TestMapping(t *testing.T) {
 		{storage.ErrOffsetOutOfRange, kerr.OffsetOutOfRange},
 		{storage.ErrClosed, kerr.NotLeaderForPartition},
 		{storage.ErrCorruptFile, kerr.KafkaStorageError},
+		{storage.ErrLogDirFailed, kerr.KafkaStorageError},
 		{storage.ErrInvalidConfig, kerr.InvalidConfig},
 		{storage.ErrOutOfOrderSequence, kerr.OutOfOrderSequenceNumber},
 		{storage.ErrInvalidProducerEpoch, kerr.InvalidProducerEpoch},
