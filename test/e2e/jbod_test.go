@@ -1,0 +1,181 @@
+package e2e
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/raftka/raftka/test/cluster"
+	"github.com/raftka/raftka/test/invariants"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+)
+
+// mountTinyTmpfs mounts a tmpfs of size at dir, unmounted when the test
+// ends (after the cluster's processes, whose cleanup was registered
+// later). Filling it makes every write into it fail with ENOSPC: a real
+// I/O failure that chmod cannot give a root process.
+func mountTinyTmpfs(t *testing.T, dir, size string) {
+	t.Helper()
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size="+size, "tmpfs", dir).CombinedOutput(); err != nil {
+		msg := fmt.Sprintf("cannot mount a tmpfs (needs root): %v: %s", err, out)
+		if os.Getenv("CI") == "true" {
+			t.Fatal(msg)
+		}
+		t.Skip(msg)
+	}
+	t.Cleanup(func() {
+		if out, err := exec.Command("umount", "-l", dir).CombinedOutput(); err != nil {
+			t.Errorf("umount %s: %v: %s", dir, err, out)
+		}
+	})
+}
+
+// fillDir writes zeros into a file in dir until the file system is full.
+func fillDir(t *testing.T, dir string) {
+	t.Helper()
+	f, err := os.Create(filepath.Join(dir, "filler"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	buf := make([]byte, 1<<20)
+	for range 4096 { // bounded: the tmpfs is far smaller than 4 GiB
+		if _, err := f.Write(buf); err != nil {
+			if errors.Is(err, syscall.ENOSPC) {
+				return
+			}
+			t.Fatal(err)
+		}
+	}
+	t.Fatal("the tmpfs never filled up")
+}
+
+// JBOD, a failed log dir: node 1 has two log.dirs, the second a tiny
+// tmpfs. Under an acks=all idempotent load the tmpfs is filled, so node
+// 1's next writes there fail with ENOSPC. That dir goes offline alone:
+// DescribeLogDirs lists it with KAFKA_STORAGE_ERROR, the partitions it
+// held are led elsewhere and node 1 leaves their ISRs, the partitions in
+// node 1's other dir keep node 1 in their ISR, the broker keeps serving,
+// and every acknowledged record is read back exactly once.
+func TestJBODFailedLogDirGoesOffline(t *testing.T) {
+	root := t.TempDir()
+	good, bad := filepath.Join(root, "good"), filepath.Join(root, "bad")
+	mountTinyTmpfs(t, bad, "24m")
+	if err := os.MkdirAll(good, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	c := cluster.Start(t, cluster.NodeOverride(1, "log.dirs", good+","+bad))
+	h := harness{Cluster: c}
+	ctx := ctxFor(t, 3*time.Minute)
+	const topic, partitions = "jbod", 8
+	if err := invariants.CreateTopic(ctx, h.Seeds(), topic, partitions, 3, nil); err != nil {
+		t.Fatal(err)
+	}
+	cluster.WaitFor(t, 30*time.Second, func() (bool, string) { return invariants.FullISR(ctx, h, topic, partitions) })
+
+	adm := kadm.NewClient(client(t, c))
+	dirsOf := func() (kadm.DescribedLogDirs, error) { return adm.DescribeBrokerLogDirs(ctx, 1, nil) }
+	dirs, err := dirsOf()
+	if err != nil {
+		t.Fatal(err)
+	}
+	inDir := map[string][]int32{}
+	for _, d := range dirs {
+		d.Topics.Each(func(p kadm.DescribedLogDirPartition) {
+			if p.Topic == topic {
+				inDir[d.Dir] = append(inDir[d.Dir], p.Partition)
+			}
+		})
+	}
+	badParts, goodParts := inDir[bad], inDir[good]
+	slices.Sort(badParts)
+	slices.Sort(goodParts)
+	if len(badParts) == 0 || len(goodParts) == 0 {
+		t.Fatalf("node 1 placed %v in %s and %v in %s; want both dirs used", goodParts, good, badParts, bad)
+	}
+	t.Logf("node 1: partitions %v in the good dir, %v in the tmpfs", goodParts, badParts)
+
+	var rec invariants.Recorder
+	p, err := invariants.StartProducer(invariants.ProducerConfig{Seeds: h.Seeds(), Topic: topic, Partitions: partitions,
+		Name: "jbod", Rate: 400, MaxRecords: 40000}, &rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Stop(10 * time.Second)
+	cluster.WaitFor(t, 30*time.Second, func() (bool, string) { return rec.Count() >= 400, fmt.Sprintf("%d acknowledged", rec.Count()) })
+
+	failedAt := time.Now()
+	fillDir(t, bad)
+
+	cluster.WaitFor(t, 30*time.Second, func() (bool, string) {
+		dirs, err := dirsOf()
+		if err != nil {
+			return false, err.Error()
+		}
+		d, ok := dirs[bad]
+		if !ok || !errors.Is(d.Err, kerr.KafkaStorageError) {
+			return false, fmt.Sprintf("DescribeLogDirs of node 1: %s is %+v", bad, d)
+		}
+		if g := dirs[good]; g.Err != nil {
+			return false, fmt.Sprintf("the good dir answers %v", g.Err)
+		}
+		return true, ""
+	})
+	cluster.WaitFor(t, 30*time.Second, func() (bool, string) {
+		st, _, err := invariants.StateFrom(ctx, h, topic, 1)
+		if err != nil {
+			return false, err.Error()
+		}
+		var wrong []string
+		for _, part := range badParts {
+			s := st[part]
+			if s.Leader == 1 || s.InISR(1) || s.Leader < 0 {
+				wrong = append(wrong, fmt.Sprintf("partition %d (tmpfs): leader %d ISR %v", part, s.Leader, s.ISR))
+			}
+		}
+		for _, part := range goodParts {
+			if s := st[part]; !s.InISR(1) || s.Leader < 0 {
+				wrong = append(wrong, fmt.Sprintf("partition %d (good dir): leader %d ISR %v", part, s.Leader, s.ISR))
+			}
+		}
+		return len(wrong) == 0, strings.Join(wrong, "; ")
+	})
+	// Every partition, those of the failed dir included, keeps taking
+	// acknowledged records after the failure.
+	cluster.WaitFor(t, 30*time.Second, func() (bool, string) {
+		var slow []string
+		for part := range int32(partitions) {
+			if n := rec.CountSince(part, time.Now().Add(-2*time.Second)); n < 20 {
+				slow = append(slow, fmt.Sprintf("partition %d: %d acks in the last 2s", part, n))
+			}
+		}
+		return len(slow) == 0, strings.Join(slow, "; ")
+	})
+	t.Logf("failure to full service: %v", time.Since(failedAt).Round(time.Millisecond))
+
+	// Node 1 still serves: it answers Metadata and leads partitions of
+	// its good dir once preferred leadership comes back, and its process
+	// is alive.
+	if _, err := nodeMetadata(ctx, c.Node(1)); err != nil {
+		t.Fatalf("node 1 stopped answering: %v", err)
+	}
+	if _, err := p.Stop(10 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	read, err := invariants.ReadAll(ctx, h.Seeds(), topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkReport(t, h, topic, "failed log dir", invariants.Check(rec.Acks(), read))
+}
