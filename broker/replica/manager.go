@@ -245,6 +245,9 @@ func (m *Manager) Partition(topic string, partition int32) (*Partition, error) {
 	if offline {
 		// Kafka answers a replica in a failed log dir so
 		// (ReplicaManager's HostedPartition.Offline).
+		if dir == "" {
+			return nil, fmt.Errorf("%w: %s-%d cannot be opened while a log dir is offline", kerr.KafkaStorageError, topic, partition)
+		}
 		return nil, fmt.Errorf("%w: %s-%d is in log dir %s, which is offline", kerr.KafkaStorageError, topic, partition, dir)
 	}
 	if t, ok := m.img.Load().Topic(topic); ok {

@@ -178,4 +178,61 @@ func TestJBODFailedLogDirGoesOffline(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkReport(t, h, topic, "failed log dir", invariants.Check(rec.Acks(), read))
+
+	// A restart with the dir still full: node 1 starts on its good dir,
+	// with the full dir offline from the start; the partitions of that
+	// dir stay off it (not re-created empty elsewhere) and those of the
+	// good dir rejoin their ISRs.
+	c.Node(1).Kill()
+	c.Node(1).Restart()
+	cluster.WaitFor(t, 30*time.Second, func() (bool, string) {
+		dirs, err := dirsOf()
+		if err != nil {
+			return false, err.Error()
+		}
+		if d := dirs[bad]; !errors.Is(d.Err, kerr.KafkaStorageError) {
+			return false, fmt.Sprintf("after restart %s is %+v", bad, d)
+		}
+		var wrong []string
+		st, _, err := invariants.StateFrom(ctx, h, topic, 1)
+		if err != nil {
+			return false, err.Error()
+		}
+		for _, part := range goodParts {
+			if !st[part].InISR(1) {
+				wrong = append(wrong, fmt.Sprintf("partition %d (good dir): ISR %v", part, st[part].ISR))
+			}
+		}
+		for _, part := range badParts {
+			if st[part].InISR(1) || st[part].Leader == 1 {
+				wrong = append(wrong, fmt.Sprintf("partition %d (full dir): leader %d ISR %v", part, st[part].Leader, st[part].ISR))
+			}
+		}
+		return len(wrong) == 0, strings.Join(wrong, "; ")
+	})
+	if _, err := os.Stat(filepath.Join(good, fmt.Sprintf("%s-%d", topic, badParts[0]))); err == nil {
+		t.Fatalf("partition %d of the failed dir was re-created in the good dir", badParts[0])
+	}
+
+	// The dir repaired (emptied of the filler) and node 1 restarted:
+	// its logs there open again, catch up from the leaders and rejoin
+	// every ISR, and still nothing acknowledged is lost.
+	if err := os.Remove(filepath.Join(bad, "filler")); err != nil {
+		t.Fatal(err)
+	}
+	c.Node(1).Kill()
+	c.Node(1).Restart()
+	cluster.WaitFor(t, 60*time.Second, func() (bool, string) { return invariants.FullISR(ctx, h, topic, partitions) })
+	dirs, err = dirsOf()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := dirs[bad]; d.Err != nil {
+		t.Fatalf("repaired dir answers %v", d.Err)
+	}
+	read, err = invariants.ReadAll(ctx, h.Seeds(), topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkReport(t, h, topic, "after the repair", invariants.Check(rec.Acks(), read))
 }
