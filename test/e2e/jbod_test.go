@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -132,6 +133,45 @@ func TestJBODFailedLogDirGoesOffline(t *testing.T) {
 		}
 		return true, ""
 	})
+	// The operator's view, as kafka-log-dirs.sh --describe prints it.
+	out, err := cluster.Run(t, "log-dirs", "describe", "--bootstrap-server", c.Bootstrap(), "--broker-list", "1", "--topic-list", topic)
+	if err != nil {
+		t.Fatalf("raftka log-dirs describe: %v\n%s", err, out)
+	}
+	var doc struct {
+		Brokers []struct {
+			Broker  int32 `json:"broker"`
+			LogDirs []struct {
+				LogDir     string  `json:"logDir"`
+				Error      *string `json:"error"`
+				Partitions []struct {
+					Partition string `json:"partition"`
+				} `json:"partitions"`
+			} `json:"logDirs"`
+		} `json:"brokers"`
+	}
+	if i := strings.Index(out, "{"); i < 0 || json.Unmarshal([]byte(strings.TrimSpace(out[i:])), &doc) != nil || len(doc.Brokers) != 1 {
+		t.Fatalf("raftka log-dirs describe printed:\n%s", out)
+	}
+	seen := 0
+	for _, d := range doc.Brokers[0].LogDirs {
+		if d.LogDir == bad || d.LogDir == good {
+			seen++
+		}
+		switch d.LogDir {
+		case bad:
+			if d.Error == nil || *d.Error != "org.apache.kafka.common.errors.KafkaStorageException" || len(d.Partitions) != 0 {
+				t.Fatalf("log-dirs describe, failed dir: %+v", d)
+			}
+		case good:
+			if d.Error != nil || len(d.Partitions) != len(goodParts) {
+				t.Fatalf("log-dirs describe, good dir: error %v, %d partitions, want %d", d.Error, len(d.Partitions), len(goodParts))
+			}
+		}
+	}
+	if seen != 2 {
+		t.Fatalf("log-dirs describe listed %d of node 1's two log dirs:\n%s", seen, out)
+	}
 	cluster.WaitFor(t, 30*time.Second, func() (bool, string) {
 		st, _, err := invariants.StateFrom(ctx, h, topic, 1)
 		if err != nil {
