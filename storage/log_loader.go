@@ -130,6 +130,9 @@ func OpenLog(dir string, cfg Config, opts LogOptions) (*Log, *RecoveryReport, er
 	}
 	tp, ok := ParsePartitionDir(filepath.Base(dir))
 	if !ok {
+		tp, ok = futureLogOf(filepath.Base(dir)) // a log being moved in (move.go)
+	}
+	if !ok {
 		return nil, nil, fmt.Errorf("%w: %s: directory name is not <topic>-<partition>", ErrCorruptFile, dir)
 	}
 	if opts.Now == nil {

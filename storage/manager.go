@@ -94,6 +94,8 @@ type Manager struct {
 	// (dir_failure.go); guarded by mu.
 	offline      map[string]error
 	offlineParts map[TopicPartition]string
+	// moves are the logs moving to another dir (move.go); guarded by mu.
+	moves map[TopicPartition]*moveState
 	// creating holds the partitions GetOrCreate is opening outside mu
 	// (their files and fsyncs), each with its log dir and a channel
 	// closed when done, so creations of different partitions overlap.
@@ -159,7 +161,7 @@ func OpenManager(opts ManagerOptions) (*Manager, []*RecoveryReport, error) {
 		return nil, nil, err
 	}
 	m := &Manager{opts: opts, logs: map[TopicPartition]*Log{}, dirOf: map[TopicPartition]string{}, creating: map[TopicPartition]pendingLog{}, lastExpiry: opts.Now(), cleaning: map[*Log]bool{},
-		flushers: map[string]*flusher{}, offline: map[string]error{}, offlineParts: map[TopicPartition]string{}}
+		flushers: map[string]*flusher{}, offline: map[string]error{}, offlineParts: map[TopicPartition]string{}, moves: map[TopicPartition]*moveState{}}
 	type job struct {
 		dir  string
 		path string
@@ -167,6 +169,11 @@ func OpenManager(opts ManagerOptions) (*Manager, []*RecoveryReport, error) {
 		lo   LogOptions
 	}
 	var jobs []job
+	type futureLog struct {
+		dir, name string
+		tp        TopicPartition
+	}
+	var futures []futureLog
 	scanDir := func(dir string) ([]job, error) {
 		var jobs []job
 		if err := probeDir(dir); err != nil {
@@ -207,9 +214,13 @@ func OpenManager(opts ManagerOptions) (*Manager, []*RecoveryReport, error) {
 				}
 				continue
 			}
+			if tp, ok := futureLogOf(name); ok {
+				futures = append(futures, futureLog{dir, name, tp})
+				continue
+			}
 			tp, ok := ParsePartitionDir(name)
 			if !ok {
-				continue // not ours (future/stray dirs, the raft dir)
+				continue // not ours (stray dirs, the raft dir)
 			}
 			if other, dup := m.dirOf[tp]; dup {
 				return jobs, fmt.Errorf("%w: partition %s is in both %s and %s", ErrCorruptFile, tp, other, dir)
@@ -252,6 +263,33 @@ func OpenManager(opts ManagerOptions) (*Manager, []*RecoveryReport, error) {
 	}
 	if len(m.offline) == len(opts.Dirs) {
 		return nil, nil, fmt.Errorf("%w: every log dir is unusable: %w", ErrLogDirFailed, errors.Join(slices.Collect(maps.Values(m.offline))...))
+	}
+	// A move that stopped (move.go): a future log beside its current log
+	// was not finished and goes; one whose current log is gone was
+	// complete when the swap began and takes the log's place.
+	for _, f := range futures {
+		if m.offline[f.dir] != nil {
+			continue
+		}
+		path := filepath.Join(f.dir, f.name)
+		if _, dup := m.dirOf[f.tp]; dup || slices.ContainsFunc(futures, func(o futureLog) bool { return o.tp == f.tp && o.name != f.name }) {
+			if err := os.RemoveAll(path); err != nil {
+				return nil, nil, err
+			}
+			continue
+		}
+		final := filepath.Join(f.dir, f.tp.String())
+		if err := os.Rename(path, final); err != nil {
+			return nil, nil, err
+		}
+		if err := fsyncDir(f.dir); err != nil {
+			return nil, nil, err
+		}
+		m.dirOf[f.tp] = f.dir
+		jobs = append(jobs, job{dir: f.dir, path: final, tp: f.tp, lo: LogOptions{
+			Now: opts.Now, OnFlush: opts.OnFlush, ProducerIDExpirationMs: opts.ProducerIDExpiration.Milliseconds(),
+			FollowerDropBehind: opts.FollowerDropBehind, activity: &m.appends, SyncData: opts.SyncData, onIOError: m.dirHook(f.dir),
+		}})
 	}
 	for _, dir := range opts.Dirs {
 		if m.flushers[dir] == nil {
@@ -504,6 +542,7 @@ func (m *Manager) Delete(topic string, partition int32) error {
 		<-pl.done // deletes what the creation in flight makes
 		m.mu.Lock()
 	}
+	m.waitMoveLocked(tp)
 	l, ok := m.logs[tp]
 	dir := m.dirOf[tp]
 	delete(m.logs, tp)

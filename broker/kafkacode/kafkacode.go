@@ -30,6 +30,8 @@ var kinds = []kind{
 	{storage.ErrClosed, kerr.NotLeaderForPartition},
 	{storage.ErrCorruptFile, kerr.KafkaStorageError},
 	{storage.ErrLogDirFailed, kerr.KafkaStorageError},
+	{storage.ErrLogDirNotFound, kerr.LogDirNotFound},
+	{storage.ErrNoLog, kerr.ReplicaNotAvailable},
 	{storage.ErrInvalidConfig, kerr.InvalidConfig},
 	{storage.ErrOutOfOrderSequence, kerr.OutOfOrderSequenceNumber},
 	// Since 2.7 Kafka answers a produce with a stale epoch so rather than

@@ -59,6 +59,8 @@ func TestMapping(t *testing.T) {
 		{storage.ErrClosed, kerr.NotLeaderForPartition},
 		{storage.ErrCorruptFile, kerr.KafkaStorageError},
 		{storage.ErrLogDirFailed, kerr.KafkaStorageError},
+		{storage.ErrLogDirNotFound, kerr.LogDirNotFound},
+		{storage.ErrNoLog, kerr.ReplicaNotAvailable},
 		{storage.ErrInvalidConfig, kerr.InvalidConfig},
 		{storage.ErrOutOfOrderSequence, kerr.OutOfOrderSequenceNumber},
 		{storage.ErrInvalidProducerEpoch, kerr.InvalidProducerEpoch},
