@@ -5,8 +5,10 @@ package broker
 // Behaviour (Kafka's ReplicaManager.describeLogDirs): one entry per log dir
 // (log.dirs, absolute paths), listing the partitions of the topics asked for
 // (all when Topics is null) that it holds, with each partition's size in
-// bytes and its offset lag. raftka has no future replicas (no
-// AlterReplicaLogDirs), so IsFuture is false, and the lag of a current
+// bytes and its offset lag. A replica moving to another dir
+// (AlterReplicaLogDirs) is also listed under that dir with IsFuture and the
+// lag of the future log behind the current one (Kafka's
+// getLogEndOffsetLag: current LEO - future LEO). The lag of a current
 // replica is Kafka's getLogEndOffsetLag for one: max(HW - LEO, 0) of the
 // local log. That is not the distance to the leader's end offset: a
 // replica's high watermark never exceeds its own end offset (a follower
@@ -99,6 +101,26 @@ func handleDescribeLogDirs(_ context.Context, rc *request, kreq kmsg.Request) (k
 				d = abs
 			}
 			offline[d] = true
+		}
+	}
+	if srv.deps.Replicas != nil {
+		for _, mv := range srv.deps.Replicas.LogDirMoves() {
+			if want != nil && !want[mv.Topic][mv.Partition] {
+				continue
+			}
+			p, err := srv.deps.Replicas.Partition(mv.Topic, mv.Partition)
+			if err != nil {
+				continue
+			}
+			d := mv.Dest
+			if abs, err := filepath.Abs(d); err == nil {
+				d = abs
+			}
+			addDir(d)
+			dp := kmsg.NewDescribeLogDirsResponseDirTopicPartition()
+			dp.Partition, dp.Size, dp.IsFuture = mv.Partition, mv.Size, true
+			dp.OffsetLag = max(p.Log().LogEndOffset()-mv.LogEndOffset, 0)
+			dirs[d][mv.Topic] = append(dirs[d][mv.Topic], dp)
 		}
 	}
 	for _, d := range order {

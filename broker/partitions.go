@@ -25,6 +25,13 @@ type ReplicaManager interface {
 	// (NOT_LEADER_OR_FOLLOWER, UNKNOWN_TOPIC_OR_PARTITION).
 	Partition(topic string, partition int32) (*replica.Partition, error)
 	Partitions() []*replica.Partition
+	// MoveLogDir starts moving a hosted partition's log to another log
+	// dir of this broker (AlterReplicaLogDirs); storage's errors say why
+	// not.
+	MoveLogDir(topic string, partition int32, dir string) error
+	// LogDirMoves are the moves in flight (DescribeLogDirs' future
+	// replicas).
+	LogDirMoves() []storage.MoveState
 	// Fetch reads and long-polls (the delayed-fetch purgatory).
 	Fetch(ctx context.Context, req replica.FetchRequest) []replica.ReadResult
 	// ServeFetchRegions answers a follower's Fetch with the records left

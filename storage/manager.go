@@ -96,6 +96,9 @@ type Manager struct {
 	offlineParts map[TopicPartition]string
 	// moves are the logs moving to another dir (move.go); guarded by mu.
 	moves map[TopicPartition]*moveState
+	// preferred holds the dirs AlterReplicaLogDirs named for logs not
+	// created yet (PreferDir); guarded by mu.
+	preferred map[TopicPartition]string
 	// creating holds the partitions GetOrCreate is opening outside mu
 	// (their files and fsyncs), each with its log dir and a channel
 	// closed when done, so creations of different partitions overlap.
@@ -161,7 +164,7 @@ func OpenManager(opts ManagerOptions) (*Manager, []*RecoveryReport, error) {
 		return nil, nil, err
 	}
 	m := &Manager{opts: opts, logs: map[TopicPartition]*Log{}, dirOf: map[TopicPartition]string{}, creating: map[TopicPartition]pendingLog{}, lastExpiry: opts.Now(), cleaning: map[*Log]bool{},
-		flushers: map[string]*flusher{}, offline: map[string]error{}, offlineParts: map[TopicPartition]string{}, moves: map[TopicPartition]*moveState{}}
+		flushers: map[string]*flusher{}, offline: map[string]error{}, offlineParts: map[TopicPartition]string{}, moves: map[TopicPartition]*moveState{}, preferred: map[TopicPartition]string{}}
 	type job struct {
 		dir  string
 		path string
@@ -469,6 +472,10 @@ func (m *Manager) GetOrCreateNew(topic string, partition int32, cfg Config, isNe
 			dir = d
 		}
 	}
+	if d, ok := m.preferred[tp]; ok && m.offline[d] == nil {
+		dir = d
+	}
+	delete(m.preferred, tp)
 	if dir == "" {
 		m.mu.Unlock()
 		return nil, fmt.Errorf("%w: every log dir is offline", ErrLogDirFailed)

@@ -41,8 +41,9 @@ const moveCloseEnough = 4 << 20
 type MoveState struct {
 	TopicPartition
 	Dest string
-	// LogEndOffset is the future log's end offset so far.
+	// LogEndOffset and Size are the future log's so far.
 	LogEndOffset int64
+	Size         int64
 }
 
 // MoveOptions are the caller's part in a move.
@@ -53,6 +54,9 @@ type MoveOptions struct {
 	// (ok false) once cancel is closed, so a Delete waiting for the move
 	// while the caller's lock is held does not deadlock.
 	Hold func(cancel <-chan struct{}) (release func(), ok bool)
+	// Stop, when closed, abandons the move before its seal (the caller
+	// is shutting down).
+	Stop <-chan struct{}
 	// Swap is told the new log, before the old one's files are released;
 	// the caller moves its references to it. Required.
 	Swap func(*Log)
@@ -83,6 +87,17 @@ func (m *Manager) waitMoveLocked(tp TopicPartition) {
 	}
 }
 
+// PreferDir makes dest the dir of tp's log if it is created later
+// (AlterReplicaLogDirs for a replica not here yet, as Kafka's
+// maybeUpdatePreferredLogDir); an unknown dir is ignored.
+func (m *Manager) PreferDir(tp TopicPartition, dest string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if slices.Contains(m.opts.Dirs, dest) {
+		m.preferred[tp] = dest
+	}
+}
+
 // Moves returns the moves in progress.
 func (m *Manager) Moves() []MoveState {
 	m.mu.Lock()
@@ -91,7 +106,7 @@ func (m *Manager) Moves() []MoveState {
 	for tp, mv := range m.moves {
 		s := MoveState{TopicPartition: tp, Dest: mv.dest}
 		if mv.future != nil {
-			s.LogEndOffset = mv.future.LogEndOffset()
+			s.LogEndOffset, s.Size = mv.future.LogEndOffset(), mv.future.Size()
 		}
 		out = append(out, s)
 	}
@@ -201,7 +216,7 @@ func (m *Manager) MoveLog(tp TopicPartition, dest string, o MoveOptions) error {
 		mv.future = future
 		m.mu.Unlock()
 		gen := cur.truncations.Load()
-		ok, err := copyTail(cur, future, gen, mv.cancel, false)
+		ok, err := copyTail(cur, future, gen, mv.cancel, o.Stop, false)
 		if err != nil {
 			return abort(err)
 		}
@@ -231,7 +246,7 @@ func (m *Manager) MoveLog(tp TopicPartition, dest string, o MoveOptions) error {
 			release()
 			return abort(fmt.Errorf("%w: %s", ErrClosed, tp))
 		}
-		ok, err = copyTail(cur, future, gen, mv.cancel, true)
+		ok, err = copyTail(cur, future, gen, mv.cancel, nil, true)
 		if err != nil || !ok {
 			unseal()
 			if err != nil {
@@ -291,11 +306,13 @@ func (m *Manager) MoveLog(tp TopicPartition, dest string, o MoveOptions) error {
 // final it stops once future is within moveCloseEnough of cur's end;
 // with it, it copies everything. It reports false when cur was truncated
 // or reset since generation gen (the copy must start again).
-func copyTail(cur, future *Log, gen int64, cancel <-chan struct{}, final bool) (bool, error) {
+func copyTail(cur, future *Log, gen int64, cancel, stop <-chan struct{}, final bool) (bool, error) {
 	for {
 		select {
 		case <-cancel:
 			return false, fmt.Errorf("%w: move cancelled", ErrClosed)
+		case <-stop:
+			return false, fmt.Errorf("%w: move stopped", ErrClosed)
 		default:
 		}
 		if cur.truncations.Load() != gen {

@@ -573,8 +573,9 @@ func (m *Manager) open(topic string, topicID [16]byte, index int32, tc TopicConf
 	}
 	p := &Partition{
 		host: m, self: m.cfg.BrokerID, lagTimeMax: m.cfg.ReplicaLagTimeMax, alterBackoff: m.cfg.FetchBackoff, logger: m.log,
-		topic: topic, index: index, topicID: topicID, log: l, leader: metadata.NoLeader, leaderEpoch: -1, minISR: tc.MinInsyncReplicas,
+		topic: topic, index: index, topicID: topicID, leader: metadata.NoLeader, leaderEpoch: -1, minISR: tc.MinInsyncReplicas,
 	}
+	p.logp.Store(l)
 	// Durable mode: the log dir's group commit tells the partition when
 	// its durable end moved, which may move the HW or answer acks=1.
 	l.OnDurable(p.durableMoved)
@@ -800,4 +801,62 @@ func (m *Manager) OfflinePartitions() map[storage.TopicPartition]string {
 		out[tp] = d
 	}
 	return out
+}
+
+// LogDirMoves returns the log dir moves in flight.
+func (m *Manager) LogDirMoves() []storage.MoveState { return m.cfg.Storage.Moves() }
+
+// MoveLogDir moves the partition's log to another of this broker's log
+// dirs while it serves (AlterReplicaLogDirs; storage.Manager.MoveLog): in
+// the background, returning at once. It refuses a dir that is not a log
+// dir or is offline, and a partition not hosted here. A move to the dir
+// the log is in does nothing; one to another dir replaces a move in
+// flight.
+func (m *Manager) MoveLogDir(topic string, partition int32, dir string) error {
+	tp := storage.TopicPartition{Topic: topic, Partition: partition}
+	if m.isOffline(topic, partition) {
+		return fmt.Errorf("%w: %s-%d is offline", storage.ErrLogDirFailed, topic, partition)
+	}
+	p := m.get(topic, partition)
+	if p == nil {
+		// Kafka records the dir for when the replica comes, and answers
+		// REPLICA_NOT_AVAILABLE meanwhile.
+		m.cfg.Storage.PreferDir(tp, dir)
+		return fmt.Errorf("%w: %s-%d", storage.ErrNoLog, topic, partition)
+	}
+	do, err := m.cfg.Storage.MoveTarget(tp, dir)
+	if err != nil || !do {
+		return err
+	}
+	m.goStart(func() {
+		err := m.cfg.Storage.MoveLog(tp, dir, storage.MoveOptions{
+			Stop: m.ctx.Done(),
+			// Role changes (which assign leader epochs in the log) wait
+			// for the swap, a few milliseconds.
+			Hold: func(cancel <-chan struct{}) (func(), bool) {
+				for !m.applyMu.TryLock() {
+					select {
+					case <-cancel:
+						return nil, false
+					case <-m.ctx.Done():
+						return nil, false
+					case <-time.After(time.Millisecond):
+					}
+				}
+				return m.applyMu.Unlock, true
+			},
+			Swap: func(nl *storage.Log) {
+				old := p.logp.Swap(nl)
+				old.OnDurable(nil)
+				nl.OnDurable(p.durableMoved)
+				p.wakeAll()
+			},
+		})
+		if err != nil {
+			m.log.Warn().Err(err).Stringer("partition", p).Str("dir", dir).Msg("moving the log to another log dir failed; it stays where it was")
+			return
+		}
+		m.log.Info().Stringer("partition", p).Str("dir", dir).Msg("log moved to another log dir")
+	})
+	return nil
 }

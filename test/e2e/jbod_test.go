@@ -276,3 +276,153 @@ func TestJBODFailedLogDirGoesOffline(t *testing.T) {
 	}
 	checkReport(t, h, topic, "after the repair", invariants.Check(rec.Acks(), read))
 }
+
+// AlterReplicaLogDirs under load: a partition that node 1 leads moves
+// from one of its log dirs to the other while an acks=all idempotent
+// producer writes to it (the copy serves as a future replica, then swaps).
+// The move completes, DescribeLogDirs shows the partition in the new dir
+// only, the partition keeps taking acknowledged records after the move,
+// and every acknowledged record is read back exactly once, also after node
+// 1 restarts on the moved log.
+func TestJBODAlterReplicaLogDirsUnderLoad(t *testing.T) {
+	root := t.TempDir()
+	a, b := filepath.Join(root, "a"), filepath.Join(root, "b")
+	c := cluster.Start(t, cluster.NodeOverride(1, "log.dirs", a+","+b))
+	h := harness{Cluster: c}
+	ctx := ctxFor(t, 3*time.Minute)
+	const topic, partitions = "jbodmove", 6
+	if err := invariants.CreateTopic(ctx, h.Seeds(), topic, partitions, 3, nil); err != nil {
+		t.Fatal(err)
+	}
+	cluster.WaitFor(t, 30*time.Second, func() (bool, string) { return invariants.FullISR(ctx, h, topic, partitions) })
+	adm := kadm.NewClient(client(t, c))
+	where := func() (map[int32]string, map[int32]bool, error) {
+		dirs, err := adm.DescribeBrokerLogDirs(ctx, 1, nil)
+		if err != nil {
+			return nil, nil, err
+		}
+		at, future := map[int32]string{}, map[int32]bool{}
+		for _, d := range dirs {
+			d.Topics.Each(func(p kadm.DescribedLogDirPartition) {
+				if p.Topic != topic {
+					return
+				}
+				if p.IsFuture {
+					future[p.Partition] = true
+				} else {
+					at[p.Partition] = d.Dir
+				}
+			})
+		}
+		return at, future, nil
+	}
+	at, _, err := where()
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, _, err := invariants.StateFrom(ctx, h, topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	move := int32(-1)
+	for p := range int32(partitions) {
+		if at[p] == a && (move < 0 || st[p].Leader == 1) {
+			move = p
+		}
+	}
+	if move < 0 {
+		t.Fatalf("node 1 holds nothing in %s: %v", a, at)
+	}
+	t.Logf("moving partition %d (leader %d) from %s to %s on node 1", move, st[move].Leader, a, b)
+
+	var rec invariants.Recorder
+	p, err := invariants.StartProducer(invariants.ProducerConfig{Seeds: h.Seeds(), Topic: topic, Partitions: partitions,
+		Name: "jbodmove", Rate: 600, MaxRecords: 60000, ValueSize: 2048}, &rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Stop(10 * time.Second)
+	cluster.WaitFor(t, 30*time.Second, func() (bool, string) { return rec.Count() >= 1500, fmt.Sprintf("%d acknowledged", rec.Count()) })
+
+	var req kadm.AlterReplicaLogDirsReq
+	req.Add(b, kadm.TopicsSet{topic: {move: {}}})
+	resps, err := adm.AlterBrokerReplicaLogDirs(ctx, 1, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resps.Each(func(r kadm.AlterReplicaLogDirsResponse) {
+		if r.Err != nil {
+			t.Fatalf("AlterReplicaLogDirs %s-%d: %v", r.Topic, r.Partition, r.Err)
+		}
+	})
+	movedAt := time.Now()
+	sawFuture := false
+	cluster.WaitFor(t, 60*time.Second, func() (bool, string) {
+		at, future, err := where()
+		if err != nil {
+			return false, err.Error()
+		}
+		sawFuture = sawFuture || future[move]
+		return at[move] == b && !future[move], fmt.Sprintf("partition %d in %q, future %v", move, at[move], future[move])
+	})
+	t.Logf("moved in %v (future replica seen: %v)", time.Since(movedAt).Round(time.Millisecond), sawFuture)
+	if _, err := os.Stat(filepath.Join(a, fmt.Sprintf("%s-%d", topic, move))); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("the old copy is still in %s: %v", a, err)
+	}
+	// Moving it to the dir it is in changes nothing; to a dir that is not
+	// one of log.dirs is LOG_DIR_NOT_FOUND.
+	var same, unknown kadm.AlterReplicaLogDirsReq
+	same.Add(b, kadm.TopicsSet{topic: {move: {}}})
+	unknown.Add(filepath.Join(root, "nope"), kadm.TopicsSet{topic: {move: {}}})
+	firstErr := func(rs kadm.AlterReplicaLogDirsResponses, err error) error {
+		if err != nil {
+			return err
+		}
+		var e error
+		n := 0
+		rs.Each(func(r kadm.AlterReplicaLogDirsResponse) {
+			n++
+			if e == nil {
+				e = r.Err
+			}
+		})
+		if n != 1 {
+			return fmt.Errorf("%d answers, want 1", n)
+		}
+		return e
+	}
+	if err := firstErr(adm.AlterBrokerReplicaLogDirs(ctx, 1, same)); err != nil {
+		t.Fatalf("move to the same dir: %v", err)
+	}
+	if err := firstErr(adm.AlterBrokerReplicaLogDirs(ctx, 1, unknown)); !errors.Is(err, kerr.LogDirNotFound) {
+		t.Fatalf("move to an unknown dir: %v, want LOG_DIR_NOT_FOUND", err)
+	}
+	cluster.WaitFor(t, 30*time.Second, func() (bool, string) {
+		n := rec.CountSince(move, time.Now().Add(-2*time.Second))
+		return n >= 20, fmt.Sprintf("partition %d: %d acks in the last 2s", move, n)
+	})
+	if _, err := p.Stop(10 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	read, err := invariants.ReadAll(ctx, h.Seeds(), topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkReport(t, h, topic, "log dir move", invariants.Check(rec.Acks(), read))
+
+	c.Node(1).Kill()
+	c.Node(1).Restart()
+	cluster.WaitFor(t, 60*time.Second, func() (bool, string) { return invariants.FullISR(ctx, h, topic, partitions) })
+	at, _, err = where()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if at[move] != b {
+		t.Fatalf("after a restart partition %d is in %q, want %s", move, at[move], b)
+	}
+	read, err = invariants.ReadAll(ctx, h.Seeds(), topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkReport(t, h, topic, "after a restart", invariants.Check(rec.Acks(), read))
+}
