@@ -282,8 +282,9 @@ func TestJBODFailedLogDirGoesOffline(t *testing.T) {
 // producer writes to it (the copy serves as a future replica, then swaps).
 // The move completes, DescribeLogDirs shows the partition in the new dir
 // only, the partition keeps taking acknowledged records after the move,
-// and every acknowledged record is read back exactly once, also after node
-// 1 restarts on the moved log.
+// It then moves back with `raftka reassign execute` and a log_dirs entry
+// (verify reports it done), and every acknowledged record is read back
+// exactly once, also after node 1 restarts on the moved log.
 func TestJBODAlterReplicaLogDirsUnderLoad(t *testing.T) {
 	root := t.TempDir()
 	a, b := filepath.Join(root, "a"), filepath.Join(root, "b")
@@ -401,6 +402,37 @@ func TestJBODAlterReplicaLogDirsUnderLoad(t *testing.T) {
 		n := rec.CountSince(move, time.Now().Add(-2*time.Second))
 		return n >= 20, fmt.Sprintf("partition %d: %d acks in the last 2s", move, n)
 	})
+
+	// Back again with kafka-reassign-partitions.sh's JSON: log_dirs names
+	// node 1's dir, "any" the others'; verify exits 0 once it is there.
+	reps := st[move].Replicas
+	logDirs := make([]string, len(reps))
+	for i, r := range reps {
+		logDirs[i] = "any"
+		if r == 1 {
+			logDirs[i] = a
+		}
+	}
+	plan, _ := json.Marshal(map[string]any{"version": 1, "partitions": []map[string]any{{"topic": topic, "partition": move, "replicas": reps, "log_dirs": logDirs}}})
+	planFile := filepath.Join(root, "plan.json")
+	if err := os.WriteFile(planFile, plan, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, err := cluster.Run(t, "reassign", "execute", "--bootstrap-server", c.Bootstrap(), "--reassignment-json-file", planFile)
+	if err != nil || !strings.Contains(out, fmt.Sprintf("Successfully started log directory move for: %s-%d-1", topic, move)) {
+		t.Fatalf("reassign execute: %v\n%s", err, out)
+	}
+	cluster.WaitFor(t, 60*time.Second, func() (bool, string) {
+		out, err := cluster.Run(t, "reassign", "verify", "--bootstrap-server", c.Bootstrap(), "--reassignment-json-file", planFile)
+		return err == nil && strings.Contains(out, fmt.Sprintf("Reassignment of replica %s-%d-1 completed successfully.", topic, move)), out
+	})
+	if at, _, err := where(); err != nil || at[move] != a {
+		t.Fatalf("after reassign execute partition %d is in %q (%v), want %s", move, at[move], err, a)
+	}
+	cluster.WaitFor(t, 30*time.Second, func() (bool, string) {
+		n := rec.CountSince(move, time.Now().Add(-2*time.Second))
+		return n >= 20, fmt.Sprintf("partition %d: %d acks in the last 2s", move, n)
+	})
 	if _, err := p.Stop(10 * time.Second); err != nil {
 		t.Fatal(err)
 	}
@@ -408,7 +440,7 @@ func TestJBODAlterReplicaLogDirsUnderLoad(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	checkReport(t, h, topic, "log dir move", invariants.Check(rec.Acks(), read))
+	checkReport(t, h, topic, "log dir moves", invariants.Check(rec.Acks(), read))
 
 	c.Node(1).Kill()
 	c.Node(1).Restart()
@@ -417,8 +449,8 @@ func TestJBODAlterReplicaLogDirsUnderLoad(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if at[move] != b {
-		t.Fatalf("after a restart partition %d is in %q, want %s", move, at[move], b)
+	if at[move] != a {
+		t.Fatalf("after a restart partition %d is in %q, want %s", move, at[move], a)
 	}
 	read, err = invariants.ReadAll(ctx, h.Seeds(), topic)
 	if err != nil {
