@@ -196,3 +196,44 @@ func TestLogDirFailureTakesOnlyThatDirOffline(t *testing.T) {
 		t.Fatalf("open with every dir unusable: %v, want ErrLogDirFailed", err)
 	}
 }
+
+// A log dir whose meta.properties cannot be read (here a directory where
+// the file should be: EISDIR) is left out at start and opened offline; a
+// missing one still stops the start, and so does an unreadable metadata
+// dir.
+func TestCheckDirsAtLeavesOutUnreadableLogDir(t *testing.T) {
+	root := t.TempDir()
+	a, b, c := filepath.Join(root, "a"), filepath.Join(root, "b"), filepath.Join(root, "c")
+	for _, d := range []string{a, b} {
+		if err := WriteMetaProperties(d, MetaProperties{ClusterID: "MkU3OEVBNTcwNTJENDM2Qk", NodeID: 1, DirectoryID: RandomUUID().String()}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.MkdirAll(filepath.Join(c, MetaPropertiesFile), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	metas, failed, err := CheckDirsAt([]string{a, c, b}, b, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(failed) != 1 || failed[c] == nil || metas[0].ClusterID == "" || metas[1].ClusterID != "" || metas[2].ClusterID == "" {
+		t.Fatalf("failed %v, metas %+v", failed, metas)
+	}
+	m, _, err := OpenManager(ManagerOptions{Dirs: []string{a, c}, DisableScheduler: true, FailedAtStart: failed})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	if got := m.OfflineDirs(); len(got) != 1 || got[0].Dir != c {
+		t.Fatalf("OfflineDirs %v", got)
+	}
+	if l, err := m.GetOrCreate("t", 0, DefaultConfig()); err != nil || filepath.Dir(l.Dir()) != a {
+		t.Fatalf("new log: %v", err)
+	}
+	if _, _, err := CheckDirsAt([]string{a, c}, c, 1); err == nil {
+		t.Fatal("an unreadable metadata dir was accepted")
+	}
+	if _, _, err := CheckDirsAt([]string{a, filepath.Join(root, "new")}, a, 1); !errors.Is(err, ErrNotFormatted) {
+		t.Fatalf("an unformatted dir: %v, want ErrNotFormatted", err)
+	}
+}

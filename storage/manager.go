@@ -61,6 +61,9 @@ type ManagerOptions struct {
 	// duration of each durable-mode group commit round of a log dir's
 	// flusher. It runs on the flusher's goroutine and must be quick.
 	OnFlushRound func(logs int, d time.Duration)
+	// FailedAtStart are log dirs already found unusable (CheckDirsAt):
+	// they start offline, unread.
+	FailedAtStart map[string]error
 	// OnDirFailure, when set, is told once of each log dir taken offline
 	// (dir_failure.go): the dir, the partitions whose logs were in it
 	// (closed by then) and the error. It runs on a goroutine of its own,
@@ -249,6 +252,10 @@ func OpenManager(opts ManagerOptions) (*Manager, []*RecoveryReport, error) {
 		return jobs, nil
 	}
 	for _, dir := range opts.Dirs {
+		if err := opts.FailedAtStart[dir]; err != nil {
+			m.offline[dir] = err
+			continue
+		}
 		js, err := scanDir(dir)
 		if err != nil {
 			if !isIOError(err) {

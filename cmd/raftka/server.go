@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"sync/atomic"
 	"syscall"
@@ -57,11 +58,11 @@ func init() {
 // then the client listeners, then the logs (clean-shutdown marker), and Raft
 // last, handing Raft leadership over if this node holds it.
 func runServer(ctx context.Context, cfg *config.Config, log zerolog.Logger, shutdownTimeout time.Duration) error {
-	metas, err := storage.CheckDirs(cfg.AllDirs(), "", cfg.NodeID)
+	metas, failedDirs, err := storage.CheckDirsAt(cfg.AllDirs(), cfg.MetadataLogDir, cfg.NodeID)
 	if err != nil {
 		return err
 	}
-	clusterID := metas[0].ClusterID
+	clusterID := metas[slices.Index(cfg.AllDirs(), cfg.MetadataLogDir)].ClusterID
 	log.Info().Str("cluster_id", clusterID).Strs("log_dirs", cfg.LogDirs).Msg("starting raftka node")
 	for _, w := range notApplied(cfg) {
 		log.Warn().Msg(w)
@@ -83,6 +84,7 @@ func runServer(ctx context.Context, cfg *config.Config, log zerolog.Logger, shut
 	// logs, hence the late binding; the heartbeats then name them.
 	var replicasRef atomic.Pointer[replica.Manager]
 	logs, reports, err := storage.OpenManager(storage.ManagerOptions{
+		FailedAtStart: failedDirs,
 		OnDirFailure: func(dir string, parts []storage.TopicPartition, err error) {
 			log.Error().Err(err).Str("dir", dir).Int("partitions", len(parts)).Msg("log dir failed: taking it offline")
 			if r := replicasRef.Load(); r != nil {
