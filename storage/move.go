@@ -264,6 +264,22 @@ func (m *Manager) MoveLog(tp TopicPartition, dest string, o MoveOptions) error {
 			return abort(err)
 		}
 		future = nil
+		m.mu.Lock()
+		still := m.logs[tp] == cur && m.offline[src] == nil && m.offline[dest] == nil
+		srcFailed := m.offline[src] != nil
+		m.mu.Unlock()
+		if !still {
+			// A dir failed meanwhile (failDir took the log, and found it
+			// sealed, so its files are closed here) or the log was
+			// replaced: nothing to swap.
+			if srcFailed {
+				release()
+				cur.releaseFiles()
+			} else {
+				unseal()
+			}
+			return abort(fmt.Errorf("%w: %s changed during its move", ErrLogDirFailed, tp))
+		}
 		gone := filepath.Join(src, tp.String()+"."+hex.EncodeToString(idb[:])+"-delete")
 		final := filepath.Join(dest, tp.String())
 		if err := os.Rename(cur.Dir(), gone); err != nil {
