@@ -92,3 +92,31 @@ func TestOfflineReplicaChanges(t *testing.T) {
 		t.Fatalf("offline set after snapshot %v", sb.OfflineReplicas)
 	}
 }
+
+// FuzzOfflineReplicasTag: any tag bytes decode without a panic to a
+// sorted list without repeats, which encodes and decodes to itself.
+func FuzzOfflineReplicasTag(f *testing.F) {
+	req := kmsg.NewPtrBrokerHeartbeatRequest()
+	SetOfflineReplicas(req, []metadata.ReplicaRef{{TopicID: topicID("a"), Partition: 3}})
+	req.UnknownTags.Each(func(_ uint32, v []byte) { f.Add(v) })
+	f.Add([]byte{})
+	f.Add(make([]byte, 19))
+	f.Fuzz(func(t *testing.T, v []byte) {
+		r := kmsg.NewPtrBrokerHeartbeatRequest()
+		r.UnknownTags.Set(OfflineReplicasTag, v)
+		got := offlineReplicas(r)
+		if !slices.IsSortedFunc(got, metadata.CompareReplicaRefs) {
+			t.Fatalf("not sorted: %v", got)
+		}
+		for i := 1; i < len(got); i++ {
+			if metadata.CompareReplicaRefs(got[i-1], got[i]) == 0 {
+				t.Fatalf("repeated: %v", got)
+			}
+		}
+		again := kmsg.NewPtrBrokerHeartbeatRequest()
+		SetOfflineReplicas(again, got)
+		if back := offlineReplicas(again); !slices.Equal(back, got) {
+			t.Fatalf("round trip %v -> %v", got, back)
+		}
+	})
+}
