@@ -151,6 +151,14 @@ func encodeBody(w *writer, rec Record) error {
 		w.i32(r.BrokerID)
 		w.i64(r.BrokerEpoch)
 		w.bool(r.InControlledShutdown)
+	case *OfflineReplicas:
+		w.i32(r.BrokerID)
+		w.i64(r.BrokerEpoch)
+		w.count(len(r.Replicas), false)
+		for _, x := range r.Replicas {
+			w.uuid(x.TopicID)
+			w.i32(x.Partition)
+		}
 	case *CreateTopic:
 		w.str(r.Name)
 		w.uuid(r.ID)
@@ -327,6 +335,15 @@ func decodeBody(r *reader, typ RecordType, ver int16) (Record, error) {
 		rec = &UnfenceBroker{BrokerID: r.i32(), BrokerEpoch: r.i64()}
 	case TypeBrokerShutdown:
 		rec = &BrokerShutdown{BrokerID: r.i32(), BrokerEpoch: r.i64(), InControlledShutdown: r.bool()}
+	case TypeOfflineReplicas:
+		x := &OfflineReplicas{BrokerID: r.i32(), BrokerEpoch: r.i64()}
+		if n, ok := r.count(20); ok && n > 0 {
+			x.Replicas = make([]ReplicaRef, n)
+			for i := range x.Replicas {
+				x.Replicas[i] = ReplicaRef{TopicID: r.uuid(), Partition: r.i32()}
+			}
+		}
+		rec = x
 	case TypeCreateTopic:
 		rec = &CreateTopic{Name: r.str(), ID: r.uuid(), Configs: r.strMap(), Partitions: r.partitions()}
 	case TypeAddPartitions:

@@ -33,6 +33,8 @@ func sampleRecords() []Record {
 		&UnfenceBroker{BrokerID: 5, BrokerEpoch: 100},
 		&BrokerShutdown{BrokerID: 6, BrokerEpoch: 101, InControlledShutdown: true},
 		&BrokerShutdown{BrokerID: 6, BrokerEpoch: 101},
+		&OfflineReplicas{BrokerID: 6, BrokerEpoch: 101, Replicas: []ReplicaRef{{TopicID: idA, Partition: 0}, {TopicID: idA, Partition: 7}}},
+		&OfflineReplicas{BrokerID: 6, BrokerEpoch: 101},
 		&CreateTopic{Name: "orders", ID: idA, Configs: map[string]string{"retention.ms": "1000", "cleanup.policy": "compact", "": "empty key"},
 			Partitions: []PartitionRegistration{
 				{Partition: 0, Replicas: []int32{1, 2, 3}, ISR: []int32{1, 2}, Leader: 1, LeaderEpoch: 4, PartitionEpoch: 9},

@@ -191,6 +191,8 @@ func (b *applier) replay(rec Record) error {
 		return b.brokers.change(r.BrokerID, r.BrokerEpoch, func(br *BrokerRegistration) { br.Fenced = false })
 	case *BrokerShutdown:
 		return b.brokers.change(r.BrokerID, r.BrokerEpoch, func(br *BrokerRegistration) { br.InControlledShutdown = r.InControlledShutdown })
+	case *OfflineReplicas:
+		return b.brokers.offlineReplicas(r)
 	case *CreateTopic:
 		return b.topics.create(r)
 	case *AddPartitions:

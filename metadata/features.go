@@ -89,6 +89,7 @@ var recordLevels = []recordLevel{
 	{TypeRemoveAccessControlEntry, 0, 28},
 	{TypeClientQuota, 0, 28},
 	{TypePartitionReassignment, 0, 28},
+	{TypeOfflineReplicas, 0, 28},
 	{TypeConsumerGroup, 0, 28},
 	{TypeConsumerGroup, 1, 28},
 	{TypeConsumerGroupDelta, 0, 28},

@@ -1,6 +1,8 @@
 package metadata
 
 import (
+	"bytes"
+	"cmp"
 	"maps"
 	"slices"
 	"strings"
@@ -45,6 +47,24 @@ type BrokerRegistration struct {
 	Rack                 string
 	Fenced               bool
 	InControlledShutdown bool
+	// OfflineReplicas are the broker's replicas whose log dir failed
+	// (OfflineReplicas record), sorted; nil when none.
+	OfflineReplicas []ReplicaRef
+}
+
+// ReplicaOffline reports whether the broker's replica of the partition is
+// in a log dir that failed.
+func (b BrokerRegistration) ReplicaOffline(topicID [16]byte, partition int32) bool {
+	_, ok := slices.BinarySearchFunc(b.OfflineReplicas, ReplicaRef{topicID, partition}, CompareReplicaRefs)
+	return ok
+}
+
+// CompareReplicaRefs orders replicas by topic id, then partition.
+func CompareReplicaRefs(a, b ReplicaRef) int {
+	if c := bytes.Compare(a.TopicID[:], b.TopicID[:]); c != 0 {
+		return c
+	}
+	return cmp.Compare(a.Partition, b.Partition)
 }
 
 // Usable reports whether the broker may lead or be placed on: registered,
@@ -276,7 +296,7 @@ func shardEqual[K comparable, V any](a, b *shardMap[K, V], eq func(V, V) bool) b
 func (b *BrokerRegistration) equal(o *BrokerRegistration) bool {
 	return b.ID == o.ID && b.IncarnationID == o.IncarnationID && b.Epoch == o.Epoch &&
 		slices.Equal(b.Endpoints, o.Endpoints) && b.Rack == o.Rack && b.Fenced == o.Fenced &&
-		b.InControlledShutdown == o.InControlledShutdown
+		b.InControlledShutdown == o.InControlledShutdown && slices.Equal(b.OfflineReplicas, o.OfflineReplicas)
 }
 
 func (t *TopicImage) equal(o *TopicImage) bool {

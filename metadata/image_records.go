@@ -28,6 +28,9 @@ func (img *Image) Records() []Record {
 			Endpoints: slices.Clone(b.Endpoints), Rack: b.Rack, Fenced: b.Fenced,
 			InControlledShutdown: b.InControlledShutdown,
 		})
+		if len(b.OfflineReplicas) > 0 {
+			recs = append(recs, &OfflineReplicas{BrokerID: b.ID, BrokerEpoch: b.Epoch, Replicas: slices.Clone(b.OfflineReplicas)})
+		}
 	}
 	for _, k := range slices.Sorted(maps.Keys(img.clusterConfigs)) {
 		recs = append(recs, &Config{ResourceType: ConfigResourceCluster, Key: k, Value: img.clusterConfigs[k]})

@@ -46,6 +46,9 @@ const (
 	// TypePartitionReassignment is in 60-69, the range issue 16's cluster
 	// operations records use.
 	TypePartitionReassignment RecordType = 60
+
+	// Log dirs (JBOD).
+	TypeOfflineReplicas RecordType = 67
 )
 
 func (t RecordType) String() string {
@@ -64,6 +67,8 @@ func (t RecordType) String() string {
 		return "UnfenceBroker"
 	case TypeBrokerShutdown:
 		return "BrokerShutdown"
+	case TypeOfflineReplicas:
+		return "OfflineReplicas"
 	case TypeCreateTopic:
 		return "CreateTopic"
 	case TypePartitionChange:
@@ -225,6 +230,24 @@ type BrokerShutdown struct {
 	BrokerID             int32
 	BrokerEpoch          int64
 	InControlledShutdown bool
+}
+
+// ReplicaRef names one partition of a topic by the topic's id.
+type ReplicaRef struct {
+	TopicID   [16]byte
+	Partition int32
+}
+
+// OfflineReplicas sets the replicas of a broker that are offline because
+// the log dir holding them failed (Kafka keeps the same knowledge as
+// PartitionRecord Directories plus the broker's offline dirs). Replicas
+// is the whole set, sorted, replacing the last; BrokerEpoch must match the
+// registration, and a new registration clears it. An offline replica may
+// not lead or stay in the ISR.
+type OfflineReplicas struct {
+	BrokerID    int32
+	BrokerEpoch int64
+	Replicas    []ReplicaRef
 }
 
 // PartitionRegistration is a partition's replication state.
@@ -403,6 +426,7 @@ func (*UnregisterBroker) Type() RecordType { return TypeUnregisterBroker }
 func (*FenceBroker) Type() RecordType      { return TypeFenceBroker }
 func (*UnfenceBroker) Type() RecordType    { return TypeUnfenceBroker }
 func (*BrokerShutdown) Type() RecordType   { return TypeBrokerShutdown }
+func (*OfflineReplicas) Type() RecordType  { return TypeOfflineReplicas }
 func (*CreateTopic) Type() RecordType      { return TypeCreateTopic }
 func (*AddPartitions) Type() RecordType    { return TypeAddPartitions }
 func (*PartitionChange) Type() RecordType  { return TypePartitionChange }
@@ -454,6 +478,7 @@ func (*UnregisterBroker) Version() int16 { return 0 }
 func (*FenceBroker) Version() int16      { return 0 }
 func (*UnfenceBroker) Version() int16    { return 0 }
 func (*BrokerShutdown) Version() int16   { return 0 }
+func (*OfflineReplicas) Version() int16  { return 0 }
 func (*CreateTopic) Version() int16      { return 0 }
 func (*AddPartitions) Version() int16    { return 0 }
 func (*PartitionChange) Version() int16  { return 0 }

@@ -44,20 +44,20 @@ func uncleanPolicy(img *metadata.Image, nodeID int32, def bool) func(metadata.To
 // every partition that sel picks should become, and returns the records in
 // topic-name and partition order. A partition the rule leaves unchanged or
 // refuses (a preferred replica that cannot lead) contributes nothing.
-func partitionChanges(img *metadata.Image, reason metadata.ChangeReason, unclean func(metadata.TopicImage) bool, sel func(metadata.PartitionRegistration) bool) []metadata.Record {
+func partitionChanges(img *metadata.Image, reason metadata.ChangeReason, unclean func(metadata.TopicImage) bool, sel func(metadata.TopicImage, metadata.PartitionRegistration) bool) []metadata.Record {
 	usable := img.UsableBrokers()
 	var recs []metadata.Record
 	for _, t := range img.Topics() {
 		var allow, decided bool
 		for _, p := range t.Partitions {
-			if !sel(p) {
+			if !sel(t, p) {
 				continue
 			}
 			if !decided {
 				allow, decided = unclean(t), true
 			}
 			rec, err := metadata.BuildPartitionChange(metadata.PartitionChangeRequest{
-				TopicID: t.ID, Partition: p, Reason: reason, Usable: usable, Unclean: allow,
+				TopicID: t.ID, Partition: p, Reason: reason, Usable: replicaUsable(img, usable, t.ID, p.Partition), Unclean: allow,
 			})
 			if err == nil && rec != nil {
 				recs = append(recs, rec)
@@ -73,7 +73,7 @@ func partitionChanges(img *metadata.Image, reason metadata.ChangeReason, unclean
 // a partition whose last ISR member goes keeps it and goes offline, unless
 // the topic allows unclean election and another replica is usable.
 func evacuate(img *metadata.Image, id int32, reason metadata.ChangeReason, unclean func(metadata.TopicImage) bool) []metadata.Record {
-	return partitionChanges(img, reason, unclean, func(p metadata.PartitionRegistration) bool {
+	return partitionChanges(img, reason, unclean, func(_ metadata.TopicImage, p metadata.PartitionRegistration) bool {
 		return p.Leader == id || slices.Contains(p.ISR, id)
 	})
 }
@@ -85,8 +85,8 @@ func evacuate(img *metadata.Image, id int32, reason metadata.ChangeReason, uncle
 // partition comes back as soon as one of its ISR members does.
 func electLeaderless(img *metadata.Image, unclean func(metadata.TopicImage) bool) []metadata.Record {
 	usable := img.UsableBrokers()
-	return partitionChanges(img, metadata.ReasonElection, unclean, func(p metadata.PartitionRegistration) bool {
-		return p.Leader == metadata.NoLeader || !usable(p.Leader)
+	return partitionChanges(img, metadata.ReasonElection, unclean, func(t metadata.TopicImage, p metadata.PartitionRegistration) bool {
+		return p.Leader == metadata.NoLeader || !replicaUsable(img, usable, t.ID, p.Partition)(p.Leader)
 	})
 }
 
@@ -261,5 +261,18 @@ func decideAlterPartition(req *kmsg.AlterPartitionRequest) decideFunc {
 			resp.Topics = append(resp.Topics, rt)
 		}
 		return decision{recs: recs, resp: resp}
+	}
+}
+
+// replicaUsable narrows usable, for one partition, to the brokers whose
+// replica of it is not in a failed log dir (metadata.OfflineReplicas):
+// such a replica can neither lead nor stay in the ISR.
+func replicaUsable(img *metadata.Image, usable func(int32) bool, topicID [16]byte, partition int32) func(int32) bool {
+	return func(id int32) bool {
+		if !usable(id) {
+			return false
+		}
+		b, ok := img.Broker(id)
+		return !ok || !b.ReplicaOffline(topicID, partition)
 	}
 }

@@ -20,6 +20,8 @@
 //	publisher.go   Current, WaitForIndex, Subscribe
 //	controller.go  the active controller loop (batching, group commit)
 //	controller_brokers.go     registration, heartbeats, fencing, shutdown
+//	controller_dirs.go        replicas in a broker's failed log dirs (JBOD):
+//	                          recorded, led elsewhere, out of the ISR
 //	controller_partitions.go  elections, AlterPartition, preferred-leader rebalance
 //	controller_topics.go      CreateTopics, DeleteTopics, CreatePartitions
 //	controller_reassign.go    AlterPartitionReassignments,

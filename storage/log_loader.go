@@ -57,6 +57,9 @@ type LogOptions struct {
 	// flusher, if set, is the log dir's group commit for durable mode
 	// (the Manager's); without one a durable append fsyncs inline.
 	flusher *flusher
+	// onIOError, if set, is told of every I/O error the log meets on its
+	// files (the Manager's, which takes the log dir offline).
+	onIOError func(error)
 }
 
 // Truncation is one cut made by recovery.
@@ -127,6 +130,9 @@ func OpenLog(dir string, cfg Config, opts LogOptions) (*Log, *RecoveryReport, er
 	}
 	tp, ok := ParsePartitionDir(filepath.Base(dir))
 	if !ok {
+		tp, ok = futureLogOf(filepath.Base(dir)) // a log being moved in (move.go)
+	}
+	if !ok {
 		return nil, nil, fmt.Errorf("%w: %s: directory name is not <topic>-<partition>", ErrCorruptFile, dir)
 	}
 	if opts.Now == nil {
@@ -144,7 +150,7 @@ func OpenLog(dir string, cfg Config, opts LogOptions) (*Log, *RecoveryReport, er
 	if opts.FollowerDropBehind < 0 {
 		return nil, nil, fmt.Errorf("%w: follower drop-behind of %d bytes", ErrInvalidConfig, opts.FollowerDropBehind)
 	}
-	l := &Log{dir: dir, tp: tp, now: opts.Now, producers: producerStates{}, producerTTLMs: opts.ProducerIDExpirationMs, followerDropBehind: opts.FollowerDropBehind, onFlush: opts.OnFlush, activity: opts.activity, flusher: opts.flusher, syncData: opts.SyncData, txnReplayFrom: math.MaxInt64}
+	l := &Log{dir: dir, tp: tp, now: opts.Now, producers: producerStates{}, producerTTLMs: opts.ProducerIDExpirationMs, followerDropBehind: opts.FollowerDropBehind, onFlush: opts.OnFlush, activity: opts.activity, flusher: opts.flusher, onIOError: opts.onIOError, syncData: opts.SyncData, txnReplayFrom: math.MaxInt64}
 	if l.syncData == nil {
 		l.syncData = func(f *os.File) error { return fsyncFile(f) }
 	}

@@ -61,7 +61,7 @@ func TestReassignFileErrors(t *testing.T) {
 		{`{"version":1,"partitions":[{"topic":"t","partition":0,"replicas":[1]},{"topic":"t","partition":0,"replicas":[1]}]}`, "duplicate partition t-0"},
 		{`{"version":1,"partitions":[{"topic":"t","partition":0,"replicas":[1,1]}]}`, "lists broker 1 twice"},
 		{`{"version":1,"partitions":[{"topic":"t","partition":0,"replicas":[]}]}`, "empty replica list"},
-		{`{"version":1,"partitions":[{"topic":"t","partition":0,"replicas":[1],"log_dirs":["/d"]}]}`, `log dir "/d"`},
+		{`{"version":1,"partitions":[{"topic":"t","partition":0,"replicas":[1],"log_dirs":["d"]}]}`, `log dir "d"`},
 		{`not json`, "invalid character"},
 	} {
 		f := writeFile(t, "r.json", tc.body)
