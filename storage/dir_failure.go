@@ -66,10 +66,9 @@ func (l *Log) closeFailed() {
 		if s.f != nil {
 			_ = s.f.Close()
 		}
-		for _, f := range []*os.File{s.offIdx.file(), s.timeIdx.file(), txnIndexFile(s.txnIdx)} {
-			if f != nil {
-				_ = f.Close()
-			}
+		// The offset and time indexes hold no descriptor between writes.
+		if f := txnIndexFile(s.txnIdx); f != nil {
+			_ = f.Close()
 		}
 	}
 	l.segMu.Unlock()
@@ -185,20 +184,6 @@ func probeDir(dir string) error {
 	}
 	err = errors.Join(err, f.Close(), os.Remove(name))
 	return err
-}
-
-func (x *offsetIndex) file() *os.File {
-	if x == nil || x.index == nil {
-		return nil
-	}
-	return x.f
-}
-
-func (x *timeIndex) file() *os.File {
-	if x == nil || x.index == nil {
-		return nil
-	}
-	return x.f
 }
 
 func txnIndexFile(x *txnIndex) *os.File {
