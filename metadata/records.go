@@ -482,13 +482,13 @@ func partitionsVersion(ps []PartitionRegistration) int16 {
 	}
 	return 0
 }
-func (*RemoveTopic) Version() int16      { return 0 }
-func (*Config) Version() int16           { return 0 }
-func (*CommitOffsets) Version() int16    { return 0 }
-func (*DeleteOffsets) Version() int16    { return 0 }
-func (*DeleteGroup) Version() int16      { return 0 }
-func (*GroupGeneration) Version() int16  { return 1 }
-func (*ProducerIds) Version() int16      { return 0 }
+func (*RemoveTopic) Version() int16     { return 0 }
+func (*Config) Version() int16          { return 0 }
+func (*CommitOffsets) Version() int16   { return 0 }
+func (*DeleteOffsets) Version() int16   { return 0 }
+func (*DeleteGroup) Version() int16     { return 0 }
+func (*GroupGeneration) Version() int16 { return 1 }
+func (*ProducerIds) Version() int16     { return 0 }
 
 func (*UserScramCredential) Version() int16       { return 0 }
 func (*PartitionReassignment) Version() int16     { return 0 }
