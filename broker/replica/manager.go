@@ -142,6 +142,8 @@ type Manager struct {
 
 	// followerQuota is follower.replication.throttled.rate (throttle.go).
 	followerQuota *rateQuota
+	// leaderQuota is leader.replication.throttled.rate (throttle.go).
+	leaderQuota *rateQuota
 
 	// lost holds the sources whose connection broke, since when, until a
 	// fetch from them succeeds (unreachable.go); lostN is len(lost).
@@ -159,7 +161,7 @@ func NewManager(cfg Config) (*Manager, error) {
 	m := &Manager{
 		cfg: cfg, log: cfg.Logger.With().Str("component", "replica").Int32("broker", cfg.BrokerID).Logger(),
 		fetchers: map[fetcherKey]*fetcher{}, parts: map[storage.TopicPartition]*Partition{},
-		appliedCh: make(chan struct{}), followerQuota: newRateQuota(), lost: map[int32]time.Time{},
+		appliedCh: make(chan struct{}), followerQuota: newRateQuota(), leaderQuota: newRateQuota(), lost: map[int32]time.Time{},
 	}
 	m.ctx, m.cancel = context.WithCancel(context.Background())
 	m.img.Store(metadata.NewImage())
