@@ -161,7 +161,7 @@ func decideUpdateFeatures(req *kmsg.UpdateFeaturesRequest) decideFunc {
 		if err != nil || req.ValidateOnly {
 			return decision{resp: resp}
 		}
-		if next, aerr := img.Apply(recs); aerr == nil && !next.ELREnabled() && img.ELREnabled() {
+		if next, d := img.Apply(recs); len(d.Skipped) == 0 && !next.ELREnabled() && img.ELREnabled() {
 			// Nobody tracks eligibility any more (Kafka clears the ELR
 			// when the feature is turned off).
 			recs = append(recs, clearELRs(next, func(metadata.TopicImage) bool { return true })...)

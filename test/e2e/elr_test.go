@@ -84,7 +84,9 @@ func testELR(t *testing.T, elr bool) {
 		return rec.Count() > n, "acks=all flowing at min.insync.replicas"
 	})
 	c.Node(3).Kill()
-	p := waitISR("ISR {2}", func(p kmsg.DescribeTopicPartitionsResponseTopicPartition) bool { return slices.Equal(p.ISR, []int32{2}) })
+	p := waitISR("ISR {2}", func(p kmsg.DescribeTopicPartitionsResponseTopicPartition) bool {
+		return slices.Equal(p.ISR, []int32{2})
+	})
 	if want := []int32{3}; elr && !slices.Equal(p.EligibleLeaderReplicas, want) {
 		t.Fatalf("ELR %v with ISR {2}, want %v", p.EligibleLeaderReplicas, want)
 	}
