@@ -270,3 +270,17 @@ func TestELRSurvivesSnapshot(t *testing.T) {
 		t.Fatalf("ELR %v, want [1]", p.ELR)
 	}
 }
+
+// The ELR fields need metadata.version 28: a 27 cluster never writes them.
+func TestELRRecordsGated(t *testing.T) {
+	rec := &PartitionChange{TopicID: idA, Leader: NoLeaderChange, ELR: []int32{2}}
+	if err := CheckRecords([]Record{rec}, 27); err == nil {
+		t.Fatal("PartitionChange v1 allowed at metadata.version 27")
+	}
+	if err := CheckRecords([]Record{rec}, 28); err != nil {
+		t.Fatal(err)
+	}
+	if err := CheckRecords([]Record{&PartitionChange{TopicID: idA, Leader: 1}}, 27); err != nil {
+		t.Fatalf("PartitionChange v0 refused at 27: %v", err)
+	}
+}
