@@ -103,6 +103,10 @@ type PartitionChangeRequest struct {
 //     no member with a non-empty ISR is refused (ErrInvalidReplicaAssignment):
 //     the caller reassigns in Kafka's steps, first to the union of old and
 //     new replicas, then, once the new ones are in the ISR, to the target.
+//   - With ELR (KIP-966) fencing may empty the ISR, the ELR follows
+//     targetELR, and while the ISR is empty a usable ELR member may lead
+//     (it becomes the ISR alone); an unclean election, or ELR off, clears
+//     the ELR and LastKnownELR.
 func BuildPartitionChange(req PartitionChangeRequest) (*PartitionChange, error) {
 	cur := req.Partition
 	if len(cur.Replicas) == 0 {

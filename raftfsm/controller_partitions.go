@@ -118,9 +118,10 @@ func partitionChanges(img *metadata.Image, reason metadata.ChangeReason, pol pol
 
 // evacuate takes broker id, which img already shows fenced or in
 // controlled shutdown, out of every ISR and leadership it holds (Kafka's
-// generateLeaderAndIsrUpdates for a removed broker). The ISR never empties:
-// a partition whose last ISR member goes keeps it and goes offline, unless
-// the topic allows unclean election and another replica is usable.
+// generateLeaderAndIsrUpdates for a removed broker). Without ELR the ISR
+// never empties: a partition whose last ISR member goes keeps it and goes
+// offline, unless the topic allows unclean election and another replica is
+// usable; with ELR (KIP-966) that member leaves the ISR for the ELR.
 func evacuate(img *metadata.Image, id int32, reason metadata.ChangeReason, pol policy) []metadata.Record {
 	return partitionChanges(img, reason, pol, func(p metadata.PartitionRegistration) bool {
 		return p.Leader == id || slices.Contains(p.ISR, id)
