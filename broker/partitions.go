@@ -180,7 +180,7 @@ func (s *Server) image() *metadata.Image {
 // and cluster configs, server.properties, default).
 func ReplicaTopicConfig(cfg *config.Config) func(img *metadata.Image, topic string) (replica.TopicConfig, error) {
 	return func(img *metadata.Image, topic string) (replica.TopicConfig, error) {
-		tc := replica.TopicConfig{Log: StorageConfig(img, cfg, topic), MinInsyncReplicas: 1}
+		tc := replica.TopicConfig{Log: StorageConfig(img, cfg, topic), MinInsyncReplicas: 1, ELR: img.ELREnabled()}
 		e, ok := metadata.EffectiveTopicConfig("min.insync.replicas", TopicConfigSources(img, cfg, topic))
 		if !ok {
 			return tc, nil

@@ -45,6 +45,12 @@ func sampleRecords() []Record {
 		&AddPartitions{TopicID: idB, Partitions: []PartitionRegistration{{Partition: 2, Replicas: []int32{3}, ISR: []int32{3}, Leader: 3}}},
 		&PartitionChange{TopicID: idA, Partition: 7, Leader: NoLeaderChange, ISR: []int32{1}, Replicas: nil},
 		&PartitionChange{TopicID: idA, Partition: 0, Leader: NoLeader, ISR: []int32{}, Replicas: []int32{4, 5, 6}},
+		&PartitionChange{TopicID: idA, Partition: 1, Leader: NoLeader, ISR: []int32{}, ELR: []int32{2, 3}, LastKnownELR: nil},
+		&PartitionChange{TopicID: idA, Partition: 1, Leader: NoLeaderChange, ELR: []int32{}, LastKnownELR: []int32{}},
+		&CreateTopic{Name: "elr", ID: idA, Partitions: []PartitionRegistration{
+			{Partition: 0, Replicas: []int32{1, 2, 3}, ISR: []int32{}, Leader: NoLeader, ELR: []int32{1, 2}, LastKnownELR: []int32{3}},
+			{Partition: 1, Replicas: []int32{1}, ISR: []int32{1}, Leader: 1},
+		}},
 		&RemoveTopic{TopicID: idB},
 		&Config{ResourceType: ConfigResourceTopic, ResourceName: "orders", Key: "retention.ms", Value: "5"},
 		&Config{ResourceType: ConfigResourceBroker, ResourceName: "1", Key: "log.retention.ms", Delete: true},

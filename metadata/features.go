@@ -101,6 +101,10 @@ var recordLevels = []recordLevel{
 	{TypeShareGroupTargetAssignment, 0, 28},
 	{TypeShareGroupDelete, 0, 28},
 	{TypeSharePartitionState, 0, 28},
+	// KIP-966's ELR fields, written only with eligible.leader.replicas.version 1.
+	{TypeCreateTopic, 1, 28},
+	{TypeAddPartitions, 1, 28},
+	{TypePartitionChange, 1, 28},
 }
 
 // ErrUnsupportedByMetadataVersion is a write the finalized metadata.version
@@ -181,7 +185,15 @@ var SupportedFeatures = map[string]FeatureRange{
 	MetadataVersionFeature:    {Min: MetadataVersionMin, Max: MetadataVersionLevel},
 	TransactionVersionFeature: {Min: 0, Max: TransactionVersionLevel},
 	ShareVersionFeature:       {Min: 0, Max: ShareVersionLevel},
+	ELRFeature:                {Min: 0, Max: 1},
 }
+
+// bootstrapLevels overrides SupportedFeatures' Max as the level a new
+// cluster is finalized at. eligible.leader.replicas.version starts at 0:
+// it changes when acks=all may complete (the HW waits for
+// min.insync.replicas), which an operator turns on with `raftka features
+// upgrade --feature eligible.leader.replicas.version=1`.
+var bootstrapLevels = map[string]int16{ELRFeature: 0}
 
 // LegacyFeatures is what a broker that advertises no features supports:
 // every raftka release before gating ran metadata.version 27 only.
@@ -201,6 +213,7 @@ var featureDeps = []struct {
 }{
 	{TransactionVersionFeature, 1, MetadataVersionFeature, 28},
 	{ShareVersionFeature, 1, MetadataVersionFeature, 28},
+	{ELRFeature, 1, MetadataVersionFeature, 28},
 }
 
 // BootstrapFeatures are the records a new cluster is finalized with: every
@@ -224,7 +237,11 @@ func BootstrapFeatures() []Record {
 	})
 	recs := make([]Record, 0, len(names))
 	for _, name := range names {
-		if l := SupportedFeatures[name].Max; l > 0 {
+		l := SupportedFeatures[name].Max
+		if b, ok := bootstrapLevels[name]; ok {
+			l = b
+		}
+		if l > 0 {
 			recs = append(recs, &FeatureLevel{Name: name, Level: l})
 		}
 	}

@@ -123,6 +123,9 @@ func (img *Image) ClusterID() string { return img.clusterID }
 // FeatureLevel returns the finalized metadata.version level (0 when unset).
 func (img *Image) FeatureLevel() int16 { return img.features[MetadataVersionFeature] }
 
+// ELREnabled reports eligible.leader.replicas.version 1 or above (KIP-966).
+func (img *Image) ELREnabled() bool { return img.features[ELRFeature] >= 1 }
+
 // Feature returns a finalized feature's level.
 func (img *Image) Feature(name string) (int16, bool) {
 	l, ok := img.features[name]
@@ -308,7 +311,8 @@ func (t *TopicImage) equal(o *TopicImage) bool {
 func (p PartitionRegistration) Equal(o PartitionRegistration) bool {
 	return p.Partition == o.Partition && slices.Equal(p.Replicas, o.Replicas) && slices.Equal(p.ISR, o.ISR) &&
 		p.Leader == o.Leader && p.LeaderEpoch == o.LeaderEpoch && p.PartitionEpoch == o.PartitionEpoch &&
-		slices.Equal(p.AddingReplicas, o.AddingReplicas) && slices.Equal(p.RemovingReplicas, o.RemovingReplicas)
+		slices.Equal(p.AddingReplicas, o.AddingReplicas) && slices.Equal(p.RemovingReplicas, o.RemovingReplicas) &&
+		slices.Equal(p.ELR, o.ELR) && slices.Equal(p.LastKnownELR, o.LastKnownELR)
 }
 
 func (g *groupImage) equal(o *groupImage) bool {

@@ -173,10 +173,15 @@ const (
 // MetadataVersionFeature is the feature whose level Image.FeatureLevel
 // returns. Its levels gate which records the controller writes
 // (features.go). The other features Kafka 4.1 finalizes (group.version,
-// eligible.leader.replicas.version, kraft.version) stay at 0, which is
-// absent: clients choose protocols by these levels, and raftka serves
-// none of what they name.
+// share.version, eligible.leader.replicas.version, kraft.version) stay at
+// 0, which is absent: clients choose protocols by these levels, and raftka
+// serves none of what they name.
 const MetadataVersionFeature = "metadata.version"
+
+// ELRFeature is KIP-966's eligible.leader.replicas.version: at 1 the
+// controller tracks eligible leader replicas (PartitionRegistration.ELR)
+// and leaders hold the HW while the ISR is below min.insync.replicas.
+const ELRFeature = "eligible.leader.replicas.version"
 
 // Endpoint is one listener a broker advertises.
 type Endpoint struct {
@@ -266,6 +271,16 @@ type PartitionRegistration struct {
 	// never carry them (their encoding has no such fields).
 	AddingReplicas   []int32
 	RemovingReplicas []int32
+	// ELR is KIP-966's eligible leader replicas: members that left the
+	// ISR while it was below min.insync.replicas, after which the HW did
+	// not move, so each holds every acknowledged record and may lead when
+	// the ISR is empty. LastKnownELR is the ELR members that lost
+	// eligibility while the ISR was below min.insync.replicas, kept for
+	// an operator's recovery. Both are empty unless
+	// eligible.leader.replicas.version is 1; records carry them from
+	// version 1 (CreateTopic and AddPartitions v1, PartitionChange v1).
+	ELR          []int32
+	LastKnownELR []int32
 }
 
 // CreateTopic creates a topic with all its partitions (Kafka's TopicRecord
@@ -298,6 +313,12 @@ type PartitionChange struct {
 	Leader    int32
 	ISR       []int32
 	Replicas  []int32
+	// ELR and LastKnownELR, nil to leave unchanged, as Kafka's
+	// PartitionChangeRecord tagged fields: the record is version 1 when
+	// either is set, which only a cluster with
+	// eligible.leader.replicas.version 1 writes.
+	ELR          []int32
+	LastKnownELR []int32
 }
 
 // PartitionReassignment sets a partition's ongoing reassignment: the
@@ -478,17 +499,33 @@ func (*UnregisterBroker) Version() int16 { return 0 }
 func (*FenceBroker) Version() int16      { return 0 }
 func (*UnfenceBroker) Version() int16    { return 0 }
 func (*BrokerShutdown) Version() int16   { return 0 }
-func (*OfflineReplicas) Version() int16  { return 0 }
-func (*CreateTopic) Version() int16      { return 0 }
-func (*AddPartitions) Version() int16    { return 0 }
-func (*PartitionChange) Version() int16  { return 0 }
-func (*RemoveTopic) Version() int16      { return 0 }
-func (*Config) Version() int16           { return 0 }
-func (*CommitOffsets) Version() int16    { return 0 }
-func (*DeleteOffsets) Version() int16    { return 0 }
-func (*DeleteGroup) Version() int16      { return 0 }
-func (*GroupGeneration) Version() int16  { return 1 }
-func (*ProducerIds) Version() int16      { return 0 }
+func (*OfflineReplicas) Version() int16 { return 0 }
+func (r *CreateTopic) Version() int16    { return partitionsVersion(r.Partitions) }
+func (r *AddPartitions) Version() int16  { return partitionsVersion(r.Partitions) }
+func (r *PartitionChange) Version() int16 {
+	if r.ELR != nil || r.LastKnownELR != nil {
+		return 1
+	}
+	return 0
+}
+
+// partitionsVersion is 1 when a partition carries ELR state, so a record
+// without it keeps the encoding every older binary reads.
+func partitionsVersion(ps []PartitionRegistration) int16 {
+	for _, p := range ps {
+		if len(p.ELR) > 0 || len(p.LastKnownELR) > 0 {
+			return 1
+		}
+	}
+	return 0
+}
+func (*RemoveTopic) Version() int16     { return 0 }
+func (*Config) Version() int16          { return 0 }
+func (*CommitOffsets) Version() int16   { return 0 }
+func (*DeleteOffsets) Version() int16   { return 0 }
+func (*DeleteGroup) Version() int16     { return 0 }
+func (*GroupGeneration) Version() int16 { return 1 }
+func (*ProducerIds) Version() int16     { return 0 }
 
 func (*UserScramCredential) Version() int16       { return 0 }
 func (*PartitionReassignment) Version() int16     { return 0 }

@@ -61,7 +61,7 @@ func offlineReplicas(req *kmsg.BrokerHeartbeatRequest) []metadata.ReplicaRef {
 // partition changes that take b's offline replicas out of leadership and
 // the ISR. Replicas of partitions that no longer exist, or that b does
 // not hold, are dropped. Nothing when the image already has it all.
-func offlineReplicaChanges(img *metadata.Image, b metadata.BrokerRegistration, refs []metadata.ReplicaRef, unclean func(metadata.TopicImage) bool) []metadata.Record {
+func offlineReplicaChanges(img *metadata.Image, b metadata.BrokerRegistration, refs []metadata.ReplicaRef, pol policy) []metadata.Record {
 	set := slices.Clone(b.OfflineReplicas)
 	for _, r := range refs {
 		t, ok := img.TopicByID(r.TopicID)
@@ -85,7 +85,7 @@ func offlineReplicaChanges(img *metadata.Image, b metadata.BrokerRegistration, r
 		next, _ = img.Apply(recs)
 	}
 	nb, _ := next.Broker(b.ID)
-	recs = append(recs, partitionChanges(next, metadata.ReasonBrokerFenced, unclean, func(t metadata.TopicImage, p metadata.PartitionRegistration) bool {
+	recs = append(recs, partitionChanges(next, metadata.ReasonBrokerFenced, pol, func(t metadata.TopicImage, p metadata.PartitionRegistration) bool {
 		return (p.Leader == b.ID || slices.Contains(p.ISR, b.ID)) && nb.ReplicaOffline(t.ID, p.Partition)
 	})...)
 	return recs

@@ -41,7 +41,7 @@ func TestOfflineReplicaChanges(t *testing.T) {
 	b, _ := img.Broker(1)
 	tid := topicID("t")
 	refs := []metadata.ReplicaRef{{TopicID: tid, Partition: 0}, {TopicID: tid, Partition: 1}, {TopicID: tid, Partition: 3}, {TopicID: tid, Partition: 4}, {TopicID: topicID("gone"), Partition: 0}}
-	recs := offlineReplicaChanges(img, b, refs, never)
+	recs := offlineReplicaChanges(img, b, refs, policy{unclean: never})
 	next, d := img.Apply(recs)
 	if len(d.Skipped) > 0 {
 		t.Fatalf("records do not apply: %v", d.Skipped[0].Err)
@@ -68,15 +68,15 @@ func TestOfflineReplicaChanges(t *testing.T) {
 		}
 	}
 	// The same heartbeat again changes nothing.
-	if again := offlineReplicaChanges(next, nb, refs, never); len(again) != 0 {
+	if again := offlineReplicaChanges(next, nb, refs, policy{unclean: never}); len(again) != 0 {
 		t.Fatalf("repeated heartbeat decided %v", again)
 	}
 	// Leaderless partition 3 does not elect the offline replica back.
-	if recs := electLeaderless(next, never); len(recs) != 0 {
+	if recs := electLeaderless(next, policy{unclean: never}); len(recs) != 0 {
 		t.Fatalf("electLeaderless decided %v for an offline replica", recs)
 	}
 	// With unclean election the other (out-of-ISR) replica takes it.
-	recs = offlineReplicaChanges(img, b, refs, always)
+	recs = offlineReplicaChanges(img, b, refs, policy{unclean: always})
 	p3 := after(t, img, recs, "t", 3)
 	if p3.Leader != 2 || !slices.Equal(p3.ISR, ids(2)) {
 		t.Fatalf("unclean: partition 3 leader %d ISR %v, want 2 [2]", p3.Leader, p3.ISR)

@@ -119,6 +119,11 @@ type Config struct {
 	// dynamic broker or cluster configs set it. The controller never copies
 	// it (or any other default) into a topic's configs.
 	DefaultUncleanLeaderElection bool
+	// DefaultMinInsyncReplicas is min.insync.replicas from
+	// server.properties (0 means Kafka's 1), the same kind of fallback:
+	// with eligible.leader.replicas.version 1 it decides which replicas
+	// leaving the ISR stay eligible to lead (KIP-966).
+	DefaultMinInsyncReplicas int
 	// TopicDeletionDisabled is delete.topic.enable=false: DeleteTopics is
 	// answered TOPIC_DELETION_DISABLED.
 	TopicDeletionDisabled bool

@@ -64,7 +64,7 @@ var kafkaIgnored = toSet(
 	"replica.selector.class", "replica.lag.time.max.ms.max", "alter.config.policy.class.name",
 	"create.topic.policy.class.name", "alter.log.dirs.replication.quota.window.num",
 	"alter.log.dirs.replication.quota.window.size.seconds", "replication.quota.window.num",
-	"replication.quota.window.size.seconds", "leader.replication.throttled.rate",
+	"replication.quota.window.size.seconds",
 	"replica.alter.log.dirs.io.max.bytes.per.second",
 
 	// Groups beyond the classic protocol.

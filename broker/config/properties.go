@@ -126,8 +126,11 @@ type Config struct {
 	// FollowerReplicationThrottledRate is follower.replication.throttled.rate
 	// (bytes/s for throttled replicas out of the ISR, KIP-73).
 	FollowerReplicationThrottledRate int64
-	HighWatermarkCheckpoint          time.Duration
-	FollowerDropBehind               int64 // raftka.follower.drop.behind.bytes
+	// LeaderReplicationThrottledRate is leader.replication.throttled.rate
+	// (bytes/s a leader sends to throttled followers out of the ISR).
+	LeaderReplicationThrottledRate int64
+	HighWatermarkCheckpoint        time.Duration
+	FollowerDropBehind             int64 // raftka.follower.drop.behind.bytes
 
 	// Topic defaults for compaction: log.cleanup.policy,
 	// log.cleaner.min.cleanable.ratio, .delete.retention.ms,

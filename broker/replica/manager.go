@@ -23,6 +23,11 @@ import (
 type TopicConfig struct {
 	Log               storage.Config
 	MinInsyncReplicas int // min.insync.replicas
+	// ELR is eligible.leader.replicas.version 1 (KIP-966): the leader's HW
+	// then moves only while the ISR has MinInsyncReplicas members, so a
+	// replica that left a short ISR holds every acknowledged record and
+	// the controller may elect it.
+	ELR bool
 }
 
 // Config configures a Manager. Zero durations and sizes take Kafka's
@@ -147,6 +152,8 @@ type Manager struct {
 
 	// followerQuota is follower.replication.throttled.rate (throttle.go).
 	followerQuota *rateQuota
+	// leaderQuota is leader.replication.throttled.rate (throttle.go).
+	leaderQuota *rateQuota
 
 	// lost holds the sources whose connection broke, since when, until a
 	// fetch from them succeeds (unreachable.go); lostN is len(lost).
@@ -164,7 +171,7 @@ func NewManager(cfg Config) (*Manager, error) {
 	m := &Manager{
 		cfg: cfg, log: cfg.Logger.With().Str("component", "replica").Int32("broker", cfg.BrokerID).Logger(),
 		fetchers: map[fetcherKey]*fetcher{}, parts: map[storage.TopicPartition]*Partition{}, offline: map[storage.TopicPartition]string{},
-		appliedCh: make(chan struct{}), followerQuota: newRateQuota(), lost: map[int32]time.Time{},
+		appliedCh: make(chan struct{}), followerQuota: newRateQuota(), leaderQuota: newRateQuota(), lost: map[int32]time.Time{},
 	}
 	m.ctx, m.cancel = context.WithCancel(context.Background())
 	m.img.Store(metadata.NewImage())
@@ -349,9 +356,10 @@ func (m *Manager) Apply(img *metadata.Image, delta *metadata.Delta, reset bool) 
 		for _, pd := range local.Followers {
 			m.reconcileNew(img, pd.Topic, pd.TopicID, *pd.New, pd.Old == nil || !slices.Contains(pd.Old.Replicas, self))
 		}
-		if len(delta.ConfigsChanged) > 0 {
+		if len(delta.ConfigsChanged) > 0 || delta.FeaturesChanged {
 			topics := map[string]bool{}
-			all := false
+			// eligible.leader.replicas.version changes every leader's HW rule.
+			all := delta.FeaturesChanged
 			for _, c := range delta.ConfigsChanged {
 				if c.ResourceType == metadata.ConfigResourceTopic {
 					topics[c.ResourceName] = true
@@ -471,7 +479,7 @@ func (m *Manager) topicConfig(img *metadata.Image, topic string) TopicConfig {
 	tc, err := m.cfg.TopicConfig(img, topic)
 	if err != nil {
 		m.log.Error().Err(err).Str("topic", topic).Msg("topic config unusable; using defaults")
-		return TopicConfig{Log: storage.DefaultConfig(), MinInsyncReplicas: 1}
+		return TopicConfig{Log: storage.DefaultConfig(), MinInsyncReplicas: 1, ELR: img.ELREnabled()}
 	}
 	return tc
 }
@@ -524,14 +532,14 @@ func (m *Manager) reconcileNew(img *metadata.Image, topic string, topicID [16]by
 	}
 	if reg.Leader == m.cfg.BrokerID {
 		m.fetcherRemove(p)
-		if err := p.makeLeader(reg, tc.MinInsyncReplicas); err != nil {
+		if err := p.makeLeader(reg, tc); err != nil {
 			m.log.Error().Err(err).Stringer("partition", p).Msg("cannot become leader")
 			return
 		}
 		m.log.Debug().Stringer("partition", p).Int32("epoch", reg.LeaderEpoch).Ints32("isr", reg.ISR).Msg("leader")
 		return
 	}
-	if p.makeFollower(reg, tc.MinInsyncReplicas) {
+	if p.makeFollower(reg, tc) {
 		m.fetcherRemove(p)
 		if reg.Leader >= 0 {
 			m.fetcherAdd(reg.Leader, p, reg.LeaderEpoch)
@@ -573,7 +581,7 @@ func (m *Manager) open(topic string, topicID [16]byte, index int32, tc TopicConf
 	}
 	p := &Partition{
 		host: m, self: m.cfg.BrokerID, lagTimeMax: m.cfg.ReplicaLagTimeMax, alterBackoff: m.cfg.FetchBackoff, logger: m.log,
-		topic: topic, index: index, topicID: topicID, leader: metadata.NoLeader, leaderEpoch: -1, minISR: tc.MinInsyncReplicas,
+		topic: topic, index: index, topicID: topicID, leader: metadata.NoLeader, leaderEpoch: -1, minISR: tc.MinInsyncReplicas, hwMinISR: hwMinISR(tc),
 	}
 	p.logp.Store(l)
 	// Durable mode: the log dir's group commit tells the partition when

@@ -95,6 +95,9 @@ type Partition struct {
 	replicas       []int32
 	isr            []int32
 	minISR         int
+	// hwMinISR (guarded by mu, unlike minISR) is min.insync.replicas when
+	// TopicConfig.ELR holds, else 0: the ISR size the HW waits for.
+	hwMinISR int
 
 	mu   sync.Mutex
 	core *leaderCore // non-nil exactly while leader
@@ -279,7 +282,7 @@ func (p *Partition) maybeAdvanceHW() bool {
 		return false
 	}
 	moved := false
-	if hw := p.core.highWatermark(p.lg().DurableEnd()); hw > p.lg().HighWatermark() {
+	if hw, ok := p.hwLocked(); ok && hw > p.lg().HighWatermark() {
 		p.lg().SetHighWatermark(hw)
 		moved = true
 	}
@@ -418,7 +421,7 @@ func (p *Partition) followerFetched(id int32, offset, logStart, leaderLEO int64)
 		defer p.lowWatch.wakeAll()
 	}
 	moved := false
-	if hw := p.core.highWatermark(p.lg().DurableEnd()); hw > p.lg().HighWatermark() {
+	if hw, ok := p.hwLocked(); ok && hw > p.lg().HighWatermark() {
 		p.lg().SetHighWatermark(hw)
 		moved = true
 	}
@@ -608,10 +611,13 @@ func (p *Partition) lowWatermarkLocked() int64 {
 // makeLeader makes this broker the leader at reg's epoch, or (same epoch)
 // takes the image's new ISR and replicas. A new leader epoch is assigned in
 // the epoch cache at the LEO: records from here on belong to it.
-func (p *Partition) makeLeader(reg metadata.PartitionRegistration, minISR int) error {
+func (p *Partition) makeLeader(reg metadata.PartitionRegistration, tc TopicConfig) error {
 	now := p.host.now()
 	p.roleMu.Lock()
-	p.minISR = minISR
+	p.minISR = tc.MinInsyncReplicas
+	p.mu.Lock()
+	p.hwMinISR = hwMinISR(tc)
+	p.mu.Unlock()
 	if p.role == RoleLeader && p.leaderEpoch == reg.LeaderEpoch {
 		p.partitionEpoch, p.replicas, p.isr = reg.PartitionEpoch, slices.Clone(reg.Replicas), slices.Clone(reg.ISR)
 		p.mu.Lock()
@@ -648,12 +654,14 @@ func (p *Partition) makeLeader(reg metadata.PartitionRegistration, minISR int) e
 // NoLeader). It reports whether the leader or epoch changed, in which case
 // the caller moves the partition to the new leader's fetcher, truncating
 // first.
-func (p *Partition) makeFollower(reg metadata.PartitionRegistration, minISR int) bool {
+func (p *Partition) makeFollower(reg metadata.PartitionRegistration, tc TopicConfig) bool {
+	minISR := tc.MinInsyncReplicas
 	p.roleMu.Lock()
 	changed := p.role != RoleFollower || p.leader != reg.Leader || p.leaderEpoch != reg.LeaderEpoch
 	p.role, p.leader, p.leaderEpoch, p.partitionEpoch = RoleFollower, reg.Leader, reg.LeaderEpoch, reg.PartitionEpoch
 	p.replicas, p.isr, p.minISR = slices.Clone(reg.Replicas), slices.Clone(reg.ISR), minISR
 	p.mu.Lock()
+	p.hwMinISR = hwMinISR(tc)
 	p.core = nil
 	p.mu.Unlock()
 	p.roleMu.Unlock()
@@ -678,15 +686,38 @@ func (p *Partition) stop() {
 // min.insync.replicas (the latter even if the log refuses the former).
 func (p *Partition) applyConfig(tc TopicConfig) error {
 	err := p.lg().UpdateConfig(tc.Log)
-	p.setMinISR(tc.MinInsyncReplicas)
+	p.setMinISR(tc)
 	return err
 }
 
-func (p *Partition) setMinISR(n int) {
+func hwMinISR(tc TopicConfig) int {
+	if tc.ELR {
+		return tc.MinInsyncReplicas
+	}
+	return 0
+}
+
+func (p *Partition) setMinISR(tc TopicConfig) {
 	p.roleMu.Lock()
-	p.minISR = n
+	p.minISR = tc.MinInsyncReplicas
+	p.mu.Lock()
+	p.hwMinISR = hwMinISR(tc)
+	p.mu.Unlock()
 	p.roleMu.Unlock()
+	// A lower min.insync.replicas (or ELR off) may let the HW move.
+	p.maybeAdvanceHW()
 	p.hwWatch.wakeAll()
+}
+
+// hwLocked is the HW the leader may move to (p.mu held): the maximal ISR's
+// smallest log end, except that with ELR (KIP-966) it does not move while
+// the committed ISR is below min.insync.replicas, so every replica that
+// leaves a short ISR, and stays eligible, holds everything acknowledged.
+func (p *Partition) hwLocked() (int64, bool) {
+	if len(p.core.isr) < p.hwMinISR {
+		return 0, false
+	}
+	return p.core.highWatermark(p.lg().DurableEnd()), true
 }
 
 func (p *Partition) wakeAll() {

@@ -52,7 +52,7 @@ func init() {
 				Usage: "start the reassignment in --reassignment-json-file",
 				Flags: []cli.Flag{bootstrapFlag(), requestTimeoutFlag(), reassignFile,
 					&cli.BoolFlag{Name: "additional", Usage: "start it even while other reassignments are in progress"},
-					&cli.Int64Flag{Name: "throttle", Value: -1, Usage: "bytes/s the new replicas may copy while they catch up (follower.replication.throttled.rate and the topics' follower.replication.throttled.replicas; verify removes them)"},
+					&cli.Int64Flag{Name: "throttle", Value: -1, Usage: "bytes/s the moving replicas may copy while they catch up, on both sides (leader. and follower.replication.throttled.rate on every broker involved, the topics' leader. and follower.replication.throttled.replicas; verify removes them)"},
 					&cli.Int64Flag{Name: "timeout", Value: 10000, Usage: "ms to wait for the replicas named with a log dir to exist so their moves can start"},
 				},
 				Action: reassignExecute,
@@ -697,43 +697,84 @@ func reassignDrain(c *cli.Context) error {
 	})
 }
 
-// throttlePlan is what kafka-reassign-partitions.sh --throttle sets, on
-// the follower side (raftka does not throttle leaders): per topic, the
-// replicas being added ("partition:broker", the target's brokers not in
-// the current replicas), and the brokers that receive them.
-func throttlePlan(cur, want []reassignmentEntry) (map[string]string, []int32) {
+// throttlePlan is what kafka-reassign-partitions.sh --throttle sets for
+// the partitions that move: per topic, the follower side's list (the
+// replicas being added, "partition:broker": the target's brokers not in
+// the current replicas) and the leader side's (the current replicas, one
+// of which leads and sends the copies), and the brokers that get both
+// rates (every current and target replica of a moving partition).
+func throttlePlan(cur, want []reassignmentEntry) (followers, leaders map[string]string, brokers []int32) {
 	perTopic := map[string][]string{}
-	brokers := map[int32]bool{}
+	leaderTopic := map[string][]string{}
+	set := map[int32]bool{}
 	for _, e := range want {
 		i := slices.IndexFunc(cur, func(c reassignmentEntry) bool { return c.Topic == e.Topic && c.Partition == e.Partition })
+		var current []int32
+		if i >= 0 {
+			current = cur[i].Replicas
+		}
+		if slices.Equal(current, e.Replicas) {
+			continue
+		}
 		for _, b := range e.Replicas {
-			if i >= 0 && slices.Contains(cur[i].Replicas, b) {
+			set[b] = true
+			if slices.Contains(current, b) {
 				continue
 			}
 			perTopic[e.Topic] = append(perTopic[e.Topic], fmt.Sprintf("%d:%d", e.Partition, b))
-			brokers[b] = true
+		}
+		for _, b := range current {
+			set[b] = true
+			leaderTopic[e.Topic] = append(leaderTopic[e.Topic], fmt.Sprintf("%d:%d", e.Partition, b))
 		}
 	}
-	out := map[string]string{}
-	for t, l := range perTopic {
-		slices.Sort(l)
-		out[t] = strings.Join(slices.Compact(l), ",")
+	join := func(m map[string][]string) map[string]string {
+		out := map[string]string{}
+		for t, l := range m {
+			slices.Sort(l)
+			out[t] = strings.Join(slices.Compact(l), ",")
+		}
+		return out
 	}
-	return out, slices.Sorted(maps.Keys(brokers))
+	return join(perTopic), join(leaderTopic), slices.Sorted(maps.Keys(set))
 }
 
+// throttleKeys are the broker rates and topic lists a throttled
+// reassignment sets and verify clears.
+var (
+	throttleRateKeys = []string{"leader.replication.throttled.rate", "follower.replication.throttled.rate"}
+	throttleListKeys = []string{"leader.replication.throttled.replicas", "follower.replication.throttled.replicas"}
+)
+
 func setThrottles(ctx context.Context, adm *kadm.Client, cur, want []reassignmentEntry, rate int64) error {
-	topics, brokers := throttlePlan(cur, want)
+	followers, leaders, brokers := throttlePlan(cur, want)
+	topics := map[string]bool{}
+	for t := range followers {
+		topics[t] = true
+	}
+	for t := range leaders {
+		topics[t] = true
+	}
 	for _, t := range slices.Sorted(maps.Keys(topics)) {
-		v := topics[t]
-		resp, err := adm.AlterTopicConfigs(ctx, []kadm.AlterConfig{{Op: kadm.SetConfig, Name: "follower.replication.throttled.replicas", Value: &v}}, t)
+		var set []kadm.AlterConfig
+		if v, ok := leaders[t]; ok {
+			set = append(set, kadm.AlterConfig{Op: kadm.SetConfig, Name: "leader.replication.throttled.replicas", Value: &v})
+		}
+		if v, ok := followers[t]; ok {
+			set = append(set, kadm.AlterConfig{Op: kadm.SetConfig, Name: "follower.replication.throttled.replicas", Value: &v})
+		}
+		resp, err := adm.AlterTopicConfigs(ctx, set, t)
 		if err := configsErr(resp, err); err != nil {
 			return fmt.Errorf("throttling topic %s: %w", t, err)
 		}
 	}
 	rs := strconv.FormatInt(rate, 10)
+	var set []kadm.AlterConfig
+	for _, k := range throttleRateKeys {
+		set = append(set, kadm.AlterConfig{Op: kadm.SetConfig, Name: k, Value: &rs})
+	}
 	for _, b := range brokers {
-		resp, err := adm.AlterBrokerConfigs(ctx, []kadm.AlterConfig{{Op: kadm.SetConfig, Name: "follower.replication.throttled.rate", Value: &rs}}, b)
+		resp, err := adm.AlterBrokerConfigs(ctx, set, b)
 		if err := configsErr(resp, err); err != nil {
 			return fmt.Errorf("throttling broker %d: %w", b, err)
 		}
@@ -750,7 +791,10 @@ func clearThrottles(ctx context.Context, adm *kadm.Client, w io.Writer, topics [
 		return err
 	}
 	var ids []string
-	del := []kadm.AlterConfig{{Op: kadm.DeleteConfig, Name: "follower.replication.throttled.rate"}}
+	var del []kadm.AlterConfig
+	for _, k := range throttleRateKeys {
+		del = append(del, kadm.AlterConfig{Op: kadm.DeleteConfig, Name: k})
+	}
 	for _, b := range meta.Brokers {
 		resp, err := adm.AlterBrokerConfigs(ctx, del, b.NodeID)
 		if err := configsErr(resp, err); err != nil {
@@ -759,7 +803,10 @@ func clearThrottles(ctx context.Context, adm *kadm.Client, w io.Writer, topics [
 		ids = append(ids, strconv.Itoa(int(b.NodeID)))
 	}
 	fmt.Fprintf(w, "Clearing broker-level throttles on brokers %s\n", strings.Join(ids, ","))
-	tdel := []kadm.AlterConfig{{Op: kadm.DeleteConfig, Name: "follower.replication.throttled.replicas"}}
+	var tdel []kadm.AlterConfig
+	for _, k := range throttleListKeys {
+		tdel = append(tdel, kadm.AlterConfig{Op: kadm.DeleteConfig, Name: k})
+	}
 	for _, t := range topics {
 		resp, err := adm.AlterTopicConfigs(ctx, tdel, t)
 		if err := configsErr(resp, err); err != nil {

@@ -525,6 +525,7 @@ func startRaft(cfg *config.Config, clusterID string, log zerolog.Logger, obs raf
 		TopicDeletionDisabled:    !cfg.DeleteTopicEnable,
 
 		DefaultUncleanLeaderElection:  cfg.UncleanLeaderElectionEnable,
+		DefaultMinInsyncReplicas:      int(cfg.MinInsyncReplicas),
 		AutoLeaderRebalance:           cfg.AutoLeaderRebalanceEnable,
 		LeaderImbalanceCheckInterval:  cfg.LeaderImbalanceCheckInterval,
 		OffsetsRetention:              cfg.OffsetsRetention,
