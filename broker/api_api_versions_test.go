@@ -79,10 +79,11 @@ func TestAPIVersionsHandler(t *testing.T) {
 			t.Errorf("v%d: finalized features without a metadata source: %+v", v, resp)
 		}
 		// What the binary supports does not depend on the image.
-		if sf := resp.SupportedFeatures; v >= 3 && (len(sf) != 2 || sf[0].Name != "metadata.version" ||
-			sf[0].MinVersion != metadata.MetadataVersionMin || sf[0].MaxVersion != metadata.MetadataVersionLevel ||
-			sf[1].Name != "transaction.version" || sf[1].MinVersion != 0 || sf[1].MaxVersion != 2) {
-			t.Errorf("v%d: supported features %+v, want metadata.version %d-%d and transaction.version 0-2", v, sf, metadata.MetadataVersionMin, metadata.MetadataVersionLevel)
+		if sf := resp.SupportedFeatures; v >= 3 && (len(sf) != 3 || sf[0].Name != "kraft.version" || sf[0].MinVersion != 0 || sf[0].MaxVersion != 1 ||
+			sf[1].Name != "metadata.version" ||
+			sf[1].MinVersion != metadata.MetadataVersionMin || sf[1].MaxVersion != metadata.MetadataVersionLevel ||
+			sf[2].Name != "transaction.version" || sf[2].MinVersion != 0 || sf[2].MaxVersion != 2) {
+			t.Errorf("v%d: supported features %+v, want kraft.version 0-1, metadata.version %d-%d and transaction.version 0-2", v, sf, metadata.MetadataVersionMin, metadata.MetadataVersionLevel)
 		}
 	}
 }

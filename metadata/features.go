@@ -179,6 +179,7 @@ func (r FeatureRange) String() string { return fmt.Sprintf("%d-%d", r.Min, r.Max
 var SupportedFeatures = map[string]FeatureRange{
 	MetadataVersionFeature:    {Min: MetadataVersionMin, Max: MetadataVersionLevel},
 	TransactionVersionFeature: {Min: 0, Max: TransactionVersionLevel},
+	KRaftVersionFeature:       {Min: 0, Max: 1},
 }
 
 // LegacyFeatures is what a broker that advertises no features supports:
@@ -220,6 +221,11 @@ func BootstrapFeatures() []Record {
 	})
 	recs := make([]Record, 0, len(names))
 	for _, name := range names {
+		if name == KRaftVersionFeature {
+			// How the quorum was formatted decides it (storage format),
+			// not this binary's range.
+			continue
+		}
 		if l := SupportedFeatures[name].Max; l > 0 {
 			recs = append(recs, &FeatureLevel{Name: name, Level: l})
 		}
@@ -294,6 +300,9 @@ func PlanFeatureUpdates(img *Image, updates []FeatureUpdate, controller map[stri
 				return nil, fmt.Errorf("%w: invalid metadata.version %d: refusing to perform the requested downgrade because it might delete metadata information", ErrInvalidUpdateVersion, u.Level)
 			}
 			return nil, fmt.Errorf("%w: invalid metadata.version %d: unsafe metadata downgrade is not supported in this version", ErrInvalidUpdateVersion, u.Level)
+		case u.Level < cur && u.Name == KRaftVersionFeature:
+			// The voters added since cannot be made static again.
+			return nil, fmt.Errorf("%w: invalid kraft.version %d: kraft.version cannot be downgraded", ErrInvalidUpdateVersion, u.Level)
 		case u.Level > cur && u.Type != UpgradeTypeUpgrade:
 			return nil, invalidUpdate(u, "can't upgrade to a newer version with a downgrade upgrade type")
 		}

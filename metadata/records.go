@@ -157,10 +157,18 @@ const (
 // MetadataVersionFeature is the feature whose level Image.FeatureLevel
 // returns. Its levels gate which records the controller writes
 // (features.go). The other features Kafka 4.1 finalizes (group.version,
-// share.version, eligible.leader.replicas.version, kraft.version) stay at
-// 0, which is absent: clients choose protocols by these levels, and raftka
-// serves none of what they name.
+// share.version, eligible.leader.replicas.version) stay at 0, which is
+// absent: clients choose protocols by these levels, and raftka serves none
+// of what they name.
 const MetadataVersionFeature = "metadata.version"
+
+// KRaftVersionFeature is kraft.version (KIP-853): 1 when the controller
+// quorum's voters may change at run time (AddRaftVoter, RemoveRaftVoter),
+// 0 when they are the static controller.quorum.voters. storage format
+// --standalone / --initial-controllers / --no-initial-controllers
+// bootstrap a cluster at 1; a static cluster moves to 1 by UpdateFeatures,
+// as Kafka 4.1's does, and never back.
+const KRaftVersionFeature = "kraft.version"
 
 // Endpoint is one listener a broker advertises.
 type Endpoint struct {

@@ -44,6 +44,8 @@ var controllerAPIKeys = []int16{
 	64, // UnregisterBroker
 	67, // AllocateProducerIds
 	80, // AddRaftVoter
+	81, // RemoveRaftVoter
+	82, // UpdateRaftVoter
 }
 
 // ControllerAPIVersions is the controller listener's ApiVersions list,

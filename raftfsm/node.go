@@ -262,6 +262,9 @@ type Node struct {
 	leaderChanges atomic.Uint64 // new leaders seen (metrics.go)
 	ctrlMu        sync.Mutex
 	ctrl          *controller // non-nil while this node leads
+	// changeMu is held while a voter change runs (quorum.go): one at a
+	// time.
+	changeMu sync.Mutex
 
 	closing   chan struct{}
 	ctx       context.Context // canceled when closing
@@ -396,6 +399,7 @@ func Start(cfg Config) (_ *Node, err error) {
 		Inmem:   cfg.Inmem,
 		Dial:    cfg.Dial,
 		leaders: n.leaderAddr,
+		members: n.voterAddrs,
 	})
 	n.wg.Add(2)
 	go n.watchLeadership()
@@ -529,6 +533,22 @@ func (n *Node) LeaderID() int32 {
 		return -1
 	}
 	return int32(v)
+}
+
+// voterAddrs are the controller listeners of the voters in this node's
+// Raft configuration, the newest it holds.
+func (n *Node) voterAddrs() []string {
+	f := n.raft.GetConfiguration()
+	if f.Error() != nil {
+		return nil
+	}
+	var out []string
+	for _, s := range f.Configuration().Servers {
+		if s.Suffrage == raft.Voter && string(s.Address) != n.addr {
+			out = append(out, string(s.Address))
+		}
+	}
+	return out
 }
 
 func (n *Node) leaderAddr() string {
