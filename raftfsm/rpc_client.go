@@ -43,7 +43,7 @@ type ClientConfig struct {
 	// and SASL as their protocol asks); nil dials plain TCP.
 	Dial Dialer
 
-	leaders func() string // local Raft's leader address, when the client lives in a Node
+	leaders func() string   // local Raft's leader address, when the client lives in a Node
 	members func() []string // local Raft's voters' addresses, when the client lives in a Node
 }
 
