@@ -34,8 +34,20 @@ type Config struct {
 	// Voter is true when process.roles contains controller. A voter must be
 	// listed in Voters; any other node joins as a Raft non-voter.
 	Voter bool
-	// Voters is controller.quorum.voters, identical on every node.
+	// Voters is controller.quorum.voters, identical on every node: a
+	// static quorum. Empty for a dynamic one (KIP-853), which is reached
+	// by BootstrapServers and started from InitialVoters.
 	Voters []Voter
+	// BootstrapServers is controller.quorum.bootstrap.servers: controller
+	// listeners to send the first controller requests to when Voters is
+	// empty; afterwards the Raft configuration names the voters.
+	BootstrapServers []string
+	// InitialVoters is what storage format --standalone or
+	// --initial-controllers wrote: a node listed here with no Raft state
+	// bootstraps the quorum with these voters. A controller not listed
+	// (--no-initial-controllers) starts as an observer (a Raft non-voter)
+	// until AddRaftVoter promotes it.
+	InitialVoters []Voter
 
 	// Listener is the controller listener, shared by Raft and the controller
 	// RPCs. If nil, ListenAddr is bound. Broker-only nodes need one too:
@@ -208,10 +220,30 @@ func (c *Config) validate() error {
 	if c.DataDir == "" && c.Inmem == nil {
 		return errors.New("raftfsm: no data directory")
 	}
-	if len(c.Voters) == 0 {
-		return errors.New("raftfsm: controller.quorum.voters is empty")
+	if len(c.Voters) == 0 && len(c.BootstrapServers) == 0 {
+		return errors.New("raftfsm: controller.quorum.voters and controller.quorum.bootstrap.servers are both empty")
+	}
+	for _, a := range c.BootstrapServers {
+		if _, _, err := net.SplitHostPort(a); err != nil {
+			return fmt.Errorf("raftfsm: controller.quorum.bootstrap.servers: %w", err)
+		}
 	}
 	seen := map[int32]bool{}
+	for _, v := range c.InitialVoters {
+		if _, _, err := net.SplitHostPort(v.Addr); err != nil {
+			return fmt.Errorf("raftfsm: initial controllers: node %d: %w", v.ID, err)
+		}
+	}
+	if len(c.Voters) == 0 {
+		// Dynamic: who votes is the Raft configuration's business.
+		if c.LeaderImbalancePerBrokerPercentage < 0 || c.LeaderImbalancePerBrokerPercentage > 100 {
+			return fmt.Errorf("raftfsm: leader.imbalance.per.broker.percentage %d is not between 0 and 100", c.LeaderImbalancePerBrokerPercentage)
+		}
+		if c.Listener == nil && c.ListenAddr == "" && c.Inmem == nil {
+			return errors.New("raftfsm: no controller listener")
+		}
+		return nil
+	}
 	for _, v := range c.Voters {
 		if seen[v.ID] {
 			return fmt.Errorf("raftfsm: controller.quorum.voters lists node %d twice", v.ID)
@@ -359,12 +391,19 @@ func Start(cfg Config) (_ *Node, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("raftfsm: read raft state: %w", err)
 	}
-	if !existing && cfg.Voter {
+	initial := cfg.Voters
+	if len(initial) == 0 && slices.ContainsFunc(cfg.InitialVoters, func(v Voter) bool { return v.ID == cfg.NodeID }) {
+		initial = cfg.InitialVoters
+	}
+	bootstrapped := false
+	if !existing && cfg.Voter && len(initial) > 0 {
 		// Every voter bootstraps the same configuration from the same
-		// controller.quorum.voters, so it does not matter which of them
-		// starts first or whether all of them do.
+		// controller.quorum.voters (or storage format's initial
+		// controllers), so it does not matter which of them starts first
+		// or whether all of them do.
+		bootstrapped = true
 		var servers []raft.Server
-		for _, v := range cfg.Voters {
+		for _, v := range initial {
 			servers = append(servers, raft.Server{
 				Suffrage: raft.Voter,
 				ID:       raft.ServerID(strconv.Itoa(int(v.ID))),
@@ -392,8 +431,12 @@ func Start(cfg Config) (_ *Node, err error) {
 	if p := n.fatalErr.Load(); p != nil {
 		return nil, *p
 	}
+	dial := cfg.Voters
+	for _, a := range cfg.BootstrapServers {
+		dial = append(dial, Voter{ID: -1, Addr: a})
+	}
 	n.client = NewControllerClient(ClientConfig{
-		Voters:  cfg.Voters,
+		Voters:  dial,
 		Waiter:  n.pub,
 		Logger:  n.log,
 		Inmem:   cfg.Inmem,
@@ -404,7 +447,10 @@ func Start(cfg Config) (_ *Node, err error) {
 	n.wg.Add(2)
 	go n.watchLeadership()
 	go n.countLeaderChanges()
-	if !cfg.Voter {
+	if !cfg.Voter || (!existing && !bootstrapped) {
+		// A broker-only node, or a controller formatted
+		// --no-initial-controllers: an observer until an operator's
+		// AddRaftVoter promotes it.
 		n.wg.Add(1)
 		go n.joinAsNonvoter()
 	}
@@ -752,9 +798,10 @@ func (n *Node) startOnDisk(hl hclog.Logger, cleanup *[]func()) error {
 	return nil
 }
 
-// voterAddr returns this node's address in cfg.Voters, or "".
+// voterAddr returns this node's address in cfg.Voters (or
+// cfg.InitialVoters), or "".
 func (n *Node) voterAddr() string {
-	for _, v := range n.cfg.Voters {
+	for _, v := range slices.Concat(n.cfg.Voters, n.cfg.InitialVoters) {
 		if v.ID == n.cfg.NodeID {
 			return v.Addr
 		}

@@ -464,6 +464,12 @@ func startRaft(cfg *config.Config, clusterID string, log zerolog.Logger, obs raf
 	for _, v := range cfg.Voters {
 		rc.Voters = append(rc.Voters, raftfsm.Voter{ID: v.ID, Addr: v.Addr()})
 	}
+	rc.BootstrapServers = cfg.BootstrapServers
+	initial, err := readVoters(cfg.MetadataLogDir)
+	if err != nil {
+		return nil, err
+	}
+	rc.InitialVoters = initial
 	if cfg.ElectionTimeout > 0 {
 		// controller.quorum.election.timeout.ms is KRaft's knob for how
 		// fast a lost leader is replaced; hashicorp/raft splits it into a
