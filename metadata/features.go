@@ -88,6 +88,7 @@ var recordLevels = []recordLevel{
 	{TypeAccessControlEntry, 0, 28},
 	{TypeRemoveAccessControlEntry, 0, 28},
 	{TypeClientQuota, 0, 28},
+	{TypeVoterDirectory, 0, 28},
 	{TypePartitionReassignment, 0, 28},
 	{TypeConsumerGroup, 0, 28},
 	{TypeConsumerGroup, 1, 28},

@@ -46,6 +46,9 @@ const (
 	// TypePartitionReassignment is in 60-69, the range issue 16's cluster
 	// operations records use.
 	TypePartitionReassignment RecordType = 60
+	// TypeVoterDirectory: a controller quorum voter's directory id
+	// (KIP-858), set when it joins the voters and removed when it leaves.
+	TypeVoterDirectory RecordType = 61
 )
 
 func (t RecordType) String() string {
@@ -88,6 +91,8 @@ func (t RecordType) String() string {
 		return "UserScramCredential"
 	case TypePartitionReassignment:
 		return "PartitionReassignment"
+	case TypeVoterDirectory:
+		return "VoterDirectory"
 	case TypeRemoveUserScramCredential:
 		return "RemoveUserScramCredential"
 	case TypeAccessControlEntry:
@@ -169,6 +174,18 @@ const MetadataVersionFeature = "metadata.version"
 // bootstrap a cluster at 1; a static cluster moves to 1 by UpdateFeatures,
 // as Kafka 4.1's does, and never back.
 const KRaftVersionFeature = "kraft.version"
+
+// VoterDirectory records the metadata log directory id (KIP-858,
+// meta.properties directory.id) of controller quorum voter NodeID, or with
+// Remove that the voter left. The voter set itself is the Raft
+// configuration; the directory id tells one incarnation of a node id from
+// the next (a wiped disk formatted again gets a new one), which the Raft
+// configuration, keyed by node id, cannot.
+type VoterDirectory struct {
+	NodeID      int32
+	DirectoryID [16]byte
+	Remove      bool
+}
 
 // Endpoint is one listener a broker advertises.
 type Endpoint struct {
@@ -413,6 +430,7 @@ func (*ProducerIds) Type() RecordType      { return TypeProducerIds }
 
 func (*UserScramCredential) Type() RecordType       { return TypeUserScramCredential }
 func (*PartitionReassignment) Type() RecordType     { return TypePartitionReassignment }
+func (*VoterDirectory) Type() RecordType            { return TypeVoterDirectory }
 func (*RemoveUserScramCredential) Type() RecordType { return TypeRemoveUserScramCredential }
 func (*Transaction) Type() RecordType               { return TypeTransaction }
 func (*TxnOffsetCommit) Type() RecordType           { return TypeTxnOffsetCommit }
@@ -464,6 +482,7 @@ func (*ProducerIds) Version() int16      { return 0 }
 
 func (*UserScramCredential) Version() int16       { return 0 }
 func (*PartitionReassignment) Version() int16     { return 0 }
+func (*VoterDirectory) Version() int16            { return 0 }
 func (*RemoveUserScramCredential) Version() int16 { return 0 }
 
 func (*AccessControlEntry) Version() int16       { return 0 }

@@ -48,6 +48,10 @@ type Config struct {
 	// (--no-initial-controllers) starts as an observer (a Raft non-voter)
 	// until AddRaftVoter promotes it.
 	InitialVoters []Voter
+	// DirectoryID is the metadata log dir's directory.id (KIP-858): what
+	// AddRaftVoter records for this node, and what tells this incarnation
+	// of the node id from an earlier one (vote_gate.go). Zero: unknown.
+	DirectoryID [16]byte
 
 	// Listener is the controller listener, shared by Raft and the controller
 	// RPCs. If nil, ListenAddr is bound. Broker-only nodes need one too:
@@ -312,6 +316,9 @@ type Node struct {
 	// least heartbeat timeout it allows.
 	fastElection atomic.Bool
 	leaseTimeout time.Duration
+	// voteGated: this node refuses votes until the image records its
+	// directory id as a voter's (vote_gate.go).
+	voteGated atomic.Bool
 	// rpcReady is closed once n.raft exists: the controller listener
 	// accepts before Raft starts (Raft needs its transport), so RPC
 	// connections wait here rather than touch a nil *raft.Raft.
@@ -390,6 +397,14 @@ func Start(cfg Config) (_ *Node, err error) {
 	existing, err := raft.HasExistingState(n.logs, n.stable, n.snaps)
 	if err != nil {
 		return nil, fmt.Errorf("raftfsm: read raft state: %w", err)
+	}
+	bootstrapping := !existing && cfg.Voter && (len(cfg.Voters) > 0 ||
+		slices.ContainsFunc(cfg.InitialVoters, func(v Voter) bool { return v.ID == cfg.NodeID }))
+	if n.obs != nil && !existing && !bootstrapping && len(cfg.Voters) == 0 && cfg.DirectoryID != ([16]byte{}) {
+		// A fresh observer of a dynamic quorum: no votes until promoted.
+		n.voteGated.Store(true)
+		n.obs.gate = n.voteGateShut
+		cleanup = append(cleanup, n.obs.stopGate)
 	}
 	initial := cfg.Voters
 	if len(initial) == 0 && slices.ContainsFunc(cfg.InitialVoters, func(v Voter) bool { return v.ID == cfg.NodeID }) {
@@ -581,6 +596,21 @@ func (n *Node) LeaderID() int32 {
 	return int32(v)
 }
 
+// voteGateShut reports whether this node must still refuse votes: until
+// the newest image records its own directory id for its node id.
+func (n *Node) voteGateShut() bool {
+	if !n.voteGated.Load() {
+		return false
+	}
+	img, _ := n.pub.Latest()
+	if d, ok := img.VoterDirectory(n.cfg.NodeID); ok && d == n.cfg.DirectoryID {
+		n.voteGated.Store(false)
+		n.log.Info().Msg("this node's directory id is a voter's: voting")
+		return false
+	}
+	return true
+}
+
 // voterAddrs are the controller listeners of the voters in this node's
 // Raft configuration, the newest it holds.
 func (n *Node) voterAddrs() []string {
@@ -717,6 +747,9 @@ func (n *Node) Shutdown() error {
 		n.wg.Wait()
 		if serr := n.raft.Shutdown().Error(); serr != nil {
 			err = serr
+		}
+		if n.obs != nil {
+			n.obs.stopGate()
 		}
 		if n.mux != nil {
 			n.mux.close()

@@ -255,6 +255,15 @@ func (n *Node) addVoter(ctx context.Context, r *kmsg.AddRaftVoterRequest) kmsg.R
 		return fail(kerr.RequestTimedOut.Code, fmt.Sprintf("node %d did not catch up with the metadata log: %v", r.VoterID, err))
 	}
 	caught := time.Since(start)
+	// The directory id is committed before the promotion, so the new
+	// voter has applied it (and opened its vote gate, vote_gate.go) by the
+	// time any AppendEntries carrying its promotion reaches it: that entry
+	// carries a commit index past the record. Recorded after, the record
+	// could sit uncommitted on the new voter if the leader died at once,
+	// and a gated voter would then keep the others from electing.
+	if err := n.recordVoterDir(ctx, r.VoterID, r.VoterDirectoryID, false); err != nil {
+		return fail(errCode(err), "recording the new voter's directory id: "+err.Error())
+	}
 	fut := n.raft.AddVoter(id, raft.ServerAddress(addr), 0, rpcTimeout)
 	// v0 has no AckWhenCommitted and always waits for the commit.
 	if r.Version >= 1 && !r.AckWhenCommitted {
@@ -328,6 +337,12 @@ func (n *Node) removeVoter(ctx context.Context, hdr requestHeader, r *kmsg.Remov
 	if ref := checkRemoveVoter(n.kraftVersion(), false, members, r.VoterID); ref != nil {
 		return fail(ref.code, ref.msg)
 	}
+	img, _ := n.pub.Latest()
+	if d, ok := img.VoterDirectory(r.VoterID); ok && r.VoterDirectoryID != ([16]byte{}) && d != r.VoterDirectoryID {
+		// Kafka names a voter by id and directory id: this is another
+		// incarnation of the node.
+		return fail(kerr.VoterNotFound.Code, fmt.Sprintf("node %d is a voter with another directory id", r.VoterID))
+	}
 	if r.VoterID == n.cfg.NodeID {
 		// The leader cannot remove itself and keep leading the commit of
 		// its own removal safely in hashicorp/raft's single-server changes:
@@ -361,8 +376,34 @@ func (n *Node) removeVoter(ctx context.Context, hdr requestHeader, r *kmsg.Remov
 	if err := f.Error(); err != nil {
 		return fail(raftErrorCode(err), "removing the voter: "+err.Error())
 	}
+	if _, ok := img.VoterDirectory(r.VoterID); ok {
+		if err := n.recordVoterDir(ctx, r.VoterID, [16]byte{}, true); err != nil {
+			return fail(errCode(err), "the voter was removed, but its directory id is still recorded: "+err.Error())
+		}
+	}
 	n.log.Info().Int32("voter", r.VoterID).Bool("kept_as_observer", live).Msg("removed raft voter")
 	return resp
+}
+
+// recordVoterDir commits a VoterDirectory record through the active
+// controller: a voter's directory id once it votes, or its removal. A zero
+// id is not recorded (a client that sends none).
+func (n *Node) recordVoterDir(ctx context.Context, id int32, dir [16]byte, remove bool) error {
+	if !remove && dir == ([16]byte{}) {
+		return nil
+	}
+	c := n.activeController()
+	if c == nil {
+		return ErrNotController
+	}
+	rec := &metadata.VoterDirectory{NodeID: id, DirectoryID: dir, Remove: remove}
+	res := c.submit(ctx, func(*controller, *metadata.Image, time.Time) decision {
+		return decision{recs: []metadata.Record{rec}}
+	})
+	if res.err == nil {
+		n.log.Info().Int32("voter", id).Bool("removed", remove).Str("directory_id", fmt.Sprintf("%x", dir)).Msg("recorded the voter's directory id")
+	}
+	return res.err
 }
 
 // forwardToNewLeader sends req to the leader that took over from this

@@ -135,13 +135,20 @@ func TestAddAndRemoveVoter(t *testing.T) {
 	waitFor(t, 10*time.Second, "node 4 an observer", n4.inConfiguration)
 
 	ctx := ctxT(t, 30*time.Second)
-	resp, _, err := c.Request(ctx, addVoterReq(4, n4.Addr()))
+	add := addVoterReq(4, n4.Addr())
+	add.VoterDirectoryID = [16]byte{4, 4}
+	resp, _, err := c.Request(ctx, add)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if r := resp.(*kmsg.AddRaftVoterResponse); r.ErrorCode != 0 {
 		t.Fatalf("AddRaftVoter: %v %s", kerr.ErrorForCode(r.ErrorCode), deref(r.ErrorMessage))
 	}
+	waitFor(t, 10*time.Second, "node 4's directory id in its own image", func() bool {
+		img, _ := n4.Latest()
+		d, ok := img.VoterDirectory(4)
+		return ok && d == add.VoterDirectoryID
+	})
 	l := tc.nodes[tc.leader(5*time.Second)]
 	if v, o := voterIDs(t, l); len(v) != 4 || len(o) != 0 {
 		t.Fatalf("voters %v observers %v after adding 4", v, o)

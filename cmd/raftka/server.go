@@ -470,6 +470,11 @@ func startRaft(cfg *config.Config, clusterID string, log zerolog.Logger, obs raf
 		return nil, err
 	}
 	rc.InitialVoters = initial
+	if m, err := storage.ReadMetaProperties(cfg.MetadataLogDir); err == nil && m.DirectoryID != "" {
+		if u, err := storage.ParseUUID(m.DirectoryID); err == nil {
+			rc.DirectoryID = u
+		}
+	}
 	if cfg.ElectionTimeout > 0 {
 		// controller.quorum.election.timeout.ms is KRaft's knob for how
 		// fast a lost leader is replaced; hashicorp/raft splits it into a

@@ -104,6 +104,13 @@ func formatDirs(w io.Writer, cfg *config.Config, clusterID string, ignoreFormatt
 	scram := len(boot)
 	if q.voters != nil {
 		boot = append(boot, &metadata.FeatureLevel{Name: metadata.KRaftVersionFeature, Level: 1})
+		for _, v := range q.voters {
+			u, err := storage.ParseUUID(v.DirectoryID)
+			if err != nil {
+				return err
+			}
+			boot = append(boot, &metadata.VoterDirectory{NodeID: v.ID, DirectoryID: u})
+		}
 	}
 	if len(todo) == 0 {
 		fmt.Fprintln(w, "All of the log directories are already formatted.")

@@ -124,8 +124,13 @@ func TestStorageFormatQuorumFlags(t *testing.T) {
 				t.Fatalf("readVoters: %v %v", vs, err)
 			}
 			boot, err := readBootstrap(meta)
-			if err != nil || len(boot) != 1 || !strings.Contains(boot[0].Type().String(), "FeatureLevel") {
-				t.Fatalf("bootstrap records %v (%v), want kraft.version 1", boot, err)
+			if err != nil || len(boot) != 1+len(vs) || !strings.Contains(boot[0].Type().String(), "FeatureLevel") {
+				t.Fatalf("bootstrap records %v (%v), want kraft.version 1 and each voter's directory id", boot, err)
+			}
+			for _, r := range boot[1:] {
+				if r.Type().String() != "VoterDirectory" {
+					t.Fatalf("bootstrap record %v, want VoterDirectory", r)
+				}
 			}
 		})
 	}

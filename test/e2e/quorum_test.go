@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/raftka/raftka/storage"
 	"github.com/raftka/raftka/test/cluster"
 	"github.com/raftka/raftka/test/invariants"
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -168,13 +169,15 @@ func TestDynamicQuorumAddRemoveController(t *testing.T) {
 	commits(t, ctx, all, "two-voters")
 }
 
-// Node replacement with a wiped disk: node 3 of a dynamic quorum (a voter
-// and a broker) dies with its disk under an acks=all idempotent load. The
-// runbook (README "Operations"): remove-controller 3, format the new disk
-// with --no-initial-controllers, start it (an observer; its broker
-// re-registers and refetches its replicas), add-controller. Every
-// partition is back at three in-sync replicas and no acknowledged record
-// is lost.
+// Node replacement with a wiped disk, in Kafka's runbook order: node 3 of
+// a dynamic quorum (a voter and a broker) dies with its disk under an
+// acks=all idempotent load. Its new disk is formatted
+// --no-initial-controllers (a new directory id) and the node started while
+// the old incarnation is still a voter: it refuses votes (vote gate) until
+// `remove-controller --controller-id 3 --controller-directory-id OLD` and
+// `add-controller` have made the new incarnation the voter. A removal
+// naming the new directory id is VOTER_NOT_FOUND. Every partition is back
+// at three in-sync replicas and no acknowledged record is lost.
 func TestReplaceWipedController(t *testing.T) {
 	const topic, partitions = "wiped", 3
 	c := cluster.Prepare(t, cluster.Nodes(3), cluster.DynamicQuorum(1, 2, 3), cluster.LogLevel("info"),
@@ -204,6 +207,10 @@ func TestReplaceWipedController(t *testing.T) {
 	}
 	waitAcks(500, "before the loss")
 
+	old, err := storage.ReadMetaProperties(c.Node(3).DataDir())
+	if err != nil {
+		t.Fatal(err)
+	}
 	c.Node(3).Kill()
 	if err := os.RemoveAll(c.Node(3).DataDir()); err != nil {
 		t.Fatal(err)
@@ -212,19 +219,69 @@ func TestReplaceWipedController(t *testing.T) {
 	run := func(args ...string) (string, error) {
 		return cluster.Run(t, append(args, "--bootstrap-server", c.Node(1).ClientAddr()+","+c.Node(2).ClientAddr())...)
 	}
-	cluster.WaitFor(t, 30*time.Second, func() (bool, string) {
-		out, err := run("cluster", "remove-controller", "--controller-id", "3")
-		return err == nil, fmt.Sprintf("remove-controller 3: %v\n%s", err, out)
-	})
-	waitVoters(t, ctx, client(t, c, c.Node(1), c.Node(2)), 1, 2)
 	if out, err := cluster.Run(t, "storage", "format", "--config", c.Node(3).ConfigPath(), "--cluster-id", c.ClusterID(), "--no-initial-controllers"); err != nil {
 		t.Fatalf("format: %v\n%s", err, out)
 	}
+	fresh, err := storage.ReadMetaProperties(c.Node(3).DataDir())
+	if err != nil || fresh.DirectoryID == old.DirectoryID {
+		t.Fatalf("new directory id %q (old %q): %v", fresh.DirectoryID, old.DirectoryID, err)
+	}
 	c.StartNodes(3)
+	// The vote gate: with the active controller killed, the one other
+	// original voter needs node 3's vote, which the new disk refuses
+	// while the old incarnation is the voter. No leader until the killed
+	// node is back.
+	leader, _, _, err := quorumMembers(ctx, cl)
+	if err != nil || (leader != 1 && leader != 2) {
+		t.Fatalf("leader %d: %v", leader, err)
+	}
+	other := 3 - leader
+	c.Node(leader).Kill()
+	survivor := client(t, c, c.Node(other))
+	deadline := time.Now().Add(4 * time.Second)
+	for time.Now().Before(deadline) {
+		qctx, cancel := context.WithTimeout(ctx, time.Second)
+		l, _, _, err := quorumMembers(qctx, survivor)
+		cancel()
+		if err == nil && l >= 0 && l != leader {
+			t.Fatalf("node %d was elected with the wiped node 3's vote", l)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	c.StartNodes(leader)
+	waitVoters(t, ctx, cl, 1, 2, 3)
+	if out, err := run("cluster", "remove-controller", "--controller-id", "3", "--controller-directory-id", fresh.DirectoryID); err == nil || !strings.Contains(out+err.Error(), "VOTER_NOT_FOUND") {
+		t.Fatalf("removing 3 by its new directory id: want VOTER_NOT_FOUND, got %v\n%s", err, out)
+	}
+	cluster.WaitFor(t, 30*time.Second, func() (bool, string) {
+		out, err := run("cluster", "remove-controller", "--controller-id", "3", "--controller-directory-id", old.DirectoryID)
+		return err == nil, fmt.Sprintf("remove-controller 3: %v\n%s", err, out)
+	})
+	waitVoters(t, ctx, client(t, c, c.Node(1), c.Node(2)), 1, 2)
 	if out, err := run("cluster", "add-controller", "--controller-config", c.Node(3).ConfigPath()); err != nil {
 		t.Fatalf("add-controller 3: %v\n%s", err, out)
 	}
 	waitVoters(t, ctx, cl, 1, 2, 3)
+	// Promoted, the new incarnation votes: with the active controller
+	// killed again, the other two elect.
+	leader, _, _, err = quorumMembers(ctx, cl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Node(leader).Kill()
+	var rest []*cluster.Node
+	for _, id := range []int32{1, 2, 3} {
+		if id != leader {
+			rest = append(rest, c.Node(id))
+		}
+	}
+	cluster.WaitFor(t, 30*time.Second, func() (bool, string) {
+		qctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		defer cancel()
+		l, v, _, err := quorumMembers(qctx, client(t, c, rest...))
+		return err == nil && l >= 0 && l != leader, fmt.Sprintf("leader %d voters %v: %v", l, v, err)
+	})
+	c.StartNodes(leader)
 	cluster.WaitFor(t, 90*time.Second, func() (bool, string) { return invariants.FullISR(ctx, h, topic, partitions, 3) })
 	waitAcks(200, "after the replacement")
 	if _, err := prod.Stop(30 * time.Second); err != nil {
