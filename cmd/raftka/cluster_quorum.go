@@ -28,6 +28,7 @@ func quorumCommands() []*cli.Command {
 		return append([]cli.Flag{bootstrapFlag(), &cli.DurationFlag{Name: "request-timeout", Value: 60 * time.Second, Usage: "how long to wait for the change (an added controller must first catch up with the metadata log)"}}, extra...)
 	}
 	return []*cli.Command{
+		describeCommand(),
 		{
 			Name:   "add-controller",
 			Usage:  "add a controller formatted with --no-initial-controllers (and running) to the dynamic quorum as a voter, as kafka-metadata-quorum.sh add-controller",

@@ -211,6 +211,11 @@ func TestReplaceWipedController(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The runbook reads the old directory id from describe --replication.
+	out, err := cluster.Run(t, "cluster", "describe", "--replication", "--bootstrap-server", c.Bootstrap())
+	if err != nil || !strings.Contains(out, "\n3 ") || !strings.Contains(out, old.DirectoryID) {
+		t.Fatalf("describe --replication does not show node 3's directory id %s: %v\n%s", old.DirectoryID, err, out)
+	}
 	c.Node(3).Kill()
 	if err := os.RemoveAll(c.Node(3).DataDir()); err != nil {
 		t.Fatal(err)
