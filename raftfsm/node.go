@@ -462,6 +462,10 @@ func Start(cfg Config) (_ *Node, err error) {
 	n.wg.Add(2)
 	go n.watchLeadership()
 	go n.countLeaderChanges()
+	if existing && cfg.Voter && len(cfg.Voters) == 0 {
+		n.wg.Add(1)
+		go n.updateOwnEndpoint()
+	}
 	if !cfg.Voter || (!existing && !bootstrapped) {
 		// A broker-only node, or a controller formatted
 		// --no-initial-controllers: an observer until an operator's
@@ -701,6 +705,41 @@ func (n *Node) joinAsNonvoter() {
 		}
 		if attempt%10 == 0 {
 			n.log.Warn().Err(err).Msg("joining the raft quorum as a non-voter")
+		}
+		select {
+		case <-n.closing:
+			return
+		case <-time.After(backoff):
+		}
+		backoff = min(backoff*2, 2*time.Second)
+	}
+}
+
+// updateOwnEndpoint sends UpdateRaftVoter (KIP-853) while this voter's
+// entry in the Raft configuration has another address than its controller
+// listener now has (it moved), as a Kafka controller does at start-up.
+func (n *Node) updateOwnEndpoint() {
+	defer n.wg.Done()
+	id := raft.ServerID(strconv.Itoa(int(n.cfg.NodeID)))
+	backoff := 100 * time.Millisecond
+	for attempt := 0; ; attempt++ {
+		f := n.raft.GetConfiguration()
+		if f.Error() != nil {
+			return
+		}
+		i := slices.IndexFunc(f.Configuration().Servers, func(s raft.Server) bool { return s.ID == id })
+		if i < 0 || f.Configuration().Servers[i].Suffrage != raft.Voter || string(f.Configuration().Servers[i].Address) == n.addr {
+			return
+		}
+		ctx, cancel := context.WithTimeout(n.ctx, 10*time.Second)
+		err := n.client.UpdateVoter(ctx, n.cfg.NodeID, n.cfg.DirectoryID, n.cfg.ControllerListenerName, n.addr, n.cfg.ClusterID)
+		cancel()
+		if err == nil {
+			n.log.Info().Str("addr", n.addr).Msg("updated this voter's controller listener in the quorum")
+			return
+		}
+		if attempt%10 == 0 {
+			n.log.Warn().Err(err).Msg("updating this voter's controller listener in the quorum")
 		}
 		select {
 		case <-n.closing:

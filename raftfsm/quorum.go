@@ -433,6 +433,7 @@ func (n *Node) updateVoter(r *kmsg.UpdateRaftVoterRequest) kmsg.Response {
 	resp.CurrentLeader.LeaderID, resp.CurrentLeader.LeaderEpoch = n.cfg.NodeID, int32(n.raft.CurrentTerm())
 	host, port := splitHostPort(n.addr)
 	resp.CurrentLeader.Host, resp.CurrentLeader.Port = host, int32(port)
+	img, _ := n.pub.Latest()
 	switch {
 	case r.ClusterID != nil && *r.ClusterID != n.cfg.ClusterID:
 		resp.ErrorCode = kerr.InconsistentClusterID.Code
@@ -470,6 +471,10 @@ func (n *Node) updateVoter(r *kmsg.UpdateRaftVoterRequest) kmsg.Response {
 	s, found := byID[r.VoterID]
 	if !found || s.Suffrage != raft.Voter {
 		resp.ErrorCode = kerr.VoterNotFound.Code
+		return resp
+	}
+	if d, ok := img.VoterDirectory(r.VoterID); ok && r.VoterDirectoryID != ([16]byte{}) && d != r.VoterDirectoryID {
+		resp.ErrorCode = kerr.VoterNotFound.Code // another incarnation of the node id
 		return resp
 	}
 	if string(s.Address) == addr {

@@ -2,6 +2,7 @@ package raftfsm
 
 import (
 	"context"
+	"net"
 	"testing"
 	"time"
 
@@ -246,5 +247,51 @@ func TestVoterChangesNeedKRaftVersion1(t *testing.T) {
 	}
 	if r := resp.(*kmsg.RemoveRaftVoterResponse); r.ErrorCode != kerr.UnsupportedVersion.Code {
 		t.Fatalf("RemoveRaftVoter: %v", kerr.ErrorForCode(r.ErrorCode))
+	}
+}
+
+// A voter of a dynamic quorum that comes back on another controller
+// listener sends UpdateRaftVoter, and the leader replicates to it there.
+func TestVoterMovesItsListener(t *testing.T) {
+	tc := startCluster(t, 3, func(c *Config) {
+		c.InitialVoters, c.Voters, c.BootstrapServers = c.Voters, nil, nil
+		for _, v := range c.InitialVoters {
+			c.BootstrapServers = append(c.BootstrapServers, v.Addr)
+		}
+		c.BootstrapRecords = []metadata.Record{&metadata.FeatureLevel{Name: metadata.KRaftVersionFeature, Level: 1}}
+	})
+	l := tc.leader(10 * time.Second)
+	waitFor(t, 10*time.Second, "kraft.version 1", func() bool { return tc.nodes[l].KRaftVersion() == 1 })
+	moved := (l + 1) % 3
+	tc.stop(moved)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := tc.config(moved, ln)
+	cfg.AdvertisedAddr = ln.Addr().String()
+	n, err := Start(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tc.nodes[moved] = n
+	waitFor(t, 15*time.Second, "the leader's configuration names the new listener", func() bool {
+		li := tc.leader(5 * time.Second)
+		st, err := tc.nodes[li].QuorumStatus(context.Background())
+		if err != nil {
+			return false
+		}
+		for _, v := range st.Voters {
+			if v.ID == n.ID() {
+				return v.Addr == ln.Addr().String()
+			}
+		}
+		return false
+	})
+	c := NewControllerClient(ClientConfig{Voters: []Voter{{ID: n.ID(), Addr: n.Addr()}}, Waiter: n})
+	defer c.Close()
+	setRetention(t, c, "5")
+	if img, _ := n.Current(); img.ClusterConfigs()["log.retention.ms"] != "5" {
+		t.Fatal("the moved voter did not apply a change committed after its move")
 	}
 }

@@ -552,6 +552,28 @@ func (c *ControllerClient) AddNonvoter(ctx context.Context, id int32, addr, clus
 	return nil
 }
 
+// UpdateVoter sends UpdateRaftVoter: voter id's controller listener is
+// now at addr.
+func (c *ControllerClient) UpdateVoter(ctx context.Context, id int32, dir [16]byte, listener, addr, clusterID string) error {
+	host, port := splitHostPort(addr)
+	req := kmsg.NewPtrUpdateRaftVoterRequest()
+	req.ClusterID = kmsg.StringPtr(clusterID)
+	req.CurrentLeaderEpoch = -1
+	req.VoterID, req.VoterDirectoryID = id, dir
+	l := kmsg.NewUpdateRaftVoterRequestListener()
+	l.Name, l.Host, l.Port = listener, host, port
+	req.Listeners = append(req.Listeners, l)
+	req.KRaftVersionFeature.MinSupportedVersion, req.KRaftVersionFeature.MaxSupportedVersion = 0, 1
+	resp, _, err := c.Request(ctx, req)
+	if err != nil {
+		return err
+	}
+	if r := resp.(*kmsg.UpdateRaftVoterResponse); r.ErrorCode != 0 {
+		return fmt.Errorf("raftfsm: update voter: %w", kerr.ErrorForCode(r.ErrorCode))
+	}
+	return nil
+}
+
 func splitHostPort(addr string) (string, uint16) {
 	host, ps, err := net.SplitHostPort(addr)
 	if err != nil {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"net"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -491,6 +492,11 @@ func startRaft(cfg *config.Config, clusterID string, log zerolog.Logger, obs raf
 	if l, ok := cfg.ControllerListener(); ok {
 		rc.ListenAddr = l.Addr()
 		rc.ControllerListenerName = l.Name
+		if ip := net.ParseIP(l.Host); len(cfg.Voters) == 0 && l.Host != "" && (ip == nil || !ip.IsUnspecified()) {
+			// Dynamic quorum: the listener, not storage format's list, is
+			// where this node is now (a moved voter sends UpdateRaftVoter).
+			rc.AdvertisedAddr = l.Addr()
+		}
 	} else {
 		return nil, errors.New("no controller listener: broker-only nodes need one for the metadata log (listeners=...,CONTROLLER://host:port)")
 	}
