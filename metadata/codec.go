@@ -257,6 +257,10 @@ func encodeBody(w *writer, rec Record) error {
 		w.i8(int8(r.Permission))
 	case *RemoveAccessControlEntry:
 		w.uuid(r.ID)
+	case *VoterDirectory:
+		w.i32(r.NodeID)
+		w.uuid(r.DirectoryID)
+		w.bool(r.Remove)
 	case *ClientQuota:
 		w.count(len(r.Entity), r.Entity == nil)
 		for _, p := range r.Entity {
@@ -431,6 +435,8 @@ func decodeBody(r *reader, typ RecordType, ver int16) (Record, error) {
 		rec = x
 	case TypeRemoveAccessControlEntry:
 		rec = &RemoveAccessControlEntry{ID: r.uuid()}
+	case TypeVoterDirectory:
+		rec = &VoterDirectory{NodeID: r.i32(), DirectoryID: r.uuid(), Remove: r.bool()}
 	case TypeClientQuota:
 		x := &ClientQuota{}
 		if n, ok := r.count(3); ok {

@@ -114,6 +114,8 @@ func sampleRecords() []Record {
 		&RemoveConsumerGroup{Group: "cg"},
 		&PartitionReassignment{TopicID: idA, Partition: 3, Adding: []int32{4}, Removing: []int32{1}},
 		&PartitionReassignment{TopicID: idA, Partition: 0, Adding: nil, Removing: []int32{}},
+		&VoterDirectory{NodeID: 3, DirectoryID: idA},
+		&VoterDirectory{NodeID: 3, Remove: true},
 		&SharePartitionState{Group: "sg", TopicID: idA, Partition: 2, LeaderEpoch: 4, StateEpoch: 1, StartOffset: 10,
 			Ranges: []SharePartitionRange{{First: 10, Last: 12, State: 2, DeliveryCount: 1}, {First: 14, Last: 14, State: 4, DeliveryCount: 5}}},
 		&SharePartitionState{Group: "sg", Ranges: []SharePartitionRange{}},

@@ -88,6 +88,7 @@ var recordLevels = []recordLevel{
 	{TypeAccessControlEntry, 0, 28},
 	{TypeRemoveAccessControlEntry, 0, 28},
 	{TypeClientQuota, 0, 28},
+	{TypeVoterDirectory, 0, 28},
 	{TypePartitionReassignment, 0, 28},
 	{TypeOfflineReplicas, 0, 28},
 	{TypeConsumerGroup, 0, 28},
@@ -186,6 +187,7 @@ var SupportedFeatures = map[string]FeatureRange{
 	TransactionVersionFeature: {Min: 0, Max: TransactionVersionLevel},
 	ShareVersionFeature:       {Min: 0, Max: ShareVersionLevel},
 	ELRFeature:                {Min: 0, Max: 1},
+	KRaftVersionFeature:       {Min: 0, Max: 1},
 }
 
 // bootstrapLevels overrides SupportedFeatures' Max as the level a new
@@ -237,6 +239,11 @@ func BootstrapFeatures() []Record {
 	})
 	recs := make([]Record, 0, len(names))
 	for _, name := range names {
+		if name == KRaftVersionFeature {
+			// How the quorum was formatted decides it (storage format),
+			// not this binary's range.
+			continue
+		}
 		l := SupportedFeatures[name].Max
 		if b, ok := bootstrapLevels[name]; ok {
 			l = b
@@ -315,6 +322,9 @@ func PlanFeatureUpdates(img *Image, updates []FeatureUpdate, controller map[stri
 				return nil, fmt.Errorf("%w: invalid metadata.version %d: refusing to perform the requested downgrade because it might delete metadata information", ErrInvalidUpdateVersion, u.Level)
 			}
 			return nil, fmt.Errorf("%w: invalid metadata.version %d: unsafe metadata downgrade is not supported in this version", ErrInvalidUpdateVersion, u.Level)
+		case u.Level < cur && u.Name == KRaftVersionFeature:
+			// The voters added since cannot be made static again.
+			return nil, fmt.Errorf("%w: invalid kraft.version %d: kraft.version cannot be downgraded", ErrInvalidUpdateVersion, u.Level)
 		case u.Level > cur && u.Type != UpgradeTypeUpgrade:
 			return nil, invalidUpdate(u, "can't upgrade to a newer version with a downgrade upgrade type")
 		}

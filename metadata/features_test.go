@@ -55,6 +55,8 @@ func TestCheckRecords(t *testing.T) {
 		{"ACL at 28", []Record{&AccessControlEntry{}}, 28, true},
 		{"transaction at 27", []Record{&Transaction{}}, 27, false},
 		{"reassignment at 27", []Record{&PartitionReassignment{}}, 27, false},
+		{"voter directory at 27", []Record{&VoterDirectory{}}, 27, false},
+		{"voter directory at 28", []Record{&VoterDirectory{}}, 28, true},
 		{"quota at 28", []Record{&ClientQuota{}}, 28, true},
 		{"nothing", nil, 27, true},
 	}

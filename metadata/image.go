@@ -20,6 +20,7 @@ import (
 type Image struct {
 	clusterID      string
 	features       map[string]int16
+	voterDirs      map[int32][16]byte // controller voters' directory ids (VoterDirectory)
 	brokers        map[int32]*BrokerRegistration
 	topics         shardMap[[16]byte, *TopicImage]
 	topicNames     shardMap[string, [16]byte]
@@ -134,6 +135,16 @@ func (img *Image) Feature(name string) (int16, bool) {
 
 // Features returns every finalized feature.
 func (img *Image) Features() map[string]int16 { return maps.Clone(img.features) }
+
+// VoterDirectory returns controller voter id's directory id (KIP-858), if
+// one is recorded.
+func (img *Image) VoterDirectory(id int32) ([16]byte, bool) {
+	d, ok := img.voterDirs[id]
+	return d, ok
+}
+
+// VoterDirectories returns every recorded voter's directory id.
+func (img *Image) VoterDirectories() map[int32][16]byte { return maps.Clone(img.voterDirs) }
 
 // Brokers returns every registered broker, sorted by id.
 func (img *Image) Brokers() []BrokerRegistration {
@@ -261,7 +272,7 @@ func (img *Image) Equal(o *Image) bool {
 		return false
 	}
 	if img.clusterID != o.clusterID || img.producerIDs != o.producerIDs ||
-		!maps.Equal(img.features, o.features) || !maps.Equal(img.clusterConfigs, o.clusterConfigs) ||
+		!maps.Equal(img.features, o.features) || !maps.Equal(img.voterDirs, o.voterDirs) || !maps.Equal(img.clusterConfigs, o.clusterConfigs) ||
 		!maps.EqualFunc(img.brokerConfigs, o.brokerConfigs, func(a, b map[string]string) bool { return maps.Equal(a, b) }) ||
 		!maps.EqualFunc(img.groupConfigs, o.groupConfigs, func(a, b map[string]string) bool { return maps.Equal(a, b) }) ||
 		!maps.EqualFunc(img.brokers, o.brokers, func(a, b *BrokerRegistration) bool { return a.equal(b) }) ||

@@ -22,6 +22,9 @@ func (img *Image) Records() []Record {
 	for _, name := range slices.Sorted(maps.Keys(img.features)) {
 		recs = append(recs, &FeatureLevel{Name: name, Level: img.features[name]})
 	}
+	for _, id := range slices.Sorted(maps.Keys(img.voterDirs)) {
+		recs = append(recs, &VoterDirectory{NodeID: id, DirectoryID: img.voterDirs[id]})
+	}
 	for _, b := range img.Brokers() {
 		recs = append(recs, &RegisterBroker{
 			BrokerID: b.ID, IncarnationID: b.IncarnationID, BrokerEpoch: b.Epoch,

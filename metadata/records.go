@@ -49,6 +49,10 @@ const (
 
 	// Log dirs (JBOD).
 	TypeOfflineReplicas RecordType = 67
+
+	// TypeVoterDirectory: a controller quorum voter's directory id
+	// (KIP-858), set when it joins the voters and removed when it leaves.
+	TypeVoterDirectory RecordType = 61
 )
 
 func (t RecordType) String() string {
@@ -93,6 +97,8 @@ func (t RecordType) String() string {
 		return "UserScramCredential"
 	case TypePartitionReassignment:
 		return "PartitionReassignment"
+	case TypeVoterDirectory:
+		return "VoterDirectory"
 	case TypeRemoveUserScramCredential:
 		return "RemoveUserScramCredential"
 	case TypeAccessControlEntry:
@@ -173,15 +179,35 @@ const (
 // MetadataVersionFeature is the feature whose level Image.FeatureLevel
 // returns. Its levels gate which records the controller writes
 // (features.go). The other features Kafka 4.1 finalizes (group.version,
-// share.version, eligible.leader.replicas.version, kraft.version) stay at
-// 0, which is absent: clients choose protocols by these levels, and raftka
-// serves none of what they name.
+// share.version, eligible.leader.replicas.version) stay at 0, which is
+// absent: clients choose protocols by these levels, and raftka serves none
+// of what they name.
 const MetadataVersionFeature = "metadata.version"
 
 // ELRFeature is KIP-966's eligible.leader.replicas.version: at 1 the
 // controller tracks eligible leader replicas (PartitionRegistration.ELR)
 // and leaders hold the HW while the ISR is below min.insync.replicas.
 const ELRFeature = "eligible.leader.replicas.version"
+
+// KRaftVersionFeature is kraft.version (KIP-853): 1 when the controller
+// quorum's voters may change at run time (AddRaftVoter, RemoveRaftVoter),
+// 0 when they are the static controller.quorum.voters. storage format
+// --standalone / --initial-controllers / --no-initial-controllers
+// bootstrap a cluster at 1; a static cluster moves to 1 by UpdateFeatures,
+// as Kafka 4.1's does, and never back.
+const KRaftVersionFeature = "kraft.version"
+
+// VoterDirectory records the metadata log directory id (KIP-858,
+// meta.properties directory.id) of controller quorum voter NodeID, or with
+// Remove that the voter left. The voter set itself is the Raft
+// configuration; the directory id tells one incarnation of a node id from
+// the next (a wiped disk formatted again gets a new one), which the Raft
+// configuration, keyed by node id, cannot.
+type VoterDirectory struct {
+	NodeID      int32
+	DirectoryID [16]byte
+	Remove      bool
+}
 
 // Endpoint is one listener a broker advertises.
 type Endpoint struct {
@@ -461,6 +487,7 @@ func (*ProducerIds) Type() RecordType      { return TypeProducerIds }
 
 func (*UserScramCredential) Type() RecordType       { return TypeUserScramCredential }
 func (*PartitionReassignment) Type() RecordType     { return TypePartitionReassignment }
+func (*VoterDirectory) Type() RecordType            { return TypeVoterDirectory }
 func (*RemoveUserScramCredential) Type() RecordType { return TypeRemoveUserScramCredential }
 func (*Transaction) Type() RecordType               { return TypeTransaction }
 func (*TxnOffsetCommit) Type() RecordType           { return TypeTxnOffsetCommit }
@@ -529,6 +556,7 @@ func (*ProducerIds) Version() int16     { return 0 }
 
 func (*UserScramCredential) Version() int16       { return 0 }
 func (*PartitionReassignment) Version() int16     { return 0 }
+func (*VoterDirectory) Version() int16            { return 0 }
 func (*RemoveUserScramCredential) Version() int16 { return 0 }
 
 func (*AccessControlEntry) Version() int16       { return 0 }

@@ -47,6 +47,8 @@ var controllerAPIKeys = []int16{
 	64, // UnregisterBroker
 	67, // AllocateProducerIds
 	80, // AddRaftVoter
+	81, // RemoveRaftVoter
+	82, // UpdateRaftVoter
 }
 
 // describeConfigsKey is DescribeConfigs, served only with

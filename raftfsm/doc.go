@@ -72,8 +72,10 @@
 // (10060) on heartbeats; a heartbeat's SuspectedBrokersTag (10005) names the
 // brokers the sender saw vanish, which the controller probes, liveness.go),
 // AddRaftVoter with
-// NonvoterTag (a broker-only node joining as a Raft non-voter), and the
-// group coordinators' writes below.
+// NonvoterTag (a broker-only node joining as a Raft non-voter),
+// AddRaftVoter, RemoveRaftVoter and UpdateRaftVoter without it (the
+// dynamic quorum, quorum.go and vote_gate.go), and the group coordinators'
+// writes below.
 //
 // # In memory
 //

@@ -127,7 +127,14 @@ func (n *Node) handle(ctx context.Context, hdr requestHeader, req kmsg.Request) 
 	if c := n.activeController(); c != nil {
 		switch r := req.(type) {
 		case *kmsg.AddRaftVoterRequest:
-			return n.addNonvoter(r)
+			if isNonvoterRequest(r) {
+				return n.addNonvoter(r)
+			}
+			return n.addVoter(ctx, r)
+		case *kmsg.RemoveRaftVoterRequest:
+			return n.removeVoter(ctx, hdr, r)
+		case *kmsg.UpdateRaftVoterRequest:
+			return n.updateVoter(r)
 		case *kmsg.DescribeQuorumRequest:
 			return n.describeQuorum(ctx, r)
 		}
@@ -212,7 +219,8 @@ func (n *Node) decideFor(req kmsg.Request) decideFunc {
 			return nil
 		}
 		return func(*controller, *metadata.Image, time.Time) decision { return decision{} }
-	case *kmsg.AddRaftVoterRequest, *kmsg.DescribeQuorumRequest, *kmsg.DescribeClusterRequest, *kmsg.DescribeACLsRequest:
+	case *kmsg.AddRaftVoterRequest, *kmsg.RemoveRaftVoterRequest, *kmsg.UpdateRaftVoterRequest, *kmsg.DescribeQuorumRequest,
+		*kmsg.DescribeClusterRequest, *kmsg.DescribeACLsRequest:
 		// Answered outside the loop (a Raft configuration change, reads of
 		// Raft state or the image); the non-nil func only marks them as
 		// served.
@@ -230,17 +238,9 @@ func (n *Node) addNonvoter(r *kmsg.AddRaftVoterRequest) kmsg.Response {
 		resp.ErrorCode = kerr.InconsistentClusterID.Code
 		return resp
 	}
-	nonvoter := false
-	r.UnknownTags.Each(func(k uint32, v []byte) {
-		if k == NonvoterTag && len(v) == 1 && v[0] == 1 {
-			nonvoter = true
-		}
-	})
-	if !nonvoter || len(r.Listeners) == 0 {
-		// Voters come from controller.quorum.voters; adding one at run time
-		// (KIP-853) is not supported.
-		resp.ErrorCode = kerr.UnsupportedVersion.Code
-		resp.ErrorMessage = kmsg.StringPtr("raftka adds only non-voters at run time")
+	if len(r.Listeners) == 0 {
+		resp.ErrorCode = kerr.InvalidRequest.Code
+		resp.ErrorMessage = kmsg.StringPtr("no listener to reach the node on")
 		return resp
 	}
 	l := r.Listeners[0]
@@ -256,6 +256,18 @@ func (n *Node) addNonvoter(r *kmsg.AddRaftVoterRequest) kmsg.Response {
 	}
 	n.log.Info().Int32("node", r.VoterID).Str("addr", addr).Msg("added raft non-voter")
 	return resp
+}
+
+// isNonvoterRequest reports whether r is a node's own request to join as
+// a Raft non-voter (NonvoterTag), not an operator's AddRaftVoter.
+func isNonvoterRequest(r *kmsg.AddRaftVoterRequest) bool {
+	nonvoter := false
+	r.UnknownTags.Each(func(k uint32, v []byte) {
+		if k == NonvoterTag && len(v) == 1 && v[0] == 1 {
+			nonvoter = true
+		}
+	})
+	return nonvoter
 }
 
 // respTags returns the tagged fields of a flexible controller response.
@@ -331,6 +343,10 @@ func errorResponse(req kmsg.Request, code int16) kmsg.Response {
 		resp.(*kmsg.AlterPartitionResponse).ErrorCode = code
 	case *kmsg.AddRaftVoterRequest:
 		resp.(*kmsg.AddRaftVoterResponse).ErrorCode = code
+	case *kmsg.RemoveRaftVoterRequest:
+		resp.(*kmsg.RemoveRaftVoterResponse).ErrorCode = code
+	case *kmsg.UpdateRaftVoterRequest:
+		resp.(*kmsg.UpdateRaftVoterResponse).ErrorCode = code
 	case *kmsg.DescribeQuorumRequest:
 		resp.(*kmsg.DescribeQuorumResponse).ErrorCode = code
 	case *kmsg.DescribeClusterRequest:
@@ -511,6 +527,10 @@ func setErrorMessage(resp kmsg.Response, msg string) {
 		// ElectLeaders has messages per partition only, and none are
 		// listed in an error answer.
 	case *kmsg.UnregisterBrokerResponse:
+		x.ErrorMessage = m
+	case *kmsg.AddRaftVoterResponse:
+		x.ErrorMessage = m
+	case *kmsg.RemoveRaftVoterResponse:
 		x.ErrorMessage = m
 	case *kmsg.UpdateFeaturesResponse:
 		x.ErrorMessage = m

@@ -37,7 +37,7 @@ var kafkaIgnored = toSet(
 	"transaction.two.phase.commit.enable",
 
 	// KRaft internals hashicorp/raft replaces.
-	"controller.quorum.bootstrap.servers", "controller.quorum.election.backoff.max.ms",
+	"controller.quorum.election.backoff.max.ms",
 	"controller.quorum.request.timeout.ms", "controller.quorum.retry.backoff.ms",
 	"controller.quorum.append.linger.ms", "controller.quorum.fetch.snapshot.max.bytes",
 	"controller.quorum.auto.join.enable", "controller.socket.timeout.ms",

@@ -18,9 +18,12 @@ import (
 // retention.ms, segment.ms, flush.ms); timeouts of the process itself are
 // time.Durations.
 type Config struct {
-	NodeID             int32
-	Roles              Roles
-	Voters             []Voter
+	NodeID int32
+	Roles  Roles
+	Voters []Voter
+	// BootstrapServers is controller.quorum.bootstrap.servers: host:port
+	// of controller listeners, for a dynamic quorum (Voters empty).
+	BootstrapServers   []string
 	ElectionTimeout    time.Duration // controller.quorum.election.timeout.ms
 	QuorumFetchTimeout time.Duration // controller.quorum.fetch.timeout.ms
 	Rack               string        // broker.rack; empty when unset

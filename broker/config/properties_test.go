@@ -202,7 +202,7 @@ func TestCrossFieldRules(t *testing.T) {
 	}{
 		{"no node id", []string{"node.id="}, `node.id="": not a 32-bit integer`},
 		{"controller not a voter", []string{"node.id=4"}, "node.id=4 is not among controller.quorum.voters"},
-		{"no voters", []string{"controller.quorum.voters="}, "controller.quorum.voters must list the Raft voters"},
+		{"no voters", []string{"controller.quorum.voters="}, "either controller.quorum.bootstrap.servers must contain"}, {"bootstrap servers not host:port", []string{"controller.quorum.voters=", "controller.quorum.bootstrap.servers=nohost"}, "controller.quorum.bootstrap.servers: \"nohost\" is not host:port"},
 		{"bad voter", []string{"controller.quorum.voters=1@127.0.0.1"}, `voter "1@127.0.0.1"`},
 		{"voter without @", []string{"controller.quorum.voters=127.0.0.1:9093"}, "want id@host:port"},
 		{"voter twice", []string{"controller.quorum.voters=1@h:1,1@h:2"}, "voter id 1 is listed twice"},
@@ -257,7 +257,7 @@ func TestCrossFieldRules(t *testing.T) {
 
 func TestMissingRequired(t *testing.T) {
 	_, _, err := Parse([]byte("log.dirs=d\n"), nil)
-	for _, want := range []string{"node.id must be set", "process.roles must be set", "controller.quorum.voters must list", "controller.listener.names must be set"} {
+	for _, want := range []string{"node.id must be set", "process.roles must be set", "either controller.quorum.bootstrap.servers must contain", "controller.listener.names must be set"} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("err %v, want %q", err, want)
 		}

@@ -27,8 +27,8 @@ func init() {
 	flags := func() []cli.Flag { return []cli.Flag{bootstrapFlag(), bootstrapControllerFlag(), requestTimeoutFlag()} }
 	register(&cli.Command{
 		Name:  "cluster",
-		Usage: "inspect the cluster: metadata quorum, brokers, cluster id",
-		Subcommands: []*cli.Command{
+		Usage: "inspect the cluster: metadata quorum, brokers, cluster id; add and remove controllers",
+		Subcommands: append([]*cli.Command{
 			{
 				Name:   "status",
 				Usage:  "print the Raft quorum (leader, term, commit index, voters and non-voters with lag) and the brokers",
@@ -53,7 +53,7 @@ func init() {
 				Flags:  topFlags(),
 				Action: runTop,
 			},
-		},
+		}, quorumCommands()...),
 	})
 }
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"net"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -539,6 +540,17 @@ func startRaft(cfg *config.Config, clusterID string, log zerolog.Logger, obs raf
 	for _, v := range cfg.Voters {
 		rc.Voters = append(rc.Voters, raftfsm.Voter{ID: v.ID, Addr: v.Addr()})
 	}
+	rc.BootstrapServers = cfg.BootstrapServers
+	initial, err := readVoters(cfg.MetadataLogDir)
+	if err != nil {
+		return nil, err
+	}
+	rc.InitialVoters = initial
+	if m, err := storage.ReadMetaProperties(cfg.MetadataLogDir); err == nil && m.DirectoryID != "" {
+		if u, err := storage.ParseUUID(m.DirectoryID); err == nil {
+			rc.DirectoryID = u
+		}
+	}
 	if cfg.ElectionTimeout > 0 {
 		// controller.quorum.election.timeout.ms is KRaft's knob for how
 		// fast a lost leader is replaced; hashicorp/raft splits it into a
@@ -555,6 +567,11 @@ func startRaft(cfg *config.Config, clusterID string, log zerolog.Logger, obs raf
 	if l, ok := cfg.ControllerListener(); ok {
 		rc.ListenAddr = l.Addr()
 		rc.ControllerListenerName = l.Name
+		if ip := net.ParseIP(l.Host); len(cfg.Voters) == 0 && l.Host != "" && (ip == nil || !ip.IsUnspecified()) {
+			// Dynamic quorum: the listener, not storage format's list, is
+			// where this node is now (a moved voter sends UpdateRaftVoter).
+			rc.AdvertisedAddr = l.Addr()
+		}
 	} else {
 		return nil, errors.New("no controller listener: broker-only nodes need one for the metadata log (listeners=...,CONTROLLER://host:port)")
 	}

@@ -888,7 +888,7 @@ func TestConformance(t *testing.T) {
 		ranges[k.ApiKey] = [2]int16{k.MinVersion, k.MaxVersion}
 	}
 
-	all := slices.Concat(rows, groupRows(), adminRows(), edgeRows(), securityRows(), aclRows(), quotaRows(), txnRows(), reassignRows(), shareGroupRows(), shareOffsetRows(), shareDeliveryRows(), shareDeleteOffsetRows(), featureRows())
+	all := slices.Concat(rows, groupRows(), adminRows(), edgeRows(), securityRows(), aclRows(), quotaRows(), txnRows(), reassignRows(), shareGroupRows(), shareOffsetRows(), shareDeliveryRows(), shareDeleteOffsetRows(), featureRows(), quorumRows())
 	covered := map[int16][2]bool{}
 	for _, r := range all {
 		rg, ok := ranges[r.key]
