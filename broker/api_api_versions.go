@@ -26,18 +26,19 @@ package broker
 // Features (KIP-584): SupportedFeatures lists the levels this binary can
 // run (metadata.SupportedFeatures): metadata.version 27 (Kafka 4.1's
 // 4.1-IV1, the level of raftka's releases before gating, whose protocol
-// maxima are the ones advertised) to 28, and transaction.version 0-2.
+// maxima are the ones advertised) to 28, share.version 0-1 and
+// transaction.version 0-2.
 // FinalizedFeatures come from the metadata image, where the active
 // controller of a new cluster finalizes the newest levels (transaction.
 // version 2 is KIP-890, served: broker/txn EndV2, the leaders' implicit
 // AddPartitionsToTxn) and UpdateFeatures moves them; levels above 0 only,
 // min = max = level, and FinalizedFeaturesEpoch the image's Raft index, as
 // Kafka reports them.
-// group.version and share.version are 0 and so absent, as Kafka lists them
-// until they are finalized: kgo and the Java client read these levels to
-// choose protocols. raftka serves share groups (76-79, 90, 91) without
-// finalizing share.version 1, which Kafka 4.2 finalizes by default;
-// franz-go's share consumer does not read it.
+// group.version is 0 and so absent, as Kafka lists it until it is
+// finalized: kgo and the Java client read these levels to choose
+// protocols. share.version 1 is finalized on a new cluster, as Kafka 4.2
+// does; below it the share group APIs (76-79, 90-92) stay listed and
+// answer UNSUPPORTED_VERSION, as Kafka's.
 
 import (
 	"context"

@@ -79,10 +79,13 @@ func TestAPIVersionsHandler(t *testing.T) {
 			t.Errorf("v%d: finalized features without a metadata source: %+v", v, resp)
 		}
 		// What the binary supports does not depend on the image.
-		if sf := resp.SupportedFeatures; v >= 3 && (len(sf) != 2 || sf[0].Name != "metadata.version" ||
-			sf[0].MinVersion != metadata.MetadataVersionMin || sf[0].MaxVersion != metadata.MetadataVersionLevel ||
-			sf[1].Name != "transaction.version" || sf[1].MinVersion != 0 || sf[1].MaxVersion != 2) {
-			t.Errorf("v%d: supported features %+v, want metadata.version %d-%d and transaction.version 0-2", v, sf, metadata.MetadataVersionMin, metadata.MetadataVersionLevel)
+		if sf := resp.SupportedFeatures; v >= 3 && (len(sf) != 5 ||
+			sf[0].Name != "eligible.leader.replicas.version" || sf[0].MinVersion != 0 || sf[0].MaxVersion != 1 ||
+			sf[1].Name != "kraft.version" || sf[1].MinVersion != 0 || sf[1].MaxVersion != 1 ||
+			sf[2].Name != "metadata.version" || sf[2].MinVersion != metadata.MetadataVersionMin || sf[2].MaxVersion != metadata.MetadataVersionLevel ||
+			sf[3].Name != "share.version" || sf[3].MinVersion != 0 || sf[3].MaxVersion != 1 ||
+			sf[4].Name != "transaction.version" || sf[4].MinVersion != 0 || sf[4].MaxVersion != 2) {
+			t.Errorf("v%d: supported features %+v, want eligible.leader.replicas.version 0-1, kraft.version 0-1, metadata.version %d-%d, share.version 0-1 and transaction.version 0-2", v, sf, metadata.MetadataVersionMin, metadata.MetadataVersionLevel)
 		}
 	}
 }

@@ -63,11 +63,37 @@ func init() {
 
 func handleDescribeConfigs(_ context.Context, rc *request, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.DescribeConfigsRequest)
+	return rc.conn.srv.describeConfigs(req, func(r configResource) int16 {
+		return authorizeConfigResource(rc, opDescribeConfigs, r)
+	}), nil
+}
+
+// DescribeConfigsFor answers DescribeConfigs for principal connecting from
+// host, as this node's broker would on one of its listeners: the node's
+// controller listener serves it with this (KIP-919's
+// --bootstrap-controller tools).
+func (s *Server) DescribeConfigsFor(principal, host string, req *kmsg.DescribeConfigsRequest) *kmsg.DescribeConfigsResponse {
+	return s.describeConfigs(req, func(r configResource) int16 {
+		a := s.authorizer
+		if a == nil {
+			return 0
+		}
+		img := metadata.NewImage()
+		if s.deps.Metadata != nil {
+			img, _ = s.deps.Metadata.Current()
+		}
+		return configResourceCheck(r, func(op metadata.ACLOperation, rt metadata.ACLResourceType, name string) bool {
+			return a.Authorize(img, principal, host, op, rt, name)
+		}, opDescribeConfigs)
+	})
+}
+
+func (s *Server) describeConfigs(req *kmsg.DescribeConfigsRequest, authorize func(configResource) int16) *kmsg.DescribeConfigsResponse {
 	resp := req.ResponseKind().(*kmsg.DescribeConfigsResponse)
-	srv := rc.conn.srv
+	resp.SetVersion(req.Version)
 	img := metadata.NewImage()
-	if srv.deps.Metadata != nil {
-		img, _ = srv.deps.Metadata.Current()
+	if s.deps.Metadata != nil {
+		img, _ = s.deps.Metadata.Current()
 	}
 	opts := describeOpts{
 		synonyms: req.IncludeSynonyms,
@@ -77,8 +103,8 @@ func handleDescribeConfigs(_ context.Context, rc *request, kreq kmsg.Request) (k
 	for _, r := range req.Resources {
 		out := kmsg.NewDescribeConfigsResponseResource()
 		out.ResourceType, out.ResourceName = r.ResourceType, r.ResourceName
-		entries, code, msg := srv.describeResource(img, r)
-		if ac := authorizeConfigResource(rc, opDescribeConfigs, configResource{r.ResourceType, r.ResourceName}); ac != 0 {
+		entries, code, msg := s.describeResource(img, r)
+		if ac := authorize(configResource{r.ResourceType, r.ResourceName}); ac != 0 {
 			code, msg = ac, ""
 		}
 		if code != 0 {
@@ -89,7 +115,7 @@ func handleDescribeConfigs(_ context.Context, rc *request, kreq kmsg.Request) (k
 		}
 		resp.Resources = append(resp.Resources, out)
 	}
-	return resp, nil
+	return resp
 }
 
 // describeOpts are the request's switches for what each entry carries.

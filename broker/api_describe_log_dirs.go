@@ -5,15 +5,19 @@ package broker
 // Behaviour (Kafka's ReplicaManager.describeLogDirs): one entry per log dir
 // (log.dirs, absolute paths), listing the partitions of the topics asked for
 // (all when Topics is null) that it holds, with each partition's size in
-// bytes and its offset lag. raftka has no future replicas (no
-// AlterReplicaLogDirs), so IsFuture is false, and the lag of a current
+// bytes and its offset lag. A replica moving to another dir
+// (AlterReplicaLogDirs) is also listed under that dir with IsFuture and the
+// lag of the future log behind the current one (Kafka's
+// getLogEndOffsetLag: current LEO - future LEO). The lag of a current
 // replica is Kafka's getLogEndOffsetLag for one: max(HW - LEO, 0) of the
 // local log. That is not the distance to the leader's end offset: a
 // replica's high watermark never exceeds its own end offset (a follower
 // takes min(leader HW, own LEO)), so Kafka, and raftka with it, answers 0
 // for every current replica; the field exists for future replicas, whose
 // lag is measured against the current one. A log dir whose total and
-// usable space cannot be read (statfs) reports -1 for them.
+// usable space cannot be read (statfs) reports -1 for them. A log dir that
+// failed (an I/O error took it offline) is listed with KAFKA_STORAGE_ERROR
+// and nothing else, as Kafka lists it.
 //
 // Version notes: v0 is not served, as in Kafka 4. v2: flexible. v3:
 // top-level ErrorCode. v4: TotalBytes and UsableBytes.
@@ -90,9 +94,45 @@ func handleDescribeLogDirs(_ context.Context, rc *request, kreq kmsg.Request) (k
 			dirs[d][p.Topic()] = append(dirs[d][p.Topic()], dp)
 		}
 	}
+	offline := map[string]bool{}
+	if srv.parts.offlineDirs != nil {
+		for _, d := range srv.parts.offlineDirs() {
+			if abs, err := filepath.Abs(d); err == nil {
+				d = abs
+			}
+			offline[d] = true
+		}
+	}
+	if srv.deps.Replicas != nil {
+		for _, mv := range srv.deps.Replicas.LogDirMoves() {
+			if want != nil && !want[mv.Topic][mv.Partition] {
+				continue
+			}
+			p, err := srv.deps.Replicas.Partition(mv.Topic, mv.Partition)
+			if err != nil {
+				continue
+			}
+			d := mv.Dest
+			if abs, err := filepath.Abs(d); err == nil {
+				d = abs
+			}
+			addDir(d)
+			dp := kmsg.NewDescribeLogDirsResponseDirTopicPartition()
+			dp.Partition, dp.Size, dp.IsFuture = mv.Partition, mv.Size, true
+			dp.OffsetLag = max(p.Log().LogEndOffset()-mv.LogEndOffset, 0)
+			dirs[d][mv.Topic] = append(dirs[d][mv.Topic], dp)
+		}
+	}
 	for _, d := range order {
 		rd := kmsg.NewDescribeLogDirsResponseDir()
 		rd.Dir = d
+		if offline[d] {
+			// Kafka lists a failed dir with only its error; the sizes
+			// keep their -1 defaults.
+			rd.ErrorCode = kerr.KafkaStorageError.Code
+			resp.Dirs = append(resp.Dirs, rd)
+			continue
+		}
 		rd.TotalBytes, rd.UsableBytes = diskSpace(d)
 		names := make([]string, 0, len(dirs[d]))
 		for n := range dirs[d] {

@@ -28,8 +28,10 @@ package broker
 //
 // Version notes:
 //   - v1: LastFetchTimestamp and LastCaughtUpTimestamp.
-//   - v2: ErrorMessage, ReplicaDirectoryID (zero: raftka has no directory
-//     ids), and Nodes with each voter's controller listener.
+//   - v2: ErrorMessage, ReplicaDirectoryID (a voter's KIP-858 directory
+//     id as the metadata image records it; zero for observers and for the
+//     voters of a static quorum), and Nodes with each voter's controller
+//     listener.
 
 import (
 	"context"

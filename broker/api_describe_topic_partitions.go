@@ -23,8 +23,8 @@ package broker
 //   - Per partition: the leader when its broker is registered with this
 //     listener, else -1; replicas and ISR as recorded; offline replicas are
 //     those on brokers gone, fenced or without this listener; eligible
-//     leader replicas and the last known ELR are empty (raftka has no ELR,
-//     as Kafka with eligible.leader.replicas.version 0).
+//     leader replicas and the last known ELR as recorded (KIP-966; empty
+//     lists, never null, with eligible.leader.replicas.version 0).
 //   - Authorization (DescribeTopicPartitionsRequestHandler): a topic needs
 //     DESCRIBE. With no topics named, the ones without it are left out;
 //     a named one without it is TOPIC_AUTHORIZATION_FAILED, with no
@@ -180,7 +180,13 @@ func describedPartition(img *metadata.Image, listener string, p metadata.Partiti
 	if dp.ISR == nil {
 		dp.ISR = []int32{}
 	}
-	dp.EligibleLeaderReplicas, dp.LastKnownELR = []int32{}, []int32{}
+	dp.EligibleLeaderReplicas, dp.LastKnownELR = p.ELR, p.LastKnownELR
+	if dp.EligibleLeaderReplicas == nil {
+		dp.EligibleLeaderReplicas = []int32{}
+	}
+	if dp.LastKnownELR == nil {
+		dp.LastKnownELR = []int32{}
+	}
 	dp.OfflineReplicas = []int32{}
 	for _, r := range p.Replicas {
 		b, ok := img.Broker(r)

@@ -168,3 +168,26 @@ func TestDescribeTopicPartitionsAuthorization(t *testing.T) {
 		})
 	}
 }
+
+// The ELR lists as recorded (KIP-966), and they survive the wire.
+func TestDescribeTopicPartitionsELR(t *testing.T) {
+	img, d := dtpImage(t).Apply([]metadata.Record{
+		&metadata.PartitionChange{TopicID: [16]byte{0xa}, Partition: 0, Leader: metadata.NoLeader, ISR: []int32{}, ELR: []int32{1}, LastKnownELR: []int32{}},
+	})
+	if len(d.Skipped) > 0 {
+		t.Fatalf("skipped %+v", d.Skipped)
+	}
+	req := kmsg.NewPtrDescribeTopicPartitionsRequest()
+	rt := kmsg.NewDescribeTopicPartitionsRequestTopic()
+	rt.Topic = "a"
+	req.Topics = append(req.Topics, rt)
+	resp := describeTopicPartitions(img, "CLIENT", req, topicAccess{})
+	back := kmsg.NewPtrDescribeTopicPartitionsResponse()
+	if err := back.ReadFrom(resp.AppendTo(nil)); err != nil || len(back.Topics) != 1 {
+		t.Fatalf("round trip: %v", err)
+	}
+	p := back.Topics[0].Partitions[0]
+	if p.LeaderID != -1 || len(p.ISR) != 0 || fmt.Sprint(p.EligibleLeaderReplicas) != "[1]" || p.LastKnownELR == nil || len(p.LastKnownELR) != 0 {
+		t.Fatalf("partition %+v, want no leader, empty ISR, ELR [1]", p)
+	}
+}

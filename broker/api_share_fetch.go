@@ -24,7 +24,13 @@ package broker
 //     under a lock of share.record.lock.duration.ms, at most MaxRecords
 //     (ShareAcquireMode 1, v2) or to a batch boundary past it (mode 0).
 //     AcquiredRecords carries their ranges with delivery counts; Records
-//     the whole log batches that hold them. With nothing acquired the
+//     the whole log batches that hold them. The answer waits until the
+//     raised delivery counts are durable (in the same coalesced write as
+//     the request's acknowledgements, usually): the issue asks that a
+//     failover keeps them, where Kafka's SharePartition.acquire does not
+//     write them (KIP-932: "memory of the in-flight delivery will be
+//     lost"). A partition whose write fails is answered with the error and
+//     no records. With nothing acquired the
 //     request waits up to MaxWaitMillis for new records or for held ones
 //     to come back. Partitions not led here: NOT_LEADER_OR_FOLLOWER with
 //     CurrentLeader and NodeEndpoints; unknown topic ids UNKNOWN_TOPIC_ID.
@@ -33,11 +39,16 @@ package broker
 //
 // Version notes: v0 (Kafka 4.0's early access) is not served. v2:
 // ShareAcquireMode (KIP-1206) and renew acknowledgements (type 4, KIP-1222,
-// IsRenewAck); a v1 request with type 4 is INVALID_REQUEST.
+// IsRenewAck: acknowledgements only, no records acquired; fetch sizes
+// other than 0, or a partition without acknowledgements, INVALID_REQUEST);
+// a v1 request with type 4 is INVALID_REQUEST.
 //
-// Not done: the member is not checked against the group's membership on
-// its coordinator (Kafka does); records it holds are released by its
-// session ending, its connection closing, or its locks expiring.
+// Membership: as Kafka's KafkaApis.handleShareFetchRequest and
+// SharePartitionManager, the member is not checked against the group's
+// membership (the partition leader is not the group coordinator; the
+// member id only names the share session and the holder of the records).
+// What a member holds is released by its session ending, its connection
+// closing, or its locks expiring.
 
 import (
 	"context"
@@ -142,8 +153,11 @@ func (m *shareManager) connClosed(conn uint64) {
 }
 
 // shareRequestRefused is the check ShareFetch and ShareAcknowledge share:
-// both name a group and member, and need READ on the group.
+// share.version finalized, a group and member named, READ on the group.
 func shareRequestRefused(rc *request, group, member string) int16 {
+	if e := shareGroupsDisabled(rc); e != nil {
+		return e.Code
+	}
 	switch {
 	case group == "" || member == "":
 		return kerr.InvalidRequest.Code
@@ -161,6 +175,23 @@ func handleShareFetch(ctx context.Context, rc *request, kreq kmsg.Request) (kmsg
 	group, member := derefOr(req.GroupID, ""), derefOr(req.MemberID, "")
 	if resp.ErrorCode = shareRequestRefused(rc, group, member); resp.ErrorCode != 0 {
 		return resp, nil
+	}
+	// A renew-only request (KIP-1222) carries acknowledgements and no
+	// fetch: its fetch sizes are 0 and each partition it names has
+	// acknowledgements, or it is INVALID_REQUEST (as Kafka 4.2); it
+	// acquires nothing.
+	renewOnly := req.Version >= 2 && req.IsRenewAck
+	if renewOnly {
+		bad := req.MaxBytes != 0 || req.MinBytes != 0 || req.MaxRecords != 0 || req.MaxWaitMillis != 0
+		for _, t := range req.Topics {
+			for _, p := range t.Partitions {
+				bad = bad || len(p.AcknowledgementBatches) == 0
+			}
+		}
+		if bad {
+			resp.ErrorCode = kerr.InvalidRequest.Code
+			return resp, nil
+		}
 	}
 	img := srv.image()
 	gs := m.settings(img, group)
@@ -223,6 +254,13 @@ func handleShareFetch(ctx context.Context, rc *request, kreq kmsg.Request) (kmsg
 	}
 	rc.release()
 
+	// The acknowledgements' writes are waited for after the acquisitions
+	// are submitted: a share-partition's acknowledgements and the
+	// delivery counts its fetch raises then usually share one write.
+	var got []acquiredWrite
+	if step.closed == nil && !renewOnly {
+		got = srv.shareFetchRecords(ctx, rc, req, m, step.s, look, out, group, member)
+	}
 	for _, a := range acks {
 		p := out.get(a.id)
 		if err := a.res.wait(ctx); err != nil {
@@ -230,8 +268,18 @@ func handleShareFetch(ctx context.Context, rc *request, kreq kmsg.Request) (kmsg
 			srv.shareLeaderHint(img, rc, look, a.id, err, &p.CurrentLeader.LeaderID, &p.CurrentLeader.LeaderEpoch)
 		}
 	}
-	if step.closed == nil {
-		srv.shareFetchRecords(ctx, rc, req, m, step.s, look, out, group, member)
+	for _, g := range got {
+		if err := (ackResult{done: g.done}).wait(ctx); err != nil {
+			// Records whose delivery counts are not durable are not
+			// handed out: a deposed leader's acquisitions are void, and
+			// the new leader delivers them with the counts it loads.
+			p := out.get(g.id)
+			p.Records, p.AcquiredRecords = nil, nil
+			p.ErrorCode = errorCode(err)
+			msg := err.Error()
+			p.ErrorMessage = &msg
+			srv.shareLeaderHint(img, rc, look, g.id, err, &p.CurrentLeader.LeaderID, &p.CurrentLeader.LeaderEpoch)
+		}
 	}
 
 	hints := map[int32]bool{}
@@ -274,10 +322,18 @@ func (s *Server) shareLeaderHint(img *metadata.Image, rc *request, look *sharePa
 	}
 }
 
+// acquiredWrite is the write a partition's acquisition waits for.
+type acquiredWrite struct {
+	id   sharePartitionID
+	done <-chan error
+}
+
 // shareFetchRecords acquires records for the member from every partition
-// of its session, waiting up to MaxWaitMillis while there are none.
+// of its session, waiting up to MaxWaitMillis while there are none. It
+// returns the writes that make the acquisitions durable, for the caller
+// to wait on before answering.
 func (s *Server) shareFetchRecords(ctx context.Context, rc *request, req *kmsg.ShareFetchRequest, m *shareManager, sess *shareSession,
-	look *sharePartLookup, out *shareOut, group, member string) {
+	look *sharePartLookup, out *shareOut, group, member string) (writes []acquiredWrite) {
 	budget := int(req.MaxRecords)
 	if budget <= 0 {
 		budget = 500
@@ -311,6 +367,9 @@ func (s *Server) shareFetchRecords(ctx context.Context, rc *request, req *kmsg.S
 						ar.FirstOffset, ar.LastOffset, ar.DeliveryCount = r.First, r.Last, r.DeliveryCount
 						p.AcquiredRecords = append(p.AcquiredRecords, ar)
 					}
+					if a.done != nil {
+						writes = append(writes, acquiredWrite{id, a.done})
+					}
 					budget -= a.n
 					bytesLeft -= len(a.records)
 					got += a.n
@@ -333,7 +392,7 @@ func (s *Server) shareFetchRecords(ctx context.Context, rc *request, req *kmsg.S
 		}
 		wait := time.Until(deadline)
 		if got > 0 || errs > 0 || wait <= 0 || len(live) == 0 || ctx.Err() != nil {
-			return
+			return writes
 		}
 		// Wait for new records (the delayed-fetch purgatory, woken by
 		// appends and HW moves) or, at most 100 ms, for held records to
@@ -344,7 +403,7 @@ func (s *Server) shareFetchRecords(ctx context.Context, rc *request, req *kmsg.S
 				Offset: rp.Log().HighWatermark(), MaxBytes: 1, CurrentLeaderEpoch: -1, LastFetchedEpoch: -1, KnownHighWatermark: -1})
 		}
 		if s.deps.Replicas == nil {
-			return
+			return writes
 		}
 		s.deps.Replicas.Fetch(ctx, fr)
 	}

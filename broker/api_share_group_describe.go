@@ -30,10 +30,16 @@ func handleShareGroupDescribe(ctx context.Context, rc *request, kreq kmsg.Reques
 	resp := req.ResponseKind().(*kmsg.ShareGroupDescribeResponse)
 	sg := shareGroupsOf(rc)
 	img, _ := rc.conn.srv.deps.Metadata.Current()
+	disabled := shareGroupsDisabled(rc)
 	for _, id := range req.GroupIDs {
 		g := kmsg.NewShareGroupDescribeResponseGroup()
 		g.GroupID = id
 		g.AuthorizedOperations = authorizedOpsUnset
+		if disabled != nil {
+			g.ErrorCode = disabled.Code
+			resp.Groups = append(resp.Groups, g)
+			continue
+		}
 		if !rc.authorize(opDescribe, resGroup, id) {
 			g.ErrorCode = kerr.GroupAuthorizationFailed.Code
 			resp.Groups = append(resp.Groups, g)

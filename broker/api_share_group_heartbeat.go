@@ -18,6 +18,7 @@ import (
 	"context"
 
 	"github.com/raftka/raftka/broker/group/sharegroup"
+	"github.com/raftka/raftka/metadata"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -40,10 +41,25 @@ func init() {
 
 func shareGroupsOf(rc *request) ShareGroupCoordinator { return rc.conn.srv.deps.ShareGroups }
 
+// shareGroupsDisabled is UNSUPPORTED_VERSION while share.version is not
+// finalized at 1 or more: Kafka's KafkaApis answers every share group API
+// so (before authorizing) while share groups are not enabled. The APIs
+// stay advertised, as Kafka's ApiVersions lists them.
+func shareGroupsDisabled(rc *request) *kerr.Error {
+	if l, _ := rc.conn.srv.image().Feature(metadata.ShareVersionFeature); l >= 1 {
+		return nil
+	}
+	return kerr.UnsupportedVersion
+}
+
 func handleShareGroupHeartbeat(ctx context.Context, rc *request, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.ShareGroupHeartbeatRequest)
 	resp := req.ResponseKind().(*kmsg.ShareGroupHeartbeatResponse)
 	sg := shareGroupsOf(rc)
+	if e := shareGroupsDisabled(rc); e != nil {
+		resp.ErrorCode = e.Code
+		return resp, nil
+	}
 	switch {
 	case !rc.authorize(opRead, resGroup, req.GroupID):
 		resp.ErrorCode = kerr.GroupAuthorizationFailed.Code

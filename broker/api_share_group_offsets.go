@@ -63,9 +63,15 @@ func handleDescribeShareGroupOffsets(ctx context.Context, rc *request, kreq kmsg
 	resp := req.ResponseKind().(*kmsg.DescribeShareGroupOffsetsResponse)
 	srv := rc.conn.srv
 	img := srv.image()
+	disabled := shareGroupsDisabled(rc)
 	for _, g := range req.Groups {
 		rg := kmsg.NewDescribeShareGroupOffsetsResponseGroup()
 		rg.GroupID = g.GroupID
+		if disabled != nil {
+			rg.ErrorCode = disabled.Code
+			resp.Groups = append(resp.Groups, rg)
+			continue
+		}
 		if !rc.authorize(opDescribe, resGroup, g.GroupID) {
 			rg.ErrorCode = kerr.GroupAuthorizationFailed.Code
 			resp.Groups = append(resp.Groups, rg)
@@ -81,7 +87,9 @@ func handleDescribeShareGroupOffsets(ctx context.Context, rc *request, kreq kmsg
 			seen := map[string]int{}
 			for _, st := range img.SharePartitions(g.GroupID) {
 				t, ok := img.TopicByID(st.TopicID)
-				if !ok {
+				// A deleted state (DeleteShareGroupOffsets, or a group
+				// deleted before this one was created) is not the group's.
+				if !ok || st.StartOffset < 0 {
 					continue
 				}
 				i, ok := seen[t.Name]
@@ -166,6 +174,9 @@ func handleAlterShareGroupOffsets(ctx context.Context, rc *request, kreq kmsg.Re
 		resp.ErrorCode = e.Code
 		return resp, nil
 	}
+	if e := shareGroupsDisabled(rc); e != nil {
+		return fail(e)
+	}
 	if !rc.authorize(opRead, resGroup, req.GroupID) {
 		return fail(kerr.GroupAuthorizationFailed)
 	}
@@ -225,6 +236,10 @@ func handleDeleteShareGroupOffsets(ctx context.Context, rc *request, kreq kmsg.R
 	req := kreq.(*kmsg.DeleteShareGroupOffsetsRequest)
 	resp := req.ResponseKind().(*kmsg.DeleteShareGroupOffsetsResponse)
 	srv := rc.conn.srv
+	if e := shareGroupsDisabled(rc); e != nil {
+		resp.ErrorCode = e.Code
+		return resp, nil
+	}
 	if !rc.authorize(opDelete, resGroup, req.GroupID) {
 		resp.ErrorCode = kerr.GroupAuthorizationFailed.Code
 		return resp, nil

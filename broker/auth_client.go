@@ -253,17 +253,11 @@ func (l *saslLogin) exchange(c net.Conn, life *time.Duration) error {
 		}
 		return nil
 	case "SCRAM-SHA-256", "SCRAM-SHA-512":
-		l.scramOnce.Do(func() {
-			gen := scram.SHA256
-			if l.mechanism == "SCRAM-SHA-512" {
-				gen = scram.SHA512
-			}
-			l.scram, l.scramErr = gen.NewClient(l.user, l.password, "")
-		})
-		if l.scramErr != nil {
-			return l.scramErr
+		sc, err := l.scramClient()
+		if err != nil {
+			return err
 		}
-		conv := l.scram.NewConversation()
+		conv := sc.NewConversation()
 		msg, err := conv.Step("")
 		if err != nil {
 			return err
@@ -280,6 +274,18 @@ func (l *saslLogin) exchange(c net.Conn, life *time.Duration) error {
 		return nil
 	}
 	return fmt.Errorf("SASL mechanism %s has no client here", l.mechanism)
+}
+
+// scramClient is the login's SCRAM client, made once.
+func (l *saslLogin) scramClient() (*scram.Client, error) {
+	l.scramOnce.Do(func() {
+		gen := scram.SHA256
+		if l.mechanism == "SCRAM-SHA-512" {
+			gen = scram.SHA512
+		}
+		l.scram, l.scramErr = gen.NewClient(l.user, l.password, "")
+	})
+	return l.scram, l.scramErr
 }
 
 // rawRoundTripper sends one request at a time on a connection and reads
@@ -326,14 +332,103 @@ func (r *rawRoundTripper) roundTrip(req kmsg.Request, resp kmsg.Response) error 
 // CLI's --command-config): TLS with the truststore (and the keystore as
 // client certificate when one is given, for mTLS), then SASL with
 // sasl.mechanism as the username and password of sasl.jaas.config. nil
-// for PLAINTEXT.
+// for PLAINTEXT. Its connections do not re-authenticate: a client that
+// keeps connections past a session lifetime uses NewClientLogin.
 func ClientDialer(cs *config.ClientSecurity, dialTimeout time.Duration) (func(ctx context.Context, addr string) (net.Conn, error), error) {
 	sec := cs.Listener
 	sec.Listener = "CLIENT"
-	// kgo pipelines requests on a connection, so its connections cannot
-	// re-authenticate inside a Write; they are redialled when the broker
-	// ends the session.
 	return listenerDialer(&sec, cs.Mechanism, "client", dialTimeout, zerolog.Nop(), false)
+}
+
+// ClientLogin is a Kafka client's settings split for a client that runs
+// the SASL exchange itself, as kgo does so that it can re-authenticate a
+// pipelined connection in place (KIP-368) when the broker gives the
+// session a lifetime: Dial opens the TCP and TLS connection (nil for
+// SASL_PLAINTEXT and PLAINTEXT), SASL logs in (nil without SASL).
+type ClientLogin struct {
+	Dial func(ctx context.Context, addr string) (net.Conn, error)
+	SASL *ClientSASL
+}
+
+// NewClientLogin reads a client's settings into a ClientLogin.
+func NewClientLogin(cs *config.ClientSecurity, dialTimeout time.Duration) (*ClientLogin, error) {
+	sec := cs.Listener
+	sec.Listener = "CLIENT"
+	out := &ClientLogin{}
+	if sec.SASL() {
+		full, err := listenerDialer(&sec, cs.Mechanism, "client", dialTimeout, zerolog.Nop(), false)
+		if err != nil || full == nil {
+			return nil, err
+		}
+		e, err := parseJAAS(sec.JAAS[cs.Mechanism])
+		if err != nil {
+			return nil, err
+		}
+		l := &saslLogin{mechanism: cs.Mechanism, user: e.Options["username"], password: e.Options["password"]}
+		if l.mechanism == "OAUTHBEARER" {
+			if l.oauth, err = newOAuthLogin(e.Options); err != nil {
+				return nil, err
+			}
+		}
+		out.SASL = &ClientSASL{l: l}
+		// The same settings without SASL: TLS only, or nothing.
+		if sec.TLS() {
+			sec.Protocol = "SSL"
+		} else {
+			sec.Protocol = "PLAINTEXT"
+		}
+	}
+	d, err := listenerDialer(&sec, "", "client", dialTimeout, zerolog.Nop(), false)
+	if err != nil {
+		return nil, err
+	}
+	out.Dial = d
+	return out, nil
+}
+
+// ClientSASL is one client login (PLAIN, SCRAM-SHA-256/512 or
+// OAUTHBEARER) for a client that frames the exchange itself. It keeps
+// the SCRAM salted password per salt and iteration count, so a
+// re-authentication or redial does not run PBKDF2 again.
+type ClientSASL struct{ l *saslLogin }
+
+// Mechanism is the SASL mechanism's name.
+func (s *ClientSASL) Mechanism() string { return s.l.mechanism }
+
+// Start begins one authentication: the first message to send and the
+// function that takes each server answer and returns whether the exchange
+// is done and the next message.
+func (s *ClientSASL) Start(now time.Time) ([]byte, func(challenge []byte) (bool, []byte, error), error) {
+	l := s.l
+	switch l.mechanism {
+	case "PLAIN":
+		return []byte("\x00" + l.user + "\x00" + l.password), func([]byte) (bool, []byte, error) { return true, nil, nil }, nil
+	case "OAUTHBEARER":
+		return l.oauth.initial(now), func(in []byte) (bool, []byte, error) {
+			if len(in) != 0 {
+				return false, nil, fmt.Errorf("the broker refused the token: %s", in)
+			}
+			return true, nil, nil
+		}, nil
+	case "SCRAM-SHA-256", "SCRAM-SHA-512":
+		sc, err := l.scramClient()
+		if err != nil {
+			return nil, nil, err
+		}
+		conv := sc.NewConversation()
+		first, err := conv.Step("")
+		if err != nil {
+			return nil, nil, err
+		}
+		return []byte(first), func(in []byte) (bool, []byte, error) {
+			msg, err := conv.Step(string(in))
+			if err != nil {
+				return false, nil, fmt.Errorf("the broker's SCRAM answer does not verify: %w", err)
+			}
+			return conv.Done(), []byte(msg), nil
+		}, nil
+	}
+	return nil, nil, fmt.Errorf("SASL mechanism %s has no client here", l.mechanism)
 }
 
 // reauthConn is an inter-broker connection whose SASL session has a

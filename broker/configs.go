@@ -21,17 +21,23 @@ type configResource struct {
 // (GROUP_AUTHORIZATION_FAILED), on the cluster otherwise
 // (CLUSTER_AUTHORIZATION_FAILED). 0 when allowed.
 func authorizeConfigResource(rc *request, op metadata.ACLOperation, r configResource) int16 {
+	return configResourceCheck(r, rc.authorize, op)
+}
+
+// configResourceCheck is authorizeConfigResource with the decision given
+// as allow.
+func configResourceCheck(r configResource, allow func(metadata.ACLOperation, metadata.ACLResourceType, string) bool, op metadata.ACLOperation) int16 {
 	switch r.typ {
 	case kmsg.ConfigResourceTypeTopic:
-		if !rc.authorize(op, resTopic, r.name) {
+		if !allow(op, resTopic, r.name) {
 			return kerr.TopicAuthorizationFailed.Code
 		}
 	case kmsg.ConfigResourceTypeGroupConfig:
-		if !rc.authorize(op, resGroup, r.name) {
+		if !allow(op, resGroup, r.name) {
 			return kerr.GroupAuthorizationFailed.Code
 		}
 	default:
-		if !rc.authorizeCluster(op) {
+		if !allow(op, resCluster, metadata.ClusterResourceName) {
 			return kerr.ClusterAuthorizationFailed.Code
 		}
 	}

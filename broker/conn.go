@@ -267,7 +267,12 @@ func (c *conn) readLoop() (eof bool) {
 			c.fail(ReasonHandlerPanic, fmt.Errorf("reader panic: %v", r))
 		}
 	}()
-	br := bufio.NewReaderSize(c.idleReader(), 32<<10)
+	br := readerPool.Get().(*bufio.Reader)
+	br.Reset(c.idleReader())
+	defer func() {
+		br.Reset(nil) // hold no connection in the pool
+		readerPool.Put(br)
+	}()
 	for c.ctx.Err() == nil {
 		c.waitUnmuted() // a quota throttle (quota.go)
 		fb, err := readFrame(br, c.srv.maxRequestBytes)
@@ -294,6 +299,13 @@ func (c *conn) readLoop() (eof bool) {
 	}
 	return false
 }
+
+// readerPool holds the connections' 32 KiB read buffers. A client that
+// connects, logs in and leaves (a SCRAM-over-TLS login is a few small
+// frames) made one each: in a profile of 2,000 new SASL_SSL connections
+// they were an eighth of the bytes the broker allocated, and the garbage
+// collector's work with them.
+var readerPool = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, 32<<10) }}
 
 // smallFrame is the size up to which a frame's buffer is allocated at once;
 // bigger frames grow as their bytes arrive, so a size prefix alone cannot

@@ -41,6 +41,11 @@ type LifecycleOptions struct {
 	// heartbeat request (raftfsm.SetSuspectedBrokers); without it Suspect
 	// does nothing.
 	MarkSuspects func(req *kmsg.BrokerHeartbeatRequest, ids []int32)
+	// MarkOffline, when set, puts this broker's failed log dirs and the
+	// replicas that were in them into every heartbeat (OfflineLogDirs,
+	// raftfsm.SetOfflineReplicas), so the controller moves them away and
+	// a new controller learns them from the next heartbeat.
+	MarkOffline func(req *kmsg.BrokerHeartbeatRequest)
 }
 
 // Lifecycle keeps a broker registered with the active controller, as a KRaft
@@ -155,6 +160,16 @@ func (l *Lifecycle) Suspect(id int32) {
 		l.suspects = append(l.suspects, id)
 	}
 	l.suspectMu.Unlock()
+	select {
+	case l.nudge <- struct{}{}:
+	default:
+	}
+}
+
+// Nudge sends the next heartbeat now rather than at the interval (a log
+// dir failed: the controller should move its partitions at once). It
+// does not block.
+func (l *Lifecycle) Nudge() {
 	select {
 	case l.nudge <- struct{}{}:
 	default:
@@ -277,6 +292,9 @@ func (l *Lifecycle) heartbeat(ctx context.Context) error {
 	suspects := l.takeSuspects()
 	if len(suspects) > 0 {
 		l.opts.MarkSuspects(req, suspects)
+	}
+	if l.opts.MarkOffline != nil {
+		l.opts.MarkOffline(req)
 	}
 	hctx, cancel := context.WithTimeout(ctx, 2*l.opts.Interval)
 	defer cancel()

@@ -25,6 +25,13 @@ type ReplicaManager interface {
 	// (NOT_LEADER_OR_FOLLOWER, UNKNOWN_TOPIC_OR_PARTITION).
 	Partition(topic string, partition int32) (*replica.Partition, error)
 	Partitions() []*replica.Partition
+	// MoveLogDir starts moving a hosted partition's log to another log
+	// dir of this broker (AlterReplicaLogDirs); storage's errors say why
+	// not.
+	MoveLogDir(topic string, partition int32, dir string) error
+	// LogDirMoves are the moves in flight (DescribeLogDirs' future
+	// replicas).
+	LogDirMoves() []storage.MoveState
 	// Fetch reads and long-polls (the delayed-fetch purgatory).
 	Fetch(ctx context.Context, req replica.FetchRequest) []replica.ReadResult
 	// ServeFetchRegions answers a follower's Fetch with the records left
@@ -38,6 +45,10 @@ type PartitionOptions struct {
 	// LogDirs are log.dirs, which DescribeLogDirs lists even when they hold
 	// no partition.
 	LogDirs []string
+	// OfflineDirs, when set, returns the log dirs that failed
+	// (storage.Manager.OfflineDirs): DescribeLogDirs answers them with
+	// KAFKA_STORAGE_ERROR.
+	OfflineDirs func() []string
 	// FetchSessionCacheSlots is max.incremental.fetch.session.cache.slots
 	// (Kafka's default 1000 when zero; negative disables sessions).
 	FetchSessionCacheSlots int
@@ -49,8 +60,9 @@ type PartitionOptions struct {
 // partitionState is the Server's state for the partition APIs: options and
 // the fetch session cache (see fetch_session.go).
 type partitionState struct {
-	logDirs  []string
-	sessions *fetchSessionCache
+	logDirs     []string
+	offlineDirs func() []string
+	sessions    *fetchSessionCache
 }
 
 func newPartitionState(o PartitionOptions) *partitionState {
@@ -62,7 +74,7 @@ func newPartitionState(o PartitionOptions) *partitionState {
 	if evict <= 0 {
 		evict = 120 * time.Second
 	}
-	return &partitionState{logDirs: o.LogDirs, sessions: newFetchSessionCache(max(slots, 0), evict, time.Now)}
+	return &partitionState{logDirs: o.LogDirs, offlineDirs: o.OfflineDirs, sessions: newFetchSessionCache(max(slots, 0), evict, time.Now)}
 }
 
 // errNoReplicas answers for partitions when the node has no replica
@@ -168,7 +180,7 @@ func (s *Server) image() *metadata.Image {
 // and cluster configs, server.properties, default).
 func ReplicaTopicConfig(cfg *config.Config) func(img *metadata.Image, topic string) (replica.TopicConfig, error) {
 	return func(img *metadata.Image, topic string) (replica.TopicConfig, error) {
-		tc := replica.TopicConfig{Log: StorageConfig(img, cfg, topic), MinInsyncReplicas: 1}
+		tc := replica.TopicConfig{Log: StorageConfig(img, cfg, topic), MinInsyncReplicas: 1, ELR: img.ELREnabled()}
 		e, ok := metadata.EffectiveTopicConfig("min.insync.replicas", TopicConfigSources(img, cfg, topic))
 		if !ok {
 			return tc, nil

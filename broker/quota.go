@@ -367,19 +367,23 @@ func (r *request) chargeRequestTime(ctx context.Context, req kmsg.Request, resp 
 // Connection creation quotas (KIP-612). Per IP, connection_creation_rate
 // (an ip entity, named or the default): a connection over the rate is
 // accepted, not served, and closed after the throttle time, and it is not
-// counted in the rate, as Kafka's ConnectionQuotas does. Broker-wide,
-// max.connection.creation.rate across every listener but the inter-broker
-// one: a connection over it is served, and the listener accepts nothing
-// more until the throttle time has passed (new connections wait in the
-// kernel's backlog), as Kafka's Acceptor does.
+// counted in the rate, as Kafka's ConnectionQuotas does. Per listener,
+// listener.name.<l>.max.connection.creation.rate (the inter-broker
+// listener too), and broker-wide, max.connection.creation.rate across
+// every listener but the inter-broker one: a connection over either is
+// served, and the listener accepts nothing more until the longer of the
+// two throttle times has passed (new connections wait in the kernel's
+// backlog), as Kafka's Acceptor does.
 
-// connectionRates holds the broker-wide sampler.
+// connectionRates holds the broker-wide and per-listener samplers.
 type connectionRates struct {
-	m     *quotaManager
-	limit float64 // max.connection.creation.rate; 0 or max int32: none
+	m         *quotaManager
+	limit     float64            // max.connection.creation.rate; 0 or max int32: none
+	perListen map[string]float64 // listener.name.<l>.max.connection.creation.rate
 
-	mu     sync.Mutex
-	broker *quotaSampler
+	mu        sync.Mutex
+	broker    *quotaSampler
+	listeners map[string]*quotaSampler
 }
 
 // ipThrottle records a new connection from ip and returns how long to hold
@@ -413,16 +417,40 @@ func (s *Server) ipThrottle(ip string) time.Duration {
 	return d
 }
 
-// brokerThrottle records a new connection broker-wide and returns how long
-// the listener waits before accepting the next one.
-func (cr *connectionRates) brokerThrottle() time.Duration {
-	if cr == nil || cr.limit <= 0 || cr.limit >= math.MaxInt32 {
+// limited reports whether a connection creation limit is set.
+func limited(limit float64) bool { return limit > 0 && limit < math.MaxInt32 }
+
+// acceptThrottle records a new connection on listener (broker-wide too
+// unless it is the inter-broker listener) and returns how long the
+// listener waits before accepting the next one.
+func (cr *connectionRates) acceptThrottle(listener string, interBroker bool) time.Duration {
+	if cr == nil {
+		return 0
+	}
+	ll, brokerWide := cr.perListen[listener], !interBroker && limited(cr.limit)
+	if !limited(ll) && !brokerWide {
 		return 0
 	}
 	cr.mu.Lock()
 	defer cr.mu.Unlock()
-	if cr.broker == nil {
-		cr.broker = &quotaSampler{window: cr.m.window, n: cr.m.n}
+	now := cr.m.now()
+	var d time.Duration
+	if limited(ll) {
+		sm := cr.listeners[listener]
+		if sm == nil {
+			if cr.listeners == nil {
+				cr.listeners = map[string]*quotaSampler{}
+			}
+			sm = &quotaSampler{window: cr.m.window, n: cr.m.n}
+			cr.listeners[listener] = sm
+		}
+		d = sm.record(now, 1, ll)
 	}
-	return cr.broker.record(cr.m.now(), 1, cr.limit)
+	if brokerWide {
+		if cr.broker == nil {
+			cr.broker = &quotaSampler{window: cr.m.window, n: cr.m.n}
+		}
+		d = max(d, cr.broker.record(now, 1, cr.limit))
+	}
+	return d
 }

@@ -234,6 +234,12 @@ func newServer(opts Options, table *apiTable) (*Server, error) {
 	s.connRates = &connectionRates{m: s.quotas}
 	if opts.Config != nil {
 		s.connRates.limit = float64(opts.Config.MaxConnectionCreationRate)
+		for l, r := range opts.Config.ListenerMaxConnectionCreationRate {
+			if s.connRates.perListen == nil {
+				s.connRates.perListen = map[string]float64{}
+			}
+			s.connRates.perListen[l] = float64(r)
+		}
 	}
 	if s.maxRequestBytes == 0 {
 		s.maxRequestBytes = DefaultMaxRequestBytes
@@ -377,11 +383,10 @@ func (s *Server) acceptLoop(l boundListener) error {
 			c.auth = l.auth
 			c.serve()
 		}()
-		if s.config != nil && l.name == s.config.InterBrokerListenerName {
-			continue
-		}
-		if d := s.connRates.brokerThrottle(); d > 0 {
-			// max.connection.creation.rate: accept nothing more for d.
+		interBroker := s.config != nil && l.name == s.config.InterBrokerListenerName
+		if d := s.connRates.acceptThrottle(l.name, interBroker); d > 0 {
+			// max.connection.creation.rate, the broker's or the
+			// listener's: accept nothing more for d.
 			t := time.NewTimer(d)
 			select {
 			case <-t.C:

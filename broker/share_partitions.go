@@ -260,6 +260,11 @@ type acquired struct {
 	records []byte
 	ranges  []share.AcquiredRange
 	n       int // records acquired
+	// done reports the write that makes the acquisition durable (the
+	// raised delivery counts): the answer waits for it, so a leader that
+	// crashes after answering has them on disk and a record cannot be
+	// delivered more than share.delivery.count.limit times.
+	done <-chan error
 }
 
 // shareReadMax bounds one share-partition read (the first batch is whole
@@ -316,11 +321,11 @@ func (m *shareManager) acquire(img *metadata.Image, group, member string, rp *re
 		}
 	}
 	ranges := sp.p.Acquire(now, share.AcquireRequest{Member: member, MaxRecords: maxRecords, Mode: mode, Batches: batches})
-	m.submitLocked(sp)
+	done := m.submitLocked(sp)
 	if len(ranges) == 0 {
 		return acquired{}, nil
 	}
-	out := acquired{ranges: ranges}
+	out := acquired{ranges: ranges, done: done}
 	for _, r := range ranges {
 		out.n += int(r.Last - r.First + 1)
 	}

@@ -74,6 +74,22 @@ func (a *brokerApplier) change(id int32, epoch int64, f func(*BrokerRegistration
 	return nil
 }
 
+// offlineReplicas sets a broker's offline replicas; the list must be
+// sorted without duplicates, so an image has one form of it.
+func (a *brokerApplier) offlineReplicas(r *OfflineReplicas) error {
+	for i := 1; i < len(r.Replicas); i++ {
+		if CompareReplicaRefs(r.Replicas[i-1], r.Replicas[i]) >= 0 {
+			return invalid("offline replicas of broker %d not sorted or repeated", r.BrokerID)
+		}
+	}
+	return a.change(r.BrokerID, r.BrokerEpoch, func(b *BrokerRegistration) {
+		b.OfflineReplicas = nil
+		if len(r.Replicas) > 0 {
+			b.OfflineReplicas = slices.Clone(r.Replicas)
+		}
+	})
+}
+
 // diff fills the broker lists of d from the touched brokers.
 func (a *brokerApplier) diff(old, next *Image, d *Delta) {
 	for id := range a.touched {

@@ -12,6 +12,30 @@ type clusterApplier struct {
 	img           *Image
 	delta         *Delta
 	featuresOwned bool
+	votersOwned   bool
+}
+
+func (a *clusterApplier) voterDirectory(r *VoterDirectory) error {
+	if r.NodeID < 0 {
+		return invalid("voter directory of node %d", r.NodeID)
+	}
+	if !r.Remove && r.DirectoryID == ([16]byte{}) {
+		return invalid("voter %d: zero directory id", r.NodeID)
+	}
+	if !a.votersOwned {
+		a.img.voterDirs = maps.Clone(a.img.voterDirs)
+		if a.img.voterDirs == nil {
+			a.img.voterDirs = make(map[int32][16]byte)
+		}
+		a.votersOwned = true
+	}
+	if r.Remove {
+		delete(a.img.voterDirs, r.NodeID)
+	} else {
+		a.img.voterDirs[r.NodeID] = r.DirectoryID
+	}
+	a.delta.VotersChanged = true
+	return nil
 }
 
 func (a *clusterApplier) clusterID(r *ClusterID) error {

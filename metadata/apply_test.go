@@ -385,6 +385,15 @@ func genRecord(t *rapid.T, img *Image) Record {
 		return &UnfenceBroker{BrokerID: id, BrokerEpoch: e}
 	case 6:
 		id, e := brokerEpoch()
+		if rapid.IntRange(0, 2).Draw(t, "offline") == 0 {
+			var refs []ReplicaRef
+			for p := range rapid.Int32Range(0, 3).Draw(t, "noff") {
+				refs = append(refs, ReplicaRef{TopicID: topicID(), Partition: p})
+			}
+			slices.SortFunc(refs, CompareReplicaRefs)
+			refs = slices.CompactFunc(refs, func(a, b ReplicaRef) bool { return CompareReplicaRefs(a, b) == 0 })
+			return &OfflineReplicas{BrokerID: id, BrokerEpoch: e, Replicas: refs}
+		}
 		return &BrokerShutdown{BrokerID: id, BrokerEpoch: e, InControlledShutdown: rapid.Bool().Draw(t, "shut")}
 	case 7:
 		var cfg map[string]string

@@ -56,9 +56,26 @@ func checkPartition(p *PartitionRegistration) error {
 	return nil
 }
 
+// keepELR is elr without duplicates, non-replicas and ISR members (nil
+// stays nil).
+func keepELR(elr []int32, p PartitionRegistration) []int32 {
+	if len(elr) == 0 {
+		return elr
+	}
+	out := make([]int32, 0, len(elr))
+	for _, r := range elr {
+		if slices.Contains(p.Replicas, r) && !slices.Contains(p.ISR, r) && !slices.Contains(out, r) {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
 func clonePartition(p PartitionRegistration) PartitionRegistration {
 	p.Replicas = slices.Clone(p.Replicas)
 	p.ISR = slices.Clone(p.ISR)
+	p.ELR = slices.Clone(p.ELR)
+	p.LastKnownELR = slices.Clone(p.LastKnownELR)
 	p.AddingReplicas = slices.Clone(p.AddingReplicas)
 	p.RemovingReplicas = slices.Clone(p.RemovingReplicas)
 	return p
@@ -70,6 +87,7 @@ func clonePartition(p PartitionRegistration) PartitionRegistration {
 func newPartition(p PartitionRegistration) PartitionRegistration {
 	p = clonePartition(p)
 	p.AddingReplicas, p.RemovingReplicas = nil, nil
+	p.ELR, p.LastKnownELR = keepELR(p.ELR, p), keepELR(p.LastKnownELR, p)
 	return p
 }
 
@@ -174,6 +192,18 @@ func (a *topicApplier) partitionChange(r *PartitionChange) error {
 	if r.ISR != nil {
 		next.ISR = slices.Clone(r.ISR)
 	}
+	if r.ELR != nil {
+		next.ELR = slices.Clone(r.ELR)
+	}
+	if r.LastKnownELR != nil {
+		next.LastKnownELR = slices.Clone(r.LastKnownELR)
+	}
+	// A record that moved replicas or the ISR without restating the ELR
+	// (written before ELR, or by a path that does not track it) must not
+	// leave a replica both in the ISR and eligible, or a non-replica
+	// eligible: every node drops them the same way.
+	next.ELR = keepELR(next.ELR, next)
+	next.LastKnownELR = keepELR(next.LastKnownELR, next)
 	if r.Leader != NoLeaderChange {
 		if r.Leader < NoLeader {
 			return invalid("leader %d", r.Leader)

@@ -32,8 +32,8 @@ func (d BrokerConfigDef) Validate(v string) error {
 // And producer.id.expiration.ms (DynamicProducerStateManagerConfig), which
 // every log applies from its next expiry pass, and num.replica.fetchers
 // (DynamicThreadPool), to which the replica manager resizes its fetchers,
-// and follower.replication.throttled.rate (DynamicReplicationQuota), the
-// follower side of KIP-73.
+// and follower.replication.throttled.rate and leader.replication.throttled.rate
+// (DynamicReplicationQuota), the two sides of KIP-73.
 var dynamicBrokerConfigDefs = []BrokerConfigDef{
 	{Name: "log.cleaner.backoff.ms", Type: ConfigTypeLong, Default: "15000", check: atLeast(0),
 		Doc: "How long a cleaner thread sleeps when no log needs cleaning."},
@@ -48,6 +48,8 @@ var dynamicBrokerConfigDefs = []BrokerConfigDef{
 		Doc: "Cleaner threads; each cleans one log at a time."},
 	{Name: "follower.replication.throttled.rate", Type: ConfigTypeLong, Default: maxLong, check: atLeast(0),
 		Doc: "Bytes per second this broker's fetchers copy for throttled replicas out of the ISR (KIP-73)."},
+	{Name: "leader.replication.throttled.rate", Type: ConfigTypeLong, Default: maxLong, check: atLeast(0),
+		Doc: "Bytes per second this broker sends, as leader, to followers out of the ISR of throttled replicas (KIP-73)."},
 	{Name: "num.replica.fetchers", Type: ConfigTypeInt, Default: "1", check: atLeast(1),
 		Doc: "Fetchers per source broker that replicate the partitions followed here."},
 	{Name: "producer.id.expiration.ms", Type: ConfigTypeInt, Default: "86400000", check: atLeast(1),

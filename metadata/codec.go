@@ -151,20 +151,32 @@ func encodeBody(w *writer, rec Record) error {
 		w.i32(r.BrokerID)
 		w.i64(r.BrokerEpoch)
 		w.bool(r.InControlledShutdown)
+	case *OfflineReplicas:
+		w.i32(r.BrokerID)
+		w.i64(r.BrokerEpoch)
+		w.count(len(r.Replicas), false)
+		for _, x := range r.Replicas {
+			w.uuid(x.TopicID)
+			w.i32(x.Partition)
+		}
 	case *CreateTopic:
 		w.str(r.Name)
 		w.uuid(r.ID)
 		w.strMap(r.Configs)
-		w.partitions(r.Partitions)
+		w.partitions(r.Partitions, r.Version())
 	case *AddPartitions:
 		w.uuid(r.TopicID)
-		w.partitions(r.Partitions)
+		w.partitions(r.Partitions, r.Version())
 	case *PartitionChange:
 		w.uuid(r.TopicID)
 		w.i32(r.Partition)
 		w.i32(r.Leader)
 		w.int32s(r.ISR)
 		w.int32s(r.Replicas)
+		if r.Version() >= 1 {
+			w.int32s(r.ELR)
+			w.int32s(r.LastKnownELR)
+		}
 	case *PartitionReassignment:
 		w.uuid(r.TopicID)
 		w.i32(r.Partition)
@@ -245,6 +257,10 @@ func encodeBody(w *writer, rec Record) error {
 		w.i8(int8(r.Permission))
 	case *RemoveAccessControlEntry:
 		w.uuid(r.ID)
+	case *VoterDirectory:
+		w.i32(r.NodeID)
+		w.uuid(r.DirectoryID)
+		w.bool(r.Remove)
 	case *ClientQuota:
 		w.count(len(r.Entity), r.Entity == nil)
 		for _, p := range r.Entity {
@@ -298,7 +314,8 @@ func encodeBody(w *writer, rec Record) error {
 }
 
 func decodeBody(r *reader, typ RecordType, ver int16) (Record, error) {
-	if ver != 0 && ((typ != TypeGroupGeneration && typ != TypeConsumerGroup && typ != TypeConsumerGroupDelta) || ver != 1) {
+	if ver != 0 && ((typ != TypeGroupGeneration && typ != TypeConsumerGroup && typ != TypeConsumerGroupDelta &&
+		typ != TypeCreateTopic && typ != TypeAddPartitions && typ != TypePartitionChange) || ver != 1) {
 		return nil, fmt.Errorf("unsupported version %d", ver)
 	}
 	var rec Record
@@ -327,12 +344,30 @@ func decodeBody(r *reader, typ RecordType, ver int16) (Record, error) {
 		rec = &UnfenceBroker{BrokerID: r.i32(), BrokerEpoch: r.i64()}
 	case TypeBrokerShutdown:
 		rec = &BrokerShutdown{BrokerID: r.i32(), BrokerEpoch: r.i64(), InControlledShutdown: r.bool()}
+	case TypeOfflineReplicas:
+		x := &OfflineReplicas{BrokerID: r.i32(), BrokerEpoch: r.i64()}
+		if n, ok := r.count(20); ok && n > 0 {
+			x.Replicas = make([]ReplicaRef, n)
+			for i := range x.Replicas {
+				x.Replicas[i] = ReplicaRef{TopicID: r.uuid(), Partition: r.i32()}
+			}
+		}
+		rec = x
 	case TypeCreateTopic:
-		rec = &CreateTopic{Name: r.str(), ID: r.uuid(), Configs: r.strMap(), Partitions: r.partitions()}
+		rec = &CreateTopic{Name: r.str(), ID: r.uuid(), Configs: r.strMap(), Partitions: r.partitions(ver)}
 	case TypeAddPartitions:
-		rec = &AddPartitions{TopicID: r.uuid(), Partitions: r.partitions()}
+		rec = &AddPartitions{TopicID: r.uuid(), Partitions: r.partitions(ver)}
 	case TypePartitionChange:
-		rec = &PartitionChange{TopicID: r.uuid(), Partition: r.i32(), Leader: r.i32(), ISR: r.int32s(), Replicas: r.int32s()}
+		x := &PartitionChange{TopicID: r.uuid(), Partition: r.i32(), Leader: r.i32(), ISR: r.int32s(), Replicas: r.int32s()}
+		if ver >= 1 {
+			x.ELR, x.LastKnownELR = r.int32s(), r.int32s()
+			if x.ELR == nil && x.LastKnownELR == nil {
+				// Version 1 exists to carry them: the encoder never writes
+				// both null, so a re-encoding would differ.
+				return nil, errors.New("PartitionChange v1 without ELR fields")
+			}
+		}
+		rec = x
 	case TypePartitionReassignment:
 		rec = &PartitionReassignment{TopicID: r.uuid(), Partition: r.i32(), Adding: r.int32s(), Removing: r.int32s()}
 	case TypeRemoveTopic:
@@ -400,6 +435,8 @@ func decodeBody(r *reader, typ RecordType, ver int16) (Record, error) {
 		rec = x
 	case TypeRemoveAccessControlEntry:
 		rec = &RemoveAccessControlEntry{ID: r.uuid()}
+	case TypeVoterDirectory:
+		rec = &VoterDirectory{NodeID: r.i32(), DirectoryID: r.uuid(), Remove: r.bool()}
 	case TypeClientQuota:
 		x := &ClientQuota{}
 		if n, ok := r.count(3); ok {
@@ -493,7 +530,7 @@ func (w *writer) strMap(m map[string]string) {
 	}
 }
 
-func (w *writer) partitions(ps []PartitionRegistration) {
+func (w *writer) partitions(ps []PartitionRegistration, ver int16) {
 	w.count(len(ps), ps == nil)
 	for _, p := range ps {
 		w.i32(p.Partition)
@@ -502,6 +539,10 @@ func (w *writer) partitions(ps []PartitionRegistration) {
 		w.i32(p.Leader)
 		w.i32(p.LeaderEpoch)
 		w.i32(p.PartitionEpoch)
+		if ver >= 1 {
+			w.int32s(p.ELR)
+			w.int32s(p.LastKnownELR)
+		}
 	}
 }
 
@@ -662,7 +703,7 @@ func (r *reader) strMap() map[string]string {
 	return m
 }
 
-func (r *reader) partitions() []PartitionRegistration {
+func (r *reader) partitions(ver int16) []PartitionRegistration {
 	// Partition + two counts + leader + two epochs: at least 18 bytes.
 	n, ok := r.count(18)
 	if !ok {
@@ -671,6 +712,9 @@ func (r *reader) partitions() []PartitionRegistration {
 	out := make([]PartitionRegistration, n)
 	for i := range out {
 		out[i] = PartitionRegistration{Partition: r.i32(), Replicas: r.int32s(), ISR: r.int32s(), Leader: r.i32(), LeaderEpoch: r.i32(), PartitionEpoch: r.i32()}
+		if ver >= 1 {
+			out[i].ELR, out[i].LastKnownELR = r.int32s(), r.int32s()
+		}
 	}
 	return out
 }

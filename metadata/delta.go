@@ -39,6 +39,8 @@ type Delta struct {
 	ClusterIDChanged   bool
 	FeaturesChanged    bool
 	ProducerIDsChanged bool
+	// VotersChanged: a controller voter's directory id was set or removed.
+	VotersChanged bool
 	// ScramChanged: a SCRAM credential was set or removed.
 	ScramChanged bool
 	// ACLsChanged: an ACL binding was added or removed.
@@ -99,7 +101,7 @@ func (d *Delta) Empty() bool {
 		len(d.BrokersRegistered) == 0 && len(d.BrokersUnregistered) == 0 && len(d.BrokersFenced) == 0 &&
 		len(d.BrokersUnfenced) == 0 && len(d.BrokersShuttingDown) == 0 && len(d.BrokersChanged) == 0 && len(d.ConfigsChanged) == 0 &&
 		len(d.OffsetsCommitted) == 0 && len(d.GroupsChanged) == 0 && !d.ClusterIDChanged &&
-		!d.FeaturesChanged && !d.ProducerIDsChanged && !d.ScramChanged && !d.ACLsChanged && !d.QuotasChanged &&
+		!d.FeaturesChanged && !d.ProducerIDsChanged && !d.VotersChanged && !d.ScramChanged && !d.ACLsChanged && !d.QuotasChanged &&
 		len(d.TxnsChanged) == 0
 }
 
@@ -181,6 +183,8 @@ func (b *applier) replay(rec Record) error {
 		return b.cluster.featureLevel(r)
 	case *ProducerIds:
 		return b.cluster.producerIDs(r)
+	case *VoterDirectory:
+		return b.cluster.voterDirectory(r)
 	case *RegisterBroker:
 		return b.brokers.register(r)
 	case *UnregisterBroker:
@@ -191,6 +195,8 @@ func (b *applier) replay(rec Record) error {
 		return b.brokers.change(r.BrokerID, r.BrokerEpoch, func(br *BrokerRegistration) { br.Fenced = false })
 	case *BrokerShutdown:
 		return b.brokers.change(r.BrokerID, r.BrokerEpoch, func(br *BrokerRegistration) { br.InControlledShutdown = r.InControlledShutdown })
+	case *OfflineReplicas:
+		return b.brokers.offlineReplicas(r)
 	case *CreateTopic:
 		return b.topics.create(r)
 	case *AddPartitions:

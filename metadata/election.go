@@ -69,6 +69,11 @@ type PartitionChangeRequest struct {
 	// reassignment that removes replicas bumps it, as current Kafka does,
 	// which spares clients needless FENCED_LEADER_EPOCH round trips.
 	BumpLeaderEpochOnISRShrink bool
+	// ELR is eligible.leader.replicas.version 1 (KIP-966) and MinISR the
+	// topic's min.insync.replicas, which decides who becomes eligible.
+	// Without ELR the partition's ELR lists are cleared.
+	ELR    bool
+	MinISR int
 }
 
 // BuildPartitionChange decides, with Kafka's election rules, what a
@@ -98,6 +103,10 @@ type PartitionChangeRequest struct {
 //     no member with a non-empty ISR is refused (ErrInvalidReplicaAssignment):
 //     the caller reassigns in Kafka's steps, first to the union of old and
 //     new replicas, then, once the new ones are in the ISR, to the target.
+//   - With ELR (KIP-966) fencing may empty the ISR, the ELR follows
+//     targetELR, and while the ISR is empty a usable ELR member may lead
+//     (it becomes the ISR alone); an unclean election, or ELR off, clears
+//     the ELR and LastKnownELR.
 func BuildPartitionChange(req PartitionChangeRequest) (*PartitionChange, error) {
 	cur := req.Partition
 	if len(cur.Replicas) == 0 {
@@ -113,7 +122,13 @@ func BuildPartitionChange(req PartitionChangeRequest) (*PartitionChange, error) 
 
 	switch req.Reason {
 	case ReasonBrokerFenced, ReasonControlledShutdown:
-		isr = dropUnusable(isr, cur.Leader, usable)
+		if req.ELR {
+			// KIP-966: the ISR may empty; the members leaving it while it
+			// is below min.insync.replicas stay eligible in the ELR.
+			isr = slices.DeleteFunc(isr, func(r int32) bool { return !usable(r) })
+		} else {
+			isr = dropUnusable(isr, cur.Leader, usable)
+		}
 	case ReasonISRChange:
 		if req.TargetISR != nil {
 			isr = slices.Clone(req.TargetISR)
@@ -145,7 +160,14 @@ func BuildPartitionChange(req PartitionChangeRequest) (*PartitionChange, error) 
 		return nil, fmt.Errorf("%w: unknown change reason %d", ErrInvalidRequest, int(req.Reason))
 	}
 
+	elr, lastKnown := targetELR(req, replicas, isr)
+	// A leader is an ISR member, or, only while the ISR is empty, an ELR
+	// member (Kafka's isValidNewLeader).
+	valid := func(r int32) bool {
+		return usable(r) && (slices.Contains(isr, r) || (len(isr) == 0 && slices.Contains(elr, r)))
+	}
 	leader := cur.Leader
+	unclean := false
 	if req.Reason == ReasonPreferredElection {
 		preferred := replicas[0]
 		switch {
@@ -155,19 +177,26 @@ func BuildPartitionChange(req PartitionChangeRequest) (*PartitionChange, error) 
 			return nil, fmt.Errorf("%w: preferred replica %d is not usable or not in the ISR %v", ErrPreferredLeaderNotAvailable, preferred, isr)
 		}
 		leader = preferred
-	} else if leader == NoLeader || !usable(leader) || !slices.Contains(isr, leader) || !slices.Contains(replicas, leader) {
+	} else if leader == NoLeader || !valid(leader) || !slices.Contains(replicas, leader) {
 		leader = NoLeader
 		for _, r := range replicas {
-			if usable(r) && slices.Contains(isr, r) {
+			if valid(r) {
 				leader = r
 				break
 			}
+		}
+		if leader != NoLeader && !slices.Contains(isr, leader) {
+			// Elected from the ELR: it holds every acknowledged record,
+			// so it is the ISR now and the others stay eligible.
+			isr = []int32{leader}
+			elr = slices.DeleteFunc(elr, func(r int32) bool { return r == leader })
 		}
 		if leader == NoLeader && req.Unclean {
 			for _, r := range replicas {
 				if usable(r) {
 					leader = r
 					isr = []int32{r}
+					unclean = true
 					break
 				}
 			}
@@ -175,6 +204,11 @@ func BuildPartitionChange(req PartitionChangeRequest) (*PartitionChange, error) 
 	}
 	if len(isr) == 0 && leader != NoLeader {
 		isr = []int32{leader}
+	}
+	if unclean || !req.ELR {
+		// Data may be lost, or nobody tracks eligibility: nothing is
+		// known to be eligible any more.
+		elr, lastKnown = []int32{}, []int32{}
 	}
 
 	rec := &PartitionChange{TopicID: req.TopicID, Partition: cur.Partition, Leader: NoLeaderChange}
@@ -193,6 +227,14 @@ func BuildPartitionChange(req PartitionChangeRequest) (*PartitionChange, error) 
 			bump = true
 		}
 	}
+	if !slices.Equal(elr, cur.ELR) {
+		rec.ELR = elr
+		changed = true
+	}
+	if !slices.Equal(lastKnown, cur.LastKnownELR) {
+		rec.LastKnownELR = lastKnown
+		changed = true
+	}
 	if leader != cur.Leader || bump {
 		rec.Leader = leader
 		changed = true
@@ -201,6 +243,38 @@ func BuildPartitionChange(req PartitionChangeRequest) (*PartitionChange, error) 
 		return nil, nil
 	}
 	return rec, nil
+}
+
+// targetELR is KIP-966's ELR for a partition whose ISR becomes isr (Kafka's
+// PartitionChangeBuilder.maybePopulateTargetElr): with the ISR at or above
+// min.insync.replicas both lists are empty, since the HW can move without
+// anyone outside it. Below, every current ISR or ELR member that is not in
+// the new ISR is eligible: the HW has not moved since it left (the leader
+// holds it while the ISR is short), so it holds every acknowledged record.
+// LastKnownELR keeps former members that are neither, which happens only
+// when a reassignment drops them. Both are in replica order and hold only
+// replicas.
+func targetELR(req PartitionChangeRequest, replicas, isr []int32) (elr, lastKnown []int32) {
+	cur := req.Partition
+	if !req.ELR {
+		return []int32{}, []int32{}
+	}
+	if len(isr) >= max(req.MinISR, 1) {
+		return []int32{}, []int32{}
+	}
+	elr, lastKnown = []int32{}, []int32{}
+	for _, r := range replicas {
+		if slices.Contains(isr, r) {
+			continue
+		}
+		switch {
+		case slices.Contains(cur.ISR, r) || slices.Contains(cur.ELR, r):
+			elr = append(elr, r)
+		case slices.Contains(cur.LastKnownELR, r):
+			lastKnown = append(lastKnown, r)
+		}
+	}
+	return elr, lastKnown
 }
 
 // dropUnusable removes unusable brokers from an ISR without emptying it.

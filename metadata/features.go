@@ -88,7 +88,9 @@ var recordLevels = []recordLevel{
 	{TypeAccessControlEntry, 0, 28},
 	{TypeRemoveAccessControlEntry, 0, 28},
 	{TypeClientQuota, 0, 28},
+	{TypeVoterDirectory, 0, 28},
 	{TypePartitionReassignment, 0, 28},
+	{TypeOfflineReplicas, 0, 28},
 	{TypeConsumerGroup, 0, 28},
 	{TypeConsumerGroup, 1, 28},
 	{TypeConsumerGroupDelta, 0, 28},
@@ -100,6 +102,10 @@ var recordLevels = []recordLevel{
 	{TypeShareGroupTargetAssignment, 0, 28},
 	{TypeShareGroupDelete, 0, 28},
 	{TypeSharePartitionState, 0, 28},
+	// KIP-966's ELR fields, written only with eligible.leader.replicas.version 1.
+	{TypeCreateTopic, 1, 28},
+	{TypeAddPartitions, 1, 28},
+	{TypePartitionChange, 1, 28},
 }
 
 // ErrUnsupportedByMetadataVersion is a write the finalized metadata.version
@@ -179,7 +185,17 @@ func (r FeatureRange) String() string { return fmt.Sprintf("%d-%d", r.Min, r.Max
 var SupportedFeatures = map[string]FeatureRange{
 	MetadataVersionFeature:    {Min: MetadataVersionMin, Max: MetadataVersionLevel},
 	TransactionVersionFeature: {Min: 0, Max: TransactionVersionLevel},
+	ShareVersionFeature:       {Min: 0, Max: ShareVersionLevel},
+	ELRFeature:                {Min: 0, Max: 1},
+	KRaftVersionFeature:       {Min: 0, Max: 1},
 }
+
+// bootstrapLevels overrides SupportedFeatures' Max as the level a new
+// cluster is finalized at. eligible.leader.replicas.version starts at 0:
+// it changes when acks=all may complete (the HW waits for
+// min.insync.replicas), which an operator turns on with `raftka features
+// upgrade --feature eligible.leader.replicas.version=1`.
+var bootstrapLevels = map[string]int16{ELRFeature: 0}
 
 // LegacyFeatures is what a broker that advertises no features supports:
 // every raftka release before gating ran metadata.version 27 only.
@@ -189,7 +205,8 @@ var LegacyFeatures = map[string]FeatureRange{
 
 // featureDeps: a feature at a level (or above) needs another feature at
 // least at a level, as Kafka's Features.dependencies. transaction.version
-// 1 and up needs the Transaction records, which metadata.version 28 brings.
+// 1 and up needs the Transaction records, and share.version 1 the share
+// group and share-partition records, which metadata.version 28 brings.
 var featureDeps = []struct {
 	feature string
 	level   int16
@@ -197,6 +214,8 @@ var featureDeps = []struct {
 	atLeast int16
 }{
 	{TransactionVersionFeature, 1, MetadataVersionFeature, 28},
+	{ShareVersionFeature, 1, MetadataVersionFeature, 28},
+	{ELRFeature, 1, MetadataVersionFeature, 28},
 }
 
 // BootstrapFeatures are the records a new cluster is finalized with: every
@@ -220,7 +239,16 @@ func BootstrapFeatures() []Record {
 	})
 	recs := make([]Record, 0, len(names))
 	for _, name := range names {
-		if l := SupportedFeatures[name].Max; l > 0 {
+		if name == KRaftVersionFeature {
+			// How the quorum was formatted decides it (storage format),
+			// not this binary's range.
+			continue
+		}
+		l := SupportedFeatures[name].Max
+		if b, ok := bootstrapLevels[name]; ok {
+			l = b
+		}
+		if l > 0 {
 			recs = append(recs, &FeatureLevel{Name: name, Level: l})
 		}
 	}
@@ -294,6 +322,9 @@ func PlanFeatureUpdates(img *Image, updates []FeatureUpdate, controller map[stri
 				return nil, fmt.Errorf("%w: invalid metadata.version %d: refusing to perform the requested downgrade because it might delete metadata information", ErrInvalidUpdateVersion, u.Level)
 			}
 			return nil, fmt.Errorf("%w: invalid metadata.version %d: unsafe metadata downgrade is not supported in this version", ErrInvalidUpdateVersion, u.Level)
+		case u.Level < cur && u.Name == KRaftVersionFeature:
+			// The voters added since cannot be made static again.
+			return nil, fmt.Errorf("%w: invalid kraft.version %d: kraft.version cannot be downgraded", ErrInvalidUpdateVersion, u.Level)
 		case u.Level > cur && u.Type != UpgradeTypeUpgrade:
 			return nil, invalidUpdate(u, "can't upgrade to a newer version with a downgrade upgrade type")
 		}

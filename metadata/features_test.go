@@ -55,6 +55,8 @@ func TestCheckRecords(t *testing.T) {
 		{"ACL at 28", []Record{&AccessControlEntry{}}, 28, true},
 		{"transaction at 27", []Record{&Transaction{}}, 27, false},
 		{"reassignment at 27", []Record{&PartitionReassignment{}}, 27, false},
+		{"voter directory at 27", []Record{&VoterDirectory{}}, 27, false},
+		{"voter directory at 28", []Record{&VoterDirectory{}}, 28, true},
 		{"quota at 28", []Record{&ClientQuota{}}, 28, true},
 		{"nothing", nil, 27, true},
 	}
@@ -134,6 +136,12 @@ func TestPlanFeatureUpdates(t *testing.T) {
 			updates: []upd{{TransactionVersionFeature, 2, 1}}, errHas: "broker 1 only supports versions 0-0"},
 		{name: "transaction.version safe downgrade", mv: 28, tv: 2, updates: []upd{{TransactionVersionFeature, 0, UpgradeTypeSafeDowngrade}},
 			want: map[string]int16{TransactionVersionFeature: 0}},
+		{name: "share.version needs 28", mv: 27, updates: []upd{{ShareVersionFeature, 1, UpgradeTypeUpgrade}}, errHas: "metadata.version 28 or later is needed"},
+		{name: "share.version upgrade", mv: 28, ids: []int32{1}, brokers: map[int32]map[string]FeatureRange{1: SupportedFeatures},
+			updates: []upd{{ShareVersionFeature, 1, UpgradeTypeUpgrade}}, want: map[string]int16{ShareVersionFeature: 1}},
+		{name: "share.version past the controller", mv: 28, updates: []upd{{ShareVersionFeature, 2, UpgradeTypeUpgrade}}, errHas: "controller only supports versions 0-1"},
+		{name: "a broker without share.version", mv: 28, ids: []int32{1}, brokers: map[int32]map[string]FeatureRange{1: newer},
+			updates: []upd{{ShareVersionFeature, 1, UpgradeTypeUpgrade}}, errHas: "broker 1 only supports versions 0-0"},
 		{name: "a level below 0 deletes", mv: 28, tv: 2, updates: []upd{{TransactionVersionFeature, -1, UpgradeTypeSafeDowngrade}},
 			want: map[string]int16{TransactionVersionFeature: 0}},
 	}
@@ -199,8 +207,9 @@ func TestCheckBrokerFeatures(t *testing.T) {
 
 func TestBootstrapFeatures(t *testing.T) {
 	recs := BootstrapFeatures()
-	if len(recs) != 2 || recs[0].(*FeatureLevel).Name != MetadataVersionFeature || recs[0].(*FeatureLevel).Level != MetadataVersionLevel ||
-		recs[1].(*FeatureLevel).Name != TransactionVersionFeature || recs[1].(*FeatureLevel).Level != TransactionVersionLevel {
+	if len(recs) != 3 || recs[0].(*FeatureLevel).Name != MetadataVersionFeature || recs[0].(*FeatureLevel).Level != MetadataVersionLevel ||
+		recs[1].(*FeatureLevel).Name != ShareVersionFeature || recs[1].(*FeatureLevel).Level != ShareVersionLevel ||
+		recs[2].(*FeatureLevel).Name != TransactionVersionFeature || recs[2].(*FeatureLevel).Level != TransactionVersionLevel {
 		t.Fatalf("%v", recs)
 	}
 }

@@ -1,6 +1,8 @@
 package metadata
 
 import (
+	"bytes"
+	"cmp"
 	"maps"
 	"slices"
 	"strings"
@@ -18,6 +20,7 @@ import (
 type Image struct {
 	clusterID      string
 	features       map[string]int16
+	voterDirs      map[int32][16]byte // controller voters' directory ids (VoterDirectory)
 	brokers        map[int32]*BrokerRegistration
 	topics         shardMap[[16]byte, *TopicImage]
 	topicNames     shardMap[string, [16]byte]
@@ -45,6 +48,24 @@ type BrokerRegistration struct {
 	Rack                 string
 	Fenced               bool
 	InControlledShutdown bool
+	// OfflineReplicas are the broker's replicas whose log dir failed
+	// (OfflineReplicas record), sorted; nil when none.
+	OfflineReplicas []ReplicaRef
+}
+
+// ReplicaOffline reports whether the broker's replica of the partition is
+// in a log dir that failed.
+func (b BrokerRegistration) ReplicaOffline(topicID [16]byte, partition int32) bool {
+	_, ok := slices.BinarySearchFunc(b.OfflineReplicas, ReplicaRef{topicID, partition}, CompareReplicaRefs)
+	return ok
+}
+
+// CompareReplicaRefs orders replicas by topic id, then partition.
+func CompareReplicaRefs(a, b ReplicaRef) int {
+	if c := bytes.Compare(a.TopicID[:], b.TopicID[:]); c != 0 {
+		return c
+	}
+	return cmp.Compare(a.Partition, b.Partition)
 }
 
 // Usable reports whether the broker may lead or be placed on: registered,
@@ -103,6 +124,9 @@ func (img *Image) ClusterID() string { return img.clusterID }
 // FeatureLevel returns the finalized metadata.version level (0 when unset).
 func (img *Image) FeatureLevel() int16 { return img.features[MetadataVersionFeature] }
 
+// ELREnabled reports eligible.leader.replicas.version 1 or above (KIP-966).
+func (img *Image) ELREnabled() bool { return img.features[ELRFeature] >= 1 }
+
 // Feature returns a finalized feature's level.
 func (img *Image) Feature(name string) (int16, bool) {
 	l, ok := img.features[name]
@@ -111,6 +135,16 @@ func (img *Image) Feature(name string) (int16, bool) {
 
 // Features returns every finalized feature.
 func (img *Image) Features() map[string]int16 { return maps.Clone(img.features) }
+
+// VoterDirectory returns controller voter id's directory id (KIP-858), if
+// one is recorded.
+func (img *Image) VoterDirectory(id int32) ([16]byte, bool) {
+	d, ok := img.voterDirs[id]
+	return d, ok
+}
+
+// VoterDirectories returns every recorded voter's directory id.
+func (img *Image) VoterDirectories() map[int32][16]byte { return maps.Clone(img.voterDirs) }
 
 // Brokers returns every registered broker, sorted by id.
 func (img *Image) Brokers() []BrokerRegistration {
@@ -238,7 +272,7 @@ func (img *Image) Equal(o *Image) bool {
 		return false
 	}
 	if img.clusterID != o.clusterID || img.producerIDs != o.producerIDs ||
-		!maps.Equal(img.features, o.features) || !maps.Equal(img.clusterConfigs, o.clusterConfigs) ||
+		!maps.Equal(img.features, o.features) || !maps.Equal(img.voterDirs, o.voterDirs) || !maps.Equal(img.clusterConfigs, o.clusterConfigs) ||
 		!maps.EqualFunc(img.brokerConfigs, o.brokerConfigs, func(a, b map[string]string) bool { return maps.Equal(a, b) }) ||
 		!maps.EqualFunc(img.groupConfigs, o.groupConfigs, func(a, b map[string]string) bool { return maps.Equal(a, b) }) ||
 		!maps.EqualFunc(img.brokers, o.brokers, func(a, b *BrokerRegistration) bool { return a.equal(b) }) ||
@@ -276,7 +310,7 @@ func shardEqual[K comparable, V any](a, b *shardMap[K, V], eq func(V, V) bool) b
 func (b *BrokerRegistration) equal(o *BrokerRegistration) bool {
 	return b.ID == o.ID && b.IncarnationID == o.IncarnationID && b.Epoch == o.Epoch &&
 		slices.Equal(b.Endpoints, o.Endpoints) && b.Rack == o.Rack && b.Fenced == o.Fenced &&
-		b.InControlledShutdown == o.InControlledShutdown
+		b.InControlledShutdown == o.InControlledShutdown && slices.Equal(b.OfflineReplicas, o.OfflineReplicas)
 }
 
 func (t *TopicImage) equal(o *TopicImage) bool {
@@ -288,7 +322,8 @@ func (t *TopicImage) equal(o *TopicImage) bool {
 func (p PartitionRegistration) Equal(o PartitionRegistration) bool {
 	return p.Partition == o.Partition && slices.Equal(p.Replicas, o.Replicas) && slices.Equal(p.ISR, o.ISR) &&
 		p.Leader == o.Leader && p.LeaderEpoch == o.LeaderEpoch && p.PartitionEpoch == o.PartitionEpoch &&
-		slices.Equal(p.AddingReplicas, o.AddingReplicas) && slices.Equal(p.RemovingReplicas, o.RemovingReplicas)
+		slices.Equal(p.AddingReplicas, o.AddingReplicas) && slices.Equal(p.RemovingReplicas, o.RemovingReplicas) &&
+		slices.Equal(p.ELR, o.ELR) && slices.Equal(p.LastKnownELR, o.LastKnownELR)
 }
 
 func (g *groupImage) equal(o *groupImage) bool {

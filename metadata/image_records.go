@@ -22,12 +22,18 @@ func (img *Image) Records() []Record {
 	for _, name := range slices.Sorted(maps.Keys(img.features)) {
 		recs = append(recs, &FeatureLevel{Name: name, Level: img.features[name]})
 	}
+	for _, id := range slices.Sorted(maps.Keys(img.voterDirs)) {
+		recs = append(recs, &VoterDirectory{NodeID: id, DirectoryID: img.voterDirs[id]})
+	}
 	for _, b := range img.Brokers() {
 		recs = append(recs, &RegisterBroker{
 			BrokerID: b.ID, IncarnationID: b.IncarnationID, BrokerEpoch: b.Epoch,
 			Endpoints: slices.Clone(b.Endpoints), Rack: b.Rack, Fenced: b.Fenced,
 			InControlledShutdown: b.InControlledShutdown,
 		})
+		if len(b.OfflineReplicas) > 0 {
+			recs = append(recs, &OfflineReplicas{BrokerID: b.ID, BrokerEpoch: b.Epoch, Replicas: slices.Clone(b.OfflineReplicas)})
+		}
 	}
 	for _, k := range slices.Sorted(maps.Keys(img.clusterConfigs)) {
 		recs = append(recs, &Config{ResourceType: ConfigResourceCluster, Key: k, Value: img.clusterConfigs[k]})

@@ -21,6 +21,10 @@ type AlterPartitionRequest struct {
 	// unknown), so a replica that restarted since it caught up is not added
 	// with stale state.
 	NewISRBrokerEpochs []int64
+	// MinISR is the topic's min.insync.replicas, which decides, with
+	// eligible.leader.replicas.version 1, who leaving the ISR stays
+	// eligible to lead (KIP-966).
+	MinISR int
 }
 
 // ValidateAlterPartition checks an AlterPartition against the image as
@@ -71,6 +75,7 @@ func (img *Image) ValidateAlterPartition(req AlterPartitionRequest) (*PartitionC
 	return BuildPartitionChange(PartitionChangeRequest{
 		TopicID: req.TopicID, Partition: p, Reason: ReasonISRChange,
 		Usable: img.UsableBrokers(), TargetISR: req.NewISR,
+		ELR: img.ELREnabled(), MinISR: req.MinISR,
 	})
 }
 

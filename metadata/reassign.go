@@ -149,6 +149,8 @@ type ReassignRequest struct {
 	// Unclean is the topic's unclean.leader.election.enable, which a
 	// cancel needs when no original replica is left in the ISR.
 	Unclean bool
+	// MinISR is the topic's min.insync.replicas, for the ELR (KIP-966).
+	MinISR int
 }
 
 // PlanReassignment decides one partition of an AlterPartitionReassignments
@@ -174,7 +176,7 @@ func (img *Image) PlanReassignment(req ReassignRequest) ([]Record, error) {
 		return nil, fmt.Errorf("%w: %s-%d", ErrUnknownPartition, t.Name, req.Partition)
 	}
 	if req.Target == nil {
-		return img.cancelReassignment(t, p, req.Unclean)
+		return img.cancelReassignment(t, p, req.Unclean, req.MinISR)
 	}
 	if err := img.validateTarget(req.Target); err != nil {
 		return nil, fmt.Errorf("%s-%d: %w", t.Name, p.Partition, err)
@@ -235,6 +237,10 @@ func (img *Image) completion(topicID [16]byte, p PartitionRegistration, target [
 	rec, err := BuildPartitionChange(PartitionChangeRequest{
 		TopicID: topicID, Partition: p, Reason: ReasonReassignment,
 		Usable: img.UsableBrokers(), TargetReplicas: target,
+		// Every target replica is in the ISR: min.insync.replicas is
+		// met unless it exceeds the replication factor, and then the
+		// ELR is cleared (nobody is made eligible by a move).
+		ELR: img.ELREnabled(), MinISR: len(target),
 	})
 	if err != nil {
 		return nil
@@ -273,7 +279,7 @@ func (img *Image) CompletableReassignments() []Record {
 	return recs
 }
 
-func (img *Image) cancelReassignment(t TopicImage, p PartitionRegistration, unclean bool) ([]Record, error) {
+func (img *Image) cancelReassignment(t TopicImage, p PartitionRegistration, unclean bool, minISR int) ([]Record, error) {
 	if !p.Reassigning() {
 		return nil, fmt.Errorf("%w: %s-%d", ErrNoReassignmentInProgress, t.Name, p.Partition)
 	}
@@ -284,6 +290,7 @@ func (img *Image) cancelReassignment(t TopicImage, p PartitionRegistration, uncl
 		rec, err := BuildPartitionChange(PartitionChangeRequest{
 			TopicID: t.ID, Partition: p, Reason: ReasonReassignment,
 			Usable: img.UsableBrokers(), TargetReplicas: orig,
+			ELR: img.ELREnabled(), MinISR: minISR,
 		})
 		if err != nil {
 			return nil, err
@@ -300,6 +307,10 @@ func (img *Image) cancelReassignment(t TopicImage, p PartitionRegistration, uncl
 	// whatever it has, as an unclean election would choose.
 	usable := img.UsableBrokers()
 	rec := &PartitionChange{TopicID: t.ID, Partition: p.Partition, Leader: NoLeader, Replicas: orig, ISR: []int32{orig[0]}}
+	if len(p.ELR) > 0 || len(p.LastKnownELR) > 0 {
+		// An unclean election: nobody is known to hold everything.
+		rec.ELR, rec.LastKnownELR = []int32{}, []int32{}
+	}
 	for _, r := range orig {
 		if usable(r) {
 			rec.Leader, rec.ISR = r, []int32{r}

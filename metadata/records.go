@@ -46,6 +46,13 @@ const (
 	// TypePartitionReassignment is in 60-69, the range issue 16's cluster
 	// operations records use.
 	TypePartitionReassignment RecordType = 60
+
+	// Log dirs (JBOD).
+	TypeOfflineReplicas RecordType = 67
+
+	// TypeVoterDirectory: a controller quorum voter's directory id
+	// (KIP-858), set when it joins the voters and removed when it leaves.
+	TypeVoterDirectory RecordType = 61
 )
 
 func (t RecordType) String() string {
@@ -64,6 +71,8 @@ func (t RecordType) String() string {
 		return "UnfenceBroker"
 	case TypeBrokerShutdown:
 		return "BrokerShutdown"
+	case TypeOfflineReplicas:
+		return "OfflineReplicas"
 	case TypeCreateTopic:
 		return "CreateTopic"
 	case TypePartitionChange:
@@ -88,6 +97,8 @@ func (t RecordType) String() string {
 		return "UserScramCredential"
 	case TypePartitionReassignment:
 		return "PartitionReassignment"
+	case TypeVoterDirectory:
+		return "VoterDirectory"
 	case TypeRemoveUserScramCredential:
 		return "RemoveUserScramCredential"
 	case TypeAccessControlEntry:
@@ -154,13 +165,49 @@ const (
 	TransactionVersionLevel   int16 = 2
 )
 
+// ShareVersionFeature is Kafka's share.version: at level 1 share groups
+// (KIP-932) are usable; below it their APIs answer UNSUPPORTED_VERSION,
+// as Kafka's KafkaApis answers while share groups are not enabled. A new
+// cluster finalizes it (Kafka 4.2 does: share groups are production
+// ready there); a cluster bootstrapped before it finalizes it with
+// `raftka features upgrade --feature share.version=1`.
+const (
+	ShareVersionFeature       = "share.version"
+	ShareVersionLevel   int16 = 1
+)
+
 // MetadataVersionFeature is the feature whose level Image.FeatureLevel
 // returns. Its levels gate which records the controller writes
 // (features.go). The other features Kafka 4.1 finalizes (group.version,
-// share.version, eligible.leader.replicas.version, kraft.version) stay at
-// 0, which is absent: clients choose protocols by these levels, and raftka
-// serves none of what they name.
+// share.version, eligible.leader.replicas.version) stay at 0, which is
+// absent: clients choose protocols by these levels, and raftka serves none
+// of what they name.
 const MetadataVersionFeature = "metadata.version"
+
+// ELRFeature is KIP-966's eligible.leader.replicas.version: at 1 the
+// controller tracks eligible leader replicas (PartitionRegistration.ELR)
+// and leaders hold the HW while the ISR is below min.insync.replicas.
+const ELRFeature = "eligible.leader.replicas.version"
+
+// KRaftVersionFeature is kraft.version (KIP-853): 1 when the controller
+// quorum's voters may change at run time (AddRaftVoter, RemoveRaftVoter),
+// 0 when they are the static controller.quorum.voters. storage format
+// --standalone / --initial-controllers / --no-initial-controllers
+// bootstrap a cluster at 1; a static cluster moves to 1 by UpdateFeatures,
+// as Kafka 4.1's does, and never back.
+const KRaftVersionFeature = "kraft.version"
+
+// VoterDirectory records the metadata log directory id (KIP-858,
+// meta.properties directory.id) of controller quorum voter NodeID, or with
+// Remove that the voter left. The voter set itself is the Raft
+// configuration; the directory id tells one incarnation of a node id from
+// the next (a wiped disk formatted again gets a new one), which the Raft
+// configuration, keyed by node id, cannot.
+type VoterDirectory struct {
+	NodeID      int32
+	DirectoryID [16]byte
+	Remove      bool
+}
 
 // Endpoint is one listener a broker advertises.
 type Endpoint struct {
@@ -216,6 +263,24 @@ type BrokerShutdown struct {
 	InControlledShutdown bool
 }
 
+// ReplicaRef names one partition of a topic by the topic's id.
+type ReplicaRef struct {
+	TopicID   [16]byte
+	Partition int32
+}
+
+// OfflineReplicas sets the replicas of a broker that are offline because
+// the log dir holding them failed (Kafka keeps the same knowledge as
+// PartitionRecord Directories plus the broker's offline dirs). Replicas
+// is the whole set, sorted, replacing the last; BrokerEpoch must match the
+// registration, and a new registration clears it. An offline replica may
+// not lead or stay in the ISR.
+type OfflineReplicas struct {
+	BrokerID    int32
+	BrokerEpoch int64
+	Replicas    []ReplicaRef
+}
+
 // PartitionRegistration is a partition's replication state.
 type PartitionRegistration struct {
 	Partition      int32
@@ -232,6 +297,16 @@ type PartitionRegistration struct {
 	// never carry them (their encoding has no such fields).
 	AddingReplicas   []int32
 	RemovingReplicas []int32
+	// ELR is KIP-966's eligible leader replicas: members that left the
+	// ISR while it was below min.insync.replicas, after which the HW did
+	// not move, so each holds every acknowledged record and may lead when
+	// the ISR is empty. LastKnownELR is the ELR members that lost
+	// eligibility while the ISR was below min.insync.replicas, kept for
+	// an operator's recovery. Both are empty unless
+	// eligible.leader.replicas.version is 1; records carry them from
+	// version 1 (CreateTopic and AddPartitions v1, PartitionChange v1).
+	ELR          []int32
+	LastKnownELR []int32
 }
 
 // CreateTopic creates a topic with all its partitions (Kafka's TopicRecord
@@ -264,6 +339,12 @@ type PartitionChange struct {
 	Leader    int32
 	ISR       []int32
 	Replicas  []int32
+	// ELR and LastKnownELR, nil to leave unchanged, as Kafka's
+	// PartitionChangeRecord tagged fields: the record is version 1 when
+	// either is set, which only a cluster with
+	// eligible.leader.replicas.version 1 writes.
+	ELR          []int32
+	LastKnownELR []int32
 }
 
 // PartitionReassignment sets a partition's ongoing reassignment: the
@@ -392,6 +473,7 @@ func (*UnregisterBroker) Type() RecordType { return TypeUnregisterBroker }
 func (*FenceBroker) Type() RecordType      { return TypeFenceBroker }
 func (*UnfenceBroker) Type() RecordType    { return TypeUnfenceBroker }
 func (*BrokerShutdown) Type() RecordType   { return TypeBrokerShutdown }
+func (*OfflineReplicas) Type() RecordType  { return TypeOfflineReplicas }
 func (*CreateTopic) Type() RecordType      { return TypeCreateTopic }
 func (*AddPartitions) Type() RecordType    { return TypeAddPartitions }
 func (*PartitionChange) Type() RecordType  { return TypePartitionChange }
@@ -405,6 +487,7 @@ func (*ProducerIds) Type() RecordType      { return TypeProducerIds }
 
 func (*UserScramCredential) Type() RecordType       { return TypeUserScramCredential }
 func (*PartitionReassignment) Type() RecordType     { return TypePartitionReassignment }
+func (*VoterDirectory) Type() RecordType            { return TypeVoterDirectory }
 func (*RemoveUserScramCredential) Type() RecordType { return TypeRemoveUserScramCredential }
 func (*Transaction) Type() RecordType               { return TypeTransaction }
 func (*TxnOffsetCommit) Type() RecordType           { return TypeTxnOffsetCommit }
@@ -443,19 +526,37 @@ func (*UnregisterBroker) Version() int16 { return 0 }
 func (*FenceBroker) Version() int16      { return 0 }
 func (*UnfenceBroker) Version() int16    { return 0 }
 func (*BrokerShutdown) Version() int16   { return 0 }
-func (*CreateTopic) Version() int16      { return 0 }
-func (*AddPartitions) Version() int16    { return 0 }
-func (*PartitionChange) Version() int16  { return 0 }
-func (*RemoveTopic) Version() int16      { return 0 }
-func (*Config) Version() int16           { return 0 }
-func (*CommitOffsets) Version() int16    { return 0 }
-func (*DeleteOffsets) Version() int16    { return 0 }
-func (*DeleteGroup) Version() int16      { return 0 }
-func (*GroupGeneration) Version() int16  { return 1 }
-func (*ProducerIds) Version() int16      { return 0 }
+func (*OfflineReplicas) Version() int16 { return 0 }
+func (r *CreateTopic) Version() int16    { return partitionsVersion(r.Partitions) }
+func (r *AddPartitions) Version() int16  { return partitionsVersion(r.Partitions) }
+func (r *PartitionChange) Version() int16 {
+	if r.ELR != nil || r.LastKnownELR != nil {
+		return 1
+	}
+	return 0
+}
+
+// partitionsVersion is 1 when a partition carries ELR state, so a record
+// without it keeps the encoding every older binary reads.
+func partitionsVersion(ps []PartitionRegistration) int16 {
+	for _, p := range ps {
+		if len(p.ELR) > 0 || len(p.LastKnownELR) > 0 {
+			return 1
+		}
+	}
+	return 0
+}
+func (*RemoveTopic) Version() int16     { return 0 }
+func (*Config) Version() int16          { return 0 }
+func (*CommitOffsets) Version() int16   { return 0 }
+func (*DeleteOffsets) Version() int16   { return 0 }
+func (*DeleteGroup) Version() int16     { return 0 }
+func (*GroupGeneration) Version() int16 { return 1 }
+func (*ProducerIds) Version() int16     { return 0 }
 
 func (*UserScramCredential) Version() int16       { return 0 }
 func (*PartitionReassignment) Version() int16     { return 0 }
+func (*VoterDirectory) Version() int16            { return 0 }
 func (*RemoveUserScramCredential) Version() int16 { return 0 }
 
 func (*AccessControlEntry) Version() int16       { return 0 }

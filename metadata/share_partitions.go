@@ -139,12 +139,19 @@ func (a *sharePartitionApplier) state(r *SharePartitionState) error {
 	return nil
 }
 
-// dropGroup forgets a deleted share group's share-partitions.
+// dropGroup deletes a deleted share group's share-partitions: each
+// becomes a deleted state (start offset -1) one state epoch up, not
+// nothing, so a leader still holding the old group's share-partition in
+// memory sees a newer state epoch and reloads (a re-created group starts
+// where share.auto.offset.reset says), and the old group's writes still
+// in flight are fenced by the controller. The deleted states stay in the
+// image: one small record per partition the group had state in.
 func (a *sharePartitionApplier) dropGroup(group string) {
-	for k := range a.img.sharePartitions {
+	for k, old := range a.img.sharePartitions {
 		if k.Group == group {
 			a.own()
-			delete(a.img.sharePartitions, k)
+			a.img.sharePartitions[k] = &SharePartitionState{Group: group, TopicID: k.TopicID, Partition: k.Partition,
+				LeaderEpoch: old.LeaderEpoch, StateEpoch: old.StateEpoch + 1, StartOffset: -1}
 		}
 	}
 }

@@ -52,7 +52,7 @@ func TestSharePartitionStateApply(t *testing.T) {
 	}
 }
 
-func TestShareGroupDeleteDropsItsPartitions(t *testing.T) {
+func TestShareGroupDeleteRaisesItsPartitionsStateEpoch(t *testing.T) {
 	id := [16]byte{2}
 	img, d := NewImage().Apply([]Record{
 		&ShareGroupEpoch{Group: "sg", Epoch: 1},
@@ -63,10 +63,22 @@ func TestShareGroupDeleteDropsItsPartitions(t *testing.T) {
 		t.Fatal(d.Skipped)
 	}
 	img, _ = img.Apply([]Record{&ShareGroupDelete{Group: "sg"}})
-	if n := len(img.SharePartitions("sg")); n != 0 {
-		t.Fatalf("%d share-partitions of a deleted group left", n)
+	// A deleted group's share-partitions are deleted states one state
+	// epoch up: a leader still holding the old state reloads it, and the
+	// old group's late writes are below the stored epoch.
+	left := img.SharePartitions("sg")
+	if len(left) != 1 || left[0].StartOffset != -1 || left[0].StateEpoch != 1 || len(left[0].Ranges) != 0 {
+		t.Fatalf("share-partitions of a deleted group: %+v", left)
 	}
 	if n := len(img.SharePartitions("other")); n != 1 {
 		t.Fatalf("other group's share-partitions: %d, want 1", n)
+	}
+	late, d := img.Apply([]Record{&SharePartitionState{Group: "sg", TopicID: id, StartOffset: 3}})
+	if len(d.Skipped) != 1 || !late.Equal(img) {
+		t.Fatalf("a write of the deleted group's state epoch applied: %v", d.Skipped)
+	}
+	rebuilt, d := NewImage().Apply(img.sharePartitionRecords())
+	if len(d.Skipped) > 0 || !rebuilt.Equal(img) {
+		t.Fatalf("snapshot records do not rebuild the image: %v", d.Skipped)
 	}
 }

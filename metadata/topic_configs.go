@@ -146,7 +146,7 @@ var topicConfigDefs = []TopicConfigDef{
 	{Name: "index.interval.bytes", Type: ConfigTypeInt, Default: "4096", Brokers: []BrokerSynonym{{Key: "log.index.interval.bytes"}},
 		Doc: "bytes between offset index entries", check: atLeast(0)},
 	{Name: "leader.replication.throttled.replicas", Type: ConfigTypeList, Default: "",
-		Doc: "accepted for kafka-reassign-partitions compatibility; raftka throttles on the follower side only (follower.replication.throttled.replicas)", check: throttledReplicaList},
+		Doc: "replicas (partition:broker, or *) that broker, while it leads them, sends to followers out of the ISR within its leader.replication.throttled.rate", check: throttledReplicaList},
 	{Name: "max.compaction.lag.ms", Type: ConfigTypeLong, Default: maxLong, Brokers: []BrokerSynonym{{Key: "log.cleaner.max.compaction.lag.ms"}},
 		Doc: "longest a record stays uncompacted", check: atLeast(1)},
 	{Name: "max.message.bytes", Type: ConfigTypeInt, Default: "1048588", Brokers: []BrokerSynonym{{Key: "message.max.bytes"}},

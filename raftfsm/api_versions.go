@@ -3,6 +3,7 @@ package raftfsm
 import (
 	"slices"
 
+	"github.com/raftka/raftka/metadata"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -24,6 +25,7 @@ var controllerAPIKeys = []int16{
 	14, // SyncGroup (group generations)
 	19, // CreateTopics
 	20, // DeleteTopics
+	29, // DescribeAcls
 	30, // CreateAcls
 	31, // DeleteAcls
 	33, // AlterConfigs
@@ -39,17 +41,33 @@ var controllerAPIKeys = []int16{
 	56, // AlterPartition
 	57, // UpdateFeatures
 	58, // Envelope
+	60, // DescribeCluster
 	62, // BrokerRegistration
 	63, // BrokerHeartbeat
 	64, // UnregisterBroker
 	67, // AllocateProducerIds
 	80, // AddRaftVoter
+	81, // RemoveRaftVoter
+	82, // UpdateRaftVoter
 }
 
+// describeConfigsKey is DescribeConfigs, served only with
+// Config.DescribeConfigs.
+const describeConfigsKey = 32
+
 // ControllerAPIVersions is the controller listener's ApiVersions list,
-// ascending by key.
+// ascending by key, of a node without Config.DescribeConfigs.
 func ControllerAPIVersions() []kmsg.ApiVersionsResponseApiKey {
+	return ControllerAPIVersionsWith(false)
+}
+
+// ControllerAPIVersionsWith is ControllerAPIVersions of a node that
+// serves DescribeConfigs (Config.DescribeConfigs set) or not.
+func ControllerAPIVersionsWith(describeConfigs bool) []kmsg.ApiVersionsResponseApiKey {
 	keys := append(slices.Clone(controllerAPIKeys), 18)
+	if describeConfigs {
+		keys = append(keys, describeConfigsKey)
+	}
 	slices.Sort(keys)
 	out := make([]kmsg.ApiVersionsResponseApiKey, 0, len(keys))
 	for _, k := range keys {
@@ -70,6 +88,12 @@ func ControllerAPIVersions() []kmsg.ApiVersionsResponseApiKey {
 // UNSUPPORTED_VERSION in a v0 response that lists ApiVersions' own
 // versions, so the client retries with one of them.
 func APIVersionsResponse(version int16) *kmsg.ApiVersionsResponse {
+	return APIVersionsResponseWith(version, false)
+}
+
+// APIVersionsResponseWith is APIVersionsResponse of a node that serves
+// DescribeConfigs or not (ControllerAPIVersionsWith).
+func APIVersionsResponseWith(version int16, describeConfigs bool) *kmsg.ApiVersionsResponse {
 	resp := kmsg.NewPtrApiVersionsResponse()
 	if version < 0 || version > maxAPIVersionsVersion {
 		resp.SetVersion(0)
@@ -80,6 +104,47 @@ func APIVersionsResponse(version int16) *kmsg.ApiVersionsResponse {
 		return resp
 	}
 	resp.SetVersion(version)
-	resp.ApiKeys = ControllerAPIVersions()
+	resp.ApiKeys = ControllerAPIVersionsWith(describeConfigs)
+	return resp
+}
+
+// apiVersionsResponse is APIVersionsResponse with, from v3, the features
+// (KIP-584) as Kafka's controllers list them, so kafka-features.sh
+// describe --bootstrap-controller works: what this binary supports, and
+// the levels finalized in this node's image at its Raft index.
+func (n *Node) apiVersionsResponse(version int16) *kmsg.ApiVersionsResponse {
+	resp := APIVersionsResponseWith(version, n.cfg.DescribeConfigs != nil)
+	if resp.ErrorCode != 0 || version < 3 {
+		return resp
+	}
+	names := make([]string, 0, len(metadata.SupportedFeatures))
+	for name := range metadata.SupportedFeatures {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	for _, name := range names {
+		r := metadata.SupportedFeatures[name]
+		if r.Max == 0 {
+			continue // as Kafka's supported features leave such features out
+		}
+		sf := kmsg.NewApiVersionsResponseSupportedFeature()
+		sf.Name, sf.MinVersion, sf.MaxVersion = name, r.Min, r.Max
+		resp.SupportedFeatures = append(resp.SupportedFeatures, sf)
+	}
+	img, index := n.pub.Current()
+	resp.FinalizedFeaturesEpoch = int64(index)
+	levels := img.Features()
+	names = names[:0]
+	for name, level := range levels {
+		if level > 0 {
+			names = append(names, name)
+		}
+	}
+	slices.Sort(names)
+	for _, name := range names {
+		ff := kmsg.NewApiVersionsResponseFinalizedFeature()
+		ff.Name, ff.MinVersionLevel, ff.MaxVersionLevel = name, levels[name], levels[name]
+		resp.FinalizedFeatures = append(resp.FinalizedFeatures, ff)
+	}
 	return resp
 }

@@ -1,6 +1,8 @@
 package raftfsm
 
 import (
+	"context"
+	"fmt"
 	"slices"
 	"testing"
 
@@ -11,9 +13,25 @@ import (
 // The controller listener advertises exactly the requests it serves:
 // every key decideFor maps, plus ApiVersions, and no other.
 func TestControllerAPIVersionsAreWhatIsServed(t *testing.T) {
-	n := &Node{} // decideFor only builds closures (and reads the config)
+	describe := func(context.Context, string, string, *kmsg.DescribeConfigsRequest) *kmsg.DescribeConfigsResponse {
+		return nil
+	}
+	for _, withDescribe := range []bool{false, true} {
+		n := &Node{} // decideFor only builds closures (and reads the config)
+		if withDescribe {
+			n.cfg.DescribeConfigs = describe
+		}
+		t.Run(fmt.Sprintf("DescribeConfigs=%v", withDescribe), func(t *testing.T) { checkAdvertisedServed(t, n, ControllerAPIVersionsWith(withDescribe)) })
+	}
+	if !slices.ContainsFunc(ControllerAPIVersionsWith(true), func(a kmsg.ApiVersionsResponseApiKey) bool { return a.ApiKey == describeConfigsKey }) ||
+		slices.ContainsFunc(ControllerAPIVersions(), func(a kmsg.ApiVersionsResponseApiKey) bool { return a.ApiKey == describeConfigsKey }) {
+		t.Error("DescribeConfigs advertised other than exactly with Config.DescribeConfigs")
+	}
+}
+
+func checkAdvertisedServed(t *testing.T, n *Node, list []kmsg.ApiVersionsResponseApiKey) {
 	advertised := map[int16]kmsg.ApiVersionsResponseApiKey{}
-	for _, ak := range ControllerAPIVersions() {
+	for _, ak := range list {
 		advertised[ak.ApiKey] = ak
 	}
 	for k := int16(0); k <= kmsg.MaxKey; k++ {
@@ -32,7 +50,7 @@ func TestControllerAPIVersionsAreWhatIsServed(t *testing.T) {
 			t.Errorf("%s advertised v%d-%d, parseRequest decodes v0-%d", kmsg.NameForKey(k), ak.MinVersion, ak.MaxVersion, req.MaxVersion())
 		}
 	}
-	keys := ControllerAPIVersions()
+	keys := list
 	if !slices.IsSortedFunc(keys, func(a, b kmsg.ApiVersionsResponseApiKey) int { return int(a.ApiKey) - int(b.ApiKey) }) {
 		t.Error("ApiVersions keys are not ascending")
 	}

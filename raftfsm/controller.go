@@ -216,10 +216,19 @@ func (c *controller) run() {
 	}
 }
 
-// unclean returns the unclean-election policy for img's topics, with this
-// node's dynamic broker config and server.properties as the fallbacks.
-func (c *controller) unclean(img *metadata.Image) func(metadata.TopicImage) bool {
-	return uncleanPolicy(img, c.n.cfg.NodeID, c.n.cfg.DefaultUncleanLeaderElection)
+// unclean returns the election policy for img's topics (unclean election
+// and min.insync.replicas), with this node's dynamic broker config and
+// server.properties as the fallbacks.
+func (c *controller) unclean(img *metadata.Image) policy {
+	if c == nil {
+		// Decisions that need no node config run without a controller
+		// in tests: never unclean, min.insync.replicas 1.
+		return policy{}
+	}
+	return policy{
+		unclean: uncleanPolicy(img, c.n.cfg.NodeID, c.n.cfg.DefaultUncleanLeaderElection),
+		minISR:  minISRPolicy(img, c.n.cfg.NodeID, c.n.cfg.DefaultMinInsyncReplicas),
+	}
 }
 
 // tickEvery is how often the controller looks for expired sessions between

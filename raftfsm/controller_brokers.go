@@ -144,6 +144,15 @@ func decideHeartbeat(req *kmsg.BrokerHeartbeatRequest) decideFunc {
 		if len(recs) > 0 {
 			after, _ = img.Apply(recs)
 		}
+		if refs := offlineReplicas(req); len(refs) > 0 || len(b.OfflineReplicas) > 0 {
+			if cur, ok := after.Broker(b.ID); ok && cur.Epoch == b.Epoch {
+				if moves := offlineReplicaChanges(after, cur, refs, c.unclean(after)); len(moves) > 0 {
+					c.n.log.Warn().Int32("broker", b.ID).Int("replicas", len(refs)).Msg("broker reports replicas in failed log dirs: moving their leaderships and ISR membership")
+					after, _ = after.Apply(moves)
+					recs = append(recs, moves...)
+				}
+			}
+		}
 		nb, _ := after.Broker(b.ID)
 		resp.ShouldShutdown = req.WantShutdown && (nb.Fenced || (nb.InControlledShutdown && !leadsAnything(after, b.ID)))
 		if resp.ShouldShutdown && !nb.Fenced {

@@ -158,11 +158,25 @@ func (c *controller) withConfigElections(img *metadata.Image, recs []metadata.Re
 	if len(recs) == 0 {
 		return decision{resp: resp}
 	}
-	touched := false
+	touched, minISR := false, false
 	for _, r := range recs {
 		if cr, ok := r.(*metadata.Config); ok && cr.Key == uncleanKey {
 			touched = true
 		}
+		if cr, ok := r.(*metadata.Config); ok && cr.Key == minISRKey {
+			minISR = true
+		}
+	}
+	if minISR && img.ELREnabled() {
+		// KIP-966: who is eligible was decided against the old
+		// min.insync.replicas, so a topic whose value moved loses its ELR
+		// (Kafka's ReplicationControlManager does the same).
+		next, _ := img.Apply(recs)
+		before, after := c.unclean(img), c.unclean(next)
+		recs = append(recs, clearELRs(next, func(t metadata.TopicImage) bool {
+			old, ok := img.TopicByID(t.ID)
+			return ok && before.minInsync(old) != after.minInsync(t)
+		})...)
 	}
 	if touched {
 		next, _ := img.Apply(recs)

@@ -161,6 +161,11 @@ func decideUpdateFeatures(req *kmsg.UpdateFeaturesRequest) decideFunc {
 		if err != nil || req.ValidateOnly {
 			return decision{resp: resp}
 		}
+		if next, d := img.Apply(recs); len(d.Skipped) == 0 && !next.ELREnabled() && img.ELREnabled() {
+			// Nobody tracks eligibility any more (Kafka clears the ELR
+			// when the feature is turned off).
+			recs = append(recs, clearELRs(next, func(metadata.TopicImage) bool { return true })...)
+		}
 		return decision{recs: recs, resp: resp}
 	}
 }

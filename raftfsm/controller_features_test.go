@@ -11,8 +11,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// The first active controller of a new cluster writes metadata.version and
-// transaction.version into the log, so every node's image has them without
+// The first active controller of a new cluster writes metadata.version,
+// share.version and transaction.version into the log, so every node's image has them without
 // a snapshot.
 func TestControllerFinalizesMetadataVersion(t *testing.T) {
 	tc := startCluster(t, 3, nil)
@@ -28,8 +28,8 @@ func TestControllerFinalizesMetadataVersion(t *testing.T) {
 			return l == metadata.TransactionVersionLevel
 		})
 		img, _ := n.Current()
-		if got := img.Features(); len(got) != 2 {
-			t.Errorf("node %d finalized %v, want metadata.version and transaction.version", i+1, got)
+		if got := img.Features(); len(got) != 3 || got[metadata.ShareVersionFeature] != metadata.ShareVersionLevel {
+			t.Errorf("node %d finalized %v, want metadata.version, share.version and transaction.version", i+1, got)
 		}
 	}
 	// A new controller finds the level already final and keeps it.
@@ -56,7 +56,8 @@ func TestControllerGatesRecordsByMetadataVersion(t *testing.T) {
 	// Back to the baseline, as a cluster written by an older release.
 	if _, err := n.CommitRecords(ctx,
 		&metadata.FeatureLevel{Name: metadata.MetadataVersionFeature, Level: metadata.MetadataVersionMin},
-		&metadata.FeatureLevel{Name: metadata.TransactionVersionFeature, Level: 0}); err != nil {
+		&metadata.FeatureLevel{Name: metadata.TransactionVersionFeature, Level: 0},
+		&metadata.FeatureLevel{Name: metadata.ShareVersionFeature, Level: 0}); err != nil {
 		t.Fatal(err)
 	}
 	cc := n.Client()

@@ -40,25 +40,75 @@ func uncleanPolicy(img *metadata.Image, nodeID int32, def bool) func(metadata.To
 	}
 }
 
+// minISRKey is the topic config (and broker default) that KIP-966's
+// eligible leader replicas are decided by.
+const minISRKey = "min.insync.replicas"
+
+// minISRPolicy resolves min.insync.replicas per topic by uncleanPolicy's
+// precedence; a value that does not parse counts as 1 (the topic config
+// validation refuses such values, so only a hand-edited image has one).
+func minISRPolicy(img *metadata.Image, nodeID int32, def int) func(metadata.TopicImage) int {
+	src := metadata.ConfigSources{
+		DynamicBroker:  img.BrokerConfigs(nodeID),
+		DynamicCluster: img.ClusterConfigs(),
+		Static:         map[string]string{minISRKey: strconv.Itoa(max(def, 1))},
+	}
+	return func(t metadata.TopicImage) int {
+		s := src
+		s.Topic = t.Configs
+		e, _ := metadata.EffectiveTopicConfig(minISRKey, s)
+		n, err := strconv.Atoi(strings.TrimSpace(e.Value))
+		if err != nil || n < 1 {
+			return 1
+		}
+		return n
+	}
+}
+
+// policy is what the election rules need per topic beyond the image:
+// whether unclean election is allowed and min.insync.replicas (nil means
+// never and 1).
+type policy struct {
+	unclean func(metadata.TopicImage) bool
+	minISR  func(metadata.TopicImage) int
+}
+
+// minInsync is t's min.insync.replicas.
+func (p policy) minInsync(t metadata.TopicImage) int {
+	if p.minISR == nil {
+		return 1
+	}
+	return p.minISR(t)
+}
+
+func (p policy) request(img *metadata.Image, t metadata.TopicImage, req metadata.PartitionChangeRequest) metadata.PartitionChangeRequest {
+	req.Unclean = p.unclean != nil && p.unclean(t)
+	req.ELR = img.ELREnabled()
+	req.MinISR = p.minInsync(t)
+	return req
+}
+
 // partitionChanges asks metadata.BuildPartitionChange, with reason, what
 // every partition that sel picks should become, and returns the records in
 // topic-name and partition order. A partition the rule leaves unchanged or
 // refuses (a preferred replica that cannot lead) contributes nothing.
-func partitionChanges(img *metadata.Image, reason metadata.ChangeReason, unclean func(metadata.TopicImage) bool, sel func(metadata.PartitionRegistration) bool) []metadata.Record {
+func partitionChanges(img *metadata.Image, reason metadata.ChangeReason, pol policy, sel func(metadata.TopicImage, metadata.PartitionRegistration) bool) []metadata.Record {
 	usable := img.UsableBrokers()
 	var recs []metadata.Record
 	for _, t := range img.Topics() {
-		var allow, decided bool
+		var base metadata.PartitionChangeRequest
+		decided := false
 		for _, p := range t.Partitions {
-			if !sel(p) {
+			if !sel(t, p) {
 				continue
 			}
 			if !decided {
-				allow, decided = unclean(t), true
+				base, decided = pol.request(img, t, metadata.PartitionChangeRequest{TopicID: t.ID, Reason: reason, Usable: usable}), true
 			}
-			rec, err := metadata.BuildPartitionChange(metadata.PartitionChangeRequest{
-				TopicID: t.ID, Partition: p, Reason: reason, Usable: usable, Unclean: allow,
-			})
+			req := base
+			req.Partition = p
+			req.Usable = replicaUsable(img, usable, t.ID, p.Partition)
+			rec, err := metadata.BuildPartitionChange(req)
 			if err == nil && rec != nil {
 				recs = append(recs, rec)
 			}
@@ -69,11 +119,12 @@ func partitionChanges(img *metadata.Image, reason metadata.ChangeReason, unclean
 
 // evacuate takes broker id, which img already shows fenced or in
 // controlled shutdown, out of every ISR and leadership it holds (Kafka's
-// generateLeaderAndIsrUpdates for a removed broker). The ISR never empties:
-// a partition whose last ISR member goes keeps it and goes offline, unless
-// the topic allows unclean election and another replica is usable.
-func evacuate(img *metadata.Image, id int32, reason metadata.ChangeReason, unclean func(metadata.TopicImage) bool) []metadata.Record {
-	return partitionChanges(img, reason, unclean, func(p metadata.PartitionRegistration) bool {
+// generateLeaderAndIsrUpdates for a removed broker). Without ELR the ISR
+// never empties: a partition whose last ISR member goes keeps it and goes
+// offline, unless the topic allows unclean election and another replica is
+// usable; with ELR (KIP-966) that member leaves the ISR for the ELR.
+func evacuate(img *metadata.Image, id int32, reason metadata.ChangeReason, pol policy) []metadata.Record {
+	return partitionChanges(img, reason, pol, func(_ metadata.TopicImage, p metadata.PartitionRegistration) bool {
 		return p.Leader == id || slices.Contains(p.ISR, id)
 	})
 }
@@ -83,10 +134,10 @@ func evacuate(img *metadata.Image, id int32, reason metadata.ChangeReason, uncle
 // unclean election, the first usable replica. Kafka runs this over all
 // leaderless partitions whenever a broker is unfenced, so an offline
 // partition comes back as soon as one of its ISR members does.
-func electLeaderless(img *metadata.Image, unclean func(metadata.TopicImage) bool) []metadata.Record {
+func electLeaderless(img *metadata.Image, pol policy) []metadata.Record {
 	usable := img.UsableBrokers()
-	return partitionChanges(img, metadata.ReasonElection, unclean, func(p metadata.PartitionRegistration) bool {
-		return p.Leader == metadata.NoLeader || !usable(p.Leader)
+	return partitionChanges(img, metadata.ReasonElection, pol, func(t metadata.TopicImage, p metadata.PartitionRegistration) bool {
+		return p.Leader == metadata.NoLeader || !replicaUsable(img, usable, t.ID, p.Partition)(p.Leader)
 	})
 }
 
@@ -113,9 +164,10 @@ func decideRebalance(c *controller, img *metadata.Image, now time.Time) decision
 // member; UNCLEAN (1) elects only for a partition without a usable leader,
 // from the ISR if it can and otherwise from any usable replica, whatever
 // the topic config says (an operator asked for it).
-func electOne(img *metadata.Image, t metadata.TopicImage, p metadata.PartitionRegistration, electionType int8) (*metadata.PartitionChange, error) {
+func electOne(img *metadata.Image, t metadata.TopicImage, p metadata.PartitionRegistration, electionType int8, pol policy) (*metadata.PartitionChange, error) {
 	usable := img.UsableBrokers()
-	req := metadata.PartitionChangeRequest{TopicID: t.ID, Partition: p, Usable: usable}
+	req := pol.request(img, t, metadata.PartitionChangeRequest{TopicID: t.ID, Partition: p, Usable: usable})
+	req.Unclean = false
 	if electionType == 1 {
 		if p.Leader != metadata.NoLeader && usable(p.Leader) {
 			return nil, metadata.ErrElectionNotNeeded
@@ -137,6 +189,7 @@ func electOne(img *metadata.Image, t metadata.TopicImage, p metadata.PartitionRe
 func decideElectLeaders(req *kmsg.ElectLeadersRequest) decideFunc {
 	return func(c *controller, img *metadata.Image, now time.Time) decision {
 		resp := req.ResponseKind().(*kmsg.ElectLeadersResponse)
+		pol := c.unclean(img)
 		type tp struct {
 			topic string
 			parts []int32
@@ -172,7 +225,7 @@ func decideElectLeaders(req *kmsg.ElectLeadersRequest) decideFunc {
 					err = metadata.ErrUnknownPartition
 				} else {
 					var rec *metadata.PartitionChange
-					if rec, err = electOne(cur, ti, p, req.ElectionType); err == nil {
+					if rec, err = electOne(cur, ti, p, req.ElectionType, pol); err == nil {
 						recs = append(recs, rec)
 						cur, _ = cur.Apply([]metadata.Record{rec})
 					}
@@ -200,6 +253,7 @@ func decideElectLeaders(req *kmsg.ElectLeadersRequest) decideFunc {
 func decideAlterPartition(req *kmsg.AlterPartitionRequest) decideFunc {
 	return func(c *controller, img *metadata.Image, now time.Time) decision {
 		resp := req.ResponseKind().(*kmsg.AlterPartitionResponse)
+		pol := c.unclean(img)
 		b, ok := img.Broker(req.BrokerID)
 		if !ok || b.Epoch != req.BrokerEpoch {
 			resp.ErrorCode = kerr.StaleBrokerEpoch.Code
@@ -231,7 +285,7 @@ func decideAlterPartition(req *kmsg.AlterPartitionRequest) decideFunc {
 				ap := metadata.AlterPartitionRequest{
 					BrokerID: req.BrokerID, BrokerEpoch: req.BrokerEpoch, TopicID: ti.ID,
 					Partition: rp.Partition, LeaderEpoch: rp.LeaderEpoch, PartitionEpoch: rp.PartitionEpoch,
-					NewISR: rp.NewISR,
+					NewISR: rp.NewISR, MinISR: pol.minInsync(ti),
 				}
 				if req.Version >= 3 {
 					ap.NewISR = make([]int32, 0, len(rp.NewEpochISR))
@@ -262,4 +316,34 @@ func decideAlterPartition(req *kmsg.AlterPartitionRequest) decideFunc {
 		}
 		return decision{recs: recs, resp: resp}
 	}
+}
+
+// replicaUsable narrows usable, for one partition, to the brokers whose
+// replica of it is not in a failed log dir (metadata.OfflineReplicas):
+// such a replica can neither lead nor stay in the ISR.
+func replicaUsable(img *metadata.Image, usable func(int32) bool, topicID [16]byte, partition int32) func(int32) bool {
+	return func(id int32) bool {
+		if !usable(id) {
+			return false
+		}
+		b, ok := img.Broker(id)
+		return !ok || !b.ReplicaOffline(topicID, partition)
+	}
+}
+
+// clearELRs empties the ELR and LastKnownELR of every partition of the
+// topics sel picks that has any.
+func clearELRs(img *metadata.Image, sel func(metadata.TopicImage) bool) []metadata.Record {
+	var recs []metadata.Record
+	for _, t := range img.Topics() {
+		if !sel(t) {
+			continue
+		}
+		for _, p := range t.Partitions {
+			if len(p.ELR) > 0 || len(p.LastKnownELR) > 0 {
+				recs = append(recs, &metadata.PartitionChange{TopicID: t.ID, Partition: p.Partition, Leader: metadata.NoLeaderChange, ELR: []int32{}, LastKnownELR: []int32{}})
+			}
+		}
+	}
+	return recs
 }

@@ -156,9 +156,9 @@ func TestEvacuate(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			img := newImg(t, 3, tc.fenced).topic("t", nil, tc.part).build()
-			pol := never
+			pol := policy{unclean: never}
 			if tc.unclean {
-				pol = always
+				pol.unclean = always
 			}
 			recs := evacuate(img, tc.fenced, tc.reason, pol)
 			if tc.wantNone {
@@ -207,9 +207,9 @@ func TestElectLeaderless(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			img := newImg(t, 3, tc.fenced...).topic("t", nil, tc.part).build()
-			pol := never
+			pol := policy{unclean: never}
 			if tc.unclean {
-				pol = always
+				pol.unclean = always
 			}
 			recs := electLeaderless(img, pol)
 			if tc.wantLeader == metadata.NoLeader {
@@ -249,7 +249,7 @@ func TestElectOne(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			img := newImg(t, 3, tc.fenced...).topic("t", nil, tc.part).build()
 			ti, _ := img.Topic("t")
-			rec, err := electOne(img, ti, ti.Partitions[0], tc.typ)
+			rec, err := electOne(img, ti, ti.Partitions[0], tc.typ, policy{})
 			if tc.wantErr != nil {
 				if !errors.Is(err, tc.wantErr) {
 					t.Fatalf("err %v, want %v", err, tc.wantErr)

@@ -37,7 +37,8 @@ func decideAlterPartitionReassignments(req *kmsg.AlterPartitionAssignmentsReques
 				rp.Partition = p.Partition
 				plan, err := cur.PlanReassignment(metadata.ReassignRequest{
 					Topic: t.Topic, Partition: p.Partition, Target: p.Replicas,
-					AllowReplicationFactorChange: allowRF, Unclean: tok && unclean(ti),
+					AllowReplicationFactorChange: allowRF, Unclean: tok && unclean.unclean(ti),
+					MinISR: minISRIf(tok, unclean, ti),
 				})
 				if err == nil && len(plan) > 0 {
 					recs = append(recs, plan...)
@@ -128,4 +129,12 @@ func (c *controller) completeReadyReassignments() error {
 	}
 	c.n.log.Info().Int("records", len(recs)).Msg("completing ready partition reassignments")
 	return c.commit(recs)
+}
+
+// minISRIf is the topic's min.insync.replicas, or 1 when it is unknown.
+func minISRIf(known bool, pol policy, t metadata.TopicImage) int {
+	if !known {
+		return 1
+	}
+	return pol.minInsync(t)
 }

@@ -20,6 +20,8 @@
 //	publisher.go   Current, WaitForIndex, Subscribe
 //	controller.go  the active controller loop (batching, group commit)
 //	controller_brokers.go     registration, heartbeats, fencing, shutdown
+//	controller_dirs.go        replicas in a broker's failed log dirs (JBOD):
+//	                          recorded, led elsewhere, out of the ISR
 //	controller_partitions.go  elections, AlterPartition, preferred-leader rebalance
 //	controller_topics.go      CreateTopics, DeleteTopics, CreatePartitions
 //	controller_reassign.go    AlterPartitionReassignments,
@@ -70,8 +72,10 @@
 // (10060) on heartbeats; a heartbeat's SuspectedBrokersTag (10005) names the
 // brokers the sender saw vanish, which the controller probes, liveness.go),
 // AddRaftVoter with
-// NonvoterTag (a broker-only node joining as a Raft non-voter), and the
-// group coordinators' writes below.
+// NonvoterTag (a broker-only node joining as a Raft non-voter),
+// AddRaftVoter, RemoveRaftVoter and UpdateRaftVoter without it (the
+// dynamic quorum, quorum.go and vote_gate.go), and the group coordinators'
+// writes below.
 //
 // # In memory
 //

@@ -124,11 +124,16 @@ func (n *Node) describeQuorum(ctx context.Context, req *kmsg.DescribeQuorumReque
 	p.LeaderID = st.LeaderID
 	p.LeaderEpoch = int32(st.Term)
 	p.HighWatermark = int64(st.CommitIndex)
+	img, _ := n.pub.Latest()
 	conv := func(rs []ReplicaStatus) []kmsg.DescribeQuorumResponseTopicPartitionReplicaState {
 		var out []kmsg.DescribeQuorumResponseTopicPartitionReplicaState
 		for _, r := range rs {
 			s := kmsg.NewDescribeQuorumResponseTopicPartitionReplicaState()
 			s.ReplicaID, s.LogEndOffset = r.ID, r.MetadataOffset
+			if d, ok := img.VoterDirectory(r.ID); ok {
+				// v2 (KIP-853): which incarnation of the node id.
+				s.ReplicaDirectoryID = d
+			}
 			s.LastFetchTimestamp, s.LastCaughtUpTimestamp = millisOrUnknown(r.LastContact), millisOrUnknown(r.LastCaughtUp)
 			out = append(out, s)
 		}

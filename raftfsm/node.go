@@ -18,6 +18,7 @@ import (
 	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
 	"github.com/raftka/raftka/metadata"
 	"github.com/rs/zerolog"
+	"github.com/twmb/franz-go/pkg/kmsg"
 	"go.etcd.io/bbolt"
 )
 
@@ -34,8 +35,24 @@ type Config struct {
 	// Voter is true when process.roles contains controller. A voter must be
 	// listed in Voters; any other node joins as a Raft non-voter.
 	Voter bool
-	// Voters is controller.quorum.voters, identical on every node.
+	// Voters is controller.quorum.voters, identical on every node: a
+	// static quorum. Empty for a dynamic one (KIP-853), which is reached
+	// by BootstrapServers and started from InitialVoters.
 	Voters []Voter
+	// BootstrapServers is controller.quorum.bootstrap.servers: controller
+	// listeners to send the first controller requests to when Voters is
+	// empty; afterwards the Raft configuration names the voters.
+	BootstrapServers []string
+	// InitialVoters is what storage format --standalone or
+	// --initial-controllers wrote: a node listed here with no Raft state
+	// bootstraps the quorum with these voters. A controller not listed
+	// (--no-initial-controllers) starts as an observer (a Raft non-voter)
+	// until AddRaftVoter promotes it.
+	InitialVoters []Voter
+	// DirectoryID is the metadata log dir's directory.id (KIP-858): what
+	// AddRaftVoter records for this node, and what tells this incarnation
+	// of the node id from an earlier one (vote_gate.go). Zero: unknown.
+	DirectoryID [16]byte
 
 	// Listener is the controller listener, shared by Raft and the controller
 	// RPCs. If nil, ListenAddr is bound. Broker-only nodes need one too:
@@ -59,6 +76,13 @@ type Config struct {
 	// controller RPC answered CLUSTER_AUTHORIZATION_FAILED. A node in
 	// memory (Inmem) has no listener and applies none of the three.
 	Authorizer *metadata.Authorizer
+
+	// DescribeConfigs, when set, answers DescribeConfigs on the controller
+	// listener for principal from host, checking DESCRIBE_CONFIGS itself
+	// (cmd gives the node's broker's, so the controller describes what
+	// the broker would; KIP-919's --bootstrap-controller tools). Unset,
+	// DescribeConfigs is neither served nor advertised there.
+	DescribeConfigs func(ctx context.Context, principal, host string, req *kmsg.DescribeConfigsRequest) *kmsg.DescribeConfigsResponse
 
 	// DataDir holds the Raft stores: <metadata.log.dir>/raft.
 	DataDir string
@@ -111,6 +135,11 @@ type Config struct {
 	// dynamic broker or cluster configs set it. The controller never copies
 	// it (or any other default) into a topic's configs.
 	DefaultUncleanLeaderElection bool
+	// DefaultMinInsyncReplicas is min.insync.replicas from
+	// server.properties (0 means Kafka's 1), the same kind of fallback:
+	// with eligible.leader.replicas.version 1 it decides which replicas
+	// leaving the ISR stay eligible to lead (KIP-966).
+	DefaultMinInsyncReplicas int
 	// TopicDeletionDisabled is delete.topic.enable=false: DeleteTopics is
 	// answered TOPIC_DELETION_DISABLED.
 	TopicDeletionDisabled bool
@@ -208,10 +237,30 @@ func (c *Config) validate() error {
 	if c.DataDir == "" && c.Inmem == nil {
 		return errors.New("raftfsm: no data directory")
 	}
-	if len(c.Voters) == 0 {
-		return errors.New("raftfsm: controller.quorum.voters is empty")
+	if len(c.Voters) == 0 && len(c.BootstrapServers) == 0 {
+		return errors.New("raftfsm: controller.quorum.voters and controller.quorum.bootstrap.servers are both empty")
+	}
+	for _, a := range c.BootstrapServers {
+		if _, _, err := net.SplitHostPort(a); err != nil {
+			return fmt.Errorf("raftfsm: controller.quorum.bootstrap.servers: %w", err)
+		}
 	}
 	seen := map[int32]bool{}
+	for _, v := range c.InitialVoters {
+		if _, _, err := net.SplitHostPort(v.Addr); err != nil {
+			return fmt.Errorf("raftfsm: initial controllers: node %d: %w", v.ID, err)
+		}
+	}
+	if len(c.Voters) == 0 {
+		// Dynamic: who votes is the Raft configuration's business.
+		if c.LeaderImbalancePerBrokerPercentage < 0 || c.LeaderImbalancePerBrokerPercentage > 100 {
+			return fmt.Errorf("raftfsm: leader.imbalance.per.broker.percentage %d is not between 0 and 100", c.LeaderImbalancePerBrokerPercentage)
+		}
+		if c.Listener == nil && c.ListenAddr == "" && c.Inmem == nil {
+			return errors.New("raftfsm: no controller listener")
+		}
+		return nil
+	}
 	for _, v := range c.Voters {
 		if seen[v.ID] {
 			return fmt.Errorf("raftfsm: controller.quorum.voters lists node %d twice", v.ID)
@@ -262,6 +311,9 @@ type Node struct {
 	leaderChanges atomic.Uint64 // new leaders seen (metrics.go)
 	ctrlMu        sync.Mutex
 	ctrl          *controller // non-nil while this node leads
+	// changeMu is held while a voter change runs (quorum.go): one at a
+	// time.
+	changeMu sync.Mutex
 
 	closing   chan struct{}
 	ctx       context.Context // canceled when closing
@@ -277,6 +329,9 @@ type Node struct {
 	// least heartbeat timeout it allows.
 	fastElection atomic.Bool
 	leaseTimeout time.Duration
+	// voteGated: this node refuses votes until the image records its
+	// directory id as a voter's (vote_gate.go).
+	voteGated atomic.Bool
 	// rpcReady is closed once n.raft exists: the controller listener
 	// accepts before Raft starts (Raft needs its transport), so RPC
 	// connections wait here rather than touch a nil *raft.Raft.
@@ -356,12 +411,27 @@ func Start(cfg Config) (_ *Node, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("raftfsm: read raft state: %w", err)
 	}
-	if !existing && cfg.Voter {
+	bootstrapping := !existing && cfg.Voter && (len(cfg.Voters) > 0 ||
+		slices.ContainsFunc(cfg.InitialVoters, func(v Voter) bool { return v.ID == cfg.NodeID }))
+	if n.obs != nil && !existing && !bootstrapping && len(cfg.Voters) == 0 && cfg.DirectoryID != ([16]byte{}) {
+		// A fresh observer of a dynamic quorum: no votes until promoted.
+		n.voteGated.Store(true)
+		n.obs.gate = n.voteGateShut
+		cleanup = append(cleanup, n.obs.stopGate)
+	}
+	initial := cfg.Voters
+	if len(initial) == 0 && slices.ContainsFunc(cfg.InitialVoters, func(v Voter) bool { return v.ID == cfg.NodeID }) {
+		initial = cfg.InitialVoters
+	}
+	bootstrapped := false
+	if !existing && cfg.Voter && len(initial) > 0 {
 		// Every voter bootstraps the same configuration from the same
-		// controller.quorum.voters, so it does not matter which of them
-		// starts first or whether all of them do.
+		// controller.quorum.voters (or storage format's initial
+		// controllers), so it does not matter which of them starts first
+		// or whether all of them do.
+		bootstrapped = true
 		var servers []raft.Server
-		for _, v := range cfg.Voters {
+		for _, v := range initial {
 			servers = append(servers, raft.Server{
 				Suffrage: raft.Voter,
 				ID:       raft.ServerID(strconv.Itoa(int(v.ID))),
@@ -389,18 +459,30 @@ func Start(cfg Config) (_ *Node, err error) {
 	if p := n.fatalErr.Load(); p != nil {
 		return nil, *p
 	}
+	dial := cfg.Voters
+	for _, a := range cfg.BootstrapServers {
+		dial = append(dial, Voter{ID: -1, Addr: a})
+	}
 	n.client = NewControllerClient(ClientConfig{
-		Voters:  cfg.Voters,
+		Voters:  dial,
 		Waiter:  n.pub,
 		Logger:  n.log,
 		Inmem:   cfg.Inmem,
 		Dial:    cfg.Dial,
 		leaders: n.leaderAddr,
+		members: n.voterAddrs,
 	})
 	n.wg.Add(2)
 	go n.watchLeadership()
 	go n.countLeaderChanges()
-	if !cfg.Voter {
+	if existing && cfg.Voter && len(cfg.Voters) == 0 {
+		n.wg.Add(1)
+		go n.updateOwnEndpoint()
+	}
+	if !cfg.Voter || (!existing && !bootstrapped) {
+		// A broker-only node, or a controller formatted
+		// --no-initial-controllers: an observer until an operator's
+		// AddRaftVoter promotes it.
 		n.wg.Add(1)
 		go n.joinAsNonvoter()
 	}
@@ -531,6 +613,37 @@ func (n *Node) LeaderID() int32 {
 	return int32(v)
 }
 
+// voteGateShut reports whether this node must still refuse votes: until
+// the newest image records its own directory id for its node id.
+func (n *Node) voteGateShut() bool {
+	if !n.voteGated.Load() {
+		return false
+	}
+	img, _ := n.pub.Latest()
+	if d, ok := img.VoterDirectory(n.cfg.NodeID); ok && d == n.cfg.DirectoryID {
+		n.voteGated.Store(false)
+		n.log.Info().Msg("this node's directory id is a voter's: voting")
+		return false
+	}
+	return true
+}
+
+// voterAddrs are the controller listeners of the voters in this node's
+// Raft configuration, the newest it holds.
+func (n *Node) voterAddrs() []string {
+	f := n.raft.GetConfiguration()
+	if f.Error() != nil {
+		return nil
+	}
+	var out []string
+	for _, s := range f.Configuration().Servers {
+		if s.Suffrage == raft.Voter && string(s.Address) != n.addr {
+			out = append(out, string(s.Address))
+		}
+	}
+	return out
+}
+
 func (n *Node) leaderAddr() string {
 	addr, _ := n.raft.LeaderWithID()
 	return string(addr)
@@ -615,6 +728,41 @@ func (n *Node) joinAsNonvoter() {
 	}
 }
 
+// updateOwnEndpoint sends UpdateRaftVoter (KIP-853) while this voter's
+// entry in the Raft configuration has another address than its controller
+// listener now has (it moved), as a Kafka controller does at start-up.
+func (n *Node) updateOwnEndpoint() {
+	defer n.wg.Done()
+	id := raft.ServerID(strconv.Itoa(int(n.cfg.NodeID)))
+	backoff := 100 * time.Millisecond
+	for attempt := 0; ; attempt++ {
+		f := n.raft.GetConfiguration()
+		if f.Error() != nil {
+			return
+		}
+		i := slices.IndexFunc(f.Configuration().Servers, func(s raft.Server) bool { return s.ID == id })
+		if i < 0 || f.Configuration().Servers[i].Suffrage != raft.Voter || string(f.Configuration().Servers[i].Address) == n.addr {
+			return
+		}
+		ctx, cancel := context.WithTimeout(n.ctx, 10*time.Second)
+		err := n.client.UpdateVoter(ctx, n.cfg.NodeID, n.cfg.DirectoryID, n.cfg.ControllerListenerName, n.addr, n.cfg.ClusterID)
+		cancel()
+		if err == nil {
+			n.log.Info().Str("addr", n.addr).Msg("updated this voter's controller listener in the quorum")
+			return
+		}
+		if attempt%10 == 0 {
+			n.log.Warn().Err(err).Msg("updating this voter's controller listener in the quorum")
+		}
+		select {
+		case <-n.closing:
+			return
+		case <-time.After(backoff):
+		}
+		backoff = min(backoff*2, 2*time.Second)
+	}
+}
+
 func (n *Node) inConfiguration() bool {
 	f := n.raft.GetConfiguration()
 	if f.Error() != nil {
@@ -652,6 +800,9 @@ func (n *Node) Shutdown() error {
 		if serr := n.raft.Shutdown().Error(); serr != nil {
 			err = serr
 		}
+		if n.obs != nil {
+			n.obs.stopGate()
+		}
 		if n.mux != nil {
 			n.mux.close()
 		}
@@ -672,6 +823,10 @@ func (n *Node) Shutdown() error {
 // startOnDisk opens the boltdb store and the snapshot files under
 // cfg.DataDir, and binds the controller listener that Raft and the
 // controller RPCs share. Each step's undo is appended to cleanup.
+// raftLogCacheSize is how many of the latest Raft entries the leader
+// keeps in memory to replicate (hashicorp/raft's LogCache).
+const raftLogCacheSize = 512
+
 func (n *Node) startOnDisk(hl hclog.Logger, cleanup *[]func()) error {
 	cfg := n.cfg
 	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
@@ -684,7 +839,16 @@ func (n *Node) startOnDisk(hl hclog.Logger, cleanup *[]func()) error {
 	if err != nil {
 		return fmt.Errorf("raftfsm: open raft store: %w", err)
 	}
-	n.logs, n.stable, n.closeStore = store, store, store.Close
+	// The leader sends each new entry to every follower; without a cache
+	// each send reads it back out of bolt (a read transaction and a
+	// decode per entry per follower) on the commit's path. The cache
+	// holds the last entries written, as Consul and Nomad wrap theirs.
+	logs, err := raft.NewLogCache(raftLogCacheSize, store)
+	if err != nil {
+		store.Close()
+		return fmt.Errorf("raftfsm: raft log cache: %w", err)
+	}
+	n.logs, n.stable, n.closeStore = logs, store, store.Close
 	*cleanup = append(*cleanup, func() { store.Close() })
 	n.snaps, err = raft.NewFileSnapshotStoreWithLogger(cfg.DataDir, 2, hl.Named("snapshot"))
 	if err != nil {
@@ -732,9 +896,10 @@ func (n *Node) startOnDisk(hl hclog.Logger, cleanup *[]func()) error {
 	return nil
 }
 
-// voterAddr returns this node's address in cfg.Voters, or "".
+// voterAddr returns this node's address in cfg.Voters (or
+// cfg.InitialVoters), or "".
 func (n *Node) voterAddr() string {
-	for _, v := range n.cfg.Voters {
+	for _, v := range slices.Concat(n.cfg.Voters, n.cfg.InitialVoters) {
 		if v.ID == n.cfg.NodeID {
 			return v.Addr
 		}

@@ -52,10 +52,15 @@ type observedTransport struct {
 
 	mu    sync.Mutex
 	peers map[int32]*peerReplication
+
+	// gate, when set, reports whether vote requests are to be refused
+	// (vote_gate.go); set before Raft starts.
+	gate func() bool
+	gc   gateConsumer
 }
 
 func newObservedTransport(t fullTransport) *observedTransport {
-	return &observedTransport{fullTransport: t, peers: make(map[int32]*peerReplication)}
+	return &observedTransport{fullTransport: t, peers: make(map[int32]*peerReplication), gc: gateConsumer{stop: make(chan struct{})}}
 }
 
 // AppendEntries sends through the wrapped transport and records the answer.

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -42,7 +43,8 @@ type ClientConfig struct {
 	// and SASL as their protocol asks); nil dials plain TCP.
 	Dial Dialer
 
-	leaders func() string // local Raft's leader address, when the client lives in a Node
+	leaders func() string   // local Raft's leader address, when the client lives in a Node
+	members func() []string // local Raft's voters' addresses, when the client lives in a Node
 }
 
 // ControllerClient calls the active controller from any node. It does not
@@ -53,7 +55,7 @@ type ClientConfig struct {
 type ControllerClient struct {
 	cfg  ClientConfig
 	pool roundTripper
-	last atomic.Int64 // index into cfg.Voters of the last voter that answered
+	last atomic.Int64 // index into addrs() of the last controller that answered
 }
 
 // NewControllerClient returns a client; Close releases its connections.
@@ -143,7 +145,8 @@ func (c *ControllerClient) pick(attempt int) string {
 			return a
 		}
 	}
-	n := int64(len(c.cfg.Voters))
+	addrs := c.addrs()
+	n := int64(len(addrs))
 	if n == 0 {
 		return ""
 	}
@@ -151,12 +154,31 @@ func (c *ControllerClient) pick(attempt int) string {
 	if c.cfg.leaders == nil {
 		i = (c.last.Load() + int64(attempt)) % n
 	}
-	return c.cfg.Voters[i].Addr
+	return addrs[i]
+}
+
+// addrs are the controller listeners to try: the configured ones
+// (controller.quorum.voters or controller.quorum.bootstrap.servers), then
+// the voters of the local Raft configuration not among them, so a node
+// keeps reaching the controller after the quorum changed (KIP-853).
+func (c *ControllerClient) addrs() []string {
+	out := make([]string, 0, len(c.cfg.Voters)+3)
+	for _, v := range c.cfg.Voters {
+		out = append(out, v.Addr)
+	}
+	if c.cfg.members != nil {
+		for _, a := range c.cfg.members() {
+			if !slices.Contains(out, a) {
+				out = append(out, a)
+			}
+		}
+	}
+	return out
 }
 
 func (c *ControllerClient) remember(addr string) {
-	for i, v := range c.cfg.Voters {
-		if v.Addr == addr {
+	for i, a := range c.addrs() {
+		if a == addr {
 			c.last.Store(int64(i))
 		}
 	}
@@ -176,6 +198,10 @@ func hasCode(resp kmsg.Response, code int16) bool {
 	case *kmsg.AlterPartitionResponse:
 		return r.ErrorCode == code
 	case *kmsg.AddRaftVoterResponse:
+		return r.ErrorCode == code
+	case *kmsg.RemoveRaftVoterResponse:
+		return r.ErrorCode == code
+	case *kmsg.UpdateRaftVoterResponse:
 		return r.ErrorCode == code
 	case *kmsg.DescribeQuorumResponse:
 		return r.ErrorCode == code
@@ -550,6 +576,28 @@ func (c *ControllerClient) AddNonvoter(ctx context.Context, id int32, addr, clus
 	return nil
 }
 
+// UpdateVoter sends UpdateRaftVoter: voter id's controller listener is
+// now at addr.
+func (c *ControllerClient) UpdateVoter(ctx context.Context, id int32, dir [16]byte, listener, addr, clusterID string) error {
+	host, port := splitHostPort(addr)
+	req := kmsg.NewPtrUpdateRaftVoterRequest()
+	req.ClusterID = kmsg.StringPtr(clusterID)
+	req.CurrentLeaderEpoch = -1
+	req.VoterID, req.VoterDirectoryID = id, dir
+	l := kmsg.NewUpdateRaftVoterRequestListener()
+	l.Name, l.Host, l.Port = listener, host, port
+	req.Listeners = append(req.Listeners, l)
+	req.KRaftVersionFeature.MinSupportedVersion, req.KRaftVersionFeature.MaxSupportedVersion = 0, 1
+	resp, _, err := c.Request(ctx, req)
+	if err != nil {
+		return err
+	}
+	if r := resp.(*kmsg.UpdateRaftVoterResponse); r.ErrorCode != 0 {
+		return fmt.Errorf("raftfsm: update voter: %w", kerr.ErrorForCode(r.ErrorCode))
+	}
+	return nil
+}
+
 func splitHostPort(addr string) (string, uint16) {
 	host, ps, err := net.SplitHostPort(addr)
 	if err != nil {
@@ -565,6 +613,7 @@ type connPool struct {
 	dial   Dialer
 	mu     sync.Mutex
 	idle   map[string][]*poolConn
+	busy   map[string]chan struct{} // per address: one token per round trip in flight
 	closed bool
 	corr   atomic.Int32
 }
@@ -576,13 +625,46 @@ type poolConn struct {
 
 const maxIdlePerAddr = 4
 
+// maxBusyPerAddr bounds the round trips in flight to one address, and so
+// the connections open to it: each takes its own connection. Unbounded, a
+// broker restarting with 10,000 partition replicas sent one AlterPartition
+// per partition at once, opened 10,000 connections to the active
+// controller, exhausted its descriptors and filled its listener's backlog,
+// and Raft and every other node's heartbeats to it timed out. Callers past
+// the bound wait for a token (within their context), which still leaves
+// room for forwarded admin requests that wait on the controller for
+// seconds.
+const maxBusyPerAddr = 64
+
 var errPoolClosed = errors.New("raftfsm: client closed")
 
 func newConnPool(dial Dialer) *connPool {
 	if dial == nil {
 		dial = plainDial
 	}
-	return &connPool{dial: dial, idle: map[string][]*poolConn{}}
+	return &connPool{dial: dial, idle: map[string][]*poolConn{}, busy: map[string]chan struct{}{}}
+}
+
+// acquire takes one of addr's round-trip tokens, waiting while all are
+// taken; release gives it back.
+func (p *connPool) acquire(ctx context.Context, addr string) (release func(), err error) {
+	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
+		return nil, errPoolClosed
+	}
+	sem, ok := p.busy[addr]
+	if !ok {
+		sem = make(chan struct{}, maxBusyPerAddr)
+		p.busy[addr] = sem
+	}
+	p.mu.Unlock()
+	select {
+	case sem <- struct{}{}:
+		return func() { <-sem }, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
 }
 
 func (p *connPool) get(ctx context.Context, addr string) (*poolConn, error) {
@@ -636,6 +718,11 @@ func (p *connPool) roundTrip(ctx context.Context, addr, clientID string, req kms
 	if addr == "" {
 		return nil, errors.New("raftfsm: no controller address")
 	}
+	release, err := p.acquire(ctx, addr)
+	if err != nil {
+		return nil, err
+	}
+	defer release()
 	pc, err := p.get(ctx, addr)
 	if err != nil {
 		return nil, err
@@ -670,4 +757,18 @@ func (p *connPool) roundTrip(ctx context.Context, addr, clientID string, req kms
 		pc.c.Close()
 	}
 	return resp, nil
+}
+
+// AddRaftVoter forwards an operator's AddRaftVoter (KIP-853) to the active
+// controller; it answers once the voter is caught up and promoted.
+func (c *ControllerClient) AddRaftVoter(ctx context.Context, req *kmsg.AddRaftVoterRequest) (*kmsg.AddRaftVoterResponse, error) {
+	v := req.Version
+	resp, err := call[*kmsg.AddRaftVoterResponse](ctx, c, req)
+	req.Version = v
+	return resp, err
+}
+
+// RemoveRaftVoter forwards RemoveRaftVoter to the active controller.
+func (c *ControllerClient) RemoveRaftVoter(ctx context.Context, req *kmsg.RemoveRaftVoterRequest) (*kmsg.RemoveRaftVoterResponse, error) {
+	return call[*kmsg.RemoveRaftVoterResponse](ctx, c, req)
 }

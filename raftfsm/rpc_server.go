@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"errors"
+	"math"
 	"net"
 	"strconv"
 	"time"
@@ -56,21 +57,31 @@ func (n *Node) serveConn(c net.Conn, principal string) {
 		var resp kmsg.Response
 		if _, ok := req.(*kmsg.ApiVersionsRequest); ok {
 			// Any principal may ask, as on Kafka's controllers.
-			resp = APIVersionsResponse(hdr.version)
-		} else if n.cfg.Authorizer != nil && !n.clusterAction(principal, remoteHost(c)) {
-			n.log.Warn().Str("remote", c.RemoteAddr().String()).Str("principal", principal).Str("request", kmsg.NameForKey(req.Key())).
-				Msg("controller rpc from a principal without CLUSTER_ACTION on the cluster: CLUSTER_AUTHORIZATION_FAILED")
-			resp = errorResponse(req, kerr.ClusterAuthorizationFailed.Code)
-			setErrorMessage(resp, "the controller listener serves brokers and controllers only (CLUSTER_ACTION on the cluster)")
+			resp = n.apiVersionsResponse(hdr.version)
 		} else {
-			// Only an authorized broker's own heartbeats name the broker whose
-			// death this connection's close may prove (liveness.go).
-			if hb, ok := req.(*kmsg.BrokerHeartbeatRequest); ok && hdr.clientID != forwardClientID {
-				broker = hb.BrokerID
+			run, trusted := req, n.cfg.Authorizer == nil || n.clusterAction(principal, remoteHost(c))
+			var merge func(kmsg.Response)
+			if !trusted {
+				img, _ := n.pub.Current()
+				run, resp, merge = n.authorizeAdmin(img, principal, remoteHost(c), req)
+				if run == nil {
+					n.log.Warn().Str("remote", c.RemoteAddr().String()).Str("principal", principal).Str("request", kmsg.NameForKey(req.Key())).
+						Msg("controller rpc refused: the principal lacks the ACL Kafka's controller checks (CLUSTER_ACTION for brokers' requests)")
+				}
 			}
-			ctx, cancel := context.WithTimeout(n.ctx, rpcTimeout)
-			resp = n.handle(ctx, hdr, req)
-			cancel()
+			if run != nil {
+				// Only an authorized broker's own heartbeats name the broker
+				// whose death this connection's close may prove (liveness.go).
+				if hb, ok := req.(*kmsg.BrokerHeartbeatRequest); ok && trusted && hdr.clientID != forwardClientID {
+					broker = hb.BrokerID
+				}
+				ctx, cancel := context.WithTimeout(n.ctx, rpcTimeout)
+				resp = n.serve(ctx, hdr, run, principal, remoteHost(c))
+				cancel()
+				if merge != nil {
+					merge(resp)
+				}
+			}
 		}
 		out = appendResponse(out[:0], hdr.correlationID, resp)
 		_ = c.SetWriteDeadline(time.Now().Add(rpcTimeout))
@@ -87,6 +98,23 @@ func (n *Node) clusterAction(principal, host string) bool {
 	return n.cfg.Authorizer.Authorize(img, principal, host, metadata.ACLOpClusterAction, metadata.ACLResourceCluster, metadata.ClusterResourceName)
 }
 
+// serve answers one authorized request: the reads of this node's own
+// state here, the rest through handle.
+func (n *Node) serve(ctx context.Context, hdr requestHeader, req kmsg.Request, principal, host string) kmsg.Response {
+	switch r := req.(type) {
+	case *kmsg.DescribeConfigsRequest:
+		if resp := n.cfg.DescribeConfigs(ctx, principal, host, r); resp != nil {
+			return resp
+		}
+		return errorResponse(req, kerr.RequestTimedOut.Code)
+	case *kmsg.DescribeClusterRequest:
+		return n.describeCluster(r, principal, host)
+	case *kmsg.DescribeACLsRequest:
+		return n.describeAcls(r)
+	}
+	return n.handle(ctx, hdr, req)
+}
+
 // handle answers one request: on the leader through the active controller,
 // elsewhere by forwarding it to the leader once; a request that was already
 // forwarded, or that finds no leader, gets NOT_CONTROLLER and the client
@@ -99,7 +127,14 @@ func (n *Node) handle(ctx context.Context, hdr requestHeader, req kmsg.Request) 
 	if c := n.activeController(); c != nil {
 		switch r := req.(type) {
 		case *kmsg.AddRaftVoterRequest:
-			return n.addNonvoter(r)
+			if isNonvoterRequest(r) {
+				return n.addNonvoter(r)
+			}
+			return n.addVoter(ctx, r)
+		case *kmsg.RemoveRaftVoterRequest:
+			return n.removeVoter(ctx, hdr, r)
+		case *kmsg.UpdateRaftVoterRequest:
+			return n.updateVoter(r)
 		case *kmsg.DescribeQuorumRequest:
 			return n.describeQuorum(ctx, r)
 		}
@@ -179,9 +214,16 @@ func (n *Node) decideFor(req kmsg.Request) decideFunc {
 		return decideEnvelope(r)
 	case *kmsg.UpdateFeaturesRequest:
 		return decideUpdateFeatures(r)
-	case *kmsg.AddRaftVoterRequest, *kmsg.DescribeQuorumRequest:
-		// Answered outside the loop (a Raft configuration change, a read of
-		// Raft state); the non-nil func only marks them as served.
+	case *kmsg.DescribeConfigsRequest:
+		if n.cfg.DescribeConfigs == nil {
+			return nil
+		}
+		return func(*controller, *metadata.Image, time.Time) decision { return decision{} }
+	case *kmsg.AddRaftVoterRequest, *kmsg.RemoveRaftVoterRequest, *kmsg.UpdateRaftVoterRequest, *kmsg.DescribeQuorumRequest,
+		*kmsg.DescribeClusterRequest, *kmsg.DescribeACLsRequest:
+		// Answered outside the loop (a Raft configuration change, reads of
+		// Raft state or the image); the non-nil func only marks them as
+		// served.
 		return func(*controller, *metadata.Image, time.Time) decision { return decision{} }
 	}
 	return nil
@@ -196,17 +238,9 @@ func (n *Node) addNonvoter(r *kmsg.AddRaftVoterRequest) kmsg.Response {
 		resp.ErrorCode = kerr.InconsistentClusterID.Code
 		return resp
 	}
-	nonvoter := false
-	r.UnknownTags.Each(func(k uint32, v []byte) {
-		if k == NonvoterTag && len(v) == 1 && v[0] == 1 {
-			nonvoter = true
-		}
-	})
-	if !nonvoter || len(r.Listeners) == 0 {
-		// Voters come from controller.quorum.voters; adding one at run time
-		// (KIP-853) is not supported.
-		resp.ErrorCode = kerr.UnsupportedVersion.Code
-		resp.ErrorMessage = kmsg.StringPtr("raftka adds only non-voters at run time")
+	if len(r.Listeners) == 0 {
+		resp.ErrorCode = kerr.InvalidRequest.Code
+		resp.ErrorMessage = kmsg.StringPtr("no listener to reach the node on")
 		return resp
 	}
 	l := r.Listeners[0]
@@ -222,6 +256,18 @@ func (n *Node) addNonvoter(r *kmsg.AddRaftVoterRequest) kmsg.Response {
 	}
 	n.log.Info().Int32("node", r.VoterID).Str("addr", addr).Msg("added raft non-voter")
 	return resp
+}
+
+// isNonvoterRequest reports whether r is a node's own request to join as
+// a Raft non-voter (NonvoterTag), not an operator's AddRaftVoter.
+func isNonvoterRequest(r *kmsg.AddRaftVoterRequest) bool {
+	nonvoter := false
+	r.UnknownTags.Each(func(k uint32, v []byte) {
+		if k == NonvoterTag && len(v) == 1 && v[0] == 1 {
+			nonvoter = true
+		}
+	})
+	return nonvoter
 }
 
 // respTags returns the tagged fields of a flexible controller response.
@@ -297,8 +343,25 @@ func errorResponse(req kmsg.Request, code int16) kmsg.Response {
 		resp.(*kmsg.AlterPartitionResponse).ErrorCode = code
 	case *kmsg.AddRaftVoterRequest:
 		resp.(*kmsg.AddRaftVoterResponse).ErrorCode = code
+	case *kmsg.RemoveRaftVoterRequest:
+		resp.(*kmsg.RemoveRaftVoterResponse).ErrorCode = code
+	case *kmsg.UpdateRaftVoterRequest:
+		resp.(*kmsg.UpdateRaftVoterResponse).ErrorCode = code
 	case *kmsg.DescribeQuorumRequest:
 		resp.(*kmsg.DescribeQuorumResponse).ErrorCode = code
+	case *kmsg.DescribeClusterRequest:
+		x := resp.(*kmsg.DescribeClusterResponse)
+		x.ErrorCode, x.EndpointType, x.ControllerID, x.ClusterAuthorizedOperations = code, 2, -1, math.MinInt32
+	case *kmsg.DescribeACLsRequest:
+		resp.(*kmsg.DescribeACLsResponse).ErrorCode = code
+	case *kmsg.DescribeConfigsRequest:
+		x := resp.(*kmsg.DescribeConfigsResponse)
+		for _, res := range r.Resources {
+			o := kmsg.NewDescribeConfigsResponseResource()
+			o.ResourceType, o.ResourceName, o.ErrorCode = res.ResourceType, res.ResourceName, code
+			o.Configs = []kmsg.DescribeConfigsResponseResourceConfig{}
+			x.Resources = append(x.Resources, o)
+		}
 	case *kmsg.ElectLeadersRequest:
 		resp.(*kmsg.ElectLeadersResponse).ErrorCode = code
 	case *kmsg.AlterPartitionAssignmentsRequest:
@@ -464,6 +527,10 @@ func setErrorMessage(resp kmsg.Response, msg string) {
 		// ElectLeaders has messages per partition only, and none are
 		// listed in an error answer.
 	case *kmsg.UnregisterBrokerResponse:
+		x.ErrorMessage = m
+	case *kmsg.AddRaftVoterResponse:
+		x.ErrorMessage = m
+	case *kmsg.RemoveRaftVoterResponse:
 		x.ErrorMessage = m
 	case *kmsg.UpdateFeaturesResponse:
 		x.ErrorMessage = m

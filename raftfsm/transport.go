@@ -96,17 +96,22 @@ func (m *mux) acceptLoop() {
 				return
 			default:
 			}
-			var ne net.Error
-			if errors.As(err, &ne) && ne.Timeout() {
-				backoff = min(max(backoff*2, 5*time.Millisecond), time.Second)
-				select {
-				case <-time.After(backoff):
-				case <-m.closed:
-					return
-				}
-				continue
+			if errors.Is(err, net.ErrClosed) {
+				return
 			}
-			return
+			// Anything else (EMFILE, ENFILE, ENOBUFS, a timeout) passes:
+			// returning here would leave the controller listener bound
+			// but never accepting again, its backlog full, and Raft and
+			// every broker-to-controller RPC to this node timing out
+			// until a restart.
+			backoff = min(max(backoff*2, 5*time.Millisecond), time.Second)
+			m.log.Warn().Err(err).Dur("pause", backoff).Msg("controller listener: accept failed; retrying")
+			select {
+			case <-time.After(backoff):
+			case <-m.closed:
+				return
+			}
+			continue
 		}
 		backoff = 0
 		if !m.track(c) {

@@ -41,7 +41,8 @@
 // segment swap, cleaner_manager.go and cleaner_throttle.go the threads,
 // cleaner_reconfigure.go their settings changed on a running Manager
 // (SetCleaner); producer_expiration.go producer.id.expiration.ms changed on a
-// running Manager.
+// running Manager; dir_failure.go a log dir taken offline by an I/O error
+// (JBOD), alone, without stopping the others.
 // manager.go owns the set of logs and the schedule; segment.go, offset_index.go,
 // time_index.go and index.go one segment's files; batch.go and
 // compression.go the v2 batch format and its decoders, compress.go the

@@ -32,6 +32,17 @@ var (
 	// ErrCorruptFile: a file on disk could not be parsed or recovered. The
 	// message names the file. Kafka: KAFKA_STORAGE_ERROR.
 	ErrCorruptFile = errors.New("storage: corrupt file")
+	// ErrLogDirFailed: the log dir holding the log met an I/O error (a
+	// failed write, fsync or read, or a dir unusable at start) and is
+	// offline; its logs are closed until the broker restarts with it
+	// repaired. Kafka: KAFKA_STORAGE_ERROR.
+	ErrLogDirFailed = errors.New("storage: log dir failed")
+	// ErrLogDirNotFound: a log dir that is not one of log.dirs.
+	// Kafka: LOG_DIR_NOT_FOUND.
+	ErrLogDirNotFound = errors.New("storage: log dir not found")
+	// ErrNoLog: the partition has no log on this broker.
+	// Kafka (AlterReplicaLogDirs): REPLICA_NOT_AVAILABLE.
+	ErrNoLog = errors.New("storage: no log for the partition here")
 	// ErrInvalidConfig: a topic config value out of range.
 	// Kafka: INVALID_CONFIG.
 	ErrInvalidConfig = errors.New("storage: invalid config")

@@ -23,8 +23,9 @@ type groupSync struct {
 }
 
 type syncRound struct {
-	done chan struct{}
-	err  error
+	done    chan struct{}
+	err     error
+	callers int // callers waiting for it (guarded by groupSync.mu; tests read it)
 }
 
 func newGroupSync(run func() error) *groupSync { return &groupSync{run: run} }
@@ -39,6 +40,7 @@ func (g *groupSync) do() error {
 		r = &syncRound{done: make(chan struct{})}
 		g.next = r
 	}
+	r.callers++
 	if g.running {
 		g.mu.Unlock()
 		<-r.done

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -49,19 +50,18 @@ func TestGroupSyncCoversEveryCaller(t *testing.T) {
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		g.mu.Lock()
-		queued := g.next != nil
+		queued := g.next != nil && g.next.callers == waiters
 		g.mu.Unlock()
 		if queued {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatal("no waiter queued")
+			t.Fatal("the waiters did not queue")
 		}
 		time.Sleep(time.Millisecond)
 	}
-	time.Sleep(20 * time.Millisecond) // let the other waiters reach the queue
-	release <- struct{}{}             // round 1 ends
-	<-started                         // round 2, the waiters', run by the first caller
+	release <- struct{}{} // round 1 ends
+	<-started             // round 2, the waiters', run by the first caller
 	release <- struct{}{}
 	if err := <-first; err != nil {
 		t.Fatalf("first caller, covered by round 1: %v", err)
@@ -109,7 +109,7 @@ func TestCreateLogFsyncs(t *testing.T) {
 	t.Cleanup(func() { fsyncFile = old })
 
 	id := TopicID{1, 2, 3}
-	l, err := m.GetOrCreateWith("t", 0, DefaultConfig(), &NewLog{TopicID: id, LeaderEpoch: 7})
+	l, err := m.GetOrCreateWith("t", 0, DefaultConfig(), true, &NewLog{TopicID: id, LeaderEpoch: 7})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -154,14 +154,14 @@ func TestCreateLogFailedDirFsync(t *testing.T) {
 		return old(f)
 	}
 	t.Cleanup(func() { fsyncFile = old })
-	if _, err := m.GetOrCreateWith("t", 0, DefaultConfig(), &NewLog{LeaderEpoch: -1}); !errors.Is(err, fail) {
+	if _, err := m.GetOrCreateWith("t", 0, DefaultConfig(), true, &NewLog{LeaderEpoch: -1}); !errors.Is(err, fail) {
 		t.Fatalf("creation with a failing log dir fsync: %v", err)
 	}
 	if _, ok := m.Get("t", 0); ok {
 		t.Fatal("a log whose creation failed is served")
 	}
 	fsyncFile = old
-	if _, err := m.GetOrCreateWith("t", 0, DefaultConfig(), &NewLog{LeaderEpoch: -1}); err != nil {
+	if _, err := m.GetOrCreateWith("t", 0, DefaultConfig(), true, &NewLog{LeaderEpoch: -1}); err != nil {
 		t.Fatalf("second try: %v", err)
 	}
 }
@@ -186,7 +186,42 @@ func TestDeleteManyShareFsyncs(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	syncs := countFsyncs(t)
+	// The first fsync of the log dir, and the first of a checkpoint file,
+	// wait until the other deletions have queued behind them, so the test
+	// sees the sharing whatever the machine's scheduling.
+	queued := func(g *groupSync) bool {
+		g.mu.Lock()
+		defer g.mu.Unlock()
+		return g.next != nil && g.next.callers == n-1
+	}
+	holdUntil := func(ok func() bool) {
+		for deadline := time.Now().Add(10 * time.Second); !ok() && time.Now().Before(deadline); {
+			time.Sleep(time.Millisecond)
+		}
+	}
+	var mu sync.Mutex
+	var synced []string
+	var heldDir, heldCkpt atomic.Bool
+	old := fsyncFile
+	fsyncFile = func(f *os.File) error {
+		name := f.Name()
+		mu.Lock()
+		synced = append(synced, name)
+		mu.Unlock()
+		switch {
+		case name == dir && heldDir.CompareAndSwap(false, true):
+			holdUntil(func() bool {
+				m.dirSyncs.mu.Lock()
+				g := m.dirSyncs.m[dir]
+				m.dirSyncs.mu.Unlock()
+				return queued(g)
+			})
+		case strings.HasSuffix(name, tmpSuffix) && heldCkpt.CompareAndSwap(false, true):
+			holdUntil(func() bool { return queued(m.deleteCkpt) })
+		}
+		return old(f)
+	}
+	t.Cleanup(func() { fsyncFile = old })
 	var wg sync.WaitGroup
 	for i := range n {
 		wg.Add(1)
@@ -198,11 +233,21 @@ func TestDeleteManyShareFsyncs(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	// One delete alone: a dir fsync and 4 checkpoint files, each with its
-	// dir fsync (9). Sixteen one after another took 16 times that plus the
-	// logs' own flushes.
-	if got := syncs.Load(); got > 4*9 {
-		t.Fatalf("%d fsyncs for %d concurrent deletes, want at most %d", got, n, 4*9)
+	fsyncFile = old
+	// One delete alone: a log dir fsync and 4 checkpoint files, each with
+	// the log dir's fsync (9), and before closeDiscard its log's own
+	// flushes. Sixteen at once: two rounds of the first (the held one, the
+	// rest), two of the checkpoints (8 each), and no file of the logs.
+	mu.Lock()
+	got := slices.Clone(synced)
+	mu.Unlock()
+	for _, name := range got {
+		if name != dir && !strings.HasSuffix(name, tmpSuffix) {
+			t.Errorf("fsynced %s: a deleted log is closed without flushing", name)
+		}
+	}
+	if len(got) > 2+2*8 {
+		t.Fatalf("%d fsyncs for %d concurrent deletes, want at most %d: %v", len(got), n, 2+2*8, got)
 	}
 	for i := range n {
 		if _, err := os.Stat(filepath.Join(dir, TopicPartition{"t", int32(i)}.String())); !os.IsNotExist(err) {
@@ -214,7 +259,7 @@ func TestDeleteManyShareFsyncs(t *testing.T) {
 		t.Fatal(err)
 	}
 	fail := errors.New("EIO")
-	old := fsyncFile
+	old = fsyncFile
 	fsyncFile = func(f *os.File) error {
 		if f.Name() == dir {
 			return fail

@@ -71,6 +71,7 @@ type Log struct {
 	durable   atomic.Int64
 	syncData  func(*os.File) error // LogOptions.SyncData
 	flusher   *flusher
+	onIOError func(error) // LogOptions.onIOError
 	queued    bool
 	flushErr  error
 	syncSegs  []*segment

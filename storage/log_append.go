@@ -115,7 +115,7 @@ func (l *Log) Append(batch []byte, opts AppendOptions) (AppendResult, error) {
 	} else {
 		b.setCreateTime(info.MaxTimestamp)
 	}
-	err = l.appendLocked(b, info, cfg)
+	err = l.ioFailure(l.appendLocked(b, info, cfg))
 	res.BaseOffset, res.LastOffset = base, b.LastOffset()
 	res.LogStartOffset = l.logStart.Load()
 	res.RecordCount, res.Bytes = int64(b.RecordCount()), int64(len(b))
@@ -188,7 +188,7 @@ func (l *Log) AppendAsFollower(records []byte) (AppendResult, error) {
 	var err error
 	for _, it := range items {
 		gap := it.b.BaseOffset() > l.nextOffset
-		if err = l.appendLocked(it.b, it.info, cfg); err != nil {
+		if err = l.ioFailure(l.appendLocked(it.b, it.info, cfg)); err != nil {
 			break
 		}
 		if gap && l.firstDirty.Load() < it.b.NextOffset() {

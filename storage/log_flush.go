@@ -117,8 +117,8 @@ func (l *Log) syncDurable() error {
 	clear(segs)
 	l.syncSegs = segs[:0]
 	if err != nil {
-		l.flushErr = err
-		return err
+		l.flushErr = l.ioFailure(err)
+		return l.flushErr
 	}
 	l.advanceDurableLocked(end)
 	if l.onFlush != nil {
@@ -173,7 +173,7 @@ func (l *Log) Sync() error {
 	clear(segs)
 	l.syncSegs = segs[:0]
 	if err != nil {
-		return err
+		return l.ioFailure(err)
 	}
 	if end > rp {
 		l.recoveryPoint.Store(end)
@@ -213,7 +213,7 @@ func (l *Log) FlushRolled() error {
 	clear(segs)
 	l.syncSegs = segs[:0]
 	if err != nil {
-		return err
+		return l.ioFailure(err)
 	}
 	l.recoveryPoint.Store(target)
 	l.advanceDurableLocked(target)

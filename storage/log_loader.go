@@ -60,6 +60,9 @@ type LogOptions struct {
 	flusher *flusher
 	// New, if set, is written into a log this call creates (see NewLog).
 	New *NewLog
+	// onIOError, if set, is told of every I/O error the log meets on its
+	// files (the Manager's, which takes the log dir offline).
+	onIOError func(error)
 }
 
 // fresh reports whether the log's directory has neither partition.metadata
@@ -153,6 +156,9 @@ func OpenLog(dir string, cfg Config, opts LogOptions) (*Log, *RecoveryReport, er
 	}
 	tp, ok := ParsePartitionDir(filepath.Base(dir))
 	if !ok {
+		tp, ok = futureLogOf(filepath.Base(dir)) // a log being moved in (move.go)
+	}
+	if !ok {
 		return nil, nil, fmt.Errorf("%w: %s: directory name is not <topic>-<partition>", ErrCorruptFile, dir)
 	}
 	if opts.Now == nil {
@@ -170,7 +176,7 @@ func OpenLog(dir string, cfg Config, opts LogOptions) (*Log, *RecoveryReport, er
 	if opts.FollowerDropBehind < 0 {
 		return nil, nil, fmt.Errorf("%w: follower drop-behind of %d bytes", ErrInvalidConfig, opts.FollowerDropBehind)
 	}
-	l := &Log{dir: dir, tp: tp, now: opts.Now, producers: producerStates{}, producerTTLMs: opts.ProducerIDExpirationMs, followerDropBehind: opts.FollowerDropBehind, onFlush: opts.OnFlush, activity: opts.activity, flusher: opts.flusher, syncData: opts.SyncData, txnReplayFrom: math.MaxInt64}
+	l := &Log{dir: dir, tp: tp, now: opts.Now, producers: producerStates{}, producerTTLMs: opts.ProducerIDExpirationMs, followerDropBehind: opts.FollowerDropBehind, onFlush: opts.OnFlush, activity: opts.activity, flusher: opts.flusher, onIOError: opts.onIOError, syncData: opts.SyncData, txnReplayFrom: math.MaxInt64}
 	if l.syncData == nil {
 		l.syncData = func(f *os.File) error { return fsyncFile(f) }
 	}

@@ -44,6 +44,11 @@ func (l *Log) Read(offset int64, maxBytes int) (Region, error) {
 // ReadUpTo is Read that also stops before the first batch whose last
 // offset is >= maxOffset (consumers read up to the high watermark).
 func (l *Log) ReadUpTo(offset int64, maxBytes int, maxOffset int64) (Region, error) {
+	r, err := l.readUpTo(offset, maxBytes, maxOffset)
+	return r, l.ioFailure(err)
+}
+
+func (l *Log) readUpTo(offset int64, maxBytes int, maxOffset int64) (Region, error) {
 	l.segMu.RLock()
 	defer l.segMu.RUnlock()
 	leo, start := l.leo.Load(), l.logStart.Load()

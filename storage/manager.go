@@ -5,9 +5,11 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -59,6 +61,15 @@ type ManagerOptions struct {
 	// duration of each durable-mode group commit round of a log dir's
 	// flusher. It runs on the flusher's goroutine and must be quick.
 	OnFlushRound func(logs int, d time.Duration)
+	// FailedAtStart are log dirs already found unusable (CheckDirsAt):
+	// they start offline, unread.
+	FailedAtStart map[string]error
+	// OnDirFailure, when set, is told once of each log dir taken offline
+	// (dir_failure.go): the dir, the partitions whose logs were in it
+	// (closed by then) and the error. It runs on a goroutine of its own,
+	// after the Manager has stopped handing out those logs. Dirs found
+	// unusable by OpenManager are not reported: OfflineDirs lists them.
+	OnDirFailure func(dir string, parts []TopicPartition, err error)
 	// DisableScheduler turns off the background goroutine; callers then
 	// call Tick themselves (tests).
 	DisableScheduler bool
@@ -81,6 +92,16 @@ type Manager struct {
 	logs   map[TopicPartition]*Log
 	dirOf  map[TopicPartition]string // log dir holding each partition
 	closed bool
+	// offline holds the log dirs taken offline with the error that did
+	// it, offlineParts the partitions whose logs were in them
+	// (dir_failure.go); guarded by mu.
+	offline      map[string]error
+	offlineParts map[TopicPartition]string
+	// moves are the logs moving to another dir (move.go); guarded by mu.
+	moves map[TopicPartition]*moveState
+	// preferred holds the dirs AlterReplicaLogDirs named for logs not
+	// created yet (PreferDir); guarded by mu.
+	preferred map[TopicPartition]string
 	// creating holds the partitions GetOrCreate is opening outside mu
 	// (their files and fsyncs), each with its log dir and a channel
 	// closed when done, so creations of different partitions overlap.
@@ -151,7 +172,7 @@ func OpenManager(opts ManagerOptions) (*Manager, []*RecoveryReport, error) {
 		return nil, nil, err
 	}
 	m := &Manager{opts: opts, logs: map[TopicPartition]*Log{}, dirOf: map[TopicPartition]string{}, creating: map[TopicPartition]pendingLog{}, lastExpiry: opts.Now(), cleaning: map[*Log]bool{},
-		flushers: map[string]*flusher{}}
+		flushers: map[string]*flusher{}, offline: map[string]error{}, offlineParts: map[TopicPartition]string{}, moves: map[TopicPartition]*moveState{}, preferred: map[TopicPartition]string{}}
 	m.deleteCkpt = newGroupSync(m.Checkpoint)
 	type job struct {
 		dir  string
@@ -160,32 +181,38 @@ func OpenManager(opts ManagerOptions) (*Manager, []*RecoveryReport, error) {
 		lo   LogOptions
 	}
 	var jobs []job
-	for _, dir := range opts.Dirs {
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			return nil, nil, err
+	type futureLog struct {
+		dir, name string
+		tp        TopicPartition
+	}
+	var futures []futureLog
+	scanDir := func(dir string) ([]job, error) {
+		var jobs []job
+		if err := probeDir(dir); err != nil {
+			return jobs, err
 		}
 		marker := filepath.Join(dir, CleanShutdownFile)
 		_, err := os.Stat(marker)
 		clean := err == nil
 		rps, err := ReadOffsetCheckpoint(filepath.Join(dir, RecoveryPointCheckpointFile))
 		if err != nil {
-			return nil, nil, err
+			return jobs, err
 		}
 		starts, err := ReadOffsetCheckpoint(filepath.Join(dir, LogStartOffsetCheckpointFile))
 		if err != nil {
-			return nil, nil, err
+			return jobs, err
 		}
 		hws, err := ReadOffsetCheckpoint(filepath.Join(dir, ReplicationCheckpointFile))
 		if err != nil {
-			return nil, nil, err
+			return jobs, err
 		}
 		cleaned, err := ReadOffsetCheckpoint(filepath.Join(dir, CleanerCheckpointFile))
 		if err != nil {
-			return nil, nil, err
+			return jobs, err
 		}
 		ents, err := os.ReadDir(dir)
 		if err != nil {
-			return nil, nil, err
+			return jobs, err
 		}
 		for _, e := range ents {
 			if !e.IsDir() {
@@ -195,16 +222,20 @@ func OpenManager(opts ManagerOptions) (*Manager, []*RecoveryReport, error) {
 			if strings.HasSuffix(name, "-delete") {
 				// A deletion that did not finish: finish it.
 				if err := os.RemoveAll(filepath.Join(dir, name)); err != nil {
-					return nil, nil, err
+					return jobs, err
 				}
+				continue
+			}
+			if tp, ok := futureLogOf(name); ok {
+				futures = append(futures, futureLog{dir, name, tp})
 				continue
 			}
 			tp, ok := ParsePartitionDir(name)
 			if !ok {
-				continue // not ours (future/stray dirs, the raft dir)
+				continue // not ours (stray dirs, the raft dir)
 			}
 			if other, dup := m.dirOf[tp]; dup {
-				return nil, nil, fmt.Errorf("%w: partition %s is in both %s and %s", ErrCorruptFile, tp, other, dir)
+				return jobs, fmt.Errorf("%w: partition %s is in both %s and %s", ErrCorruptFile, tp, other, dir)
 			}
 			m.dirOf[tp] = dir
 			jobs = append(jobs, job{dir: dir, path: filepath.Join(dir, name), tp: tp, lo: LogOptions{
@@ -221,8 +252,60 @@ func OpenManager(opts ManagerOptions) (*Manager, []*RecoveryReport, error) {
 				FollowerDropBehind:     opts.FollowerDropBehind,
 				activity:               &m.appends,
 				SyncData:               opts.SyncData,
+				onIOError:              m.dirHook(dir),
 			}})
 		}
+		return jobs, nil
+	}
+	for _, dir := range opts.Dirs {
+		if err := opts.FailedAtStart[dir]; err != nil {
+			m.offline[dir] = err
+			continue
+		}
+		js, err := scanDir(dir)
+		if err != nil {
+			if !isIOError(err) {
+				return nil, nil, err
+			}
+			// Kafka takes a log dir it cannot use at start offline and
+			// starts on the others.
+			m.offline[dir] = err
+			for _, jb := range js {
+				delete(m.dirOf, jb.tp)
+			}
+			continue
+		}
+		jobs = append(jobs, js...)
+	}
+	if len(m.offline) == len(opts.Dirs) {
+		return nil, nil, fmt.Errorf("%w: every log dir is unusable: %w", ErrLogDirFailed, errors.Join(slices.Collect(maps.Values(m.offline))...))
+	}
+	// A move that stopped (move.go): a future log beside its current log
+	// was not finished and goes; one whose current log is gone was
+	// complete when the swap began and takes the log's place.
+	for _, f := range futures {
+		if m.offline[f.dir] != nil {
+			continue
+		}
+		path := filepath.Join(f.dir, f.name)
+		if _, dup := m.dirOf[f.tp]; dup || slices.ContainsFunc(futures, func(o futureLog) bool { return o.tp == f.tp && o.name != f.name }) {
+			if err := os.RemoveAll(path); err != nil {
+				return nil, nil, err
+			}
+			continue
+		}
+		final := filepath.Join(f.dir, f.tp.String())
+		if err := os.Rename(path, final); err != nil {
+			return nil, nil, err
+		}
+		if err := fsyncDir(f.dir); err != nil {
+			return nil, nil, err
+		}
+		m.dirOf[f.tp] = f.dir
+		jobs = append(jobs, job{dir: f.dir, path: final, tp: f.tp, lo: LogOptions{
+			Now: opts.Now, OnFlush: opts.OnFlush, ProducerIDExpirationMs: opts.ProducerIDExpiration.Milliseconds(),
+			FollowerDropBehind: opts.FollowerDropBehind, activity: &m.appends, SyncData: opts.SyncData, onIOError: m.dirHook(f.dir),
+		}})
 	}
 	for _, dir := range opts.Dirs {
 		if m.flushers[dir] == nil {
@@ -247,6 +330,30 @@ func OpenManager(opts ManagerOptions) (*Manager, []*RecoveryReport, error) {
 		}()
 	}
 	wg.Wait()
+	// A log that meets an I/O error while it opens takes its dir offline
+	// (the other logs of that dir are closed again); any other error, a
+	// file we cannot make sense of, stops the start as before.
+	for i, j := range jobs {
+		if errs[i] != nil && isIOError(errs[i]) && m.offline[j.dir] == nil {
+			m.offline[j.dir] = errs[i]
+		}
+	}
+	for i, j := range jobs {
+		if m.offline[j.dir] == nil {
+			continue
+		}
+		if logs[i] != nil {
+			logs[i].closeFailed()
+			logs[i] = nil
+		}
+		errs[i] = nil
+		delete(m.dirOf, j.tp)
+		m.offlineParts[j.tp] = j.dir
+	}
+	if len(m.offline) == len(opts.Dirs) {
+		m.closeFlushers()
+		return nil, nil, fmt.Errorf("%w: every log dir is unusable: %w", ErrLogDirFailed, errors.Join(slices.Collect(maps.Values(m.offline))...))
+	}
 	if err := errors.Join(errs...); err != nil {
 		for _, l := range logs {
 			if l != nil {
@@ -257,6 +364,9 @@ func OpenManager(opts ManagerOptions) (*Manager, []*RecoveryReport, error) {
 		return nil, nil, err
 	}
 	for i, j := range jobs {
+		if logs[i] == nil {
+			continue // its dir is offline
+		}
 		m.logs[j.tp] = logs[i]
 		if l := logs[i]; l.RecoveryPoint() < l.LogEndOffset() {
 			m.unflushed = append(m.unflushed, l)
@@ -265,6 +375,9 @@ func OpenManager(opts ManagerOptions) (*Manager, []*RecoveryReport, error) {
 	// The marker goes once everything is open: a crash from here on must
 	// look unclean at the next start.
 	for _, dir := range opts.Dirs {
+		if m.offline[dir] != nil {
+			continue
+		}
 		if err := os.Remove(filepath.Join(dir, CleanShutdownFile)); err != nil && !errors.Is(err, os.ErrNotExist) {
 			m.closeLogs()
 			return nil, nil, err
@@ -317,12 +430,21 @@ type pendingLog struct {
 // the manager's lock); one of a partition already being created waits for
 // it.
 func (m *Manager) GetOrCreate(topic string, partition int32, cfg Config) (*Log, error) {
-	return m.GetOrCreateWith(topic, partition, cfg, nil)
+	return m.GetOrCreateWith(topic, partition, cfg, true, nil)
 }
 
-// GetOrCreateWith is GetOrCreate writing nl (nil: nothing) into the log if
-// it creates it, covered by the new directory's fsync (NewLog).
-func (m *Manager) GetOrCreateWith(topic string, partition int32, cfg Config, nl *NewLog) (*Log, error) {
+// GetOrCreateNew is GetOrCreate that, with isNew false (a partition this
+// broker hosted before, as far as the caller knows), refuses to create a
+// missing log while any log dir is offline: the log may be in that dir,
+// and an empty one made elsewhere could be elected leader and lose what
+// the replica held. Kafka's LogManager.getOrCreateLog has the same rule.
+func (m *Manager) GetOrCreateNew(topic string, partition int32, cfg Config, isNew bool) (*Log, error) {
+	return m.GetOrCreateWith(topic, partition, cfg, isNew, nil)
+}
+
+// GetOrCreateWith is GetOrCreateNew writing nl (nil: nothing) into the log
+// if it creates it, covered by the new directory's fsync (NewLog).
+func (m *Manager) GetOrCreateWith(topic string, partition int32, cfg Config, isNew bool, nl *NewLog) (*Log, error) {
 	if err := ValidateTopicName(topic); err != nil {
 		return nil, err
 	}
@@ -348,6 +470,14 @@ func (m *Manager) GetOrCreateWith(topic string, partition int32, cfg Config, nl 
 		<-pl.done
 		m.mu.Lock()
 	}
+	if d, ok := m.offlineParts[tp]; ok {
+		m.mu.Unlock()
+		return nil, fmt.Errorf("%w: %s was in %s", ErrLogDirFailed, tp, d)
+	}
+	if !isNew && len(m.offline) > 0 {
+		m.mu.Unlock()
+		return nil, fmt.Errorf("%w: cannot create the log of %s while log dirs %v are offline", ErrLogDirFailed, tp, slices.Collect(maps.Keys(m.offline)))
+	}
 	counts := map[string]int{}
 	for _, d := range m.dirOf {
 		counts[d]++
@@ -355,22 +485,36 @@ func (m *Manager) GetOrCreateWith(topic string, partition int32, cfg Config, nl 
 	for _, pl := range m.creating {
 		counts[pl.dir]++
 	}
-	dir := m.opts.Dirs[0]
-	for _, d := range m.opts.Dirs[1:] {
-		if counts[d] < counts[dir] {
+	dir := ""
+	for _, d := range m.opts.Dirs {
+		if m.offline[d] == nil && (dir == "" || counts[d] < counts[dir]) {
 			dir = d
 		}
+	}
+	if d, ok := m.preferred[tp]; ok && m.offline[d] == nil {
+		dir = d
+	}
+	delete(m.preferred, tp)
+	if dir == "" {
+		m.mu.Unlock()
+		return nil, fmt.Errorf("%w: every log dir is offline", ErrLogDirFailed)
 	}
 	pl := pendingLog{dir: dir, done: make(chan struct{})}
 	m.creating[tp] = pl
 	fl := m.flushers[dir]
 	m.mu.Unlock()
 
-	l, _, err := OpenLog(filepath.Join(dir, tp.String()), cfg, LogOptions{Now: m.opts.Now, ProducerIDExpirationMs: m.opts.ProducerIDExpiration.Milliseconds(), FollowerDropBehind: m.opts.FollowerDropBehind, OnFlush: m.opts.OnFlush, activity: &m.appends, flusher: fl, SyncData: m.opts.SyncData, New: nl})
+	l, _, err := OpenLog(filepath.Join(dir, tp.String()), cfg, LogOptions{Now: m.opts.Now, ProducerIDExpirationMs: m.opts.ProducerIDExpiration.Milliseconds(), FollowerDropBehind: m.opts.FollowerDropBehind, OnFlush: m.opts.OnFlush, activity: &m.appends, flusher: fl, SyncData: m.opts.SyncData, onIOError: m.dirHook(dir), New: nl})
 	if err == nil {
 		if err = m.dirSyncs.sync(dir); err != nil {
 			l.Close()
 		}
+	}
+	if isIOError(err) {
+		// The dir is failing: it goes offline once this creation is
+		// out of the way (failDir takes mu).
+		defer m.failDir(dir, err)
+		err = fmt.Errorf("%w: creating %s in %s: %w", ErrLogDirFailed, tp, dir, err)
 	}
 
 	m.mu.Lock()
@@ -383,6 +527,12 @@ func (m *Manager) GetOrCreateWith(topic string, partition int32, cfg Config, nl 
 	if m.closed {
 		l.Close()
 		return nil, ErrClosed
+	}
+	if m.offline[dir] != nil {
+		// The dir failed while the log was being made.
+		l.closeFailed()
+		m.offlineParts[tp] = dir
+		return nil, fmt.Errorf("%w: %s", ErrLogDirFailed, dir)
 	}
 	m.logs[tp] = l
 	m.dirOf[tp] = dir
@@ -418,6 +568,7 @@ func (m *Manager) Delete(topic string, partition int32) error {
 		<-pl.done // deletes what the creation in flight makes
 		m.mu.Lock()
 	}
+	m.waitMoveLocked(tp)
 	l, ok := m.logs[tp]
 	dir := m.dirOf[tp]
 	delete(m.logs, tp)
@@ -453,7 +604,9 @@ func (m *Manager) checkpoint(file string) error {
 	m.mu.Lock()
 	per := map[string]map[TopicPartition]int64{}
 	for _, d := range m.opts.Dirs {
-		per[d] = map[TopicPartition]int64{}
+		if m.offline[d] == nil {
+			per[d] = map[TopicPartition]int64{}
+		}
 	}
 	for tp, l := range m.logs {
 		var v int64
@@ -471,12 +624,20 @@ func (m *Manager) checkpoint(file string) error {
 				continue
 			}
 		}
-		per[m.dirOf[tp]][tp] = v
+		if p := per[m.dirOf[tp]]; p != nil {
+			p[tp] = v
+		}
 	}
 	m.mu.Unlock()
 	var errs []error
 	for d, offs := range per {
-		errs = append(errs, WriteOffsetCheckpoint(filepath.Join(d, file), offs))
+		if err := WriteOffsetCheckpoint(filepath.Join(d, file), offs); err != nil {
+			if isIOError(err) {
+				m.failDir(d, err)
+				err = fmt.Errorf("%w: %s: %w", ErrLogDirFailed, d, err)
+			}
+			errs = append(errs, err)
+		}
 	}
 	return errors.Join(errs...)
 }
@@ -630,7 +791,9 @@ func (m *Manager) Close() error {
 	}
 	var errs []error
 	for _, d := range m.opts.Dirs {
-		errs = append(errs, WriteFileAtomic(filepath.Join(d, CleanShutdownFile), nil))
+		if m.offline[d] == nil {
+			errs = append(errs, WriteFileAtomic(filepath.Join(d, CleanShutdownFile), nil))
+		}
 	}
 	return errors.Join(errs...)
 }

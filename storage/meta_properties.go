@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 
 	"github.com/magiconair/properties"
@@ -251,4 +252,46 @@ func isReservedUUID(u UUID) bool {
 		}
 	}
 	return true
+}
+
+// CheckDirsAt is CheckDirs for a broker's start, as Kafka's: a log dir
+// other than metadataDir whose meta.properties cannot be read for an I/O
+// error (not a missing or foreign one) is left out and returned in failed,
+// to be taken offline (ManagerOptions.FailedAtStart); the metadata dir
+// must be readable. metas[i] is dirs[i]'s, zero for a failed dir.
+func CheckDirsAt(dirs []string, metadataDir string, nodeID int32) (metas []MetaProperties, failed map[string]error, err error) {
+	var good []string
+	for _, dir := range dirs {
+		if _, err := ReadMetaProperties(dir); err != nil && dir != metadataDir && isIOError(err) {
+			if failed == nil {
+				failed = map[string]error{}
+			}
+			failed[dir] = err
+			continue
+		}
+		good = append(good, dir)
+	}
+	if len(good) == 0 {
+		return nil, nil, fmt.Errorf("%w: no log dir is readable", ErrLogDirFailed)
+	}
+	// The metadata dir first, so its cluster id is the one the others
+	// must match.
+	slices.SortStableFunc(good, func(a, b string) int {
+		switch {
+		case a == metadataDir && b != metadataDir:
+			return -1
+		case b == metadataDir && a != metadataDir:
+			return 1
+		}
+		return 0
+	})
+	checked, err := CheckDirs(good, "", nodeID)
+	if err != nil {
+		return nil, nil, err
+	}
+	metas = make([]MetaProperties, len(dirs))
+	for i, d := range good {
+		metas[slices.Index(dirs, d)] = checked[i]
+	}
+	return metas, failed, nil
 }

@@ -33,7 +33,11 @@
 # transactional producer, each transaction committed before the next), beside
 # the plain 1 KiB acks=all row; transactions/s and the EndTxn p50/p99 are
 # printed under the table, and the topic is read back read_committed (the
-# row's cons MB/s) and read_uncommitted, to compare the two. Rows txnNxP
+# row's cons MB/s) and read_uncommitted, three times each, interleaved,
+# the medians compared. Beside them: the Raft entries per transaction and
+# their mean commit time, from the nodes' raftka_raft_commit_time_seconds
+# over the median run (the entries are the figure the host's noise does
+# not move; the commit time is where a transaction's time goes). Rows txnNxP
 # run P such producers at once (`--transactional-producers P`, each with
 # its own transactional id), with the figures summed: txn10x32 and
 # txn1000x8. One producer's rate is bounded by its serial steps (two Raft
@@ -166,6 +170,17 @@ cleanup() {
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
+
+# raft_commits port...: the metadata quorum's commits so far, summed over
+# the nodes' /metrics (only the controller counts them): "count seconds".
+# Its delta over a transaction row is the Raft entries per transaction, a
+# figure the host's noise does not move, and their mean commit time.
+raft_commits() {
+	local port
+	for port in "$@"; do
+		curl -s --max-time 5 "http://127.0.0.1:$port/metrics" </dev/null 2>/dev/null
+	done | awk '/^raftka_raft_commit_time_seconds_count / {c += $2} /^raftka_raft_commit_time_seconds_sum / {s += $2} END {printf "%d %.6f\n", c, s}'
+}
 
 cpu_ticks() { # pids...: utime+stime summed, in clock ticks
 	local pid sum=0 t
@@ -417,7 +432,7 @@ bench_target() {
 		# (no run inherits another's dirty pages to write back); the row
 		# is the run with the median MB/s, and its topic is the one read
 		# back by the consume run.
-		local outs=() cpus=() topics=() k mid
+		local outs=() cpus=() topics=() rafts=() rc0 k v mid
 		for ((k = 1; k <= REPEAT; k++)); do
 			disk_ok "$name" || break
 			topic=bench-$row-$k
@@ -436,10 +451,19 @@ bench_target() {
 				# does not tilt their MB/s ratio.
 				start_profiles "$WORK/cpu-$row-$k" $((PORT + 120)) $((PORT + 121)) $((PORT + 122))
 			fi
+			rc0=
+			[[ $row == txn* ]] && rc0=$(raft_commits $((PORT + 120)) $((PORT + 121)) $((PORT + 122)))
 			c0=$(cpu_ticks "${BROKERS[@]}")
 			out=$(run_bench "$name" "bench produce ($row)" produce --topic "$topic" --records "$RECORDS" --duration "$DURATION" \
 				--record-size "$size" --acks all --partitions "$parts" --replication-factor "${RF[$name]}" "${extra[@]}")
 			c1=$(cpu_ticks "${BROKERS[@]}")
+			if [ -n "$rc0" ]; then
+				# Raft entries per transaction and their mean commit ms.
+				rafts+=("$(echo "$rc0 $(raft_commits $((PORT + 120)) $((PORT + 121)) $((PORT + 122))) $(jget "$out" transactions)" |
+					awk '{n = $3 - $1; t = $5; if (n > 0 && t > 0) printf "%.2f %.2f", n / t, ($4 - $2) / n * 1000; else print "- -"}')")
+			else
+				rafts+=("- -")
+			fi
 			if [ -n "$scraper" ]; then
 				kill "$scraper" 2>/dev/null
 				wait "$scraper" 2>/dev/null
@@ -478,10 +502,26 @@ bench_target() {
 			R[$name|$row|txps]=$(jget "$out" transactions_per_sec)
 			R[$name|$row|endp50]=$(jget "$out" end_txn_p50_ms)
 			R[$name|$row|endp99]=$(jget "$out" end_txn_p99_ms)
-			out=$(run_bench "$name" "bench consume ($row read_committed)" consume --topic "${topics[$mid]}" --records "$n" --duration "$DURATION" --isolation-level read_committed)
-			R[$name|$row|cons]=$(jget "$out" mb_per_sec)
-			out=$(run_bench "$name" "bench consume ($row read_uncommitted)" consume --topic "${topics[$mid]}" --records "$n" --duration "$DURATION")
-			R[$name|$row|consru]=$(jget "$out" mb_per_sec)
+			read -r k v <<<"${rafts[$mid]}"
+			[ "$k" = - ] || R[$name|$row|raftpertxn]=$k
+			[ "$v" = - ] || R[$name|$row|commitms]=$v
+			# The read-back of a transaction row lasts tenths of a
+			# second (8 MB of txn10 in 0.02-0.12 s), and consecutive
+			# reads of one topic at one isolation level swung 2-6x
+			# (196 / 412 / 196 MB/s read_committed, one after the
+			# other). Each level is read three times, interleaved, and
+			# the median of each is compared, so neither level gets
+			# the first, coldest read every time.
+			local rc=() ru=() j
+			for j in 1 2 3; do
+				out=$(run_bench "$name" "bench consume ($row read_committed)" consume --topic "${topics[$mid]}" --records "$n" --duration "$DURATION" --isolation-level read_committed)
+				rc+=("$(jget "$out" mb_per_sec)")
+				out=$(run_bench "$name" "bench consume ($row read_uncommitted)" consume --topic "${topics[$mid]}" --records "$n" --duration "$DURATION")
+				ru+=("$(jget "$out" mb_per_sec)")
+			done
+			R[$name|$row|cons]=$(printf '%s\n' "${rc[@]}" | grep . | sort -g | awk '{v[NR] = $1} END {if (NR) print v[int((NR + 1) / 2)]}')
+			R[$name|$row|consru]=$(printf '%s\n' "${ru[@]}" | grep . | sort -g | awk '{v[NR] = $1} END {if (NR) print v[int((NR + 1) / 2)]}')
+			R[$name|$row|consruns]="$(for j in "${rc[@]}"; do printf "%s\n" "$(fmt "$j" 1)"; done | paste -sd/) read_committed, $(for j in "${ru[@]}"; do printf "%s\n" "$(fmt "$j" 1)"; done | paste -sd/) read_uncommitted"
 		else
 			out=$(run_bench "$name" "bench consume ($row B)" consume --topic "${topics[$mid]}" --records "$n" --duration "$DURATION")
 			R[$name|$row|cons]=$(jget "$out" mb_per_sec)
@@ -798,7 +838,7 @@ for row in $ROWS; do
 	[[ $row =~ ^txn([0-9]+)(x([0-9]+))?$ ]] || continue
 	if [ -n "${R[three|$row|rps]:-}" ]; then
 		echo "$row: transactions of ${BASH_REMATCH[1]} records of 1 KiB, ${BASH_REMATCH[3]:-1} producer(s), RF=3: $(fmt "${R[three|$row|txps]:-}" 1) transactions/s, EndTxn p50 $(fmt "${R[three|$row|endp50]:-}" 2) ms," \
-			"p99 $(fmt "${R[three|$row|endp99]:-}" 2) ms; consume read_committed $(fmt "${R[three|$row|cons]:-}" 1) MB/s, read_uncommitted $(fmt "${R[three|$row|consru]:-}" 1) MB/s"
+			"p99 $(fmt "${R[three|$row|endp99]:-}" 2) ms; $(fmt "${R[three|$row|raftpertxn]:-}" 2) Raft entries per transaction, committed in $(fmt "${R[three|$row|commitms]:-}" 2) ms on average; consume read_committed $(fmt "${R[three|$row|cons]:-}" 1) MB/s, read_uncommitted $(fmt "${R[three|$row|consru]:-}" 1) MB/s (medians of ${R[three|$row|consruns]:-n/a})"
 	fi
 done
 SCRAPE_SHARE=

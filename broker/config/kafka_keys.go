@@ -37,7 +37,7 @@ var kafkaIgnored = toSet(
 	"transaction.two.phase.commit.enable",
 
 	// KRaft internals hashicorp/raft replaces.
-	"controller.quorum.bootstrap.servers", "controller.quorum.election.backoff.max.ms",
+	"controller.quorum.election.backoff.max.ms",
 	"controller.quorum.request.timeout.ms", "controller.quorum.retry.backoff.ms",
 	"controller.quorum.append.linger.ms", "controller.quorum.fetch.snapshot.max.bytes",
 	"controller.quorum.auto.join.enable", "controller.socket.timeout.ms",
@@ -64,7 +64,7 @@ var kafkaIgnored = toSet(
 	"replica.selector.class", "replica.lag.time.max.ms.max", "alter.config.policy.class.name",
 	"create.topic.policy.class.name", "alter.log.dirs.replication.quota.window.num",
 	"alter.log.dirs.replication.quota.window.size.seconds", "replication.quota.window.num",
-	"replication.quota.window.size.seconds", "leader.replication.throttled.rate",
+	"replication.quota.window.size.seconds",
 	"replica.alter.log.dirs.io.max.bytes.per.second",
 
 	// Groups beyond the classic protocol.

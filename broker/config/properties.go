@@ -18,9 +18,12 @@ import (
 // retention.ms, segment.ms, flush.ms); timeouts of the process itself are
 // time.Durations.
 type Config struct {
-	NodeID             int32
-	Roles              Roles
-	Voters             []Voter
+	NodeID int32
+	Roles  Roles
+	Voters []Voter
+	// BootstrapServers is controller.quorum.bootstrap.servers: host:port
+	// of controller listeners, for a dynamic quorum (Voters empty).
+	BootstrapServers   []string
 	ElectionTimeout    time.Duration // controller.quorum.election.timeout.ms
 	QuorumFetchTimeout time.Duration // controller.quorum.fetch.timeout.ms
 	Rack               string        // broker.rack; empty when unset
@@ -60,6 +63,10 @@ type Config struct {
 	QuotaWindowNum  int32
 	// MaxConnectionCreationRate is max.connection.creation.rate (KIP-612).
 	MaxConnectionCreationRate int32
+	// ListenerMaxConnectionCreationRate is
+	// listener.name.<l>.max.connection.creation.rate by listener name
+	// (upper case): that listener's own limit (KIP-612).
+	ListenerMaxConnectionCreationRate map[string]int32
 
 	LogDirs        []string
 	MetadataLogDir string
@@ -122,8 +129,11 @@ type Config struct {
 	// FollowerReplicationThrottledRate is follower.replication.throttled.rate
 	// (bytes/s for throttled replicas out of the ISR, KIP-73).
 	FollowerReplicationThrottledRate int64
-	HighWatermarkCheckpoint          time.Duration
-	FollowerDropBehind               int64 // raftka.follower.drop.behind.bytes
+	// LeaderReplicationThrottledRate is leader.replication.throttled.rate
+	// (bytes/s a leader sends to throttled followers out of the ISR).
+	LeaderReplicationThrottledRate int64
+	HighWatermarkCheckpoint        time.Duration
+	FollowerDropBehind             int64 // raftka.follower.drop.behind.bytes
 
 	// Topic defaults for compaction: log.cleanup.policy,
 	// log.cleaner.min.cleanable.ratio, .delete.retention.ms,
@@ -344,8 +354,18 @@ func build(raw map[string]string, src map[string]Source, order []string) (*Confi
 	var errs []error
 	vals := values{}
 	security := map[string]string{}
+	listenerRates := map[string]int32{} // listener.name.<l>.max.connection.creation.rate
 	for _, k := range order {
 		def, ok := defsByName[k]
+		if l, isRate := listenerRateKey(k); isRate {
+			v, err := parseValue(defsByName[maxConnectionCreationRate], raw[k])
+			if err != nil {
+				errs = append(errs, fmt.Errorf("%s: %w", k, err))
+				continue
+			}
+			listenerRates[l] = v.(int32)
+			continue
+		}
 		switch {
 		case isSecurityKey(k):
 			security[k] = raw[k]
@@ -392,6 +412,7 @@ func build(raw map[string]string, src map[string]Source, order []string) (*Confi
 		return nil, warnings, err
 	}
 	cfg.settings = settings
+	warnings = append(warnings, cfg.setListenerRates(listenerRates)...)
 	secWarnings, err := buildSecurity(cfg, security)
 	warnings = append(warnings, secWarnings...)
 	if err != nil {
@@ -399,6 +420,48 @@ func build(raw map[string]string, src map[string]Source, order []string) (*Confi
 	}
 	warnings = append(warnings, cfg.softChecks()...)
 	return cfg, warnings, nil
+}
+
+const maxConnectionCreationRate = "max.connection.creation.rate"
+
+// listenerRateKey reports whether key is
+// listener.name.<l>.max.connection.creation.rate, and l in upper case.
+func listenerRateKey(key string) (string, bool) {
+	rest, ok := strings.CutPrefix(key, "listener.name.")
+	if !ok {
+		return "", false
+	}
+	name, ok := strings.CutSuffix(rest, "."+maxConnectionCreationRate)
+	if !ok || name == "" || strings.Contains(name, ".") {
+		return "", false
+	}
+	return strings.ToUpper(name), true
+}
+
+// setListenerRates keeps the per-listener connection creation rates of
+// listeners this node serves Kafka clients on; the rest are warned about.
+func (c *Config) setListenerRates(rates map[string]int32) []string {
+	var warnings []string
+	names := make([]string, 0, len(rates))
+	for l := range rates {
+		names = append(names, l)
+	}
+	slices.Sort(names)
+	for _, l := range names {
+		key := "listener.name." + strings.ToLower(l) + "." + maxConnectionCreationRate
+		switch {
+		case !c.hasListener(l):
+			warnings = append(warnings, fmt.Sprintf("%s: no listener named %s; ignored", key, l))
+		case slices.Contains(c.ControllerListenerNames, l):
+			warnings = append(warnings, fmt.Sprintf("%s: the controller listener takes no connection creation limit in raftka; ignored", key))
+		default:
+			if c.ListenerMaxConnectionCreationRate == nil {
+				c.ListenerMaxConnectionCreationRate = map[string]int32{}
+			}
+			c.ListenerMaxConnectionCreationRate[l] = rates[l]
+		}
+	}
+	return warnings
 }
 
 // parseValue turns the text of one key into its typed value and validates it.

@@ -202,7 +202,7 @@ func TestCrossFieldRules(t *testing.T) {
 	}{
 		{"no node id", []string{"node.id="}, `node.id="": not a 32-bit integer`},
 		{"controller not a voter", []string{"node.id=4"}, "node.id=4 is not among controller.quorum.voters"},
-		{"no voters", []string{"controller.quorum.voters="}, "controller.quorum.voters must list the Raft voters"},
+		{"no voters", []string{"controller.quorum.voters="}, "either controller.quorum.bootstrap.servers must contain"}, {"bootstrap servers not host:port", []string{"controller.quorum.voters=", "controller.quorum.bootstrap.servers=nohost"}, "controller.quorum.bootstrap.servers: \"nohost\" is not host:port"},
 		{"bad voter", []string{"controller.quorum.voters=1@127.0.0.1"}, `voter "1@127.0.0.1"`},
 		{"voter without @", []string{"controller.quorum.voters=127.0.0.1:9093"}, "want id@host:port"},
 		{"voter twice", []string{"controller.quorum.voters=1@h:1,1@h:2"}, "voter id 1 is listed twice"},
@@ -257,7 +257,7 @@ func TestCrossFieldRules(t *testing.T) {
 
 func TestMissingRequired(t *testing.T) {
 	_, _, err := Parse([]byte("log.dirs=d\n"), nil)
-	for _, want := range []string{"node.id must be set", "process.roles must be set", "controller.quorum.voters must list", "controller.listener.names must be set"} {
+	for _, want := range []string{"node.id must be set", "process.roles must be set", "either controller.quorum.bootstrap.servers must contain", "controller.listener.names must be set"} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("err %v, want %q", err, want)
 		}
@@ -577,6 +577,29 @@ func TestLogCleanerSettings(t *testing.T) {
 	for _, bad := range []string{"log.cleaner.threads=0", "log.cleaner.io.max.bytes.per.second=-1", "log.cleaner.io.max.bytes.per.second=fast", "raftka.log.cleaner.busy.io.max.bytes.per.second=-1"} {
 		if _, _, err := Parse([]byte(base+bad+"\n"), nil); err == nil {
 			t.Errorf("%s accepted", bad)
+		}
+	}
+}
+
+// listener.name.<l>.max.connection.creation.rate (KIP-612): kept for a
+// listener Kafka clients use, warned about for an unknown listener or the
+// controller listener, refused when not a rate.
+func TestListenerMaxConnectionCreationRate(t *testing.T) {
+	cfg, warnings := mustParse(t, base, "listener.name.plaintext.max.connection.creation.rate=5",
+		"listener.name.nope.max.connection.creation.rate=1", "listener.name.controller.max.connection.creation.rate=1")
+	if got := cfg.ListenerMaxConnectionCreationRate; len(got) != 1 || got["PLAINTEXT"] != 5 {
+		t.Errorf("per-listener rates %v, want PLAINTEXT=5", got)
+	}
+	want := []string{
+		"listener.name.controller.max.connection.creation.rate: the controller listener takes no connection creation limit in raftka; ignored",
+		"listener.name.nope.max.connection.creation.rate: no listener named NOPE; ignored",
+	}
+	if !slices.Equal(warnings, want) {
+		t.Errorf("warnings\n%q\nwant\n%q", warnings, want)
+	}
+	for _, bad := range []string{"-1", "fast", "1.5"} {
+		if _, _, err := Parse([]byte(base), []string{"listener.name.plaintext.max.connection.creation.rate=" + bad}); err == nil {
+			t.Errorf("listener.name.plaintext.max.connection.creation.rate=%s accepted", bad)
 		}
 	}
 }

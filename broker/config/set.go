@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"net"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -78,12 +80,22 @@ func setRoles(c *Config, v any) error {
 
 func setVoters(c *Config, v any) error {
 	voters, err := parseVoters(v.([]string))
-	c.Voters = voters
-	switch {
-	case err != nil:
-		return err
-	case len(voters) == 0:
-		return fmt.Errorf("controller.quorum.voters must list the Raft voters as id@host:port,... (Kafka's dynamic quorum, controller.quorum.bootstrap.servers, is not supported)")
+	if len(voters) > 0 {
+		c.Voters = voters
+	}
+	return err
+}
+
+func setBootstrapServers(c *Config, v any) error {
+	for _, e := range v.([]string) {
+		host, port, err := net.SplitHostPort(e)
+		if err != nil || host == "" {
+			return fmt.Errorf("controller.quorum.bootstrap.servers: %q is not host:port", e)
+		}
+		if p, err := strconv.Atoi(port); err != nil || p <= 0 || p > 65535 {
+			return fmt.Errorf("controller.quorum.bootstrap.servers: %q: port out of range", e)
+		}
+		c.BootstrapServers = append(c.BootstrapServers, e)
 	}
 	return nil
 }

@@ -67,6 +67,12 @@ var rules = []rule{
 	{nil, func(c *Config, _ values, _ map[string]Source, p *problems) {
 		withProtocol(c, "listeners", c.Listeners, p)
 	}},
+	{[]string{"controller.quorum.voters", "controller.quorum.bootstrap.servers"}, func(c *Config, _ values, _ map[string]Source, p *problems) {
+		if len(c.Voters) == 0 && len(c.BootstrapServers) == 0 {
+			// Kafka's QuorumConfig message.
+			p.fail("either controller.quorum.bootstrap.servers must contain the set of bootstrap controllers or controller.quorum.voters must contain a parseable set of controllers (id@host:port,...)")
+		}
+	}},
 	{nil, roleListeners},
 	{[]string{"inter.broker.listener.name", "security.inter.broker.protocol"}, interBrokerListener},
 	{[]string{"advertised.listeners"}, advertisedListeners},
@@ -157,7 +163,7 @@ func (c *Config) hasListener(name string) bool { _, ok := c.Listener(name); retu
 func roleListeners(c *Config, _ values, _ map[string]Source, p *problems) {
 	isVoter := slices.ContainsFunc(c.Voters, func(vt Voter) bool { return vt.ID == c.NodeID })
 	if c.Roles.Controller {
-		if c.Voters != nil && !isVoter {
+		if len(c.Voters) > 0 && !isVoter {
 			p.fail("node.id=%d is not among controller.quorum.voters: a node with the controller role must be a voter", c.NodeID)
 		}
 		if len(c.ControllerListenerNames) > 0 && !slices.ContainsFunc(c.ControllerListenerNames, c.hasListener) {

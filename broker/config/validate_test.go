@@ -23,6 +23,7 @@ func TestEveryKeyHandled(t *testing.T) {
 	listSamples := map[string][]string{
 		"process.roles":                         {"broker"},
 		"controller.quorum.voters":              {"1@host:9093"},
+		"controller.quorum.bootstrap.servers":   {"host:9093"},
 		"controller.listener.names":             {"controller"},
 		"listener.security.protocol.map":        {"CLIENT:PLAINTEXT"},
 		"listeners":                             {"CLIENT://:9092"},

@@ -29,6 +29,9 @@ var kinds = []kind{
 	// deleted; the client refreshes metadata and retries.
 	{storage.ErrClosed, kerr.NotLeaderForPartition},
 	{storage.ErrCorruptFile, kerr.KafkaStorageError},
+	{storage.ErrLogDirFailed, kerr.KafkaStorageError},
+	{storage.ErrLogDirNotFound, kerr.LogDirNotFound},
+	{storage.ErrNoLog, kerr.ReplicaNotAvailable},
 	{storage.ErrInvalidConfig, kerr.InvalidConfig},
 	{storage.ErrOutOfOrderSequence, kerr.OutOfOrderSequenceNumber},
 	// Since 2.7 Kafka answers a produce with a stale epoch so rather than

@@ -49,12 +49,40 @@ var fetchBeforeWatch func()
 // (an error, a divergence, a HW a follower lacks), waits up to MaxWait for
 // appends or HW moves on those partitions to make enough available: the
 // delayed-fetch purgatory. Woken, it reads again; it never polls.
+//
+// A follower's fetch of a partition under the leader throttle (throttle.go)
+// is answered without records while the leader quota is used up, and the
+// records it is answered count against the quota.
 func (m *Manager) Fetch(ctx context.Context, req FetchRequest) []ReadResult {
 	parts := make([]*Partition, len(req.Parts))
 	lookupErrs := make([]error, len(req.Parts))
 	for i, fp := range req.Parts {
 		parts[i], lookupErrs[i] = m.Partition(fp.Topic, fp.Partition)
 	}
+	var throttled []bool
+	if req.ReplicaID >= 0 && !m.leaderQuota.off() {
+		img := m.img.Load()
+		throttled = make([]bool, len(parts))
+		for i, p := range parts {
+			throttled[i] = p != nil && m.leaderThrottled(img, p, req.ReplicaID)
+		}
+	}
+	results := m.fetch(ctx, req, parts, lookupErrs, throttled)
+	if throttled != nil {
+		var n int64
+		for i, r := range results {
+			if throttled[i] {
+				n += r.Region.Len
+			}
+		}
+		if n > 0 {
+			m.leaderQuota.record(int(n), m.now())
+		}
+	}
+	return results
+}
+
+func (m *Manager) fetch(ctx context.Context, req FetchRequest, parts []*Partition, lookupErrs []error, throttled []bool) []ReadResult {
 	results := make([]ReadResult, len(req.Parts))
 	read := func() (bytes int64, urgent bool) {
 		budget := int64(req.MaxBytes)
@@ -68,13 +96,26 @@ func (m *Manager) Fetch(ctx context.Context, req FetchRequest) []ReadResult {
 				urgent = true
 				continue
 			}
+			maxBytes := min(int64(fp.MaxBytes), budget)
+			limited := false
+			if throttled != nil && throttled[i] {
+				// Ask for no more than the quota has left, so one answer
+				// does not overshoot it by a whole partition's maximum.
+				if a := m.leaderQuota.allowance(m.now()); a < float64(maxBytes) {
+					maxBytes, limited = int64(a), true
+				}
+			}
 			r := p.Read(ReadRequest{
-				Offset: fp.Offset, MaxBytes: int(min(int64(fp.MaxBytes), budget)), Isolation: req.Isolation,
+				Offset: fp.Offset, MaxBytes: int(maxBytes), Isolation: req.Isolation,
 				ReplicaID: req.ReplicaID, CurrentLeaderEpoch: fp.CurrentLeaderEpoch, LastFetchedEpoch: fp.LastFetchedEpoch,
 				LogStartOffset: fp.LogStartOffset,
 			})
 			if budget <= 0 {
 				// The response is full: answer the offsets, not the data.
+				r.Region = storage.Region{}
+			}
+			if limited && maxBytes <= 0 {
+				// Kafka's shouldLeaderThrottle: the offsets, no records.
 				r.Region = storage.Region{}
 			}
 			if r.Err != nil || r.Diverging != nil {

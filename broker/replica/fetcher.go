@@ -336,13 +336,13 @@ func (f *fetcher) truncate(ep LeaderEndpoint, items []fetchItem) error {
 		if st == nil {
 			continue
 		}
-		latest, ok := it.p.log.LeaderEpochs().Latest()
+		latest, ok := it.p.lg().LeaderEpochs().Latest()
 		if !ok {
-			if it.p.log.LogEndOffset() > it.p.log.LogStartOffset() {
+			if it.p.lg().LogEndOffset() > it.p.lg().LogStartOffset() {
 				// Records without any epoch (a lost leader-epoch-checkpoint):
 				// nothing to ask the leader about. Kafka's answer for a log
 				// without epochs is to cut at the high watermark.
-				if err := it.p.truncateAsFollower(it.epoch, it.p.log.HighWatermark()); err != nil && !errors.Is(err, errStale) {
+				if err := it.p.truncateAsFollower(it.epoch, it.p.lg().HighWatermark()); err != nil && !errors.Is(err, errStale) {
 					f.m.log.Error().Err(err).Stringer("partition", it.p).Msg("truncating a log without epochs")
 					f.delayLocked(st)
 					continue
@@ -407,14 +407,14 @@ func (f *fetcher) truncate(ep LeaderEndpoint, items []fetchItem) error {
 // leaderEnd) to one partition.
 func (f *fetcher) applyTruncationLocked(it fetchItem, st *fetchState, leaderEpoch int32, leaderEnd int64) {
 	p := it.p
-	off, complete, ok := truncationTarget(leaderEpoch, leaderEnd, p.log.EndOffsetForEpoch, p.log.LogEndOffset())
+	off, complete, ok := truncationTarget(leaderEpoch, leaderEnd, p.lg().EndOffsetForEpoch, p.lg().LogEndOffset())
 	if !ok {
 		st.truncating = true
 		f.delayLocked(st)
 		return
 	}
-	if off < p.log.LogEndOffset() {
-		f.m.log.Info().Stringer("partition", p).Int64("from", p.log.LogEndOffset()).Int64("to", off).
+	if off < p.lg().LogEndOffset() {
+		f.m.log.Info().Stringer("partition", p).Int64("from", p.lg().LogEndOffset()).Int64("to", off).
 			Int32("leader_epoch", leaderEpoch).Int64("leader_end", leaderEnd).Msg("truncating to the leader's epoch end")
 	}
 	// Truncate even when no record goes: an epoch of ours that starts at
@@ -521,16 +521,16 @@ func (f *fetcher) fetch(ep LeaderEndpoint, items []fetchItem, wait time.Duration
 		}
 		rp := kmsg.NewFetchRequestTopicPartition()
 		rp.Partition, rp.CurrentLeaderEpoch = p.index, it.epoch
-		rp.FetchOffset = p.log.LogEndOffset()
-		if latest, ok := p.log.LeaderEpochs().Latest(); ok {
+		rp.FetchOffset = p.lg().LogEndOffset()
+		if latest, ok := p.lg().LeaderEpochs().Latest(); ok {
 			rp.LastFetchedEpoch = latest.Epoch
 		}
-		rp.LogStartOffset = p.log.LogStartOffset()
+		rp.LogStartOffset = p.lg().LogStartOffset()
 		rp.PartitionMaxBytes = int32(cfg.FetchPartitionMaxBytes)
 		if throttled[p] {
 			rp.PartitionMaxBytes = throttledMax
 		}
-		rp.HighWatermark = p.log.HighWatermark()
+		rp.HighWatermark = p.lg().HighWatermark()
 		req.Topics[i].Partitions = append(req.Topics[i].Partitions, rp)
 		want[storage.TopicPartition{Topic: p.topic, Partition: p.index}] = it
 	}
@@ -588,7 +588,7 @@ func (f *fetcher) fetch(ep LeaderEndpoint, items []fetchItem, wait time.Duration
 func (f *fetcher) awaitDurable(items []fetchItem) []fetchItem {
 	waits := f.durableWaits[:0]
 	for _, it := range items {
-		if ch := it.p.log.MakeDurable(); ch != nil && !slices.Contains(waits, ch) {
+		if ch := it.p.lg().MakeDurable(); ch != nil && !slices.Contains(waits, ch) {
 			waits = append(waits, ch)
 		}
 	}
@@ -605,7 +605,7 @@ func (f *fetcher) awaitDurable(items []fetchItem) []fetchItem {
 	}
 	kept := items[:0]
 	for _, it := range items {
-		if l := it.p.log; l.DurableEnd() < l.LogEndOffset() {
+		if l := it.p.lg(); l.DurableEnd() < l.LogEndOffset() {
 			if err := l.FlushError(); err != nil {
 				f.m.log.Error().Err(err).Stringer("partition", it.p).Msg("fsync failed in durable mode; not fetching for this replica")
 			}
@@ -627,7 +627,7 @@ func (f *fetcher) handleFetchedLocked(it fetchItem, st *fetchState, rp *kmsg.Fet
 	case 0:
 		st.refusals = 0
 	case kerr.OffsetOutOfRange.Code:
-		if rp.LogStartOffset > p.log.LogEndOffset() {
+		if rp.LogStartOffset > p.lg().LogEndOffset() {
 			// The leader's log starts past ours: start over there.
 			f.m.log.Info().Stringer("partition", p).Int64("start", rp.LogStartOffset).Msg("leader log starts past ours; resetting")
 			if err := p.resetAsFollower(it.epoch, rp.LogStartOffset); err != nil && !errors.Is(err, errStale) {

@@ -59,8 +59,8 @@ func (m *Manager) Health() Health {
 			Replicas: len(p.replicas), ISR: len(p.isr), MinISR: p.minISR,
 		}
 		p.roleMu.RUnlock()
-		ph.LogSize, ph.LogStartOffset, ph.LogEndOffset = p.log.Size(), p.log.LogStartOffset(), p.log.LogEndOffset()
-		ph.HighWatermark = p.log.HighWatermark()
+		ph.LogSize, ph.LogStartOffset, ph.LogEndOffset = p.lg().Size(), p.lg().LogStartOffset(), p.lg().LogEndOffset()
+		ph.HighWatermark = p.lg().HighWatermark()
 		h.ProducePurgatory += p.hwWatch.len()
 		h.FetchPurgatory += p.dataWatch.len()
 		h.DeleteRecordsPurgatory += p.lowWatch.len()

@@ -161,7 +161,7 @@ type cluster struct {
 }
 
 func topicConfigFromImage(img *metadata.Image, topic string) (TopicConfig, error) {
-	tc := TopicConfig{Log: storage.DefaultConfig(), MinInsyncReplicas: 1}
+	tc := TopicConfig{Log: storage.DefaultConfig(), MinInsyncReplicas: 1, ELR: img.ELREnabled()}
 	if t, ok := img.Topic(topic); ok {
 		if v, ok := t.Configs["min.insync.replicas"]; ok {
 			n, err := strconv.Atoi(v)

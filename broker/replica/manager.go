@@ -23,6 +23,11 @@ import (
 type TopicConfig struct {
 	Log               storage.Config
 	MinInsyncReplicas int // min.insync.replicas
+	// ELR is eligible.leader.replicas.version 1 (KIP-966): the leader's HW
+	// then moves only while the ISR has MinInsyncReplicas members, so a
+	// replica that left a short ISR holds every acknowledged record and
+	// the controller may elect it.
+	ELR bool
 }
 
 // Config configures a Manager. Zero durations and sizes take Kafka's
@@ -35,6 +40,12 @@ type Config struct {
 	// TopicConfig returns a topic's effective config in img (the topic's
 	// overrides over the broker's defaults). Required.
 	TopicConfig func(img *metadata.Image, topic string) (TopicConfig, error)
+	// OnOffline, when set, is told of replicas taken offline here: those
+	// of a log dir that failed (HandleDirFailure, with the dir), and
+	// those that cannot be opened because a log dir is offline since the
+	// start (dir ""). The broker tells the controller. It must not block
+	// on the Manager.
+	OnOffline func(dir string, parts []storage.TopicPartition)
 	// Controller receives AlterPartition. Required.
 	Controller AlterPartitionClient
 	// Dial connects to a leader for follower fetching. Required.
@@ -130,6 +141,10 @@ type Manager struct {
 
 	mu    sync.RWMutex
 	parts map[storage.TopicPartition]*Partition
+	// offline holds the partitions whose log dir failed, with the dir
+	// (HandleDirFailure): they answer KAFKA_STORAGE_ERROR and are not
+	// opened again until the broker restarts.
+	offline map[storage.TopicPartition]string
 
 	// ISR changes the controller accepted (Kafka's IsrShrinksPerSec and
 	// IsrExpandsPerSec), read by Health.
@@ -137,6 +152,8 @@ type Manager struct {
 
 	// followerQuota is follower.replication.throttled.rate (throttle.go).
 	followerQuota *rateQuota
+	// leaderQuota is leader.replication.throttled.rate (throttle.go).
+	leaderQuota *rateQuota
 
 	// lost holds the sources whose connection broke, since when, until a
 	// fetch from them succeeds (unreachable.go); lostN is len(lost).
@@ -153,8 +170,8 @@ func NewManager(cfg Config) (*Manager, error) {
 	}
 	m := &Manager{
 		cfg: cfg, log: cfg.Logger.With().Str("component", "replica").Int32("broker", cfg.BrokerID).Logger(),
-		fetchers: map[fetcherKey]*fetcher{}, parts: map[storage.TopicPartition]*Partition{},
-		appliedCh: make(chan struct{}), followerQuota: newRateQuota(), lost: map[int32]time.Time{},
+		fetchers: map[fetcherKey]*fetcher{}, parts: map[storage.TopicPartition]*Partition{}, offline: map[storage.TopicPartition]string{},
+		appliedCh: make(chan struct{}), followerQuota: newRateQuota(), leaderQuota: newRateQuota(), lost: map[int32]time.Time{},
 	}
 	m.ctx, m.cancel = context.WithCancel(context.Background())
 	m.img.Store(metadata.NewImage())
@@ -227,9 +244,18 @@ func (m *Manager) Partitions() []*Partition { return m.partitions() }
 func (m *Manager) Partition(topic string, partition int32) (*Partition, error) {
 	m.mu.RLock()
 	p := m.parts[storage.TopicPartition{Topic: topic, Partition: partition}]
+	dir, offline := m.offline[storage.TopicPartition{Topic: topic, Partition: partition}]
 	m.mu.RUnlock()
 	if p != nil {
 		return p, nil
+	}
+	if offline {
+		// Kafka answers a replica in a failed log dir so
+		// (ReplicaManager's HostedPartition.Offline).
+		if dir == "" {
+			return nil, fmt.Errorf("%w: %s-%d cannot be opened while a log dir is offline", kerr.KafkaStorageError, topic, partition)
+		}
+		return nil, fmt.Errorf("%w: %s-%d is in log dir %s, which is offline", kerr.KafkaStorageError, topic, partition, dir)
 	}
 	if t, ok := m.img.Load().Topic(topic); ok {
 		if _, ok := t.Partition(partition); ok {
@@ -281,7 +307,7 @@ func (m *Manager) Apply(img *metadata.Image, delta *metadata.Delta, reset bool) 
 		for _, t := range img.Topics() {
 			for _, reg := range t.Partitions {
 				if slices.Contains(reg.Replicas, self) {
-					mine = append(mine, newPartition{t.Name, t.ID, reg.Partition})
+					mine = append(mine, newPartition{t.Name, t.ID, reg.Partition, false})
 				}
 			}
 		}
@@ -324,19 +350,20 @@ func (m *Manager) Apply(img *metadata.Image, delta *metadata.Delta, reset bool) 
 		var added []newPartition
 		for _, list := range [][]metadata.PartitionDelta{local.Leaders, local.Followers} {
 			for _, pd := range list {
-				added = append(added, newPartition{pd.Topic, pd.TopicID, pd.New.Partition})
+				added = append(added, newPartition{pd.Topic, pd.TopicID, pd.New.Partition, pd.Old == nil || !slices.Contains(pd.Old.Replicas, self)})
 			}
 		}
 		m.openNew(img, added)
 		for _, pd := range local.Leaders {
-			m.reconcile(img, pd.Topic, pd.TopicID, *pd.New)
+			m.reconcileNew(img, pd.Topic, pd.TopicID, *pd.New, pd.Old == nil || !slices.Contains(pd.Old.Replicas, self))
 		}
 		for _, pd := range local.Followers {
-			m.reconcile(img, pd.Topic, pd.TopicID, *pd.New)
+			m.reconcileNew(img, pd.Topic, pd.TopicID, *pd.New, pd.Old == nil || !slices.Contains(pd.Old.Replicas, self))
 		}
-		if len(delta.ConfigsChanged) > 0 {
+		if len(delta.ConfigsChanged) > 0 || delta.FeaturesChanged {
 			topics := map[string]bool{}
-			all := false
+			// eligible.leader.replicas.version changes every leader's HW rule.
+			all := delta.FeaturesChanged
 			for _, c := range delta.ConfigsChanged {
 				if c.ResourceType == metadata.ConfigResourceTopic {
 					topics[c.ResourceName] = true
@@ -373,6 +400,10 @@ type newPartition struct {
 	topic     string
 	topicID   [16]byte
 	partition int32
+	// isNew: the image just gave this broker the partition (a new topic
+	// or partition, a reassignment adding it), so its log may be made
+	// even while a log dir is offline (storage.Manager.GetOrCreateNew).
+	isNew bool
 }
 
 // openParallel bounds the logs openNew creates (and removeAll deletes) at
@@ -392,7 +423,7 @@ const openParallel = 32
 func (m *Manager) openNew(img *metadata.Image, ps []newPartition) {
 	todo := ps[:0:0]
 	for _, np := range ps {
-		if m.get(np.topic, np.partition) == nil {
+		if m.get(np.topic, np.partition) == nil && !m.isOffline(np.topic, np.partition) {
 			todo = append(todo, np)
 		}
 	}
@@ -406,7 +437,7 @@ func (m *Manager) openNew(img *metadata.Image, ps []newPartition) {
 		go func() {
 			defer wg.Done()
 			for np := range work {
-				_, _ = m.open(img, np.topic, np.topicID, np.partition, m.topicConfig(img, np.topic))
+				_, _ = m.open(img, np.topic, np.topicID, np.partition, m.topicConfig(img, np.topic), np.isNew)
 			}
 		}()
 	}
@@ -457,7 +488,7 @@ func (m *Manager) topicConfig(img *metadata.Image, topic string) TopicConfig {
 	tc, err := m.cfg.TopicConfig(img, topic)
 	if err != nil {
 		m.log.Error().Err(err).Str("topic", topic).Msg("topic config unusable; using defaults")
-		return TopicConfig{Log: storage.DefaultConfig(), MinInsyncReplicas: 1}
+		return TopicConfig{Log: storage.DefaultConfig(), MinInsyncReplicas: 1, ELR: img.ELREnabled()}
 	}
 	return tc
 }
@@ -477,6 +508,13 @@ func (m *Manager) refreshConfigs(img *metadata.Image, topics map[string]bool) {
 // reconcile makes partition reg of the topic named topic, of id topicID,
 // match the image.
 func (m *Manager) reconcile(img *metadata.Image, topic string, topicID [16]byte, reg metadata.PartitionRegistration) {
+	m.reconcileNew(img, topic, topicID, reg, false)
+}
+
+func (m *Manager) reconcileNew(img *metadata.Image, topic string, topicID [16]byte, reg metadata.PartitionRegistration, isNew bool) {
+	if m.isOffline(topic, reg.Partition) {
+		return // its log dir failed: nothing to serve or fetch until a restart
+	}
 	p := m.get(topic, reg.Partition)
 	if p != nil && p.TopicID() != topicID {
 		// The topic was deleted and re-created under the same name.
@@ -486,21 +524,31 @@ func (m *Manager) reconcile(img *metadata.Image, topic string, topicID [16]byte,
 	tc := m.topicConfig(img, topic)
 	if p == nil {
 		var err error
-		if p, err = m.open(img, topic, topicID, reg.Partition, tc); err != nil {
+		if p, err = m.open(img, topic, topicID, reg.Partition, tc, isNew); err != nil {
+			if errors.Is(err, storage.ErrLogDirFailed) {
+				// Its log may be in a dir that is offline since the
+				// start: the replica is offline too, as in Kafka.
+				m.mu.Lock()
+				m.offline[storage.TopicPartition{Topic: topic, Partition: reg.Partition}] = ""
+				m.mu.Unlock()
+				if m.cfg.OnOffline != nil {
+					m.cfg.OnOffline("", []storage.TopicPartition{{Topic: topic, Partition: reg.Partition}})
+				}
+			}
 			m.log.Error().Err(err).Str("topic", topic).Int32("partition", reg.Partition).Msg("cannot open partition log; it stays offline here")
 			return
 		}
 	}
 	if reg.Leader == m.cfg.BrokerID {
 		m.fetcherRemove(p)
-		if err := p.makeLeader(reg, tc.MinInsyncReplicas); err != nil {
+		if err := p.makeLeader(reg, tc); err != nil {
 			m.log.Error().Err(err).Stringer("partition", p).Msg("cannot become leader")
 			return
 		}
 		m.log.Debug().Stringer("partition", p).Int32("epoch", reg.LeaderEpoch).Ints32("isr", reg.ISR).Msg("leader")
 		return
 	}
-	if p.makeFollower(reg, tc.MinInsyncReplicas) {
+	if p.makeFollower(reg, tc) {
 		m.fetcherRemove(p)
 		if reg.Leader >= 0 {
 			m.fetcherAdd(reg.Leader, p, reg.LeaderEpoch)
@@ -516,7 +564,7 @@ func (m *Manager) reconcile(img *metadata.Image, topic string, topicID [16]byte,
 // creation's one directory fsync (storage.NewLog): before, each was a file
 // and a directory fsync of its own after the creation's, and the epoch's
 // ran in reconcile, one partition after another.
-func (m *Manager) open(img *metadata.Image, topic string, topicID [16]byte, index int32, tc TopicConfig) (*Partition, error) {
+func (m *Manager) open(img *metadata.Image, topic string, topicID [16]byte, index int32, tc TopicConfig, isNew bool) (*Partition, error) {
 	nl := &storage.NewLog{TopicID: storage.TopicID(topicID), LeaderEpoch: -1}
 	if t, ok := img.Topic(topic); ok && t.ID == topicID {
 		for _, reg := range t.Partitions {
@@ -525,7 +573,7 @@ func (m *Manager) open(img *metadata.Image, topic string, topicID [16]byte, inde
 			}
 		}
 	}
-	l, err := m.cfg.Storage.GetOrCreateWith(topic, index, tc.Log, nl)
+	l, err := m.cfg.Storage.GetOrCreateWith(topic, index, tc.Log, isNew, nl)
 	if err != nil {
 		return nil, err
 	}
@@ -540,7 +588,7 @@ func (m *Manager) open(img *metadata.Image, topic string, topicID [16]byte, inde
 		if err := m.cfg.Storage.Delete(topic, index); err != nil {
 			return nil, err
 		}
-		if l, err = m.cfg.Storage.GetOrCreateWith(topic, index, tc.Log, nl); err != nil {
+		if l, err = m.cfg.Storage.GetOrCreateWith(topic, index, tc.Log, true, nl); err != nil {
 			return nil, err
 		}
 		ok = false
@@ -554,8 +602,9 @@ func (m *Manager) open(img *metadata.Image, topic string, topicID [16]byte, inde
 	}
 	p := &Partition{
 		host: m, self: m.cfg.BrokerID, lagTimeMax: m.cfg.ReplicaLagTimeMax, alterBackoff: m.cfg.FetchBackoff, logger: m.log,
-		topic: topic, index: index, topicID: topicID, log: l, leader: metadata.NoLeader, leaderEpoch: -1, minISR: tc.MinInsyncReplicas,
+		topic: topic, index: index, topicID: topicID, leader: metadata.NoLeader, leaderEpoch: -1, minISR: tc.MinInsyncReplicas, hwMinISR: hwMinISR(tc),
 	}
+	p.logp.Store(l)
 	// Durable mode: the log dir's group commit tells the partition when
 	// its durable end moved, which may move the HW or answer acks=1.
 	l.OnDurable(p.durableMoved)
@@ -756,4 +805,113 @@ func alterPartitionOutcome(resp *kmsg.AlterPartitionResponse, err error, topic s
 		}
 	}
 	return kerr.UnknownServerError.Code, -1
+}
+
+func (m *Manager) isOffline(topic string, partition int32) bool {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	_, ok := m.offline[storage.TopicPartition{Topic: topic, Partition: partition}]
+	return ok
+}
+
+// HandleDirFailure stops serving and fetching the partitions whose logs
+// were in a log dir that failed (storage.ManagerOptions.OnDirFailure), as
+// Kafka's ReplicaManager.handleLogDirFailure does: they are offline here
+// until the broker restarts, and answer KAFKA_STORAGE_ERROR. Telling the
+// controller, which moves their leaderships away and takes this replica
+// out of their ISRs, is the caller's part.
+func (m *Manager) HandleDirFailure(dir string, parts []storage.TopicPartition) {
+	m.applyMu.Lock()
+	defer m.applyMu.Unlock()
+	for _, tp := range parts {
+		p := m.get(tp.Topic, tp.Partition)
+		m.mu.Lock()
+		m.offline[tp] = dir
+		delete(m.parts, tp)
+		m.mu.Unlock()
+		if p != nil {
+			m.fetcherRemove(p)
+			p.stop()
+		}
+	}
+	for id, f := range m.fetchers {
+		if f.empty() {
+			f.cancel()
+			delete(m.fetchers, id)
+		}
+	}
+	m.log.Error().Str("dir", dir).Int("partitions", len(parts)).Msg("log dir failed: its partitions are offline on this broker")
+	if m.cfg.OnOffline != nil {
+		m.cfg.OnOffline(dir, parts)
+	}
+}
+
+// OfflinePartitions returns the partitions HandleDirFailure took offline,
+// with their log dir.
+func (m *Manager) OfflinePartitions() map[storage.TopicPartition]string {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	out := make(map[storage.TopicPartition]string, len(m.offline))
+	for tp, d := range m.offline {
+		out[tp] = d
+	}
+	return out
+}
+
+// LogDirMoves returns the log dir moves in flight.
+func (m *Manager) LogDirMoves() []storage.MoveState { return m.cfg.Storage.Moves() }
+
+// MoveLogDir moves the partition's log to another of this broker's log
+// dirs while it serves (AlterReplicaLogDirs; storage.Manager.MoveLog): in
+// the background, returning at once. It refuses a dir that is not a log
+// dir or is offline, and a partition not hosted here. A move to the dir
+// the log is in does nothing; one to another dir replaces a move in
+// flight.
+func (m *Manager) MoveLogDir(topic string, partition int32, dir string) error {
+	tp := storage.TopicPartition{Topic: topic, Partition: partition}
+	if m.isOffline(topic, partition) {
+		return fmt.Errorf("%w: %s-%d is offline", storage.ErrLogDirFailed, topic, partition)
+	}
+	p := m.get(topic, partition)
+	if p == nil {
+		// Kafka records the dir for when the replica comes, and answers
+		// REPLICA_NOT_AVAILABLE meanwhile.
+		m.cfg.Storage.PreferDir(tp, dir)
+		return fmt.Errorf("%w: %s-%d", storage.ErrNoLog, topic, partition)
+	}
+	do, err := m.cfg.Storage.MoveTarget(tp, dir)
+	if err != nil || !do {
+		return err
+	}
+	m.goStart(func() {
+		err := m.cfg.Storage.MoveLog(tp, dir, storage.MoveOptions{
+			Stop: m.ctx.Done(),
+			// Role changes (which assign leader epochs in the log) wait
+			// for the swap, a few milliseconds.
+			Hold: func(cancel <-chan struct{}) (func(), bool) {
+				for !m.applyMu.TryLock() {
+					select {
+					case <-cancel:
+						return nil, false
+					case <-m.ctx.Done():
+						return nil, false
+					case <-time.After(time.Millisecond):
+					}
+				}
+				return m.applyMu.Unlock, true
+			},
+			Swap: func(nl *storage.Log) {
+				old := p.logp.Swap(nl)
+				old.OnDurable(nil)
+				nl.OnDurable(p.durableMoved)
+				p.wakeAll()
+			},
+		})
+		if err != nil {
+			m.log.Warn().Err(err).Stringer("partition", p).Str("dir", dir).Msg("moving the log to another log dir failed; it stays where it was")
+			return
+		}
+		m.log.Info().Stringer("partition", p).Str("dir", dir).Msg("log moved to another log dir")
+	})
+	return nil
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/raftka/raftka/metadata"
@@ -84,7 +85,7 @@ type Partition struct {
 	topic   string
 	index   int32
 	topicID [16]byte
-	log     *storage.Log
+	logp    atomic.Pointer[storage.Log]
 
 	roleMu         sync.RWMutex
 	role           Role
@@ -94,6 +95,9 @@ type Partition struct {
 	replicas       []int32
 	isr            []int32
 	minISR         int
+	// hwMinISR (guarded by mu, unlike minISR) is min.insync.replicas when
+	// TopicConfig.ELR holds, else 0: the ISR size the HW waits for.
+	hwMinISR int
 
 	mu   sync.Mutex
 	core *leaderCore // non-nil exactly while leader
@@ -129,7 +133,11 @@ func (p *Partition) TopicID() [16]byte { return p.topicID }
 
 // Log is the partition's log, for reads that need no replication decision
 // (DescribeLogDirs sizes, for example). Writes go through the Partition.
-func (p *Partition) Log() *storage.Log { return p.log }
+func (p *Partition) Log() *storage.Log { return p.logp.Load() }
+
+// lg is the partition's log now; a move to another log dir (MoveLogDir)
+// replaces it.
+func (p *Partition) lg() *storage.Log { return p.logp.Load() }
 
 // State returns a snapshot of the partition's state.
 func (p *Partition) State() PartitionState {
@@ -138,7 +146,7 @@ func (p *Partition) State() PartitionState {
 	s := PartitionState{
 		Role: p.role, Leader: p.leader, LeaderEpoch: p.leaderEpoch, PartitionEpoch: p.partitionEpoch,
 		Replicas: slices.Clone(p.replicas), ISR: slices.Clone(p.isr),
-		HighWatermark: p.log.HighWatermark(), LogStartOffset: p.log.LogStartOffset(), LogEndOffset: p.log.LogEndOffset(),
+		HighWatermark: p.lg().HighWatermark(), LogStartOffset: p.lg().LogStartOffset(), LogEndOffset: p.lg().LogEndOffset(),
 	}
 	p.mu.Lock()
 	if p.core != nil && p.core.pending != nil {
@@ -182,7 +190,7 @@ func (p *Partition) Leader() (id, epoch int32) {
 // Ack is nil. The batch slice is modified in place.
 func (p *Partition) AppendAsLeader(batch []byte, requiredAcks int16) (storage.AppendResult, *Ack, error) {
 	return p.appendLeader(requiredAcks, func(epoch int32) (storage.AppendResult, error) {
-		return p.log.Append(batch, storage.AppendOptions{LeaderEpoch: epoch})
+		return p.lg().Append(batch, storage.AppendOptions{LeaderEpoch: epoch})
 	})
 }
 
@@ -193,7 +201,7 @@ func (p *Partition) AppendAsLeader(batch []byte, requiredAcks int16) (storage.Ap
 // (storage.ErrTxnVerificationLost).
 func (p *Partition) AppendAsLeaderGuarded(batch []byte, requiredAcks int16, guard uint64) (storage.AppendResult, *Ack, error) {
 	return p.appendLeader(requiredAcks, func(epoch int32) (storage.AppendResult, error) {
-		return p.log.Append(batch, storage.AppendOptions{LeaderEpoch: epoch, TxnGuard: guard, Guarded: true})
+		return p.lg().Append(batch, storage.AppendOptions{LeaderEpoch: epoch, TxnGuard: guard, Guarded: true})
 	})
 }
 
@@ -206,7 +214,7 @@ func (p *Partition) AppendAsLeaderGuarded(batch []byte, requiredAcks int16, guar
 // storage.Log.AppendMarker.
 func (p *Partition) AppendMarker(m storage.TxnMarker, requiredAcks int16) (storage.AppendResult, *Ack, error) {
 	return p.appendLeader(requiredAcks, func(epoch int32) (storage.AppendResult, error) {
-		return p.log.AppendMarker(m, storage.AppendOptions{LeaderEpoch: epoch})
+		return p.lg().AppendMarker(m, storage.AppendOptions{LeaderEpoch: epoch})
 	})
 }
 
@@ -243,7 +251,7 @@ func (p *Partition) appendLeader(requiredAcks int16, appendFn func(epoch int32) 
 	if requiredAcks == -1 {
 		return res, &Ack{p: p, epoch: epoch, required: res.LastOffset + 1}, nil
 	}
-	if requiredAcks == 1 && p.log.DurableEnd() <= res.LastOffset {
+	if requiredAcks == 1 && p.lg().DurableEnd() <= res.LastOffset {
 		// Durable mode: acks=1 is answered once the leader's copy is
 		// fsynced (the dir's next group commit).
 		return res, &Ack{p: p, epoch: epoch, required: res.LastOffset + 1, local: true}, nil
@@ -274,8 +282,8 @@ func (p *Partition) maybeAdvanceHW() bool {
 		return false
 	}
 	moved := false
-	if hw := p.core.highWatermark(p.log.DurableEnd()); hw > p.log.HighWatermark() {
-		p.log.SetHighWatermark(hw)
+	if hw, ok := p.hwLocked(); ok && hw > p.lg().HighWatermark() {
+		p.lg().SetHighWatermark(hw)
 		moved = true
 	}
 	p.mu.Unlock()
@@ -352,37 +360,37 @@ func (p *Partition) Read(r ReadRequest) ReadResult {
 	}
 	fill := func() {
 		// LSO after HW: it is computed from a HW at least as new.
-		res.HighWatermark = p.log.HighWatermark()
-		res.LastStableOffset, res.LogStartOffset = p.log.LastStableOffset(), p.log.LogStartOffset()
+		res.HighWatermark = p.lg().HighWatermark()
+		res.LastStableOffset, res.LogStartOffset = p.lg().LastStableOffset(), p.lg().LogStartOffset()
 	}
 	if r.LastFetchedEpoch >= 0 {
-		e, end := p.log.EndOffsetForEpoch(r.LastFetchedEpoch)
+		e, end := p.lg().EndOffsetForEpoch(r.LastFetchedEpoch)
 		if e < r.LastFetchedEpoch || end < r.Offset {
 			res.Diverging = &EpochEndOffset{Epoch: e, EndOffset: end}
 			fill()
 			return res
 		}
 	}
-	leo := p.log.LogEndOffset()
-	if r.Offset < p.log.LogStartOffset() || r.Offset > leo {
+	leo := p.lg().LogEndOffset()
+	if r.Offset < p.lg().LogStartOffset() || r.Offset > leo {
 		fill()
-		res.Err = fmt.Errorf("%w: %s offset %d, log covers [%d, %d]", kerr.OffsetOutOfRange, p, r.Offset, p.log.LogStartOffset(), leo)
+		res.Err = fmt.Errorf("%w: %s offset %d, log covers [%d, %d]", kerr.OffsetOutOfRange, p, r.Offset, p.lg().LogStartOffset(), leo)
 		return res
 	}
 	var err error
 	switch {
 	case follower:
-		res.Region, err = p.log.Read(r.Offset, r.MaxBytes)
+		res.Region, err = p.lg().Read(r.Offset, r.MaxBytes)
 		p.followerFetched(r.ReplicaID, r.Offset, r.LogStartOffset, leo)
 	case r.Isolation == ReadCommitted:
 		var cr storage.CommittedRead
-		cr, err = p.log.ReadCommitted(r.Offset, r.MaxBytes)
+		cr, err = p.lg().ReadCommitted(r.Offset, r.MaxBytes)
 		res.Region = cr.Region
 		if cr.Region.Len > 0 {
 			res.AbortedTransactions = cr.Aborted
 		}
 	default:
-		res.Region, err = p.log.ReadUpTo(r.Offset, r.MaxBytes, p.log.HighWatermark())
+		res.Region, err = p.lg().ReadUpTo(r.Offset, r.MaxBytes, p.lg().HighWatermark())
 	}
 	if err != nil {
 		if errors.Is(err, storage.ErrOffsetOutOfRange) {
@@ -413,12 +421,12 @@ func (p *Partition) followerFetched(id int32, offset, logStart, leaderLEO int64)
 		defer p.lowWatch.wakeAll()
 	}
 	moved := false
-	if hw := p.core.highWatermark(p.log.DurableEnd()); hw > p.log.HighWatermark() {
-		p.log.SetHighWatermark(hw)
+	if hw, ok := p.hwLocked(); ok && hw > p.lg().HighWatermark() {
+		p.lg().SetHighWatermark(hw)
 		moved = true
 	}
 	var ch *isrChange
-	if newISR := p.core.expandISR(id, p.log.HighWatermark(), now, p.host.eligible(id)); newISR != nil {
+	if newISR := p.core.expandISR(id, p.lg().HighWatermark(), now, p.host.eligible(id)); newISR != nil {
 		ch = p.core.begin(p.host.nextSeq(), newISR)
 	}
 	p.mu.Unlock()
@@ -442,7 +450,7 @@ func (p *Partition) maybeShrinkISR() {
 	now := p.host.now()
 	p.mu.Lock()
 	var ch *isrChange
-	if newISR := p.core.shrinkISR(p.log.LogEndOffset(), now, p.lagTimeMax); newISR != nil {
+	if newISR := p.core.shrinkISR(p.lg().LogEndOffset(), now, p.lagTimeMax); newISR != nil {
 		ch = p.core.begin(p.host.nextSeq(), newISR)
 		ch.shrink = true
 	}
@@ -471,7 +479,7 @@ func (p *Partition) OffsetForLeaderEpoch(currentLeaderEpoch, epoch int32) (Epoch
 	if err := p.checkLeaderLocked(currentLeaderEpoch); err != nil {
 		return EpochEndOffset{Epoch: storage.UndefinedEpoch, EndOffset: storage.UndefinedOffset}, err
 	}
-	e, end := p.log.EndOffsetForEpoch(epoch)
+	e, end := p.lg().EndOffsetForEpoch(epoch)
 	return EpochEndOffset{Epoch: e, EndOffset: end}, nil
 }
 
@@ -499,18 +507,18 @@ func (p *Partition) ListOffsets(currentLeaderEpoch int32, timestamp int64, isola
 	if err := p.checkLeaderLocked(currentLeaderEpoch); err != nil {
 		return none, err
 	}
-	hw := p.log.HighWatermark()
+	hw := p.lg().HighWatermark()
 	if isolation == ReadCommitted {
-		hw = p.log.LastStableOffset()
+		hw = p.lg().LastStableOffset()
 	}
 	switch {
 	case timestamp == LatestTimestamp:
 		return ListedOffset{Timestamp: storage.NoTimestamp, Offset: hw, LeaderEpoch: p.leaderEpoch}, nil
 	case timestamp == EarliestTimestamp || timestamp == EarliestLocalTimestamp:
-		start := p.log.LogStartOffset()
+		start := p.lg().LogStartOffset()
 		return ListedOffset{Timestamp: storage.NoTimestamp, Offset: start, LeaderEpoch: p.epochAt(start)}, nil
 	case timestamp == MaxTimestamp:
-		ts, off, ok := p.log.MaxTimestamp()
+		ts, off, ok := p.lg().MaxTimestamp()
 		if !ok || off >= hw {
 			return none, nil
 		}
@@ -519,7 +527,7 @@ func (p *Partition) ListOffsets(currentLeaderEpoch int32, timestamp int64, isola
 		// No tiered storage: nothing is tiered.
 		return none, nil
 	case timestamp >= 0:
-		found, ok, err := p.log.FindByTimestamp(timestamp)
+		found, ok, err := p.lg().FindByTimestamp(timestamp)
 		if err != nil {
 			return none, err
 		}
@@ -536,7 +544,7 @@ func (p *Partition) ListOffsets(currentLeaderEpoch int32, timestamp int64, isola
 // cache (-1 if unknown).
 func (p *Partition) epochAt(offset int64) int32 {
 	e := int32(-1)
-	for _, ent := range p.log.LeaderEpochs().Entries() {
+	for _, ent := range p.lg().LeaderEpochs().Entries() {
 		if ent.StartOffset > offset {
 			break
 		}
@@ -557,18 +565,18 @@ func (p *Partition) DeleteRecords(offset int64) (*Deletion, error) {
 	if err := p.checkLeaderLocked(-1); err != nil {
 		return nil, err
 	}
-	if !p.log.Config().CleanupPolicy.Deletes() {
+	if !p.lg().Config().CleanupPolicy.Deletes() {
 		// As Kafka: a compact-only log keeps every key's last record.
-		return nil, fmt.Errorf("%w: records of %s cannot be deleted under cleanup.policy=%v", kerr.PolicyViolation, p, p.log.Config().CleanupPolicy)
+		return nil, fmt.Errorf("%w: records of %s cannot be deleted under cleanup.policy=%v", kerr.PolicyViolation, p, p.lg().Config().CleanupPolicy)
 	}
-	hw := p.log.HighWatermark()
+	hw := p.lg().HighWatermark()
 	if offset == -1 {
 		offset = hw
 	}
 	if offset < 0 || offset > hw {
 		return nil, fmt.Errorf("%w: %s delete before %d, high watermark %d", kerr.OffsetOutOfRange, p, offset, hw)
 	}
-	if _, err := p.log.DeleteRecords(offset); err != nil {
+	if _, err := p.lg().DeleteRecords(offset); err != nil {
 		return nil, err
 	}
 	// Followers parked in a delayed fetch answer now with the new start;
@@ -591,7 +599,7 @@ func (p *Partition) LowWatermark() (int64, error) {
 
 // lowWatermarkLocked is called with roleMu held, as leader.
 func (p *Partition) lowWatermarkLocked() int64 {
-	start := p.log.LogStartOffset()
+	start := p.lg().LogStartOffset()
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.core == nil {
@@ -603,10 +611,13 @@ func (p *Partition) lowWatermarkLocked() int64 {
 // makeLeader makes this broker the leader at reg's epoch, or (same epoch)
 // takes the image's new ISR and replicas. A new leader epoch is assigned in
 // the epoch cache at the LEO: records from here on belong to it.
-func (p *Partition) makeLeader(reg metadata.PartitionRegistration, minISR int) error {
+func (p *Partition) makeLeader(reg metadata.PartitionRegistration, tc TopicConfig) error {
 	now := p.host.now()
 	p.roleMu.Lock()
-	p.minISR = minISR
+	p.minISR = tc.MinInsyncReplicas
+	p.mu.Lock()
+	p.hwMinISR = hwMinISR(tc)
+	p.mu.Unlock()
 	if p.role == RoleLeader && p.leaderEpoch == reg.LeaderEpoch {
 		p.partitionEpoch, p.replicas, p.isr = reg.PartitionEpoch, slices.Clone(reg.Replicas), slices.Clone(reg.ISR)
 		p.mu.Lock()
@@ -621,9 +632,9 @@ func (p *Partition) makeLeader(reg metadata.PartitionRegistration, minISR int) e
 		p.lowWatch.wakeAll()
 		return nil
 	}
-	leo := p.log.LogEndOffset()
-	if latest, ok := p.log.LeaderEpochs().Latest(); !ok || reg.LeaderEpoch >= latest.Epoch {
-		if err := p.log.LeaderEpochs().Assign(reg.LeaderEpoch, leo); err != nil {
+	leo := p.lg().LogEndOffset()
+	if latest, ok := p.lg().LeaderEpochs().Latest(); !ok || reg.LeaderEpoch >= latest.Epoch {
+		if err := p.lg().LeaderEpochs().Assign(reg.LeaderEpoch, leo); err != nil {
 			p.roleMu.Unlock()
 			return err
 		}
@@ -643,12 +654,14 @@ func (p *Partition) makeLeader(reg metadata.PartitionRegistration, minISR int) e
 // NoLeader). It reports whether the leader or epoch changed, in which case
 // the caller moves the partition to the new leader's fetcher, truncating
 // first.
-func (p *Partition) makeFollower(reg metadata.PartitionRegistration, minISR int) bool {
+func (p *Partition) makeFollower(reg metadata.PartitionRegistration, tc TopicConfig) bool {
+	minISR := tc.MinInsyncReplicas
 	p.roleMu.Lock()
 	changed := p.role != RoleFollower || p.leader != reg.Leader || p.leaderEpoch != reg.LeaderEpoch
 	p.role, p.leader, p.leaderEpoch, p.partitionEpoch = RoleFollower, reg.Leader, reg.LeaderEpoch, reg.PartitionEpoch
 	p.replicas, p.isr, p.minISR = slices.Clone(reg.Replicas), slices.Clone(reg.ISR), minISR
 	p.mu.Lock()
+	p.hwMinISR = hwMinISR(tc)
 	p.core = nil
 	p.mu.Unlock()
 	p.roleMu.Unlock()
@@ -672,16 +685,39 @@ func (p *Partition) stop() {
 // applyConfig takes a new effective topic config: the log's settings and
 // min.insync.replicas (the latter even if the log refuses the former).
 func (p *Partition) applyConfig(tc TopicConfig) error {
-	err := p.log.UpdateConfig(tc.Log)
-	p.setMinISR(tc.MinInsyncReplicas)
+	err := p.lg().UpdateConfig(tc.Log)
+	p.setMinISR(tc)
 	return err
 }
 
-func (p *Partition) setMinISR(n int) {
+func hwMinISR(tc TopicConfig) int {
+	if tc.ELR {
+		return tc.MinInsyncReplicas
+	}
+	return 0
+}
+
+func (p *Partition) setMinISR(tc TopicConfig) {
 	p.roleMu.Lock()
-	p.minISR = n
+	p.minISR = tc.MinInsyncReplicas
+	p.mu.Lock()
+	p.hwMinISR = hwMinISR(tc)
+	p.mu.Unlock()
 	p.roleMu.Unlock()
+	// A lower min.insync.replicas (or ELR off) may let the HW move.
+	p.maybeAdvanceHW()
 	p.hwWatch.wakeAll()
+}
+
+// hwLocked is the HW the leader may move to (p.mu held): the maximal ISR's
+// smallest log end, except that with ELR (KIP-966) it does not move while
+// the committed ISR is below min.insync.replicas, so every replica that
+// leaves a short ISR, and stays eligible, holds everything acknowledged.
+func (p *Partition) hwLocked() (int64, bool) {
+	if len(p.core.isr) < p.hwMinISR {
+		return 0, false
+	}
+	return p.core.highWatermark(p.lg().DurableEnd()), true
 }
 
 func (p *Partition) wakeAll() {
@@ -711,16 +747,16 @@ func (p *Partition) appendFromLeader(epoch int32, records []byte, leaderHW, lead
 	records = wholeBatches(records)
 	if len(records) > 0 {
 		var err error
-		if res, err = p.log.AppendAsFollower(records); err != nil {
+		if res, err = p.lg().AppendAsFollower(records); err != nil {
 			return res, err
 		}
 	}
 	if leaderHW >= 0 {
-		p.log.SetHighWatermark(min(leaderHW, p.log.LogEndOffset()))
+		p.lg().SetHighWatermark(min(leaderHW, p.lg().LogEndOffset()))
 	}
-	if leaderStart > p.log.LogStartOffset() {
-		if target := min(leaderStart, p.log.HighWatermark()); target > p.log.LogStartOffset() {
-			if _, err := p.log.DeleteRecords(target); err != nil {
+	if leaderStart > p.lg().LogStartOffset() {
+		if target := min(leaderStart, p.lg().HighWatermark()); target > p.lg().LogStartOffset() {
+			if _, err := p.lg().DeleteRecords(target); err != nil {
 				return res, err
 			}
 		}
@@ -748,7 +784,7 @@ func (p *Partition) truncateAsFollower(epoch int32, offset int64) error {
 	if err := p.followerEpochLocked(epoch); err != nil {
 		return err
 	}
-	return p.log.Truncate(offset)
+	return p.lg().Truncate(offset)
 }
 
 // resetAsFollower empties the log to restart at the leader's log start.
@@ -758,7 +794,7 @@ func (p *Partition) resetAsFollower(epoch int32, start int64) error {
 	if err := p.followerEpochLocked(epoch); err != nil {
 		return err
 	}
-	return p.log.ResetTo(start)
+	return p.lg().ResetTo(start)
 }
 
 // Ack is an acks=all produce waiting for the HW to pass its batch, or in
@@ -781,9 +817,9 @@ func (a *Ack) check() (bool, error) {
 	}
 	if a.local {
 		// acks=1 asks only for the leader's copy: done once it is on disk.
-		return p.log.DurableEnd() >= a.required, nil
+		return p.lg().DurableEnd() >= a.required, nil
 	}
-	if p.log.HighWatermark() >= a.required {
+	if p.lg().HighWatermark() >= a.required {
 		if len(p.isr) < p.minISR {
 			return true, fmt.Errorf("%w: %s has %d in-sync replicas, min.insync.replicas is %d", kerr.NotEnoughReplicasAfterAppend, p, len(p.isr), p.minISR)
 		}

@@ -15,6 +15,14 @@ import (
 // out of the ISR; an in-sync replica is never held back, as Kafka's
 // ReplicaFetcherThread.shouldFollowerThrottle. A throttled partition whose
 // quota is used up is left out of the next Fetch, not delayed inside it.
+//
+// Leader side: a leader answers follower fetches of the partitions whose
+// topic lists this broker's replica (partition:leader) in
+// leader.replication.throttled.replicas, for followers out of the ISR,
+// from one leader.replication.throttled.rate bucket; while it is used up
+// those partitions are answered with their offsets and no records, as
+// Kafka's ReplicaManager does (shouldLeaderThrottle). kafka-reassign-
+// partitions.sh's --throttle sets both sides.
 
 // rateQuota is a token bucket: it refills at bound bytes per second up to
 // one second's worth, and a copy takes its bytes (going into debt for a
@@ -82,6 +90,13 @@ func (q *rateQuota) allowance(now time.Time) float64 {
 	return max(q.tokens, 0)
 }
 
+// off reports whether the quota has no bound.
+func (q *rateQuota) off() bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return math.IsInf(q.bound, 1)
+}
+
 // exceeded reports whether nothing may be copied now.
 func (q *rateQuota) exceeded(now time.Time) bool { return q.allowance(now) <= 0 }
 
@@ -90,8 +105,35 @@ func (q *rateQuota) exceeded(now time.Time) bool { return q.allowance(now) <= 0 
 func (m *Manager) SetFollowerThrottle(bytesPerSecond int64) { m.followerQuota.set(bytesPerSecond) }
 
 // FollowerThrottle is the follower.replication.throttled.rate in force.
-func (m *Manager) FollowerThrottle() int64 {
-	q := m.followerQuota
+func (m *Manager) FollowerThrottle() int64 { return m.followerQuota.rate() }
+
+// SetLeaderThrottle sets leader.replication.throttled.rate (bytes per
+// second); math.MaxInt64 is none.
+func (m *Manager) SetLeaderThrottle(bytesPerSecond int64) { m.leaderQuota.set(bytesPerSecond) }
+
+// LeaderThrottle is the leader.replication.throttled.rate in force.
+func (m *Manager) LeaderThrottle() int64 { return m.leaderQuota.rate() }
+
+// leaderThrottled reports whether follower's fetches of p, led here, count
+// against the leader quota: its topic lists this broker's replica in
+// leader.replication.throttled.replicas, and the follower is out of the
+// ISR (Kafka's shouldLeaderThrottle).
+func (m *Manager) leaderThrottled(img *metadata.Image, p *Partition, follower int32) bool {
+	if img == nil {
+		return false
+	}
+	t, ok := img.Topic(p.topic)
+	if !ok {
+		return false
+	}
+	v := t.Configs["leader.replication.throttled.replicas"]
+	if v == "" || !metadata.ThrottledReplicas(v, p.index, m.cfg.BrokerID) {
+		return false
+	}
+	return !p.State().inISR(follower)
+}
+
+func (q *rateQuota) rate() int64 {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if math.IsInf(q.bound, 1) {

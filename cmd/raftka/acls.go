@@ -22,7 +22,7 @@ import (
 func init() {
 	flags := func(list bool) []cli.Flag {
 		fs := []cli.Flag{
-			bootstrapFlag(), requestTimeoutFlag(),
+			bootstrapFlag(), bootstrapControllerFlag(), requestTimeoutFlag(),
 			&cli.StringSliceFlag{Name: "topic", Usage: "topic name (repeatable; '*' is every topic)"},
 			&cli.StringSliceFlag{Name: "group", Usage: "consumer group (repeatable; '*' is every group)"},
 			&cli.BoolFlag{Name: "cluster", Usage: "the cluster resource"},
@@ -236,7 +236,7 @@ func aclsAdd(c *cli.Context) error {
 		req.Creations = append(req.Creations, cr)
 	}
 	return adminCall(c, func(ctx context.Context, cl *kgo.Client) error {
-		resp, err := req.RequestWith(ctx, cl)
+		resp, err := req.RequestWith(ctx, requestor(c, cl))
 		if err != nil {
 			return requestError(c, "create ACLs", err)
 		}
@@ -340,7 +340,7 @@ func aclsList(c *cli.Context) error {
 			req := kmsg.NewPtrDescribeACLsRequest()
 			req.ResourceType, req.ResourceName, req.ResourcePatternType = f.ResourceType, f.ResourceName, f.ResourcePatternType
 			req.Principal, req.Host, req.Operation, req.PermissionType = f.Principal, f.Host, f.Operation, f.PermissionType
-			resp, err := req.RequestWith(ctx, cl)
+			resp, err := req.RequestWith(ctx, requestor(c, cl))
 			if err != nil {
 				return requestError(c, "describe ACLs", err)
 			}
@@ -384,7 +384,7 @@ func aclsRemove(c *cli.Context) error {
 	req := kmsg.NewPtrDeleteACLsRequest()
 	req.Filters = filters
 	return adminCall(c, func(ctx context.Context, cl *kgo.Client) error {
-		resp, err := req.RequestWith(ctx, cl)
+		resp, err := req.RequestWith(ctx, requestor(c, cl))
 		if err != nil {
 			return requestError(c, "delete ACLs", err)
 		}

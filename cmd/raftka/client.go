@@ -26,6 +26,8 @@ import (
 	"github.com/rs/zerolog"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/sasl"
 	"github.com/urfave/cli/v2"
 )
 
@@ -56,10 +58,35 @@ func seedBrokers(s string) ([]string, error) {
 	return out, nil
 }
 
-// newClient builds a kgo client for the command's --bootstrap-server, with
-// kgo's own log routed into the process logger.
+// bootstrapControllerFlag is Kafka's tools' --bootstrap-controller
+// (KIP-919): talk to the controllers' listener instead of the brokers.
+func bootstrapControllerFlag() cli.Flag {
+	return &cli.StringFlag{Name: "bootstrap-controller", Usage: "HOST:PORT[,HOST:PORT...] of controllers (their controller listener) to send the request to instead of a broker, as Kafka's --bootstrap-controller"}
+}
+
+// bootstrapController is the command's --bootstrap-controller ("" for
+// none), looked up through the parent commands' contexts too.
+func bootstrapController(c *cli.Context) string {
+	for _, x := range c.Lineage() {
+		if x.IsSet("bootstrap-controller") {
+			return x.String("bootstrap-controller")
+		}
+	}
+	return ""
+}
+
+// newClient builds a kgo client for the command's --bootstrap-server (or
+// --bootstrap-controller), with kgo's own log routed into the process
+// logger.
 func newClient(c *cli.Context, opts ...kgo.Opt) (*kgo.Client, error) {
-	seeds, err := seedBrokers(c.String("bootstrap-server"))
+	bootstrap := c.String("bootstrap-server")
+	if ctrl := bootstrapController(c); ctrl != "" {
+		if c.IsSet("bootstrap-server") {
+			return nil, errors.New("--bootstrap-server and --bootstrap-controller: give only one")
+		}
+		bootstrap = ctrl
+	}
+	seeds, err := seedBrokers(bootstrap)
 	if err != nil {
 		return nil, err
 	}
@@ -69,15 +96,52 @@ func newClient(c *cli.Context, opts ...kgo.Opt) (*kgo.Client, error) {
 		kgo.ClientID("raftka-cli"),
 	}
 	if path := commandConfigPath(c); path != "" {
-		dial, err := commandConfigDialer(path)
+		login, err := commandConfigLogin(path)
 		if err != nil {
 			return nil, err
 		}
-		if dial != nil {
+		if dial := login.Dial; dial != nil {
 			base = append(base, kgo.Dialer(func(ctx context.Context, _, host string) (net.Conn, error) { return dial(ctx, host) }))
+		}
+		if login.SASL != nil {
+			// kgo runs the exchange, so that it re-authenticates its
+			// pipelined connections in place before the session lifetime
+			// the broker gives ends (KIP-368) instead of being cut off.
+			base = append(base, kgo.SASL(kgoSASL{login.SASL}))
 		}
 	}
 	return kgo.NewClient(append(base, opts...)...)
+}
+
+// kgoSASL is raftka's client login as a franz-go SASL mechanism.
+type kgoSASL struct{ s *broker.ClientSASL }
+
+func (m kgoSASL) Name() string { return m.s.Mechanism() }
+
+func (m kgoSASL) Authenticate(context.Context, string) (sasl.Session, []byte, error) {
+	first, step, err := m.s.Start(time.Now())
+	if err != nil {
+		return nil, nil, err
+	}
+	return kgoSASLSession(step), first, nil
+}
+
+type kgoSASLSession func([]byte) (bool, []byte, error)
+
+func (f kgoSASLSession) Challenge(in []byte) (bool, []byte, error) { return f(in) }
+
+// commandConfigLogin reads a --command-config file into the connection
+// settings of a kgo client.
+func commandConfigLogin(path string) (*broker.ClientLogin, error) {
+	cs, err := commandConfigSecurity(path)
+	if err != nil {
+		return nil, err
+	}
+	login, err := broker.NewClientLogin(cs, 10*time.Second)
+	if err != nil {
+		return nil, fmt.Errorf("--command-config %s: %w", path, err)
+	}
+	return login, nil
 }
 
 // commandConfigFlag is Kafka's tools' --command-config: a properties file
@@ -103,6 +167,48 @@ func commandConfigPath(c *cli.Context) string {
 // secures each connection (nil for PLAINTEXT). Keys raftka does not apply
 // are warned about, once each.
 func commandConfigDialer(path string) (func(ctx context.Context, addr string) (net.Conn, error), error) {
+	cs, err := commandConfigSecurity(path)
+	if err != nil {
+		return nil, err
+	}
+	dial, err := broker.ClientDialer(cs, 10*time.Second)
+	if err != nil {
+		return nil, fmt.Errorf("--command-config %s: %w", path, err)
+	}
+	return dial, nil
+}
+
+// requestor is where a command sends its requests: the kgo client, which
+// routes each request as for brokers, or, with --bootstrap-controller,
+// the controllers given, in turn until one answers. A controller forwards
+// what only the active one can do, so any of them will do; controllers do
+// not serve Metadata, so kgo could not route there itself.
+func requestor(c *cli.Context, cl *kgo.Client) kmsg.Requestor {
+	if bootstrapController(c) == "" {
+		return cl
+	}
+	return controllerRequestor{cl}
+}
+
+type controllerRequestor struct{ cl *kgo.Client }
+
+func (r controllerRequestor) Request(ctx context.Context, req kmsg.Request) (kmsg.Response, error) {
+	err := errors.New("no controller given")
+	for _, b := range r.cl.SeedBrokers() {
+		var resp kmsg.Response
+		if resp, err = b.RetriableRequest(ctx, req); err == nil {
+			return resp, nil
+		}
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	return nil, err
+}
+
+// commandConfigSecurity parses a --command-config file; keys raftka does
+// not apply are warned about, once each.
+func commandConfigSecurity(path string) (*config.ClientSecurity, error) {
 	p, err := properties.LoadFile(path, properties.UTF8)
 	if err != nil {
 		return nil, fmt.Errorf("--command-config: %w", err)
@@ -114,11 +220,7 @@ func commandConfigDialer(path string) (func(ctx context.Context, addr string) (n
 	for _, w := range warnings {
 		logger.Warn().Str("file", path).Msg(w)
 	}
-	dial, err := broker.ClientDialer(cs, 10*time.Second)
-	if err != nil {
-		return nil, fmt.Errorf("--command-config %s: %w", path, err)
-	}
-	return dial, nil
+	return cs, nil
 }
 
 // addCommandConfig gives --command-config to every command (and

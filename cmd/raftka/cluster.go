@@ -19,17 +19,16 @@ import (
 	"time"
 
 	"github.com/raftka/raftka/broker"
-	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/urfave/cli/v2"
 )
 
 func init() {
-	flags := func() []cli.Flag { return []cli.Flag{bootstrapFlag(), requestTimeoutFlag()} }
+	flags := func() []cli.Flag { return []cli.Flag{bootstrapFlag(), bootstrapControllerFlag(), requestTimeoutFlag()} }
 	register(&cli.Command{
 		Name:  "cluster",
-		Usage: "inspect the cluster: metadata quorum, brokers, cluster id",
-		Subcommands: []*cli.Command{
+		Usage: "inspect the cluster: metadata quorum, brokers, cluster id; add and remove controllers",
+		Subcommands: append([]*cli.Command{
 			{
 				Name:   "status",
 				Usage:  "print the Raft quorum (leader, term, commit index, voters and non-voters with lag) and the brokers",
@@ -54,7 +53,7 @@ func init() {
 				Flags:  topFlags(),
 				Action: runTop,
 			},
-		},
+		}, quorumCommands()...),
 	})
 }
 
@@ -66,11 +65,11 @@ func clusterStatus(c *cli.Context) error {
 	defer cl.Close()
 	ctx, cancel := context.WithTimeout(c.Context, c.Duration("request-timeout"))
 	defer cancel()
-	quorum, err := describeQuorum(ctx, cl)
+	quorum, err := describeQuorum(ctx, requestor(c, cl))
 	if err != nil {
 		return requestError(c, "describe quorum", err)
 	}
-	cluster, err := describeCluster(ctx, cl)
+	cluster, err := describeCluster(ctx, requestor(c, cl), bootstrapController(c) != "")
 	if err != nil {
 		return requestError(c, "describe cluster", err)
 	}
@@ -85,7 +84,7 @@ func clusterID(c *cli.Context) error {
 	defer cl.Close()
 	ctx, cancel := context.WithTimeout(c.Context, c.Duration("request-timeout"))
 	defer cancel()
-	cluster, err := describeCluster(ctx, cl)
+	cluster, err := describeCluster(ctx, requestor(c, cl), bootstrapController(c) != "")
 	if err != nil {
 		return requestError(c, "describe cluster", err)
 	}
@@ -107,7 +106,7 @@ func clusterUnregister(c *cli.Context) error {
 	defer cancel()
 	req := kmsg.NewPtrUnregisterBrokerRequest()
 	req.BrokerID = int32(id)
-	resp, err := req.RequestWith(ctx, cl)
+	resp, err := req.RequestWith(ctx, requestor(c, cl))
 	if err == nil {
 		err = responseError(resp.ErrorCode, resp.ErrorMessage)
 	}
@@ -120,7 +119,7 @@ func clusterUnregister(c *cli.Context) error {
 
 const metadataTopic = "__cluster_metadata"
 
-func describeQuorum(ctx context.Context, cl *kgo.Client) (*kmsg.DescribeQuorumResponse, error) {
+func describeQuorum(ctx context.Context, cl kmsg.Requestor) (*kmsg.DescribeQuorumResponse, error) {
 	req := kmsg.NewPtrDescribeQuorumRequest()
 	t := kmsg.NewDescribeQuorumRequestTopic()
 	t.Topic = metadataTopic
@@ -143,8 +142,13 @@ func describeQuorum(ctx context.Context, cl *kgo.Client) (*kmsg.DescribeQuorumRe
 	return resp, nil
 }
 
-func describeCluster(ctx context.Context, cl *kgo.Client) (*kmsg.DescribeClusterResponse, error) {
+// describeCluster asks a broker for the brokers, or with controllers a
+// controller for the controllers (KIP-919's CONTROLLER endpoint type).
+func describeCluster(ctx context.Context, cl kmsg.Requestor, controllers bool) (*kmsg.DescribeClusterResponse, error) {
 	req := kmsg.NewPtrDescribeClusterRequest()
+	if controllers {
+		req.EndpointType = 2
+	}
 	req.IncludeFencedBrokers = true
 	// At versions without IncludeFencedBrokers a raftka broker reads the
 	// same wish from its tag; other brokers skip it.
@@ -204,6 +208,13 @@ func printStatus(w io.Writer, quorum *kmsg.DescribeQuorumResponse, cluster *kmsg
 		return err
 	}
 
+	if cluster.EndpointType == 2 {
+		// From --bootstrap-controller: the answer lists the controllers,
+		// which the quorum table above already shows; brokers are a
+		// broker's to list.
+		_, err := io.WriteString(w, b.String())
+		return err
+	}
 	b.WriteString("\nBrokers:\n")
 	tw = tabwriter.NewWriter(&b, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "ID\tHOST:PORT\tRACK\tEPOCH\tFENCED\tSHUTTING DOWN")

@@ -9,6 +9,7 @@ import (
 	"github.com/raftka/raftka/metadata"
 	"github.com/raftka/raftka/raftfsm"
 	"github.com/rs/zerolog"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // controllerSecurity sets the controller listener's TLS and SASL on rc
@@ -36,7 +37,9 @@ func controllerSecurity(rc *raftfsm.Config, cfg *config.Config, boot []metadata.
 		return c, ok
 	}
 	hs, err := broker.ControllerHandshake(cfg, lookup, m, log.With().Str("component", "controller-listener").Logger(),
-		broker.WithControllerAPIVersions(raftfsm.APIVersionsResponse))
+		broker.WithControllerAPIVersions(func(v int16) *kmsg.ApiVersionsResponse {
+			return raftfsm.APIVersionsResponseWith(v, rc.DescribeConfigs != nil)
+		}))
 	if err != nil {
 		return err
 	}

@@ -15,7 +15,7 @@
 // every raftka package.
 //
 //arch:imports std storage/... metadata raftfsm broker/... github.com/twmb/franz-go/pkg/kmsg
-//arch:imports github.com/twmb/franz-go/pkg/kerr github.com/twmb/franz-go/pkg/kgo
+//arch:imports github.com/twmb/franz-go/pkg/kerr github.com/twmb/franz-go/pkg/kgo github.com/twmb/franz-go/pkg/sasl
 //arch:imports github.com/twmb/franz-go/pkg/kadm github.com/twmb/franz-go/pkg/kfake
 //arch:imports github.com/urfave/cli/v2 github.com/rs/zerolog
 //arch:imports github.com/prometheus/client_golang/... github.com/HdrHistogram/hdrhistogram-go

@@ -110,6 +110,10 @@ func applyDynamicConfigs(img *metadata.Image, logs *storage.Manager, replicas *r
 		replicas.SetFollowerThrottle(want)
 		log.Info().Int64("follower_replication_throttled_rate", want).Msg("follower replication throttle set by a dynamic broker config")
 	}
+	if want := eff.LeaderReplicationThrottledRate; want != replicas.LeaderThrottle() {
+		replicas.SetLeaderThrottle(want)
+		log.Info().Int64("leader_replication_throttled_rate", want).Msg("leader replication throttle set by a dynamic broker config")
+	}
 	if want := int(eff.NumReplicaFetchers); want != replicas.NumFetchers() {
 		if err := replicas.SetNumFetchers(want); err != nil {
 			log.Warn().Err(err).Msg("num.replica.fetchers not changed")

@@ -27,7 +27,7 @@ import (
 func init() {
 	change := func(downgrade bool) []cli.Flag {
 		fs := []cli.Flag{
-			bootstrapFlag(), requestTimeoutFlag(),
+			bootstrapFlag(), bootstrapControllerFlag(), requestTimeoutFlag(),
 			&cli.StringFlag{Name: "metadata", Usage: "the metadata.version to finalize: a name (0.2-IV0), release (0.2) or level (28)"},
 			&cli.StringSliceFlag{Name: "feature", Usage: "NAME=LEVEL to finalize (repeatable)"},
 			&cli.StringFlag{Name: "release-version", Usage: "finalize metadata.version at this raftka release's level"},
@@ -45,7 +45,7 @@ func init() {
 			{
 				Name:   "describe",
 				Usage:  "print each feature's supported range and finalized level",
-				Flags:  []cli.Flag{bootstrapFlag(), requestTimeoutFlag()},
+				Flags:  []cli.Flag{bootstrapFlag(), bootstrapControllerFlag(), requestTimeoutFlag()},
 				Action: featuresDescribe,
 			},
 			{
@@ -74,7 +74,7 @@ func featuresDescribe(c *cli.Context) error {
 	defer cancel()
 	req := kmsg.NewPtrApiVersionsRequest()
 	req.ClientSoftwareName, req.ClientSoftwareVersion = "raftka-cli", "1"
-	resp, err := req.RequestWith(ctx, cl)
+	resp, err := req.RequestWith(ctx, requestor(c, cl))
 	if err != nil {
 		return requestError(c, "describe features", err)
 	}
@@ -190,7 +190,7 @@ func featuresChange(c *cli.Context, downgrade bool) error {
 	req := kmsg.NewPtrUpdateFeaturesRequest()
 	req.TimeoutMillis = int32(c.Duration("request-timeout").Milliseconds())
 	req.FeatureUpdates, req.ValidateOnly = updates, c.Bool("dry-run")
-	resp, err := req.RequestWith(ctx, cl)
+	resp, err := req.RequestWith(ctx, requestor(c, cl))
 	if err != nil {
 		return requestError(c, "update features", err)
 	}

@@ -16,12 +16,15 @@ import (
 	"maps"
 	"math/rand/v2"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/raftka/raftka/metadata"
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/urfave/cli/v2"
@@ -49,7 +52,8 @@ func init() {
 				Usage: "start the reassignment in --reassignment-json-file",
 				Flags: []cli.Flag{bootstrapFlag(), requestTimeoutFlag(), reassignFile,
 					&cli.BoolFlag{Name: "additional", Usage: "start it even while other reassignments are in progress"},
-					&cli.Int64Flag{Name: "throttle", Value: -1, Usage: "bytes/s the new replicas may copy while they catch up (follower.replication.throttled.rate and the topics' follower.replication.throttled.replicas; verify removes them)"},
+					&cli.Int64Flag{Name: "throttle", Value: -1, Usage: "bytes/s the moving replicas may copy while they catch up, on both sides (leader. and follower.replication.throttled.rate on every broker involved, the topics' leader. and follower.replication.throttled.replicas; verify removes them)"},
+					&cli.Int64Flag{Name: "timeout", Value: 10000, Usage: "ms to wait for the replicas named with a log dir to exist so their moves can start"},
 				},
 				Action: reassignExecute,
 			},
@@ -116,8 +120,8 @@ func readJSONFile(path, flag string, v any) error {
 
 // readReassignment reads and checks a reassignment file as Kafka's
 // parsePartitionReassignmentData does: version 1, no partition twice, no
-// broker twice in one list, log dirs "any" (raftka has one log dir tree
-// per broker to place into) and as many as replicas.
+// broker twice in one list, log dirs "any" or absolute paths, as many as
+// replicas.
 func readReassignment(c *cli.Context) ([]reassignmentEntry, error) {
 	var f reassignmentFile
 	if err := readJSONFile(c.String("reassignment-json-file"), "reassignment-json-file", &f); err != nil {
@@ -148,8 +152,8 @@ func readReassignment(c *cli.Context) ([]reassignmentEntry, error) {
 			return nil, fmt.Errorf("reassignment file: %s has %d log dirs for %d replicas", name, len(e.LogDirs), len(e.Replicas))
 		}
 		for _, d := range e.LogDirs {
-			if d != "any" {
-				return nil, fmt.Errorf("reassignment file: %s names log dir %q; only \"any\" is supported (no AlterReplicaLogDirs)", name, d)
+			if d != "any" && !filepath.IsAbs(d) {
+				return nil, fmt.Errorf("reassignment file: %s names log dir %q; a log dir is \"any\" or an absolute path", name, d)
 			}
 		}
 	}
@@ -325,8 +329,155 @@ func reassignExecute(c *cli.Context) error {
 		for _, e := range want {
 			req.Assign(e.Topic, e.Partition, e.Replicas)
 		}
-		return alterAssignments(c, ctx, adm, req, "Successfully started partition reassignments for", "start")
+		if err := alterAssignments(c, ctx, adm, req, "Successfully started partition reassignments for", "start"); err != nil {
+			return err
+		}
+		return startLogDirMoves(c, ctx, adm, want, time.Duration(c.Int64("timeout"))*time.Millisecond)
 	})
+}
+
+// replicaDir is one replica the file puts in a named log dir.
+type replicaDir struct {
+	topic     string
+	partition int32
+	broker    int32
+	dir       string
+}
+
+func (r replicaDir) String() string { return fmt.Sprintf("%s-%d-%d", r.topic, r.partition, r.broker) }
+
+func replicaDirs(es []reassignmentEntry) []replicaDir {
+	var out []replicaDir
+	for _, e := range es {
+		for i, d := range e.LogDirs {
+			if d != "any" {
+				out = append(out, replicaDir{e.Topic, e.Partition, e.Replicas[i], d})
+			}
+		}
+	}
+	return out
+}
+
+// startLogDirMoves sends AlterReplicaLogDirs for every replica the file
+// names a log dir for, as kafka-reassign-partitions.sh does after the
+// reassignment: a replica that does not exist yet (REPLICA_NOT_AVAILABLE,
+// a new replica still being created) is asked again every 100 ms until
+// timeout.
+func startLogDirMoves(c *cli.Context, ctx context.Context, adm *kadm.Client, es []reassignmentEntry, timeout time.Duration) error {
+	pending := replicaDirs(es)
+	if len(pending) == 0 {
+		return nil
+	}
+	deadline := time.Now().Add(timeout)
+	var started []string
+	for {
+		var again []replicaDir
+		byBroker := map[int32]kadm.AlterReplicaLogDirsReq{}
+		for _, r := range pending {
+			req := byBroker[r.broker]
+			req.Add(r.dir, kadm.TopicsSet{r.topic: {r.partition: {}}})
+			byBroker[r.broker] = req
+		}
+		for _, b := range slices.Sorted(maps.Keys(byBroker)) {
+			resps, err := adm.AlterBrokerReplicaLogDirs(ctx, b, byBroker[b])
+			if err != nil {
+				return requestError(c, "reassign execute: alter replica log dirs", err)
+			}
+			var failed error
+			resps.Each(func(r kadm.AlterReplicaLogDirsResponse) {
+				rd := replicaDir{r.Topic, r.Partition, r.Broker, r.Dir}
+				switch {
+				case errors.Is(r.Err, kerr.ReplicaNotAvailable):
+					again = append(again, rd)
+				case r.Err != nil && failed == nil:
+					failed = fmt.Errorf("reassign execute: moving replica %s to %s: %w", rd, r.Dir, r.Err)
+				case r.Err == nil:
+					started = append(started, rd.String())
+				}
+			})
+			if failed != nil {
+				return failed
+			}
+		}
+		if len(again) == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			names := make([]string, len(again))
+			for i, r := range again {
+				names[i] = r.String()
+			}
+			return fmt.Errorf("reassign execute: timed out before log directory move for %s could be started", strings.Join(names, ","))
+		}
+		pending = again
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+	slices.Sort(started)
+	s := "s"
+	if len(started) == 1 {
+		s = ""
+	}
+	_, err := fmt.Fprintf(c.App.Writer, "Successfully started log directory move%s for: %s\n", s, strings.Join(started, ","))
+	return err
+}
+
+// verifyLogDirs reports, as kafka-reassign-partitions.sh --verify does,
+// whether each replica the file names a log dir for is there; it returns
+// how many are still moving and how many are elsewhere.
+func verifyLogDirs(ctx context.Context, adm *kadm.Client, w io.Writer, es []reassignmentEntry) (moving, differ int, err error) {
+	rds := replicaDirs(es)
+	if len(rds) == 0 {
+		return 0, 0, nil
+	}
+	type key struct {
+		topic     string
+		partition int32
+	}
+	brokers := map[int32]bool{}
+	for _, r := range rds {
+		brokers[r.broker] = true
+	}
+	cur := map[int32]map[key]string{}
+	future := map[int32]map[key]string{}
+	for b := range brokers {
+		dirs, err := adm.DescribeBrokerLogDirs(ctx, b, nil)
+		if err != nil {
+			return 0, 0, err
+		}
+		cur[b], future[b] = map[key]string{}, map[key]string{}
+		for _, d := range dirs {
+			d.Topics.Each(func(p kadm.DescribedLogDirPartition) {
+				if p.IsFuture {
+					future[b][key{p.Topic, p.Partition}] = d.Dir
+				} else {
+					cur[b][key{p.Topic, p.Partition}] = d.Dir
+				}
+			})
+		}
+	}
+	fmt.Fprintln(w, "\nReassignment of replicas to log dirs:")
+	for _, r := range rds {
+		k := key{r.topic, r.partition}
+		c, ok := cur[r.broker][k]
+		switch {
+		case !ok:
+			differ++
+			fmt.Fprintf(w, "Partition %s-%d is not found in any live log dir on broker %d. There is likely an offline log directory on the broker.\n", r.topic, r.partition, r.broker)
+		case c == r.dir:
+			fmt.Fprintf(w, "Reassignment of replica %s completed successfully.\n", r)
+		case future[r.broker][k] == r.dir:
+			moving++
+			fmt.Fprintf(w, "Reassignment of replica %s is still in progress.\n", r)
+		default:
+			differ++
+			fmt.Fprintf(w, "Partition %s-%d on broker %d is not being moved from log dir %s to %s.\n", r.topic, r.partition, r.broker, c, r.dir)
+		}
+	}
+	return moving, differ, nil
 }
 
 // countReassignments counts every ongoing reassignment: a
@@ -426,6 +577,11 @@ func reassignVerify(c *cli.Context) error {
 				fmt.Fprintf(w, "Reassignment of partition %s is completed.\n", name)
 			}
 		}
+		dm, dd, err := verifyLogDirs(ctx, adm, w, want)
+		if err != nil {
+			return requestError(c, "reassign verify", err)
+		}
+		moving, differ = moving+dm, differ+dd
 		if moving > 0 {
 			return cli.Exit("", 1)
 		}
@@ -541,43 +697,84 @@ func reassignDrain(c *cli.Context) error {
 	})
 }
 
-// throttlePlan is what kafka-reassign-partitions.sh --throttle sets, on
-// the follower side (raftka does not throttle leaders): per topic, the
-// replicas being added ("partition:broker", the target's brokers not in
-// the current replicas), and the brokers that receive them.
-func throttlePlan(cur, want []reassignmentEntry) (map[string]string, []int32) {
+// throttlePlan is what kafka-reassign-partitions.sh --throttle sets for
+// the partitions that move: per topic, the follower side's list (the
+// replicas being added, "partition:broker": the target's brokers not in
+// the current replicas) and the leader side's (the current replicas, one
+// of which leads and sends the copies), and the brokers that get both
+// rates (every current and target replica of a moving partition).
+func throttlePlan(cur, want []reassignmentEntry) (followers, leaders map[string]string, brokers []int32) {
 	perTopic := map[string][]string{}
-	brokers := map[int32]bool{}
+	leaderTopic := map[string][]string{}
+	set := map[int32]bool{}
 	for _, e := range want {
 		i := slices.IndexFunc(cur, func(c reassignmentEntry) bool { return c.Topic == e.Topic && c.Partition == e.Partition })
+		var current []int32
+		if i >= 0 {
+			current = cur[i].Replicas
+		}
+		if slices.Equal(current, e.Replicas) {
+			continue
+		}
 		for _, b := range e.Replicas {
-			if i >= 0 && slices.Contains(cur[i].Replicas, b) {
+			set[b] = true
+			if slices.Contains(current, b) {
 				continue
 			}
 			perTopic[e.Topic] = append(perTopic[e.Topic], fmt.Sprintf("%d:%d", e.Partition, b))
-			brokers[b] = true
+		}
+		for _, b := range current {
+			set[b] = true
+			leaderTopic[e.Topic] = append(leaderTopic[e.Topic], fmt.Sprintf("%d:%d", e.Partition, b))
 		}
 	}
-	out := map[string]string{}
-	for t, l := range perTopic {
-		slices.Sort(l)
-		out[t] = strings.Join(slices.Compact(l), ",")
+	join := func(m map[string][]string) map[string]string {
+		out := map[string]string{}
+		for t, l := range m {
+			slices.Sort(l)
+			out[t] = strings.Join(slices.Compact(l), ",")
+		}
+		return out
 	}
-	return out, slices.Sorted(maps.Keys(brokers))
+	return join(perTopic), join(leaderTopic), slices.Sorted(maps.Keys(set))
 }
 
+// throttleKeys are the broker rates and topic lists a throttled
+// reassignment sets and verify clears.
+var (
+	throttleRateKeys = []string{"leader.replication.throttled.rate", "follower.replication.throttled.rate"}
+	throttleListKeys = []string{"leader.replication.throttled.replicas", "follower.replication.throttled.replicas"}
+)
+
 func setThrottles(ctx context.Context, adm *kadm.Client, cur, want []reassignmentEntry, rate int64) error {
-	topics, brokers := throttlePlan(cur, want)
+	followers, leaders, brokers := throttlePlan(cur, want)
+	topics := map[string]bool{}
+	for t := range followers {
+		topics[t] = true
+	}
+	for t := range leaders {
+		topics[t] = true
+	}
 	for _, t := range slices.Sorted(maps.Keys(topics)) {
-		v := topics[t]
-		resp, err := adm.AlterTopicConfigs(ctx, []kadm.AlterConfig{{Op: kadm.SetConfig, Name: "follower.replication.throttled.replicas", Value: &v}}, t)
+		var set []kadm.AlterConfig
+		if v, ok := leaders[t]; ok {
+			set = append(set, kadm.AlterConfig{Op: kadm.SetConfig, Name: "leader.replication.throttled.replicas", Value: &v})
+		}
+		if v, ok := followers[t]; ok {
+			set = append(set, kadm.AlterConfig{Op: kadm.SetConfig, Name: "follower.replication.throttled.replicas", Value: &v})
+		}
+		resp, err := adm.AlterTopicConfigs(ctx, set, t)
 		if err := configsErr(resp, err); err != nil {
 			return fmt.Errorf("throttling topic %s: %w", t, err)
 		}
 	}
 	rs := strconv.FormatInt(rate, 10)
+	var set []kadm.AlterConfig
+	for _, k := range throttleRateKeys {
+		set = append(set, kadm.AlterConfig{Op: kadm.SetConfig, Name: k, Value: &rs})
+	}
 	for _, b := range brokers {
-		resp, err := adm.AlterBrokerConfigs(ctx, []kadm.AlterConfig{{Op: kadm.SetConfig, Name: "follower.replication.throttled.rate", Value: &rs}}, b)
+		resp, err := adm.AlterBrokerConfigs(ctx, set, b)
 		if err := configsErr(resp, err); err != nil {
 			return fmt.Errorf("throttling broker %d: %w", b, err)
 		}
@@ -594,7 +791,10 @@ func clearThrottles(ctx context.Context, adm *kadm.Client, w io.Writer, topics [
 		return err
 	}
 	var ids []string
-	del := []kadm.AlterConfig{{Op: kadm.DeleteConfig, Name: "follower.replication.throttled.rate"}}
+	var del []kadm.AlterConfig
+	for _, k := range throttleRateKeys {
+		del = append(del, kadm.AlterConfig{Op: kadm.DeleteConfig, Name: k})
+	}
 	for _, b := range meta.Brokers {
 		resp, err := adm.AlterBrokerConfigs(ctx, del, b.NodeID)
 		if err := configsErr(resp, err); err != nil {
@@ -603,7 +803,10 @@ func clearThrottles(ctx context.Context, adm *kadm.Client, w io.Writer, topics [
 		ids = append(ids, strconv.Itoa(int(b.NodeID)))
 	}
 	fmt.Fprintf(w, "Clearing broker-level throttles on brokers %s\n", strings.Join(ids, ","))
-	tdel := []kadm.AlterConfig{{Op: kadm.DeleteConfig, Name: "follower.replication.throttled.replicas"}}
+	var tdel []kadm.AlterConfig
+	for _, k := range throttleListKeys {
+		tdel = append(tdel, kadm.AlterConfig{Op: kadm.DeleteConfig, Name: k})
+	}
 	for _, t := range topics {
 		resp, err := adm.AlterTopicConfigs(ctx, tdel, t)
 		if err := configsErr(resp, err); err != nil {

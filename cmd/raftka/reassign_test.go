@@ -61,7 +61,7 @@ func TestReassignFileErrors(t *testing.T) {
 		{`{"version":1,"partitions":[{"topic":"t","partition":0,"replicas":[1]},{"topic":"t","partition":0,"replicas":[1]}]}`, "duplicate partition t-0"},
 		{`{"version":1,"partitions":[{"topic":"t","partition":0,"replicas":[1,1]}]}`, "lists broker 1 twice"},
 		{`{"version":1,"partitions":[{"topic":"t","partition":0,"replicas":[]}]}`, "empty replica list"},
-		{`{"version":1,"partitions":[{"topic":"t","partition":0,"replicas":[1],"log_dirs":["/d"]}]}`, `log dir "/d"`},
+		{`{"version":1,"partitions":[{"topic":"t","partition":0,"replicas":[1],"log_dirs":["d"]}]}`, `log dir "d"`},
 		{`not json`, "invalid character"},
 	} {
 		f := writeFile(t, "r.json", tc.body)
@@ -139,11 +139,16 @@ func TestThrottlePlan(t *testing.T) {
 		{Topic: "b", Partition: 0, Replicas: []int32{1, 4}},
 		{Topic: "c", Partition: 0, Replicas: []int32{6}}, // not in cur: every replica is new
 	}
-	topics, brokers := throttlePlan(cur, want)
-	if topics["a"] != "0:4,1:5" || topics["b"] != "0:4" || topics["c"] != "0:6" || len(topics) != 3 {
-		t.Errorf("topics %v", topics)
+	cur = append(cur, reassignmentEntry{Topic: "d", Partition: 0, Replicas: []int32{7}})
+	want = append(want, reassignmentEntry{Topic: "d", Partition: 0, Replicas: []int32{7}}) // not moving
+	followers, leaders, brokers := throttlePlan(cur, want)
+	if followers["a"] != "0:4,1:5" || followers["b"] != "0:4" || followers["c"] != "0:6" || len(followers) != 3 {
+		t.Errorf("follower lists %v", followers)
 	}
-	if !slices.Equal(brokers, []int32{4, 5, 6}) {
+	if leaders["a"] != "0:1,0:2,0:3,1:1,1:2,1:3" || leaders["b"] != "0:1" || len(leaders) != 2 {
+		t.Errorf("leader lists %v", leaders)
+	}
+	if !slices.Equal(brokers, []int32{1, 2, 3, 4, 5, 6}) {
 		t.Errorf("brokers %v", brokers)
 	}
 }

@@ -5,9 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"net"
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"sync/atomic"
 	"syscall"
@@ -22,6 +24,7 @@ import (
 	"github.com/raftka/raftka/raftfsm"
 	"github.com/raftka/raftka/storage"
 	"github.com/rs/zerolog"
+	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/urfave/cli/v2"
 )
 
@@ -56,18 +59,19 @@ func init() {
 // then the client listeners, then the logs (clean-shutdown marker), and Raft
 // last, handing Raft leadership over if this node holds it.
 func runServer(ctx context.Context, cfg *config.Config, log zerolog.Logger, shutdownTimeout time.Duration) error {
-	metas, err := storage.CheckDirs(cfg.AllDirs(), "", cfg.NodeID)
+	metas, failedDirs, err := storage.CheckDirsAt(cfg.AllDirs(), cfg.MetadataLogDir, cfg.NodeID)
 	if err != nil {
 		return err
 	}
-	clusterID := metas[0].ClusterID
+	clusterID := metas[slices.Index(cfg.AllDirs(), cfg.MetadataLogDir)].ClusterID
 	log.Info().Str("cluster_id", clusterID).Strs("log_dirs", cfg.LogDirs).Msg("starting raftka node")
 	for _, w := range notApplied(cfg) {
 		log.Warn().Msg(w)
 	}
 
 	metrics := newPromMetrics()
-	node, err := startRaft(cfg, clusterID, log, metrics, metrics)
+	describer := newConfigDescriber()
+	node, err := startRaft(cfg, clusterID, log, metrics, metrics, describer)
 	if err != nil {
 		return err
 	}
@@ -77,7 +81,18 @@ func runServer(ctx context.Context, cfg *config.Config, log zerolog.Logger, shut
 		}
 	}()
 
+	// A log dir that fails (dir_failure.go in storage) takes its
+	// partitions offline in the replica layer, which starts after the
+	// logs, hence the late binding; the heartbeats then name them.
+	var replicasRef atomic.Pointer[replica.Manager]
 	logs, reports, err := storage.OpenManager(storage.ManagerOptions{
+		FailedAtStart: failedDirs,
+		OnDirFailure: func(dir string, parts []storage.TopicPartition, err error) {
+			log.Error().Err(err).Str("dir", dir).Int("partitions", len(parts)).Msg("log dir failed: taking it offline")
+			if r := replicasRef.Load(); r != nil {
+				r.HandleDirFailure(dir, parts)
+			}
+		},
 		OnFlush:                metrics.logFlushed,
 		OnFlushRound:           metrics.logFlushRound,
 		Dirs:                   cfg.LogDirs,
@@ -120,9 +135,32 @@ func runServer(ctx context.Context, cfg *config.Config, log zerolog.Logger, shut
 		}
 		node.SuspectPeer(id)
 	}
-	replicas, stopReplicas, err := startReplicas(node, logs, cfg, sourceLost, log)
+	offlineNoted := func(string, []storage.TopicPartition) {
+		if l := lifeRef.Load(); l != nil {
+			l.Nudge()
+		}
+	}
+	replicas, stopReplicas, err := startReplicas(node, logs, cfg, sourceLost, offlineNoted, log)
 	if err != nil {
 		return err
+	}
+	replicasRef.Store(replicas)
+	for _, od := range logs.OfflineDirs() {
+		log.Error().Err(od.Err).Str("dir", od.Dir).Msg("log dir unusable at start: it is offline")
+	}
+	if parts := logs.OfflinePartitions(); len(parts) > 0 {
+		// Failures between the logs' start and the replicas' wiring.
+		byDir := map[string][]storage.TopicPartition{}
+		for tp, d := range parts {
+			byDir[d] = append(byDir[d], tp)
+		}
+		for d, tps := range byDir {
+			replicas.HandleDirFailure(d, tps)
+		}
+	}
+	dirIDs := map[string]string{}
+	for i, d := range cfg.AllDirs() {
+		dirIDs[d] = metas[i].DirectoryID
 	}
 	// Deferred after logs.Close, so it runs before it: fetchers and waiting
 	// requests stop while the logs are still open.
@@ -218,7 +256,14 @@ func runServer(ctx context.Context, cfg *config.Config, log zerolog.Logger, shut
 			ShareState:  node.Client(),
 		},
 		Partitions: broker.PartitionOptions{
-			LogDirs:                 cfg.LogDirs,
+			LogDirs: cfg.LogDirs,
+			OfflineDirs: func() []string {
+				var out []string
+				for _, od := range logs.OfflineDirs() {
+					out = append(out, od.Dir)
+				}
+				return out
+			},
 			FetchSessionCacheSlots:  sessionSlots(cfg.FetchSessionCacheSlots),
 			FetchSessionEvictionMin: cfg.FetchSessionEvictionMin,
 		},
@@ -226,6 +271,7 @@ func runServer(ctx context.Context, cfg *config.Config, log zerolog.Logger, shut
 	if err != nil {
 		return err
 	}
+	describer.set(srv)
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve() }()
 	defer srv.Close()
@@ -245,6 +291,9 @@ func runServer(ctx context.Context, cfg *config.Config, log zerolog.Logger, shut
 		Logger:     log.With().Str("component", "lifecycle").Logger(),
 
 		MarkSuspects: raftfsm.SetSuspectedBrokers,
+		MarkOffline: func(req *kmsg.BrokerHeartbeatRequest) {
+			markOffline(req, logs, replicas, currentImageOf(node), dirIDs)
+		},
 	})
 	if err != nil {
 		return err
@@ -346,7 +395,7 @@ const initialCatchUpWait = 5 * time.Second
 // before retrying failed __consumer_offsets writes.
 const offsetsLogRetry = 2 * time.Second
 
-func startReplicas(node *raftfsm.Node, logs *storage.Manager, cfg *config.Config, sourceLost func(int32), log zerolog.Logger) (*replica.Manager, func(), error) {
+func startReplicas(node *raftfsm.Node, logs *storage.Manager, cfg *config.Config, sourceLost func(int32), onOffline func(string, []storage.TopicPartition), log zerolog.Logger) (*replica.Manager, func(), error) {
 	clientID := fmt.Sprintf("raftka-replica-%d", cfg.NodeID)
 	dial := replica.TCPDialer(clientID, 10*time.Second)
 	secured, err := broker.InterBrokerDialer(cfg, 10*time.Second, log)
@@ -373,6 +422,7 @@ func startReplicas(node *raftfsm.Node, logs *storage.Manager, cfg *config.Config
 		RequestTimeout:         cfg.ReplicaSocketTimeout,
 		NumFetchers:            int(cfg.NumReplicaFetchers),
 		SourceLost:             sourceLost,
+		OnOffline:              onOffline,
 	})
 	if err != nil {
 		return nil, nil, err
@@ -434,8 +484,33 @@ func startReplicas(node *raftfsm.Node, logs *storage.Manager, cfg *config.Config
 	return m, stop, nil
 }
 
-func startRaft(cfg *config.Config, clusterID string, log zerolog.Logger, obs raftfsm.Observer, m broker.Metrics) (*raftfsm.Node, error) {
+// configDescriber hands the controller listener the node's broker's
+// DescribeConfigs once the broker exists (it starts after Raft).
+type configDescriber struct {
+	srv   atomic.Pointer[broker.Server]
+	ready chan struct{}
+}
+
+func newConfigDescriber() *configDescriber { return &configDescriber{ready: make(chan struct{})} }
+
+func (d *configDescriber) set(s *broker.Server) {
+	d.srv.Store(s)
+	close(d.ready)
+}
+
+// describe waits for the broker (nil if ctx ends first).
+func (d *configDescriber) describe(ctx context.Context, principal, host string, req *kmsg.DescribeConfigsRequest) *kmsg.DescribeConfigsResponse {
+	select {
+	case <-d.ready:
+	case <-ctx.Done():
+		return nil
+	}
+	return d.srv.Load().DescribeConfigsFor(principal, host, req)
+}
+
+func startRaft(cfg *config.Config, clusterID string, log zerolog.Logger, obs raftfsm.Observer, m broker.Metrics, describer *configDescriber) (*raftfsm.Node, error) {
 	rc := raftfsm.Config{
+		DescribeConfigs:          describer.describe,
 		Observer:                 obs,
 		NodeID:                   cfg.NodeID,
 		Voter:                    cfg.Roles.Controller,
@@ -451,6 +526,7 @@ func startRaft(cfg *config.Config, clusterID string, log zerolog.Logger, obs raf
 		TopicDeletionDisabled:    !cfg.DeleteTopicEnable,
 
 		DefaultUncleanLeaderElection:  cfg.UncleanLeaderElectionEnable,
+		DefaultMinInsyncReplicas:      int(cfg.MinInsyncReplicas),
 		AutoLeaderRebalance:           cfg.AutoLeaderRebalanceEnable,
 		LeaderImbalanceCheckInterval:  cfg.LeaderImbalanceCheckInterval,
 		OffsetsRetention:              cfg.OffsetsRetention,
@@ -463,6 +539,17 @@ func startRaft(cfg *config.Config, clusterID string, log zerolog.Logger, obs raf
 	}
 	for _, v := range cfg.Voters {
 		rc.Voters = append(rc.Voters, raftfsm.Voter{ID: v.ID, Addr: v.Addr()})
+	}
+	rc.BootstrapServers = cfg.BootstrapServers
+	initial, err := readVoters(cfg.MetadataLogDir)
+	if err != nil {
+		return nil, err
+	}
+	rc.InitialVoters = initial
+	if m, err := storage.ReadMetaProperties(cfg.MetadataLogDir); err == nil && m.DirectoryID != "" {
+		if u, err := storage.ParseUUID(m.DirectoryID); err == nil {
+			rc.DirectoryID = u
+		}
 	}
 	if cfg.ElectionTimeout > 0 {
 		// controller.quorum.election.timeout.ms is KRaft's knob for how
@@ -480,6 +567,11 @@ func startRaft(cfg *config.Config, clusterID string, log zerolog.Logger, obs raf
 	if l, ok := cfg.ControllerListener(); ok {
 		rc.ListenAddr = l.Addr()
 		rc.ControllerListenerName = l.Name
+		if ip := net.ParseIP(l.Host); len(cfg.Voters) == 0 && l.Host != "" && (ip == nil || !ip.IsUnspecified()) {
+			// Dynamic quorum: the listener, not storage format's list, is
+			// where this node is now (a moved voter sends UpdateRaftVoter).
+			rc.AdvertisedAddr = l.Addr()
+		}
 	} else {
 		return nil, errors.New("no controller listener: broker-only nodes need one for the metadata log (listeners=...,CONTROLLER://host:port)")
 	}
@@ -642,4 +734,35 @@ func groupConfigOverrides(cfg *config.Config) func(img *metadata.Image, group st
 		return ms(m, "consumer.session.timeout.ms", cfg.GroupConsumerMinSessionTimeout, cfg.GroupConsumerMaxSessionTimeout),
 			ms(m, "consumer.heartbeat.interval.ms", cfg.GroupConsumerMinHeartbeatInterval, cfg.GroupConsumerMaxHeartbeatInterval)
 	}
+}
+
+func currentImageOf(node *raftfsm.Node) func() *metadata.Image {
+	return func() *metadata.Image { img, _ := node.Current(); return img }
+}
+
+// markOffline fills a heartbeat with this broker's failed log dirs (Kafka's
+// OfflineLogDirs, by directory.id) and the replicas that were in them
+// (raftfsm.SetOfflineReplicas), every heartbeat, so a new controller
+// learns them too.
+func markOffline(req *kmsg.BrokerHeartbeatRequest, logs *storage.Manager, replicas *replica.Manager, image func() *metadata.Image, dirIDs map[string]string) {
+	for _, od := range logs.OfflineDirs() {
+		if id, err := storage.ParseUUID(dirIDs[od.Dir]); err == nil {
+			req.OfflineLogDirs = append(req.OfflineLogDirs, id)
+		}
+	}
+	parts := replicas.OfflinePartitions()
+	if len(parts) == 0 {
+		return
+	}
+	img := image()
+	if img == nil {
+		return
+	}
+	var refs []metadata.ReplicaRef
+	for tp := range parts {
+		if t, ok := img.Topic(tp.Topic); ok {
+			refs = append(refs, metadata.ReplicaRef{TopicID: t.ID, Partition: tp.Partition})
+		}
+	}
+	raftfsm.SetOfflineReplicas(req, refs)
 }

@@ -29,6 +29,9 @@ func init() {
 					&cli.StringFlag{Name: "cluster-id", Aliases: []string{"t"}, Required: true, Usage: "the cluster id, the same on every node (make one with raftka storage random-uuid)"},
 					&cli.BoolFlag{Name: "ignore-formatted", Aliases: []string{"g"}, Usage: "skip directories already formatted with the same cluster and node id"},
 					&cli.GenericFlag{Name: "override", Value: overrides, Usage: "set a config key, as key=value (repeatable; commas stay in the value)"},
+					&cli.BoolFlag{Name: "standalone", Aliases: []string{"s"}, Usage: "dynamic quorum (controller.quorum.bootstrap.servers): this controller alone is the first voter"},
+					&cli.StringFlag{Name: "initial-controllers", Aliases: []string{"I"}, Usage: "dynamic quorum: the first voters, as id@host:port:directory-id,... (the same on each of them)"},
+					&cli.BoolFlag{Name: "no-initial-controllers", Aliases: []string{"N"}, Usage: "dynamic quorum: this controller starts as an observer, to be added by raftka cluster add-controller"},
 					&cli.GenericFlag{Name: "add-scram", Value: scrams, Usage: "a SCRAM user the new cluster starts with, as kafka-storage.sh takes it: 'SCRAM-SHA-256=[name=admin,password=...]' (repeatable)"},
 				},
 				Action: func(c *cli.Context) error {
@@ -48,7 +51,11 @@ func init() {
 						}
 						boot = append(boot, rec)
 					}
-					return formatDirs(c.App.Writer, cfg, c.String("cluster-id"), c.Bool("ignore-formatted"), boot)
+					q, err := planQuorumFormat(cfg, c.Bool("standalone"), c.String("initial-controllers"), c.Bool("no-initial-controllers"))
+					if err != nil {
+						return err
+					}
+					return formatDirs(c.App.Writer, cfg, c.String("cluster-id"), c.Bool("ignore-formatted"), boot, q)
 				},
 				// Flag values live as long as the command; clear them even
 				// when the action did not run, for the next Run in this process.
@@ -68,7 +75,7 @@ func init() {
 
 // formatDirs checks every directory before writing any, so a refusal leaves
 // nothing half-formatted.
-func formatDirs(w io.Writer, cfg *config.Config, clusterID string, ignoreFormatted bool, boot []metadata.Record) error {
+func formatDirs(w io.Writer, cfg *config.Config, clusterID string, ignoreFormatted bool, boot []metadata.Record, q quorumFormat) error {
 	if _, err := storage.ParseUUID(clusterID); err != nil {
 		return fmt.Errorf("--cluster-id %q: %v (make one with raftka storage random-uuid)", clusterID, err)
 	}
@@ -91,6 +98,20 @@ func formatDirs(w io.Writer, cfg *config.Config, clusterID string, ignoreFormatt
 	if len(boot) > 0 && !slices.Contains(todo, cfg.MetadataLogDir) {
 		return fmt.Errorf("--add-scram: the metadata log dir %s is already formatted; bootstrap records apply only to a new cluster", cfg.MetadataLogDir)
 	}
+	if q.voters != nil && !slices.Contains(todo, cfg.MetadataLogDir) {
+		return fmt.Errorf("--standalone / --initial-controllers: the metadata log dir %s is already formatted; the first voters apply only to a new cluster", cfg.MetadataLogDir)
+	}
+	scram := len(boot)
+	if q.voters != nil {
+		boot = append(boot, &metadata.FeatureLevel{Name: metadata.KRaftVersionFeature, Level: 1})
+		for _, v := range q.voters {
+			u, err := storage.ParseUUID(v.DirectoryID)
+			if err != nil {
+				return err
+			}
+			boot = append(boot, &metadata.VoterDirectory{NodeID: v.ID, DirectoryID: u})
+		}
+	}
 	if len(todo) == 0 {
 		fmt.Fprintln(w, "All of the log directories are already formatted.")
 		return nil
@@ -100,10 +121,21 @@ func formatDirs(w io.Writer, cfg *config.Config, clusterID string, ignoreFormatt
 		if err := writeBootstrap(cfg.MetadataLogDir, boot); err != nil {
 			return fmt.Errorf("writing the bootstrap records: %w", err)
 		}
-		fmt.Fprintf(w, "Wrote %d SCRAM credential(s) to %s for the first controller to commit\n", len(boot), filepath.Join(cfg.MetadataLogDir, bootstrapFile))
+		if scram > 0 {
+			fmt.Fprintf(w, "Wrote %d SCRAM credential(s) to %s for the first controller to commit\n", scram, filepath.Join(cfg.MetadataLogDir, bootstrapFile))
+		}
+	}
+	if q.voters != nil {
+		if err := writeVoters(cfg.MetadataLogDir, q.voters); err != nil {
+			return fmt.Errorf("writing the initial voters: %w", err)
+		}
+		fmt.Fprintf(w, "Wrote the initial voters %v to %s (kraft.version 1)\n", q.voters, filepath.Join(cfg.MetadataLogDir, votersFile))
 	}
 	for _, dir := range todo {
 		m := storage.MetaProperties{ClusterID: clusterID, NodeID: cfg.NodeID, DirectoryID: storage.RandomUUID().String()}
+		if dir == cfg.MetadataLogDir && q.dirID != "" {
+			m.DirectoryID = q.dirID
+		}
 		if err := storage.WriteMetaProperties(dir, m); err != nil {
 			return fmt.Errorf("formatting %s: %w", dir, err)
 		}

@@ -194,7 +194,7 @@ func takeTopSnapshot(ctx context.Context, cl *kgo.Client, internal bool) *topSna
 			}
 		}
 	}
-	if dc, err := describeCluster(ctx, cl); err != nil {
+	if dc, err := describeCluster(ctx, cl, false); err != nil {
 		s.BrokersErr = err
 	} else {
 		s.ClusterID = dc.ClusterID

@@ -296,15 +296,74 @@ func topicsDescribe(c *cli.Context) error {
 		for _, b := range resp.Brokers {
 			live[b.NodeID] = true
 		}
+		elrs, err := describeELRs(ctx, cl, topics)
+		if err != nil {
+			return requestError(c, "describe topic partitions", err)
+		}
 		filtered := c.Bool("under-replicated-partitions") || c.Bool("unavailable-partitions")
 		for _, t := range topics {
-			writeTopicDescription(c.App.Writer, t, configs[*t.Topic], live, filtered, c.Bool("under-replicated-partitions"), c.Bool("unavailable-partitions"))
+			writeTopicDescription(c.App.Writer, t, configs[*t.Topic], live, filtered, c.Bool("under-replicated-partitions"), c.Bool("unavailable-partitions"), elrs)
 		}
 		return nil
 	})
 }
 
-func writeTopicDescription(w io.Writer, t kmsg.MetadataResponseTopic, configs string, live map[int32]bool, filtered, underReplicated, unavailable bool) {
+// partitionELR is a partition's KIP-966 lists, from DescribeTopicPartitions
+// (Metadata does not carry them).
+type partitionELR struct{ elr, lastKnown []int32 }
+
+type topicPartitionKey struct {
+	topic     string
+	partition int32
+}
+
+// describeELRs asks DescribeTopicPartitions (75), following its cursor, for
+// the ELR and last known ELR of topics' partitions, as kafka-topics.sh
+// --describe shows them.
+func describeELRs(ctx context.Context, cl *kgo.Client, topics []kmsg.MetadataResponseTopic) (map[topicPartitionKey]partitionELR, error) {
+	out := map[topicPartitionKey]partitionELR{}
+	if len(topics) == 0 {
+		return out, nil
+	}
+	req := kmsg.NewPtrDescribeTopicPartitionsRequest()
+	for _, t := range topics {
+		rt := kmsg.NewDescribeTopicPartitionsRequestTopic()
+		rt.Topic = *t.Topic
+		req.Topics = append(req.Topics, rt)
+	}
+	req.ResponsePartitionLimit = 2000
+	// Bounded: each round trip answers at least one partition, so a cursor
+	// that does not move is a broker bug, not a reason to spin.
+	for range 10000 {
+		resp, err := req.RequestWith(ctx, cl)
+		if err != nil {
+			// A broker without DescribeTopicPartitions (before Kafka 3.7)
+			// has no ELR to show; franz-go says so with an unexported
+			// error whose text is all there is to match.
+			if errors.Is(err, kerr.UnsupportedVersion) || strings.Contains(err.Error(), "broker is too old") {
+				return out, nil
+			}
+			return nil, err
+		}
+		for _, t := range resp.Topics {
+			if t.Topic == nil || t.ErrorCode != 0 {
+				continue
+			}
+			for _, p := range t.Partitions {
+				out[topicPartitionKey{*t.Topic, p.Partition}] = partitionELR{p.EligibleLeaderReplicas, p.LastKnownELR}
+			}
+		}
+		if resp.NextCursor == nil {
+			return out, nil
+		}
+		cur := kmsg.NewDescribeTopicPartitionsRequestCursor()
+		cur.Topic, cur.Partition = resp.NextCursor.Topic, resp.NextCursor.Partition
+		req.Cursor = &cur
+	}
+	return nil, errors.New("DescribeTopicPartitions: the cursor did not reach the end")
+}
+
+func writeTopicDescription(w io.Writer, t kmsg.MetadataResponseTopic, configs string, live map[int32]bool, filtered, underReplicated, unavailable bool, elrs map[topicPartitionKey]partitionELR) {
 	parts := slices.Clone(t.Partitions)
 	sort.Slice(parts, func(i, j int) bool { return parts[i].Partition < parts[j].Partition })
 	if !filtered {
@@ -326,6 +385,12 @@ func writeTopicDescription(w io.Writer, t kmsg.MetadataResponseTopic, configs st
 		}
 		fmt.Fprintf(w, "\tTopic: %s\tPartition: %d\tLeader: %s\tReplicas: %s\tIsr: %s\tLeaderEpoch: %d",
 			*t.Topic, p.Partition, leader, joinIDs(p.Replicas), joinIDs(p.ISR), p.LeaderEpoch)
+		if e := elrs[topicPartitionKey{*t.Topic, p.Partition}]; len(e.elr) > 0 || len(e.lastKnown) > 0 {
+			// kafka-topics.sh's names; shown only with eligible leader
+			// replicas to show, so a cluster at eligible.leader.replicas.version
+			// 0 prints what it always did.
+			fmt.Fprintf(w, "\tElr: %s\tLastKnownElr: %s", joinIDs(e.elr), joinIDs(e.lastKnown))
+		}
 		if len(p.OfflineReplicas) > 0 {
 			fmt.Fprintf(w, "\tOffline: %s", joinIDs(p.OfflineReplicas))
 		}

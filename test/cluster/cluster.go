@@ -40,6 +40,21 @@ type opts struct {
 	tailLines     int
 	binary        string // "" for Binary()
 	isolated      bool
+	// dynamic: the nodes formatted --initial-controllers (KIP-853); the
+	// other controllers are formatted --no-initial-controllers. nil: a
+	// static controller.quorum.voters.
+	dynamic []int32
+}
+
+// DynamicQuorum formats a dynamic controller quorum (KIP-853,
+// kraft.version 1): every node gets controller.quorum.bootstrap.servers
+// (the initial voters' controller listeners) instead of
+// controller.quorum.voters; the nodes named are formatted
+// --initial-controllers with each other, the other controllers
+// --no-initial-controllers (observers until raftka cluster add-controller
+// promotes them).
+func DynamicQuorum(initial ...int32) Opt {
+	return opt{func(o *opts) { o.dynamic = slices.Clone(initial) }}
 }
 
 // Isolated runs every node in a network namespace of its own, at its own
@@ -224,8 +239,24 @@ func Prepare(t testing.TB, o ...Opt) *Cluster {
 		}
 		c.clusterID = strings.TrimSpace(out)
 	}
+	var initial []string
+	for _, id := range cfg.dynamic {
+		n := c.Node(id)
+		out, err := Run(t, "storage", "random-uuid")
+		if err != nil {
+			t.Fatalf("test/cluster: %v\n%s", err, out)
+		}
+		initial = append(initial, fmt.Sprintf("%d@%s:%s", id, n.ControllerAddr(), strings.TrimSpace(out)))
+	}
 	for _, n := range c.nodes {
 		args := append([]string{"--log-level", "warn", "storage", "format", "--config", n.configPath, "--cluster-id", c.clusterID}, cfg.formatArgs...)
+		switch {
+		case cfg.dynamic == nil || n.brokerOnly:
+		case slices.Contains(cfg.dynamic, n.id):
+			args = append(args, "--initial-controllers", strings.Join(initial, ","))
+		default:
+			args = append(args, "--no-initial-controllers")
+		}
 		if out, err := RunBinary(t, n.binaryPath(), args...); err != nil {
 			t.Fatalf("test/cluster: formatting node %d: %v\n%s", n.id, err, out)
 		}
@@ -324,10 +355,18 @@ func (c *Cluster) serverProperties(n *Node) string {
 		// CONTROLLER listener.
 		roles = "broker"
 	}
+	quorumKey, quorumValue := "controller.quorum.voters", strings.Join(quorum, ",")
+	if c.o.dynamic != nil {
+		var boot []string
+		for _, id := range c.o.dynamic {
+			boot = append(boot, c.nodes[id-1].ControllerAddr())
+		}
+		quorumKey, quorumValue = "controller.quorum.bootstrap.servers", strings.Join(boot, ",")
+	}
 	props := []kv{
 		{"process.roles", roles},
 		{"node.id", strconv.Itoa(int(n.id))},
-		{"controller.quorum.voters", strings.Join(quorum, ",")},
+		{quorumKey, quorumValue},
 		{"listeners", listeners},
 		{"inter.broker.listener.name", "PLAINTEXT"},
 		{"advertised.listeners", "PLAINTEXT://" + n.ClientAddr()},

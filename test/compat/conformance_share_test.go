@@ -120,6 +120,21 @@ func shareDeliveryRows() []row {
 			func(r kmsg.Response, _ *env) error {
 				return want("top level", r.(*kmsg.ShareFetchResponse).ErrorCode, kerr.InvalidShareSessionEpoch.Code)
 			}},
+		{78, highest, "renew asking for records", "KafkaApis.handleShareFetchRequest, v2 (KIP-1222): IsRenewAck with fetch sizes other than 0 is INVALID_REQUEST",
+			func(v int16, e *env) kmsg.Request {
+				r := shareFetch(v, shareGroup, "renew-member", 0)
+				r.IsRenewAck = true
+				t := kmsg.NewShareFetchRequestTopic()
+				t.TopicID = e.topicID
+				p := kmsg.NewShareFetchRequestTopicPartition()
+				p.AcknowledgementBatches = []kmsg.ShareFetchRequestTopicPartitionAcknowledgementBatch{{FirstOffset: 0, LastOffset: 0, AcknowledgeTypes: []int8{4}}}
+				t.Partitions = append(t.Partitions, p)
+				r.Topics = append(r.Topics, t)
+				return r
+			},
+			func(r kmsg.Response, _ *env) error {
+				return want("top level", r.(*kmsg.ShareFetchResponse).ErrorCode, kerr.InvalidRequest.Code)
+			}},
 		{79, lowest, "acknowledge opening a session", "KafkaApis.handleShareAcknowledgeRequest: ShareAcknowledge with epoch 0 is INVALID_SHARE_SESSION_EPOCH",
 			func(v int16, e *env) kmsg.Request { return shareAck(v, shareGroup, "fetch-member", 0) },
 			func(r kmsg.Response, _ *env) error {

@@ -758,6 +758,13 @@ func adminRows() []row {
 			func(r kmsg.Response, _ *env) error {
 				return want("resource", r.(*kmsg.AlterConfigsResponse).Resources[0].ErrorCode, kerr.UnknownTopicOrPartition.Code)
 			}},
+		// AlterReplicaLogDirs (34).
+		{34, lowest, "dir not in log.dirs", "ReplicaManager.alterReplicaLogDirs: LogManager.isLogDirOnline throws LogDirNotFoundException",
+			func(v int16, e *env) kmsg.Request { return alterReplicaLogDirs(v, "/not/a/log/dir", topic) },
+			func(r kmsg.Response, _ *env) error { return alterLogDirsCode(r, kerr.LogDirNotFound.Code) }},
+		{34, highest, "dir not in log.dirs", "ReplicaManager.alterReplicaLogDirs, as at the lowest version (v2 flexible)",
+			func(v int16, e *env) kmsg.Request { return alterReplicaLogDirs(v, "/not/a/log/dir", topic) },
+			func(r kmsg.Response, _ *env) error { return alterLogDirsCode(r, kerr.LogDirNotFound.Code) }},
 		// DescribeLogDirs (35).
 		{35, lowest, "all log dirs", "ReplicaManager.describeLogDirs: every log dir, no error",
 			func(v int16, e *env) kmsg.Request { r := kmsg.NewPtrDescribeLogDirsRequest(); r.Version = v; return r },
@@ -881,7 +888,7 @@ func TestConformance(t *testing.T) {
 		ranges[k.ApiKey] = [2]int16{k.MinVersion, k.MaxVersion}
 	}
 
-	all := slices.Concat(rows, groupRows(), adminRows(), edgeRows(), securityRows(), aclRows(), quotaRows(), txnRows(), reassignRows(), shareGroupRows(), shareOffsetRows(), shareDeliveryRows(), shareDeleteOffsetRows(), featureRows())
+	all := slices.Concat(rows, groupRows(), adminRows(), edgeRows(), securityRows(), aclRows(), quotaRows(), txnRows(), reassignRows(), shareGroupRows(), shareOffsetRows(), shareDeliveryRows(), shareDeleteOffsetRows(), featureRows(), quorumRows())
 	covered := map[int16][2]bool{}
 	for _, r := range all {
 		rg, ok := ranges[r.key]
@@ -1468,4 +1475,24 @@ func quotaRows() []row {
 		{49, lowest, "unknown key", "ClientQuotaControlManager.validateQuotaKeyValue: a key the entity type does not define is INVALID_REQUEST", alter("bogus_rate", 1), alterRefused},
 		{49, highest, "fractional byte rate", "ClientQuotaControlManager.validateQuotaKeyValue: producer_byte_rate is a LONG, so 1.5 is INVALID_REQUEST", alter("producer_byte_rate", 1.5), alterRefused},
 	}
+}
+
+func alterReplicaLogDirs(v int16, dir, topic string) kmsg.Request {
+	r := kmsg.NewPtrAlterReplicaLogDirsRequest()
+	r.Version = v
+	d := kmsg.NewAlterReplicaLogDirsRequestDir()
+	d.Dir = dir
+	t := kmsg.NewAlterReplicaLogDirsRequestDirTopic()
+	t.Topic, t.Partitions = topic, []int32{0}
+	d.Topics = append(d.Topics, t)
+	r.Dirs = append(r.Dirs, d)
+	return r
+}
+
+func alterLogDirsCode(r kmsg.Response, code int16) error {
+	resp := r.(*kmsg.AlterReplicaLogDirsResponse)
+	if len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 1 {
+		return fmt.Errorf("answer %+v, want one partition", resp.Topics)
+	}
+	return want("partition", resp.Topics[0].Partitions[0].ErrorCode, code)
 }

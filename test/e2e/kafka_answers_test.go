@@ -81,8 +81,8 @@ func testDeleteThenReadPartitions(t *testing.T, c *cluster.Cluster, adm *kadm.Cl
 	})
 }
 
-// Every node's ApiVersions lists metadata.version and transaction.version
-// as finalized at the levels the binary serves, with the metadata offset as
+// Every node's ApiVersions lists metadata.version, share.version (Kafka
+// 4.2 finalizes it on a new cluster) and transaction.version as finalized at the levels the binary serves, with the metadata offset as
 // the epoch, and nothing that would switch a client to a protocol raftka
 // does not serve (group.version 1 would make kgo use KIP-848).
 func testFinalizedFeatures(t *testing.T, c *cluster.Cluster) {
@@ -98,9 +98,10 @@ func testFinalizedFeatures(t *testing.T, c *cluster.Cluster) {
 		if resp.FinalizedFeaturesEpoch <= 0 {
 			t.Errorf("%s: finalized features epoch %d", n.ClientAddr(), resp.FinalizedFeaturesEpoch)
 		}
-		if ff := resp.FinalizedFeatures; len(ff) != 2 || ff[0].Name != "metadata.version" || ff[0].MaxVersionLevel != 28 || ff[0].MinVersionLevel != 28 ||
-			ff[1].Name != "transaction.version" || ff[1].MaxVersionLevel != 2 || ff[1].MinVersionLevel != 2 {
-			t.Errorf("%s: finalized features %+v, want metadata.version 28 (0.2-IV0) and transaction.version 2", n.ClientAddr(), ff)
+		if ff := resp.FinalizedFeatures; len(ff) != 3 || ff[0].Name != "metadata.version" || ff[0].MaxVersionLevel != 28 || ff[0].MinVersionLevel != 28 ||
+			ff[1].Name != "share.version" || ff[1].MaxVersionLevel != 1 || ff[1].MinVersionLevel != 1 ||
+			ff[2].Name != "transaction.version" || ff[2].MaxVersionLevel != 2 || ff[2].MinVersionLevel != 2 {
+			t.Errorf("%s: finalized features %+v, want metadata.version 28 (0.2-IV0), share.version 1 and transaction.version 2", n.ClientAddr(), ff)
 		}
 	}
 }

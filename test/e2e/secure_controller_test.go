@@ -328,6 +328,10 @@ func TestControllerListenerSASLSSL(t *testing.T) {
 		}
 	})
 
+	t.Run("admin tools over --bootstrap-controller", func(t *testing.T) {
+		controllerAdminSASLSSL(t, ctx, sc, admin, alicePw)
+	})
+
 	t.Run("non-broker principal refused fetching as a replica", func(t *testing.T) {
 		c, err := aliceDial(ctx, n1.ClientAddr())
 		if err != nil {

@@ -3,7 +3,13 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -26,7 +32,15 @@ import (
 // per 1,000 acknowledgements (the share-partition writes are coalesced).
 func BenchmarkShareQueue(b *testing.B) {
 	const topic, parts, records, size = "queue-bench", 6, 120000, 1024
-	c := cluster.Start(b, cluster.Nodes(3), cluster.LogLevel("warn"))
+	// RAFTKA_SHARE_PROFILE=dir: a CPU profile of each node over the first
+	// seconds of every share group run (dir/members-N.node-ID.pprof), for
+	// finding where the queue's time goes.
+	profDir := os.Getenv("RAFTKA_SHARE_PROFILE")
+	opts := []cluster.Opt{cluster.Nodes(3), cluster.LogLevel("warn")}
+	if profDir != "" {
+		opts = append(opts, cluster.Override("metrics.pprof.enable", "true"))
+	}
+	c := cluster.Start(b, opts...)
 	ctx := ctxFor(b, 15*time.Minute)
 	cl := spreadingProducer(b, c)
 	adm := kadm.NewClient(cl)
@@ -77,6 +91,15 @@ func BenchmarkShareQueue(b *testing.B) {
 				var lats []time.Duration
 				mctx, stop := context.WithCancel(ctx)
 				var wg sync.WaitGroup
+				if profDir != "" {
+					for _, n := range c.Nodes() {
+						wg.Add(1)
+						go func() {
+							defer wg.Done()
+							cpuProfile(ctx, b, n.MetricsAddr(), filepath.Join(profDir, fmt.Sprintf("members-%d.node-%d.pprof", members, n.ID())))
+						}()
+					}
+				}
 				start := time.Now()
 				for i := range members {
 					wg.Add(1)
@@ -149,6 +172,11 @@ func BenchmarkShareQueue(b *testing.B) {
 				elapsed := time.Since(start)
 				stop()
 				wg.Wait()
+				if profDir != "" {
+					for _, n := range c.Nodes() {
+						b.Logf("node %d: %s", n.ID(), shareFetchTimes(ctx, n.MetricsAddr()))
+					}
+				}
 				raftEntries := metadataHW(ctx, b, cl) - raftBefore
 				classic := classicRate()
 				rate := float64(records) / elapsed.Seconds()
@@ -166,6 +194,62 @@ func BenchmarkShareQueue(b *testing.B) {
 			}
 		})
 	}
+}
+
+// cpuProfile writes a 2 s CPU profile of the node serving /debug/pprof/
+// on addr to path.
+func cpuProfile(ctx context.Context, b *testing.B, addr, path string) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/debug/pprof/profile?seconds=2", nil)
+	if err != nil {
+		b.Error(err)
+		return
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		b.Errorf("profile of %s: %v", addr, err)
+		return
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err == nil {
+		err = os.WriteFile(path, body, 0o644)
+	}
+	if err != nil {
+		b.Errorf("profile of %s: %v", addr, err)
+	}
+}
+
+// shareFetchTimes is a node's ShareFetch count and mean time since it
+// started, from its /metrics.
+func shareFetchTimes(ctx context.Context, addr string) string {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/metrics", nil)
+	if err != nil {
+		return err.Error()
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err.Error()
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	var sum, count float64
+	for _, line := range strings.Split(string(body), "\n") {
+		f := strings.Fields(line)
+		if len(f) != 2 {
+			continue
+		}
+		v, _ := strconv.ParseFloat(f[1], 64)
+		switch f[0] {
+		case `raftka_request_total_time_seconds_sum{request="ShareFetch"}`:
+			sum = v
+		case `raftka_request_total_time_seconds_count{request="ShareFetch"}`:
+			count = v
+		}
+	}
+	if count == 0 {
+		return "no ShareFetch"
+	}
+	return fmt.Sprintf("%.0f ShareFetch, mean %.1f ms", count, sum/count*1000)
 }
 
 // metadataHW is the metadata log's high watermark (DescribeQuorum), to

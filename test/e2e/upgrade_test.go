@@ -14,9 +14,11 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// previousRevision is the release the upgrade test starts from: the
-// landing before gating (metadata.version 27, record types 1-19), from the
-// repository's history. `make build-previous REV=1490988` prebuilds it.
+// previousRevision is the release the upgrade test starts from: v0.1.0,
+// the landing before gating (metadata.version 27, record types 1-19). It is
+// named by its commit rather than its tag so that a clone made without tags
+// runs the test too. `make build-previous REV=1490988` prebuilds it under
+// the name the test looks for.
 const previousRevision = "1490988"
 
 // Rolling upgrade in place (issue 16): three nodes of the previous
@@ -117,6 +119,12 @@ func TestRollingUpgradeFromPreviousRevision(t *testing.T) {
 	if out, err := cluster.Run(t, "features", "upgrade", "--bootstrap-server", c.Bootstrap(), "--feature", "transaction.version=2"); err != nil {
 		t.Fatalf("transaction.version: %v\n%s", err, out)
 	}
+	// So does share.version: share groups are refused until it is 1.
+	wantShareGroups(ctx, t, cl, kerr.UnsupportedVersion)
+	if out, err := cluster.Run(t, "features", "upgrade", "--bootstrap-server", c.Bootstrap(), "--feature", "share.version=1"); err != nil {
+		t.Fatalf("share.version: %v\n%s", err, out)
+	}
+	wantShareGroups(ctx, t, cl, nil)
 
 	before := rec.Count()
 	cluster.WaitFor(t, 60*time.Second, func() (bool, string) {
