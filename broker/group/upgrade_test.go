@@ -106,6 +106,27 @@ func TestOnlineUpgradeAndDowngrade(t *testing.T) {
 	if classic != 2 {
 		t.Fatalf("%d classic members recorded", classic)
 	}
+	// DescribeGroups describes classic groups only, as Kafka's: the
+	// classic members are ConsumerGroupDescribe's (MemberType 0).
+	dctx, dcancel := context.WithTimeout(context.Background(), waitLimit)
+	defer dcancel()
+	if d, err := c.Describe(dctx, "cg"); !errors.Is(err, kerr.GroupIDNotFound) || !d.NotClassic {
+		t.Fatalf("DescribeGroups of the consumer group with classic members: %+v %v", d, err)
+	}
+	if d, err := c.Describe(dctx, "nobody"); !errors.Is(err, kerr.GroupIDNotFound) || d.NotClassic {
+		t.Fatalf("DescribeGroups of an unknown group: %+v %v", d, err)
+	}
+	cd, err := c.ConsumerDescribe(dctx, "cg", 1)
+	if err != nil || cd.ErrorCode != 0 || len(cd.Members) != 3 {
+		t.Fatalf("ConsumerGroupDescribe of the mixed group: %+v %v", cd, err)
+	}
+	types := map[int8]int{}
+	for _, m := range cd.Members {
+		types[m.MemberType]++
+	}
+	if types[0] != 2 || types[1] != 1 {
+		t.Fatalf("ConsumerGroupDescribe member types %v, want two classic (0) and one consumer (1)", types)
+	}
 
 	// The classic members are told to rejoin; eager, they own nothing
 	// when they do, and get the server assignor's partitions.

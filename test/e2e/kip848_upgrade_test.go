@@ -16,7 +16,10 @@ import (
 	"github.com/IBM/sarama"
 	"github.com/raftka/raftka/test/cluster"
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/kversion"
 )
 
 // saramaMemberEnv makes the test binary a classic-protocol member
@@ -249,6 +252,9 @@ func testRollingUpgrade(t *testing.T, kind string, startClassic func(t *testing.
 			t.Fatalf("after %s joined: %d classic and %d consumer members, want %d and %d", f.name, types[0], types[1], len(classic)-i-1, i+1)
 		}
 		t.Logf("after %s joined: group %s at epoch %d, %d classic and %d consumer-protocol members", f.name, d.State, d.Epoch, types[0], types[1])
+		if i == 0 {
+			checkMixedGroupDescribed(ctx, t, cl, group)
+		}
 	}
 
 	// And back: sarama members replace the franz-go ones; when the last
@@ -303,4 +309,49 @@ func testRollingUpgrade(t *testing.T, kind string, startClassic func(t *testing.
 		m.leave(t)
 	}
 	checkOwnership(t, all, ends)
+}
+
+// checkMixedGroupDescribed checks how a consumer group with classic members
+// (sarama or franz-go classic beside franz-go consumer-protocol members) is
+// described, as on Kafka 4.1: ConsumerGroupDescribe shows every member, the
+// classic ones with MemberType 0, and all the partitions (the classic
+// members' assignments included) once reconciled; DescribeGroups
+// describes classic groups only, so the group is Dead, with
+// GROUP_ID_NOT_FOUND and Kafka's text from v6 and no error below.
+func checkMixedGroupDescribed(ctx context.Context, t *testing.T, cl *kgo.Client, group string) {
+	t.Helper()
+	cluster.WaitFor(t, 30*time.Second, func() (bool, string) {
+		d := describe848(ctx, t, cl, group)
+		owned := map[string]int{}
+		for _, m := range d.Members {
+			for _, tp := range m.Assignment.TopicPartitions {
+				owned[fmt.Sprintf("type %d", m.MemberType)] += len(tp.Partitions)
+			}
+		}
+		return d.State == "Stable" && owned["type 0"] > 0 && owned["type 1"] > 0, fmt.Sprintf("%s, partitions by member type %v", d.State, owned)
+	})
+	for _, v := range []int16{5, 6} {
+		// kgo sends the highest version both sides know, up to MaxVersions.
+		versions := kversion.Stable()
+		versions.SetMaxKeyVersion(15, v)
+		vcl, err := kgo.NewClient(kgo.SeedBrokers(cl.OptValue(kgo.SeedBrokers).([]string)...), kgo.MaxVersions(versions))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req := kmsg.NewPtrDescribeGroupsRequest()
+		req.Groups = []string{group}
+		resp, err := req.RequestWith(ctx, vcl)
+		vcl.Close()
+		if err != nil || len(resp.Groups) != 1 {
+			t.Fatalf("DescribeGroups v%d: %v %+v", v, err, resp)
+		}
+		g := resp.Groups[0]
+		wantCode, wantMsg := int16(0), ""
+		if v >= 6 {
+			wantCode, wantMsg = kerr.GroupIDNotFound.Code, "Group "+group+" is not a classic group."
+		}
+		if g.ErrorCode != wantCode || g.State != "Dead" || len(g.Members) != 0 || (wantMsg != "" && (g.ErrorMessage == nil || *g.ErrorMessage != wantMsg)) {
+			t.Fatalf("DescribeGroups v%d of the consumer group with classic members: %+v", v, g)
+		}
+	}
 }
