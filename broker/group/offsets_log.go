@@ -20,7 +20,8 @@ import (
 // with an explicit expire timestamp, which OffsetCommit v5+ no longer
 // carries), group metadata key v2 with value v3 (static member instance
 // ids). Burrow 1.2.1 decodes exactly offset value v3 (and v0/v1); it skips
-// group metadata v3 as it does on Kafka.
+// group metadata v3 as it does on Kafka. A consumer-protocol group's
+// records (key versions 3-8) are in offsets_log_consumer.go.
 const (
 	offsetCommitKeyVersion    = 1
 	offsetCommitValueVersion  = 3
@@ -106,7 +107,9 @@ func groupMetadataKey(group string) []byte {
 // slot's new leader writes, so the latest value of every key is in the log
 // whatever the previous leader managed to write). Offsets first, then the
 // group record, as Kafka's coordinator writes a commit before the group
-// state that follows it; records within a group sorted by key, so the
+// state that follows it, then a consumer-protocol group's records (only
+// those that changed: a heartbeat that moves one member writes that
+// member's records); records within a group in a fixed order, so the
 // output is deterministic.
 func OffsetsDiff(prev, next *metadata.Image, groups []string, slots map[int32]bool, nSlots int) map[int32][]OffsetsRecord {
 	if len(slots) == 0 || nSlots <= 0 || next == nil {
@@ -177,7 +180,16 @@ func groupDiff(prev, next *metadata.Image, g string) []OffsetsRecord {
 	case !hasGen && hadGen:
 		recs = append(recs, GroupTombstone(g))
 	}
-	return recs
+	var oldCG, newCG *metadata.ConsumerGroup
+	if prev != nil {
+		if cg, ok := prev.ConsumerGroup(g); ok {
+			oldCG = &cg
+		}
+	}
+	if cg, ok := next.ConsumerGroup(g); ok {
+		newCG = &cg
+	}
+	return append(recs, consumerGroupDiff(oldCG, newCG)...)
 }
 
 func sameGeneration(a, b metadata.GroupGeneration) bool {
