@@ -13,21 +13,23 @@ import (
 // Kafka the key's version is the record type; every value is version 0 of
 // a flexible schema (group-coordinator's ConsumerGroup*Key/Value.json):
 //
-//	3 ConsumerGroupMetadata              group epoch
-//	4 ConsumerGroupPartitionMetadata     the subscribed topics' ids and partition counts
-//	5 ConsumerGroupMemberMetadata        a member's subscription and client (ClassicMemberMetadata tagged)
+//	3 ConsumerGroupMetadata                  the group epoch
+//	5 ConsumerGroupMemberMetadata            a member's subscription and client (ClassicMemberMetadata tagged)
 //	6 ConsumerGroupTargetAssignmentMetadata  the target assignment's epoch
 //	7 ConsumerGroupTargetAssignmentMember    a member's share of the target
 //	8 ConsumerGroupCurrentMemberAssignment   a member's epochs, state, owned and pending-revocation partitions
 //
 // kmsg has no types for these, so they are encoded here, field by field
-// in the schemas' order. Not written: the regular-expression record (type
-// 16: raftka resolves a regex into the group's topics, record 4) and the
-// rack lists of record 4's PartitionMetadata, which Kafka stopped reading
-// after 4.0 and writes empty.
+// in the schemas' order. Not written, as Kafka 4.1 does not write it:
+// record 4, ConsumerGroupPartitionMetadata (the subscribed topics'
+// metadata), which KAFKA-17747 replaced with a hash in record 3. Not
+// written either: that hash (record 3's tagged MetadataHash; absent means
+// 0, which Kafka's coordinator takes as "not computed"), as raftka
+// detects topic changes from the group's resolved topics instead of a
+// hash, and the regular-expression record (type 16: raftka keeps a
+// regex's resolution in the group's topics).
 const (
 	cgMetadataType               = 3
-	cgPartitionMetadataType      = 4
 	cgMemberMetadataType         = 5
 	cgTargetAssignmentMetaType   = 6
 	cgTargetAssignmentMemberType = 7
@@ -99,20 +101,6 @@ func ConsumerGroupEpochRecord(cg *metadata.ConsumerGroup) OffsetsRecord {
 	return OffsetsRecord{Key: cgKey(cgMetadataType, cg.Group, "", false), Value: cgValue(func(w *cgWriter) { w.int32(cg.Epoch) })}
 }
 
-// ConsumerGroupPartitionMetadataRecord is record 4, the subscribed topics.
-func ConsumerGroupPartitionMetadataRecord(cg *metadata.ConsumerGroup) OffsetsRecord {
-	return OffsetsRecord{Key: cgKey(cgPartitionMetadataType, cg.Group, "", false), Value: cgValue(func(w *cgWriter) {
-		w.uvarint(len(cg.Topics) + 1)
-		for _, t := range cg.Topics {
-			w.uuid(t.ID)
-			w.compactStr(t.Name)
-			w.int32(t.Partitions)
-			w.uvarint(1) // PartitionMetadata: no racks, as Kafka writes after 4.0
-			w.noTags()
-		}
-	})}
-}
-
 // ConsumerGroupMemberRecord is record 5, a member's subscription; a
 // classic member's session timeout and protocols are its tagged
 // ClassicMemberMetadata (tag 0).
@@ -180,8 +168,8 @@ func ConsumerGroupCurrentRecord(group string, m *metadata.ConsumerGroupMember) O
 // state of a consumer group to next's (nil: no such group), in the order
 // Kafka's coordinator writes them: for a removed member its current
 // assignment, target and subscription tombstones; then the subscriptions
-// that changed, the partition metadata, the group epoch, the targets and
-// the target epoch, the current assignments. A group that is gone has its
+// that changed, the group epoch, the targets and the target epoch, the
+// current assignments. A group that is gone has its
 // members' and then its own records tombstoned, the epoch last, as
 // Kafka's createGroupTombstoneRecords.
 func consumerGroupDiff(prev, next *metadata.ConsumerGroup) []OffsetsRecord {
@@ -199,7 +187,6 @@ func consumerGroupDiff(prev, next *metadata.ConsumerGroup) []OffsetsRecord {
 			tomb(cgMemberMetadataType, prev.Group, m.MemberID, true)
 		}
 		tomb(cgTargetAssignmentMetaType, prev.Group, "", false)
-		tomb(cgPartitionMetadataType, prev.Group, "", false)
 		tomb(cgMetadataType, prev.Group, "", false)
 		return recs
 	}
@@ -224,12 +211,9 @@ func consumerGroupDiff(prev, next *metadata.ConsumerGroup) []OffsetsRecord {
 	}
 	for i := range next.Members {
 		m := &next.Members[i]
-		if o := old[m.MemberID]; o == nil || string(memberValue(o)) != string(memberValue(m)) {
+		if o := old[m.MemberID]; o == nil || !sameSubscription(o, m) {
 			recs = append(recs, ConsumerGroupMemberRecord(next.Group, m))
 		}
-	}
-	if prev == nil || !slices.Equal(prev.Topics, next.Topics) {
-		recs = append(recs, ConsumerGroupPartitionMetadataRecord(next))
 	}
 	if prev == nil || prev.Epoch != next.Epoch {
 		recs = append(recs, ConsumerGroupEpochRecord(next))
@@ -252,6 +236,24 @@ func consumerGroupDiff(prev, next *metadata.ConsumerGroup) []OffsetsRecord {
 		}
 	}
 	return recs
+}
+
+// sameSubscription compares what record 5 holds, without encoding it: a
+// heartbeat of one member of a large group compares every member.
+func sameSubscription(a, b *metadata.ConsumerGroupMember) bool {
+	if a.InstanceID != b.InstanceID || a.RackID != b.RackID || a.ClientID != b.ClientID || a.ClientHost != b.ClientHost ||
+		a.SubscribedTopicRegex != b.SubscribedTopicRegex || a.RebalanceTimeoutMs != b.RebalanceTimeoutMs ||
+		a.ServerAssignor != b.ServerAssignor || !slices.Equal(a.SubscribedTopicNames, b.SubscribedTopicNames) ||
+		(a.Classic == nil) != (b.Classic == nil) {
+		return false
+	}
+	if a.Classic == nil {
+		return true
+	}
+	return a.Classic.SessionTimeoutMs == b.Classic.SessionTimeoutMs &&
+		slices.EqualFunc(a.Classic.Protocols, b.Classic.Protocols, func(x, y metadata.ConsumerGroupClassicProtocol) bool {
+			return x.Name == y.Name && string(x.Metadata) == string(y.Metadata)
+		})
 }
 
 func partsSame(a, b []metadata.ConsumerGroupPartitions) bool {

@@ -110,7 +110,6 @@ type decodedCG struct {
 	member       string
 	tombstone    bool
 	epoch        int32
-	topics       []metadata.ConsumerGroupTopic
 	m            metadata.ConsumerGroupMember
 	targetParts  []metadata.ConsumerGroupPartitions
 	currentParts [2][]metadata.ConsumerGroupPartitions
@@ -123,7 +122,7 @@ func decodeCG(rec OffsetsRecord) (decodedCG, error) {
 	switch d.typ {
 	case cgMemberMetadataType, cgTargetAssignmentMemberType, cgCurrentAssignmentType:
 		d.member = kr.str()
-	case cgMetadataType, cgPartitionMetadataType, cgTargetAssignmentMetaType:
+	case cgMetadataType, cgTargetAssignmentMetaType:
 	default:
 		return d, fmt.Errorf("key type %d", d.typ)
 	}
@@ -141,19 +140,6 @@ func decodeCG(rec OffsetsRecord) (decodedCG, error) {
 	switch d.typ {
 	case cgMetadataType, cgTargetAssignmentMetaType:
 		d.epoch = r.int32()
-	case cgPartitionMetadataType:
-		n := r.uvarint() - 1
-		for i := 0; i < n && r.err == nil; i++ {
-			var t metadata.ConsumerGroupTopic
-			copy(t.ID[:], r.take(16))
-			t.Name = r.nullableStr()
-			t.Partitions = r.int32()
-			if racks := r.uvarint(); racks != 1 {
-				return d, fmt.Errorf("topic %s: %d rack entries", t.Name, racks-1)
-			}
-			r.skipTags()
-			d.topics = append(d.topics, t)
-		}
 	case cgMemberMetadataType:
 		m := &d.m
 		m.MemberID = d.member
@@ -273,10 +259,6 @@ func TestConsumerGroupRecordsRoundTrip(t *testing.T) {
 			t.Errorf("current assignment of %s: %+v %v", m.MemberID, d, err)
 		}
 	}
-	d, err := decodeCG(ConsumerGroupPartitionMetadataRecord(cg))
-	if err != nil || !reflect.DeepEqual(d.topics, cg.Topics) {
-		t.Errorf("partition metadata: %+v %v", d.topics, err)
-	}
 	if d, err := decodeCG(ConsumerGroupTargetEpochRecord(cg)); err != nil || d.typ != cgTargetAssignmentMetaType || d.epoch != 7 {
 		t.Errorf("target epoch: %+v %v", d, err)
 	}
@@ -316,20 +298,23 @@ func TestConsumerGroupDiff(t *testing.T) {
 	resub := cgFixture()
 	resub.Members[2].SubscribedTopicRegex = "^b"
 	resub.Topics = resub.Topics[1:]
+	reproto := cgFixture()
+	reproto.Members[1].Classic.Protocols[0].Metadata = []byte{7}
 	for _, tc := range []struct {
 		name       string
 		prev, next *metadata.ConsumerGroup
 		want       []string
 	}{
 		{"new group (or a new slot leader)", nil, base,
-			[]string{"5:m1", "5:m2", "5:m3", "4", "3", "7:m1", "7:m2", "7:m3", "6", "8:m1", "8:m2", "8:m3"}},
+			[]string{"5:m1", "5:m2", "5:m3", "3", "7:m1", "7:m2", "7:m3", "6", "8:m1", "8:m2", "8:m3"}},
 		{"nothing changed", base, cgFixture(), nil},
 		{"a member leaves", base, leave, []string{"8:m3:x", "7:m3:x", "5:m3:x", "3"}},
 		{"a member reconciles", base, reconcile, []string{"8:m2"}},
 		{"a new target", base, retarget, []string{"7:m1", "6"}},
-		{"a subscription changes", base, resub, []string{"5:m3", "4"}},
+		{"a subscription changes", base, resub, []string{"5:m3"}},
+		{"a classic member's protocols change", base, reproto, []string{"5:m2"}},
 		{"the group is gone", base, nil,
-			[]string{"8:m1:x", "7:m1:x", "5:m1:x", "8:m2:x", "7:m2:x", "5:m2:x", "8:m3:x", "7:m3:x", "5:m3:x", "6:x", "4:x", "3:x"}},
+			[]string{"8:m1:x", "7:m1:x", "5:m1:x", "8:m2:x", "7:m2:x", "5:m2:x", "8:m3:x", "7:m3:x", "5:m3:x", "6:x", "3:x"}},
 		{"no group either side", nil, nil, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

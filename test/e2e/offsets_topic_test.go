@@ -61,8 +61,8 @@ type offsetsView struct {
 	offsets     map[string]int64 // "group/topic/partition"
 	generations map[string]int32
 	records     int
-	// A consumer-protocol group's records (key versions 3-8): the group
-	// epoch (3) and target epoch (6); which group-level records (3, 4,
+	// A consumer-protocol group's records (key versions 3 and 5-8): the
+	// group epoch (3) and target epoch (6); which group-level records (3,
 	// 6) are there; per member, which of its records (5, 7, 8) are.
 	groupEpochs  map[string]int32
 	targetEpochs map[string]int32
@@ -91,7 +91,9 @@ func (v *offsetsView) addConsumerGroupRecord(typ uint16, r *kgo.Record) error {
 		return fmt.Errorf("offset %d: type %d value % x: want version 0", r.Offset, typ, r.Value)
 	}
 	switch typ {
-	case 3, 4, 6:
+	case 4:
+		return fmt.Errorf("offset %d: a ConsumerGroupPartitionMetadata record, which Kafka 4.1 no longer writes (KAFKA-17747)", r.Offset)
+	case 3, 6:
 		if len(rest) != 0 {
 			return fmt.Errorf("offset %d: type %d key has %d extra bytes", r.Offset, typ, len(rest))
 		}
@@ -590,7 +592,7 @@ func burrowGet(ctx context.Context, url string) (burrowClusters, string, error) 
 }
 
 // TestOffsetsTopicShowsConsumerGroupRecords: a KIP-848 group's state is in
-// __consumer_offsets as Kafka's coordinator writes it (records 3-8): the
+// __consumer_offsets as Kafka 4.1's coordinator writes it (records 3, 5-8): the
 // group epoch and target epoch ConsumerGroupDescribe shows, and each
 // member's subscription, target and current assignment; a member that
 // leaves has its three records tombstoned, so a reader no longer sees it.
@@ -624,7 +626,7 @@ func TestOffsetsTopicShowsConsumerGroupRecords(t *testing.T) {
 	})
 	shows := func(d kmsg.ConsumerGroupDescribeResponseGroup) func(*offsetsView) bool {
 		return func(v *offsetsView) bool {
-			if v.groupEpochs[group] != d.Epoch || v.targetEpochs[group] != d.AssignmentEpoch || !v.groupRecs[group][4] || len(v.memberRecs[group]) != len(d.Members) {
+			if v.groupEpochs[group] != d.Epoch || v.targetEpochs[group] != d.AssignmentEpoch || len(v.memberRecs[group]) != len(d.Members) {
 				return false
 			}
 			for _, m := range d.Members {
