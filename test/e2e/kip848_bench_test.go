@@ -146,10 +146,12 @@ func BenchmarkRebalance(b *testing.B) {
 					}
 					wait("start")
 					startD := time.Since(t0)
-					time.Sleep(rand.N(quietMax))
+					pauseJoin := rand.N(quietMax)
+					time.Sleep(pauseJoin)
 					start("joiner")
 					joinD := wait("join")
-					time.Sleep(rand.N(quietMax))
+					pauseLeave := rand.N(quietMax)
+					time.Sleep(pauseLeave)
 					clients["m000"].Close()
 					delete(clients, "m000")
 					o.drop("m000")
@@ -157,6 +159,8 @@ func BenchmarkRebalance(b *testing.B) {
 					stats.add("start", startD)
 					stats.add("join", joinD)
 					stats.add("leave", leaveD)
+					b.Logf("start %v; join %v after a pause of %v; leave %v after a pause of %v", startD.Round(time.Millisecond),
+						joinD.Round(time.Millisecond), pauseJoin.Round(time.Millisecond), leaveD.Round(time.Millisecond), pauseLeave.Round(time.Millisecond))
 					for _, cl := range clients {
 						cl.Close()
 					}
