@@ -148,6 +148,23 @@ func groupDiff(prev, next *metadata.Image, g string) []OffsetsRecord {
 	newOffsets := next.Offsets(g)
 	newGen, hasGen := next.GroupGeneration(g)
 
+	var oldCG, newCG *metadata.ConsumerGroup
+	if prev != nil {
+		if cg, ok := prev.ConsumerGroup(g); ok {
+			oldCG = &cg
+		}
+	}
+	if cg, ok := next.ConsumerGroup(g); ok {
+		newCG = &cg
+	}
+	cgRecs := consumerGroupDiff(oldCG, newCG)
+	// A consumer group's log holds its ConsumerGroup* records and no
+	// classic group record, though the image keeps the generation the
+	// group had as a classic group: Kafka's upgrade tombstones the
+	// classic record.
+	hadGen = hadGen && oldCG == nil
+	hasGen = hasGen && newCG == nil
+
 	var recs []OffsetsRecord
 	keys := make([]metadata.TopicPartition, 0, len(oldOffsets)+len(newOffsets))
 	for tp := range newOffsets {
@@ -174,22 +191,24 @@ func groupDiff(prev, next *metadata.Image, g string) []OffsetsRecord {
 			recs = append(recs, OffsetCommitRecord(g, tp, n))
 		}
 	}
+	// A consumer group that became classic (the downgrade) has its
+	// records tombstoned before the classic group's record is written,
+	// and a classic group that became a consumer group its record
+	// tombstoned first, as Kafka's conversions write them.
+	downgrade := oldCG != nil && newCG == nil
+	if downgrade {
+		recs = append(recs, cgRecs...)
+	}
 	switch {
 	case hasGen && (!hadGen || !sameGeneration(oldGen, newGen)):
 		recs = append(recs, GroupMetadataRecord(newGen))
 	case !hasGen && hadGen:
 		recs = append(recs, GroupTombstone(g))
 	}
-	var oldCG, newCG *metadata.ConsumerGroup
-	if prev != nil {
-		if cg, ok := prev.ConsumerGroup(g); ok {
-			oldCG = &cg
-		}
+	if !downgrade {
+		recs = append(recs, cgRecs...)
 	}
-	if cg, ok := next.ConsumerGroup(g); ok {
-		newCG = &cg
-	}
-	return append(recs, consumerGroupDiff(oldCG, newCG)...)
+	return recs
 }
 
 func sameGeneration(a, b metadata.GroupGeneration) bool {

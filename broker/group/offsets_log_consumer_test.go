@@ -364,3 +364,39 @@ func FuzzConsumerGroupRecords(f *testing.F) {
 		}
 	})
 }
+
+// The conversions' order, as Kafka writes them: a consumer group that
+// becomes classic has its records tombstoned before the classic group's
+// record; a classic group's record comes before the consumer group's.
+func TestConsumerGroupConversionRecordOrder(t *testing.T) {
+	const n = 1
+	slots := map[int32]bool{0: true}
+	kinds := func(recs []OffsetsRecord) []string {
+		var out []string
+		for _, r := range recs {
+			typ := binary.BigEndian.Uint16(r.Key)
+			s := fmt.Sprint(typ)
+			if r.Value == nil {
+				s += ":x"
+			}
+			out = append(out, s)
+		}
+		return out
+	}
+	cg := cgFixture()
+	cg.Members = cg.Members[:1]
+	classic := apply(t, metadata.NewImage(), &metadata.GroupGeneration{Group: "cg", Generation: 6, ProtocolType: "consumer", Members: []metadata.GroupMember{{MemberID: "m1"}}})
+	// The image keeps the classic generation beside the consumer group.
+	consumer := apply(t, classic, cg)
+	if got, want := kinds(OffsetsDiff(classic, consumer, nil, slots, n)[0]), []string{"2:x", "5", "3", "7", "6", "8"}; !slices.Equal(got, want) {
+		t.Errorf("upgrade: %v, want %v", got, want)
+	}
+	if got, want := kinds(OffsetsDiff(nil, consumer, nil, slots, n)[0]), []string{"5", "3", "7", "6", "8"}; !slices.Equal(got, want) {
+		t.Errorf("a new slot leader's write of the consumer group: %v, want %v", got, want)
+	}
+	down := apply(t, consumer, &metadata.RemoveConsumerGroup{Group: "cg"},
+		&metadata.GroupGeneration{Group: "cg", Generation: 8, ProtocolType: "consumer", Members: []metadata.GroupMember{}})
+	if got, want := kinds(OffsetsDiff(consumer, down, nil, slots, n)[0]), []string{"8:x", "7:x", "5:x", "6:x", "3:x", "2"}; !slices.Equal(got, want) {
+		t.Errorf("downgrade: %v, want %v", got, want)
+	}
+}
