@@ -209,3 +209,62 @@ func TestOnlineUpgradeDisabled(t *testing.T) {
 		t.Fatal("converted with the upgrade disabled")
 	}
 }
+
+// DescribeGroups of each kind of group, as Kafka 4.1's describeGroups: a
+// classic group is described; a consumer group, with classic members (the
+// upgrade path) or not, is GROUP_ID_NOT_FOUND marked not classic (the
+// handler's "is not a classic group" text), and so is only an unknown
+// group, without the mark.
+func TestDescribeGroupsOfEachKind(t *testing.T) {
+	md := consumerTwin(t)
+	c, _ := consumerCoordinator(t, md, 1)
+	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
+	defer cancel()
+	classicMember := func(group string) {
+		j := await(t, c.Join(group, classicJoinReq("")))
+		if j.ErrorCode == kerr.MemberIDRequired.Code {
+			j = await(t, c.Join(group, classicJoinReq(j.MemberID)))
+		}
+		if j.ErrorCode != 0 {
+			t.Fatalf("classic join of %s: %+v", group, j)
+		}
+		s := await(t, c.Sync(group, SyncRequest{MemberID: j.MemberID, Generation: j.Generation,
+			Assignments: map[string][]byte{j.MemberID: {}}}))
+		if s.ErrorCode != 0 {
+			t.Fatalf("classic sync of %s: %+v", group, s)
+		}
+	}
+	consumerMember := func(group string) {
+		r, err := c.ConsumerHeartbeat(ctx, group, join("a"))
+		if err != nil || r.ErrorCode != 0 {
+			t.Fatalf("consumer join of %s: %+v %v", group, r, err)
+		}
+	}
+	classicMember("classic")
+	consumerMember("consumer")
+	classicMember("mixed")
+	consumerMember("mixed")
+	for _, tc := range []struct {
+		group      string
+		wantErr    error
+		notClassic bool
+		state      State
+	}{
+		{group: "classic", state: Stable},
+		{group: "consumer", wantErr: kerr.GroupIDNotFound, notClassic: true},
+		{group: "mixed", wantErr: kerr.GroupIDNotFound, notClassic: true},
+		{group: "nobody", wantErr: kerr.GroupIDNotFound},
+	} {
+		d, err := c.Describe(ctx, tc.group)
+		if !errors.Is(err, tc.wantErr) || (tc.wantErr == nil && err != nil) || d.NotClassic != tc.notClassic {
+			t.Errorf("%s: %+v %v, want error %v, not classic %v", tc.group, d, err, tc.wantErr, tc.notClassic)
+			continue
+		}
+		if tc.wantErr == nil && (d.State != tc.state || len(d.Members) != 1 || d.Protocol != "range") {
+			t.Errorf("%s described as %+v", tc.group, d)
+		}
+	}
+	if cd, err := c.ConsumerDescribe(ctx, "mixed", 1); err != nil || cd.ErrorCode != 0 || len(cd.Members) != 2 {
+		t.Errorf("ConsumerGroupDescribe of the mixed group: %+v %v", cd, err)
+	}
+}
