@@ -7,7 +7,12 @@ package broker
 // Kafka); a group known only from the image (committed offsets or a
 // recorded generation, e.g. after the coordinator moved) is Empty with its
 // protocol type. A group nobody knows is Dead with no error below v6 and
-// GROUP_ID_NOT_FOUND from v6 (KIP-1043).
+// GROUP_ID_NOT_FOUND from v6 (KIP-1043). So is a consumer-protocol group,
+// classic members (the upgrade path) or not, as Kafka 4.1's
+// GroupMetadataManager.describeGroups: its text then says the group is
+// not a classic group. Admin clients (Java's DescribeConsumerGroupsHandler,
+// librdkafka, kadm) describe such a group with ConsumerGroupDescribe first,
+// which shows classic members with MemberType 0.
 //
 // Version notes: v1 throttle; v3 authorized operations (all of READ,
 // DESCRIBE, DELETE when asked: no authorizer); v4 member instance ids; v5
@@ -68,8 +73,13 @@ func describeGroup(ctx context.Context, rc *request, req *kmsg.DescribeGroupsReq
 		g.State = "Dead"
 		if req.Version >= 6 {
 			g.ErrorCode = kerr.GroupIDNotFound.Code
-			// Kafka's text: GroupMetadataManager.group's GroupIdNotFoundException.
-			g.ErrorMessage = kmsg.StringPtr("Group " + id + " not found.")
+			// Kafka's texts: GroupMetadataManager.group's and
+			// classicGroup's GroupIdNotFoundException.
+			msg := "Group " + id + " not found."
+			if d.NotClassic {
+				msg = "Group " + id + " is not a classic group."
+			}
+			g.ErrorMessage = kmsg.StringPtr(msg)
 		}
 		return g
 	case err != nil:

@@ -39,6 +39,7 @@ var clusterOps = map[int16]metadata.ACLOperation{
 	60: metadata.ACLOpAlter,        // DescribeCluster: ALTER on the controller, unlike a broker's DESCRIBE
 	64: metadata.ACLOpAlter,        // UnregisterBroker
 	80: metadata.ACLOpAlter,        // AddRaftVoter
+	81: metadata.ACLOpAlter,        // RemoveRaftVoter
 }
 
 // resourceChecked are the requests checked resource by resource

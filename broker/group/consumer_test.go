@@ -285,7 +285,7 @@ func TestConsumerGroupConversion(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
 	defer cancel()
-	if _, err := c.Describe(ctx, "cg"); !errors.Is(err, kerr.GroupIDNotFound) {
+	if d, err := c.Describe(ctx, "cg"); !errors.Is(err, kerr.GroupIDNotFound) || !d.NotClassic {
 		t.Fatalf("DescribeGroups of a consumer group: %v", err)
 	}
 	list, err := c.List(ctx)

@@ -847,9 +847,10 @@ func (c *Coordinator) Describe(ctx context.Context, groupID string) (Description
 		}
 		return result{d: d}
 	}, func(*consumerState, time.Time, *metadata.Image) result {
-		// Kafka's DescribeGroups describes classic groups only; a
-		// consumer group is ConsumerGroupDescribe's.
-		return result{code: kerr.GroupIDNotFound.Code}
+		// Kafka's DescribeGroups describes classic groups only
+		// (GroupMetadataManager.classicGroup); a consumer group, with
+		// classic members or not, is ConsumerGroupDescribe's.
+		return result{d: Description{NotClassic: true}, code: kerr.GroupIDNotFound.Code}
 	})
 	if err != nil {
 		return Description{}, err

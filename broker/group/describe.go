@@ -12,6 +12,12 @@ type Description struct {
 	ProtocolType string
 	Protocol     string
 	Members      []MemberDescription
+	// NotClassic is set, with the GROUP_ID_NOT_FOUND error, for a
+	// consumer-protocol group: Kafka's DescribeGroups describes classic
+	// groups only, even one with classic members on the upgrade path
+	// (ConsumerGroupDescribe shows those, MemberType 0), and names the
+	// reason in its error message.
+	NotClassic bool
 }
 
 // Describe summarizes the group. Like Kafka, only a Stable group shows the

@@ -20,7 +20,8 @@ import (
 // with an explicit expire timestamp, which OffsetCommit v5+ no longer
 // carries), group metadata key v2 with value v3 (static member instance
 // ids). Burrow 1.2.1 decodes exactly offset value v3 (and v0/v1); it skips
-// group metadata v3 as it does on Kafka.
+// group metadata v3 as it does on Kafka. A consumer-protocol group's
+// records (key versions 3-8) are in offsets_log_consumer.go.
 const (
 	offsetCommitKeyVersion    = 1
 	offsetCommitValueVersion  = 3
@@ -106,7 +107,9 @@ func groupMetadataKey(group string) []byte {
 // slot's new leader writes, so the latest value of every key is in the log
 // whatever the previous leader managed to write). Offsets first, then the
 // group record, as Kafka's coordinator writes a commit before the group
-// state that follows it; records within a group sorted by key, so the
+// state that follows it, then a consumer-protocol group's records (only
+// those that changed: a heartbeat that moves one member writes that
+// member's records); records within a group in a fixed order, so the
 // output is deterministic.
 func OffsetsDiff(prev, next *metadata.Image, groups []string, slots map[int32]bool, nSlots int) map[int32][]OffsetsRecord {
 	if len(slots) == 0 || nSlots <= 0 || next == nil {
@@ -145,6 +148,23 @@ func groupDiff(prev, next *metadata.Image, g string) []OffsetsRecord {
 	newOffsets := next.Offsets(g)
 	newGen, hasGen := next.GroupGeneration(g)
 
+	var oldCG, newCG *metadata.ConsumerGroup
+	if prev != nil {
+		if cg, ok := prev.ConsumerGroup(g); ok {
+			oldCG = &cg
+		}
+	}
+	if cg, ok := next.ConsumerGroup(g); ok {
+		newCG = &cg
+	}
+	cgRecs := consumerGroupDiff(oldCG, newCG)
+	// A consumer group's log holds its ConsumerGroup* records and no
+	// classic group record, though the image keeps the generation the
+	// group had as a classic group: Kafka's upgrade tombstones the
+	// classic record.
+	hadGen = hadGen && oldCG == nil
+	hasGen = hasGen && newCG == nil
+
 	var recs []OffsetsRecord
 	keys := make([]metadata.TopicPartition, 0, len(oldOffsets)+len(newOffsets))
 	for tp := range newOffsets {
@@ -171,11 +191,22 @@ func groupDiff(prev, next *metadata.Image, g string) []OffsetsRecord {
 			recs = append(recs, OffsetCommitRecord(g, tp, n))
 		}
 	}
+	// A consumer group that became classic (the downgrade) has its
+	// records tombstoned before the classic group's record is written,
+	// and a classic group that became a consumer group its record
+	// tombstoned first, as Kafka's conversions write them.
+	downgrade := oldCG != nil && newCG == nil
+	if downgrade {
+		recs = append(recs, cgRecs...)
+	}
 	switch {
 	case hasGen && (!hadGen || !sameGeneration(oldGen, newGen)):
 		recs = append(recs, GroupMetadataRecord(newGen))
 	case !hasGen && hadGen:
 		recs = append(recs, GroupTombstone(g))
+	}
+	if !downgrade {
+		recs = append(recs, cgRecs...)
 	}
 	return recs
 }

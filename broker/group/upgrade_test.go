@@ -106,6 +106,27 @@ func TestOnlineUpgradeAndDowngrade(t *testing.T) {
 	if classic != 2 {
 		t.Fatalf("%d classic members recorded", classic)
 	}
+	// DescribeGroups describes classic groups only, as Kafka's: the
+	// classic members are ConsumerGroupDescribe's (MemberType 0).
+	dctx, dcancel := context.WithTimeout(context.Background(), waitLimit)
+	defer dcancel()
+	if d, err := c.Describe(dctx, "cg"); !errors.Is(err, kerr.GroupIDNotFound) || !d.NotClassic {
+		t.Fatalf("DescribeGroups of the consumer group with classic members: %+v %v", d, err)
+	}
+	if d, err := c.Describe(dctx, "nobody"); !errors.Is(err, kerr.GroupIDNotFound) || d.NotClassic {
+		t.Fatalf("DescribeGroups of an unknown group: %+v %v", d, err)
+	}
+	cd, err := c.ConsumerDescribe(dctx, "cg", 1)
+	if err != nil || cd.ErrorCode != 0 || len(cd.Members) != 3 {
+		t.Fatalf("ConsumerGroupDescribe of the mixed group: %+v %v", cd, err)
+	}
+	types := map[int8]int{}
+	for _, m := range cd.Members {
+		types[m.MemberType]++
+	}
+	if types[0] != 2 || types[1] != 1 {
+		t.Fatalf("ConsumerGroupDescribe member types %v, want two classic (0) and one consumer (1)", types)
+	}
 
 	// The classic members are told to rejoin; eager, they own nothing
 	// when they do, and get the server assignor's partitions.
@@ -186,5 +207,64 @@ func TestOnlineUpgradeDisabled(t *testing.T) {
 	}
 	if _, ok := md.image().ConsumerGroup("cg"); ok {
 		t.Fatal("converted with the upgrade disabled")
+	}
+}
+
+// DescribeGroups of each kind of group, as Kafka 4.1's describeGroups: a
+// classic group is described; a consumer group, with classic members (the
+// upgrade path) or not, is GROUP_ID_NOT_FOUND marked not classic (the
+// handler's "is not a classic group" text), and so is only an unknown
+// group, without the mark.
+func TestDescribeGroupsOfEachKind(t *testing.T) {
+	md := consumerTwin(t)
+	c, _ := consumerCoordinator(t, md, 1)
+	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
+	defer cancel()
+	classicMember := func(group string) {
+		j := await(t, c.Join(group, classicJoinReq("")))
+		if j.ErrorCode == kerr.MemberIDRequired.Code {
+			j = await(t, c.Join(group, classicJoinReq(j.MemberID)))
+		}
+		if j.ErrorCode != 0 {
+			t.Fatalf("classic join of %s: %+v", group, j)
+		}
+		s := await(t, c.Sync(group, SyncRequest{MemberID: j.MemberID, Generation: j.Generation,
+			Assignments: map[string][]byte{j.MemberID: {}}}))
+		if s.ErrorCode != 0 {
+			t.Fatalf("classic sync of %s: %+v", group, s)
+		}
+	}
+	consumerMember := func(group string) {
+		r, err := c.ConsumerHeartbeat(ctx, group, join("a"))
+		if err != nil || r.ErrorCode != 0 {
+			t.Fatalf("consumer join of %s: %+v %v", group, r, err)
+		}
+	}
+	classicMember("classic")
+	consumerMember("consumer")
+	classicMember("mixed")
+	consumerMember("mixed")
+	for _, tc := range []struct {
+		group      string
+		wantErr    error
+		notClassic bool
+		state      State
+	}{
+		{group: "classic", state: Stable},
+		{group: "consumer", wantErr: kerr.GroupIDNotFound, notClassic: true},
+		{group: "mixed", wantErr: kerr.GroupIDNotFound, notClassic: true},
+		{group: "nobody", wantErr: kerr.GroupIDNotFound},
+	} {
+		d, err := c.Describe(ctx, tc.group)
+		if !errors.Is(err, tc.wantErr) || (tc.wantErr == nil && err != nil) || d.NotClassic != tc.notClassic {
+			t.Errorf("%s: %+v %v, want error %v, not classic %v", tc.group, d, err, tc.wantErr, tc.notClassic)
+			continue
+		}
+		if tc.wantErr == nil && (d.State != tc.state || len(d.Members) != 1 || d.Protocol != "range") {
+			t.Errorf("%s described as %+v", tc.group, d)
+		}
+	}
+	if cd, err := c.ConsumerDescribe(ctx, "mixed", 1); err != nil || cd.ErrorCode != 0 || len(cd.Members) != 2 {
+		t.Errorf("ConsumerGroupDescribe of the mixed group: %+v %v", cd, err)
 	}
 }

@@ -50,17 +50,7 @@ func runKIP848Member() int {
 	if len(args) == 5 {
 		balancer = kgo.Balancers(kgo.CooperativeStickyBalancer())
 	}
-	var mu sync.Mutex
-	enc := json.NewEncoder(os.Stdout)
-	emit := func(e memberEvent) {
-		e.Member = name
-		if e.T == 0 {
-			e.T = time.Now().UnixNano()
-		}
-		mu.Lock()
-		_ = enc.Encode(e)
-		mu.Unlock()
-	}
+	emit := memberEmitter(name)
 	parts := func(m map[string][]int32) []int32 {
 		ps := append([]int32(nil), m[topic]...)
 		sort.Slice(ps, func(i, j int) bool { return ps[i] < ps[j] })
@@ -139,4 +129,21 @@ func runKIP848Member() int {
 	cl.Close() // leaves the group (epoch -1)
 	emit(memberEvent{Ev: "closed"})
 	return 0
+}
+
+// memberEmitter returns what a member process prints its events with: one
+// JSON line each on stdout, stamped with the member's name and, unless
+// set, the time; safe for the client's callbacks and the consuming loop.
+func memberEmitter(name string) func(memberEvent) {
+	var mu sync.Mutex
+	enc := json.NewEncoder(os.Stdout)
+	return func(e memberEvent) {
+		e.Member = name
+		if e.T == 0 {
+			e.T = time.Now().UnixNano()
+		}
+		mu.Lock()
+		_ = enc.Encode(e)
+		mu.Unlock()
+	}
 }

@@ -10,7 +10,6 @@ import (
 	"os/exec"
 	"slices"
 	"sort"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -18,7 +17,6 @@ import (
 	"time"
 
 	"github.com/raftka/raftka/test/cluster"
-	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -314,48 +312,8 @@ func testKIP848Churn(t *testing.T, killCoordinator bool) {
 	if killCoordinator {
 		session = "30000"
 	}
-	c := cluster.Start(t, cluster.Nodes(3),
-		cluster.Override("group.consumer.session.timeout.ms", session),
-		cluster.Override("group.consumer.min.session.timeout.ms", "6000"),
-		cluster.Override("group.consumer.heartbeat.interval.ms", "500"),
-		cluster.Override("group.consumer.min.heartbeat.interval.ms", "500"),
-	)
-	ctx := ctxFor(t, 5*time.Minute)
-	cl := client(t, c)
-	adm := kadm.NewClient(cl)
-	createAndWait(t, ctx, c, adm, topic, parts)
-	var seeds []string
-	for _, n := range c.Nodes() {
-		seeds = append(seeds, n.ClientAddr())
-	}
-	bootstrap := strings.Join(seeds, ";")
-
-	// The producer writes meanwhile, bounded in count and time.
-	prod, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.DefaultProduceTopic(topic), kgo.RecordRetries(100), kgo.RetryTimeout(60*time.Second))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer prod.Close()
-	const total = 6000
-	prodDone := make(chan error, 1)
-	go func() {
-		for i := range total {
-			if ctx.Err() != nil {
-				prodDone <- ctx.Err()
-				return
-			}
-			prod.Produce(ctx, &kgo.Record{Key: []byte(strconv.Itoa(i)), Value: []byte("v")}, func(_ *kgo.Record, err error) {
-				if err != nil {
-					t.Errorf("produce: %v", err)
-				}
-			})
-			if i%10 == 0 {
-				time.Sleep(20 * time.Millisecond)
-			}
-		}
-		prodDone <- prod.Flush(ctx)
-	}()
-
+	r := start848Run(t, topic, parts, 6000, 20*time.Millisecond, session)
+	c, ctx, cl, adm, bootstrap := r.c, r.ctx, r.cl, r.adm, r.bootstrap
 	a := startMember848(t, bootstrap, topic, group, "a")
 	b := startMember848(t, bootstrap, topic, group, "b")
 	m3 := startMember848(t, bootstrap, topic, group, "c")
@@ -421,31 +379,7 @@ func testKIP848Churn(t *testing.T, killCoordinator bool) {
 	m3.kill(t)
 	waitOwners(t, "c SIGKILLed", parts, b, dm)
 
-	if err := <-prodDone; err != nil {
-		t.Fatalf("producer: %v", err)
-	}
-	ends := map[int32]int64{}
-	cluster.WaitFor(t, 90*time.Second, func() (bool, string) {
-		lo, err := adm.ListEndOffsets(ctx, topic)
-		if err != nil {
-			return false, err.Error()
-		}
-		fo, err := adm.FetchOffsets(ctx, group)
-		if err != nil {
-			return false, err.Error()
-		}
-		sum := int64(0)
-		for p := range int32(parts) {
-			end, _ := lo.Lookup(topic, p)
-			committed, _ := fo.Lookup(topic, p)
-			ends[p] = end.Offset
-			sum += end.Offset
-			if committed.At != end.Offset {
-				return false, fmt.Sprintf("partition %d committed %d, end %d", p, committed.At, end.Offset)
-			}
-		}
-		return sum == total, fmt.Sprintf("%d records in the logs, want %d", sum, total)
-	})
+	ends := r.waitCommitted(t, group)
 	b.leave(t)
 	dm.leave(t)
 	checkOwnership(t, all, ends)

@@ -2,21 +2,20 @@ package e2e
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
 	"slices"
-	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/IBM/sarama"
 	"github.com/raftka/raftka/test/cluster"
-	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/kversion"
 )
 
 // saramaMemberEnv makes the test binary a classic-protocol member
@@ -88,17 +87,7 @@ func runSaramaMember() int {
 		return 2
 	}
 	bootstrap, topic, group, name := args[0], args[1], args[2], args[3]
-	var mu sync.Mutex
-	enc := json.NewEncoder(os.Stdout)
-	emit := func(e memberEvent) {
-		e.Member = name
-		if e.T == 0 {
-			e.T = time.Now().UnixNano()
-		}
-		mu.Lock()
-		_ = enc.Encode(e)
-		mu.Unlock()
-	}
+	emit := memberEmitter(name)
 	cfg := saramaConfig(sarama.V4_0_0_0)
 	cfg.ClientID = name
 	cfg.Consumer.Offsets.Initial = sarama.OffsetOldest
@@ -177,48 +166,8 @@ func TestKIP848RollingUpgradeCooperative(t *testing.T) {
 func testRollingUpgrade(t *testing.T, kind string, startClassic func(t *testing.T, bootstrap, topic, group, name string) *member848) {
 	topic, group := "kip848-upgrade-"+kind, "kip848-upgrade-group-"+kind
 	const parts = 6
-	c := cluster.Start(t, cluster.Nodes(3),
-		cluster.Override("group.consumer.session.timeout.ms", "10000"),
-		cluster.Override("group.consumer.min.session.timeout.ms", "6000"),
-		cluster.Override("group.consumer.heartbeat.interval.ms", "500"),
-		cluster.Override("group.consumer.min.heartbeat.interval.ms", "500"),
-		cluster.Override("group.initial.rebalance.delay.ms", "0"),
-	)
-	ctx := ctxFor(t, 5*time.Minute)
-	cl := client(t, c)
-	adm := kadm.NewClient(cl)
-	createAndWait(t, ctx, c, adm, topic, parts)
-	var seeds []string
-	for _, n := range c.Nodes() {
-		seeds = append(seeds, n.ClientAddr())
-	}
-	bootstrap := strings.Join(seeds, ";")
-
-	prod, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.DefaultProduceTopic(topic), kgo.RecordRetries(100), kgo.RetryTimeout(60*time.Second))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer prod.Close()
-	const total = 9000
-	prodDone := make(chan error, 1)
-	go func() {
-		for i := range total {
-			if ctx.Err() != nil {
-				prodDone <- ctx.Err()
-				return
-			}
-			prod.Produce(ctx, &kgo.Record{Key: []byte(strconv.Itoa(i)), Value: []byte("v")}, func(_ *kgo.Record, err error) {
-				if err != nil {
-					t.Errorf("produce: %v", err)
-				}
-			})
-			if i%10 == 0 {
-				time.Sleep(25 * time.Millisecond)
-			}
-		}
-		prodDone <- prod.Flush(ctx)
-	}()
-
+	r := start848Run(t, topic, parts, 9000, 25*time.Millisecond, "10000", cluster.Override("group.initial.rebalance.delay.ms", "0"))
+	ctx, cl, adm, bootstrap := r.ctx, r.cl, r.adm, r.bootstrap
 	classic := []*member848{}
 	for _, n := range []string{"s1", "s2", "s3"} {
 		classic = append(classic, startClassic(t, bootstrap, topic, group, n))
@@ -249,6 +198,9 @@ func testRollingUpgrade(t *testing.T, kind string, startClassic func(t *testing.
 			t.Fatalf("after %s joined: %d classic and %d consumer members, want %d and %d", f.name, types[0], types[1], len(classic)-i-1, i+1)
 		}
 		t.Logf("after %s joined: group %s at epoch %d, %d classic and %d consumer-protocol members", f.name, d.State, d.Epoch, types[0], types[1])
+		if i == 0 {
+			checkMixedGroupDescribed(ctx, t, cl, group)
+		}
 	}
 
 	// And back: sarama members replace the franz-go ones; when the last
@@ -274,33 +226,54 @@ func testRollingUpgrade(t *testing.T, kind string, startClassic func(t *testing.
 	}
 	t.Logf("after the downgrade: classic group %s, %d members", dg[group].State, len(dg[group].Members))
 
-	if err := <-prodDone; err != nil {
-		t.Fatalf("producer: %v", err)
-	}
-	ends := map[int32]int64{}
-	cluster.WaitFor(t, 90*time.Second, func() (bool, string) {
-		lo, err := adm.ListEndOffsets(ctx, topic)
-		if err != nil {
-			return false, err.Error()
-		}
-		fo, err := adm.FetchOffsets(ctx, group)
-		if err != nil {
-			return false, err.Error()
-		}
-		sum := int64(0)
-		for p := range int32(parts) {
-			end, _ := lo.Lookup(topic, p)
-			committed, _ := fo.Lookup(topic, p)
-			ends[p] = end.Offset
-			sum += end.Offset
-			if committed.At != end.Offset {
-				return false, fmt.Sprintf("partition %d committed %d, end %d", p, committed.At, end.Offset)
-			}
-		}
-		return sum == total, fmt.Sprintf("%d records in the logs, want %d", sum, total)
-	})
+	ends := r.waitCommitted(t, group)
 	for _, m := range back {
 		m.leave(t)
 	}
 	checkOwnership(t, all, ends)
+}
+
+// checkMixedGroupDescribed checks how a consumer group with classic members
+// (sarama or franz-go classic beside franz-go consumer-protocol members) is
+// described, as on Kafka 4.1: ConsumerGroupDescribe shows every member, the
+// classic ones with MemberType 0, and all the partitions (the classic
+// members' assignments included) once reconciled; DescribeGroups
+// describes classic groups only, so the group is Dead, with
+// GROUP_ID_NOT_FOUND and Kafka's text from v6 and no error below.
+func checkMixedGroupDescribed(ctx context.Context, t *testing.T, cl *kgo.Client, group string) {
+	t.Helper()
+	cluster.WaitFor(t, 30*time.Second, func() (bool, string) {
+		d := describe848(ctx, t, cl, group)
+		owned := map[string]int{}
+		for _, m := range d.Members {
+			for _, tp := range m.Assignment.TopicPartitions {
+				owned[fmt.Sprintf("type %d", m.MemberType)] += len(tp.Partitions)
+			}
+		}
+		return d.State == "Stable" && owned["type 0"] > 0 && owned["type 1"] > 0, fmt.Sprintf("%s, partitions by member type %v", d.State, owned)
+	})
+	for _, v := range []int16{5, 6} {
+		// kgo sends the highest version both sides know, up to MaxVersions.
+		versions := kversion.Stable()
+		versions.SetMaxKeyVersion(15, v)
+		vcl, err := kgo.NewClient(kgo.SeedBrokers(cl.OptValue(kgo.SeedBrokers).([]string)...), kgo.MaxVersions(versions))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req := kmsg.NewPtrDescribeGroupsRequest()
+		req.Groups = []string{group}
+		resp, err := req.RequestWith(ctx, vcl)
+		vcl.Close()
+		if err != nil || len(resp.Groups) != 1 {
+			t.Fatalf("DescribeGroups v%d: %v %+v", v, err, resp)
+		}
+		g := resp.Groups[0]
+		wantCode, wantMsg := int16(0), ""
+		if v >= 6 {
+			wantCode, wantMsg = kerr.GroupIDNotFound.Code, "Group "+group+" is not a classic group."
+		}
+		if g.ErrorCode != wantCode || g.State != "Dead" || len(g.Members) != 0 || (wantMsg != "" && (g.ErrorMessage == nil || *g.ErrorMessage != wantMsg)) {
+			t.Fatalf("DescribeGroups v%d of the consumer group with classic members: %+v", v, g)
+		}
+	}
 }

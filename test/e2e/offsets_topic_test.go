@@ -61,6 +61,80 @@ type offsetsView struct {
 	offsets     map[string]int64 // "group/topic/partition"
 	generations map[string]int32
 	records     int
+	// A consumer-protocol group's records (key versions 3 and 5-8): the
+	// group epoch (3) and target epoch (6); which group-level records (3,
+	// 6) are there; per member, which of its records (5, 7, 8) are.
+	groupEpochs  map[string]int32
+	targetEpochs map[string]int32
+	groupRecs    map[string]map[uint16]bool
+	memberRecs   map[string]map[string]map[uint16]bool
+}
+
+// readKafkaString reads an int16-length string (a key's field).
+func readKafkaString(b []byte) (string, []byte, error) {
+	if len(b) < 2 || len(b) < 2+int(binary.BigEndian.Uint16(b)) {
+		return "", nil, fmt.Errorf("short string in % x", b)
+	}
+	n := int(binary.BigEndian.Uint16(b))
+	return string(b[2 : 2+n]), b[2+n:], nil
+}
+
+// addConsumerGroupRecord reads a ConsumerGroup* record as Kafka's schemas
+// lay it out: key = int16 type, group [, member]; value = int16 version 0,
+// then (for 3 and 6) the int32 epoch.
+func (v *offsetsView) addConsumerGroupRecord(typ uint16, r *kgo.Record) error {
+	group, rest, err := readKafkaString(r.Key[2:])
+	if err != nil {
+		return fmt.Errorf("offset %d: type %d key: %w", r.Offset, typ, err)
+	}
+	if r.Value != nil && (len(r.Value) < 2 || binary.BigEndian.Uint16(r.Value) != 0) {
+		return fmt.Errorf("offset %d: type %d value % x: want version 0", r.Offset, typ, r.Value)
+	}
+	switch typ {
+	case 4:
+		return fmt.Errorf("offset %d: a ConsumerGroupPartitionMetadata record, which Kafka 4.1 no longer writes (KAFKA-17747)", r.Offset)
+	case 3, 6:
+		if len(rest) != 0 {
+			return fmt.Errorf("offset %d: type %d key has %d extra bytes", r.Offset, typ, len(rest))
+		}
+		if v.groupRecs[group] == nil {
+			v.groupRecs[group] = map[uint16]bool{}
+		}
+		if r.Value == nil {
+			delete(v.groupRecs[group], typ)
+			return nil
+		}
+		v.groupRecs[group][typ] = true
+		if typ == 3 || typ == 6 {
+			if len(r.Value) != 7 {
+				return fmt.Errorf("offset %d: type %d value % x: want version, epoch, no tags", r.Offset, typ, r.Value)
+			}
+			epochs := map[uint16]map[string]int32{3: v.groupEpochs, 6: v.targetEpochs}[typ]
+			epochs[group] = int32(binary.BigEndian.Uint32(r.Value[2:]))
+		}
+	default: // 5, 7, 8
+		member, rest, err := readKafkaString(rest)
+		if err != nil || len(rest) != 0 {
+			return fmt.Errorf("offset %d: type %d key: %v, %d extra bytes", r.Offset, typ, err, len(rest))
+		}
+		if v.memberRecs[group] == nil {
+			v.memberRecs[group] = map[string]map[uint16]bool{}
+		}
+		m := v.memberRecs[group][member]
+		if m == nil {
+			m = map[uint16]bool{}
+			v.memberRecs[group][member] = m
+		}
+		if r.Value == nil {
+			delete(m, typ)
+			if len(m) == 0 {
+				delete(v.memberRecs[group], member)
+			}
+			return nil
+		}
+		m[typ] = true
+	}
+	return nil
 }
 
 func (v *offsetsView) add(r *kgo.Record) error {
@@ -101,6 +175,8 @@ func (v *offsetsView) add(r *kgo.Record) error {
 			return fmt.Errorf("offset %d: group value: %w", r.Offset, err)
 		}
 		v.generations[k.Group] = val.Generation
+	case 3, 4, 5, 6, 7, 8:
+		return v.addConsumerGroupRecord(binary.BigEndian.Uint16(r.Key), r)
 	default:
 		return fmt.Errorf("offset %d: unknown key version in % x", r.Offset, r.Key)
 	}
@@ -207,7 +283,8 @@ func readOffsetsTopic(ctx context.Context, t *testing.T, nodes []*cluster.Node, 
 		t.Fatal(err)
 	}
 	defer cl.Close()
-	v := &offsetsView{offsets: map[string]int64{}, generations: map[string]int32{}}
+	v := &offsetsView{offsets: map[string]int64{}, generations: map[string]int32{}, groupEpochs: map[string]int32{},
+		targetEpochs: map[string]int32{}, groupRecs: map[string]map[uint16]bool{}, memberRecs: map[string]map[string]map[uint16]bool{}}
 	for !done(v) {
 		fs := cl.PollFetches(ctx)
 		if ctx.Err() != nil {
@@ -512,4 +589,66 @@ func burrowGet(ctx context.Context, url string) (burrowClusters, string, error) 
 		return st, string(b), fmt.Errorf("Burrow answered %d %q: %w", resp.StatusCode, b, err)
 	}
 	return st, string(b), nil
+}
+
+// TestOffsetsTopicShowsConsumerGroupRecords: a KIP-848 group's state is in
+// __consumer_offsets as Kafka 4.1's coordinator writes it (records 3, 5-8): the
+// group epoch and target epoch ConsumerGroupDescribe shows, and each
+// member's subscription, target and current assignment; a member that
+// leaves has its three records tombstoned, so a reader no longer sees it.
+func TestOffsetsTopicShowsConsumerGroupRecords(t *testing.T) {
+	c := cluster.Start(t, cluster.Nodes(1), cluster.Override("group.consumer.heartbeat.interval.ms", "500"),
+		cluster.Override("group.consumer.min.heartbeat.interval.ms", "500"))
+	ctx := ctxFor(t, 3*time.Minute)
+	cl := client(t, c)
+	adm := kadm.NewClient(cl)
+	const topic, group, parts = "cg-records", "cg-records-group", 4
+	if err := createTopic(ctx, adm, topic, parts, 1); err != nil {
+		t.Fatal(err)
+	}
+	var members []*kgo.Client
+	for range 2 {
+		m, err := kgo.NewClient(kgo.SeedBrokers(seedsOf(c.Nodes())...), kgo.ConsumerGroup(group), kgo.ConsumeTopics(topic), kgo.ServerSideBalancer())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer m.Close()
+		go func() {
+			for !m.PollFetches(ctx).IsClientClosed() && ctx.Err() == nil {
+			}
+		}()
+		members = append(members, m)
+	}
+	var d kmsg.ConsumerGroupDescribeResponseGroup
+	cluster.WaitFor(t, 60*time.Second, func() (bool, string) {
+		d = describe848(ctx, t, cl, group)
+		return d.State == "Stable" && len(d.Members) == 2, fmt.Sprintf("group %s with %d members", d.State, len(d.Members))
+	})
+	shows := func(d kmsg.ConsumerGroupDescribeResponseGroup) func(*offsetsView) bool {
+		return func(v *offsetsView) bool {
+			if v.groupEpochs[group] != d.Epoch || v.targetEpochs[group] != d.AssignmentEpoch || len(v.memberRecs[group]) != len(d.Members) {
+				return false
+			}
+			for _, m := range d.Members {
+				if r := v.memberRecs[group][m.MemberID]; !r[5] || !r[7] || !r[8] {
+					return false
+				}
+			}
+			return true
+		}
+	}
+	rctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+	v := readOffsetsTopic(rctx, t, c.Nodes(), shows(d))
+	cancel()
+	t.Logf("%d records: group epoch %d, target epoch %d, members %v", v.records, v.groupEpochs[group], v.targetEpochs[group], v.memberRecs[group])
+
+	members[0].Close()
+	cluster.WaitFor(t, 60*time.Second, func() (bool, string) {
+		d = describe848(ctx, t, cl, group)
+		return d.State == "Stable" && len(d.Members) == 1, fmt.Sprintf("group %s with %d members", d.State, len(d.Members))
+	})
+	rctx, cancel = context.WithTimeout(ctx, 60*time.Second)
+	defer cancel()
+	v = readOffsetsTopic(rctx, t, c.Nodes(), shows(d))
+	t.Logf("after a member left: group epoch %d, members %v", v.groupEpochs[group], v.memberRecs[group])
 }
