@@ -15,9 +15,7 @@ import (
 	"github.com/HdrHistogram/hdrhistogram-go"
 	"github.com/raftka/raftka/test/cluster"
 	"github.com/raftka/raftka/test/invariants"
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
-	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // BenchmarkReassignment is issue 16's reassignment figure: four nodes, an
@@ -45,7 +43,7 @@ func BenchmarkReassignment(b *testing.B) {
 		from[p] = rotate([]int32{1, 2, 3}, int(p))
 		to[p] = rotate([]int32{2, 3, 4}, int(p))
 	}
-	createAssignedTB(b, ctx, cl, topic, from)
+	createAssigned(b, ctx, cl, topic, from)
 	cluster.WaitFor(b, 60*time.Second, func() (bool, string) { return invariants.FullISR(ctx, h, topic, parts, 4) })
 
 	start := time.Now()
@@ -124,31 +122,6 @@ func envInt(t testing.TB, key string, def int) int {
 		t.Fatalf("%s=%q: want a positive integer", key, v)
 	}
 	return n
-}
-
-// createAssignedTB is createAssigned for benchmarks.
-func createAssignedTB(t testing.TB, ctx context.Context, cl *kgo.Client, topic string, assignment map[int32][]int32) {
-	t.Helper()
-	req := kmsg.NewPtrCreateTopicsRequest()
-	req.TimeoutMillis = 30000
-	rt := kmsg.NewCreateTopicsRequestTopic()
-	rt.Topic, rt.NumPartitions, rt.ReplicationFactor = topic, -1, -1
-	for p := range int32(len(assignment)) {
-		a := kmsg.NewCreateTopicsRequestTopicReplicaAssignment()
-		a.Partition, a.Replicas = p, assignment[p]
-		rt.ReplicaAssignment = append(rt.ReplicaAssignment, a)
-	}
-	req.Topics = append(req.Topics, rt)
-	cluster.WaitFor(t, 60*time.Second, func() (bool, string) {
-		resp, err := req.RequestWith(ctx, cl)
-		if err != nil {
-			return false, err.Error()
-		}
-		if err := kerr.ErrorForCode(resp.Topics[0].ErrorCode); err != nil {
-			return false, err.Error()
-		}
-		return true, ""
-	})
 }
 
 // fill writes total bytes of incompressible 16 KiB records, acks=all.
@@ -262,7 +235,7 @@ func BenchmarkNodeReplacement(b *testing.B) {
 		for p := range int32(parts) {
 			assign[p] = rotate([]int32{4, 1 + p%3, 1 + (p+1)%3}, int(p))
 		}
-		createAssignedTB(b, ctx, cl, topic, assign)
+		createAssigned(b, ctx, cl, topic, assign)
 		cluster.WaitFor(b, 60*time.Second, func() (bool, string) { return invariants.FullISR(ctx, h, topic, parts, 5) })
 		fill(b, ctx, c, topic, int64(mib)<<20)
 

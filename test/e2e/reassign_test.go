@@ -146,7 +146,7 @@ func TestReassignmentUnderLoad(t *testing.T) {
 	}
 }
 
-func createAssigned(t *testing.T, ctx context.Context, cl *kgo.Client, topic string, assignment map[int32][]int32) {
+func createAssigned(t testing.TB, ctx context.Context, cl *kgo.Client, topic string, assignment map[int32][]int32) {
 	t.Helper()
 	req := kmsg.NewPtrCreateTopicsRequest()
 	req.TimeoutMillis = 30000
