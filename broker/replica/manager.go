@@ -137,6 +137,11 @@ type Manager struct {
 	// alters sends the ISR changes of every partition led here, batched.
 	alters *alterBatcher
 
+	// tcImg and tcMap memoize topicConfig for the last image asked about.
+	tcMu  sync.Mutex
+	tcImg *metadata.Image
+	tcMap map[string]TopicConfig
+
 	// followerQuota is follower.replication.throttled.rate (throttle.go).
 	followerQuota *rateQuota
 
@@ -458,11 +463,29 @@ func (m *Manager) WaitApplied(ctx context.Context, index uint64) error {
 }
 
 func (m *Manager) topicConfig(img *metadata.Image, topic string) TopicConfig {
+	// A topic's config is a function of the image (Config.TopicConfig),
+	// so it is worked out once per topic and image, not once per
+	// partition: resolving the precedence chain was over half the time
+	// Apply took for a delta moving 10,000 partitions of one topic (a
+	// broker fenced or back).
+	m.tcMu.Lock()
+	if m.tcImg != img {
+		m.tcImg, m.tcMap = img, map[string]TopicConfig{}
+	} else if tc, ok := m.tcMap[topic]; ok {
+		m.tcMu.Unlock()
+		return tc
+	}
+	m.tcMu.Unlock()
 	tc, err := m.cfg.TopicConfig(img, topic)
 	if err != nil {
 		m.log.Error().Err(err).Str("topic", topic).Msg("topic config unusable; using defaults")
-		return TopicConfig{Log: storage.DefaultConfig(), MinInsyncReplicas: 1}
+		tc = TopicConfig{Log: storage.DefaultConfig(), MinInsyncReplicas: 1}
 	}
+	m.tcMu.Lock()
+	if m.tcImg == img {
+		m.tcMap[topic] = tc
+	}
+	m.tcMu.Unlock()
 	return tc
 }
 
