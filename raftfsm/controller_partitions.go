@@ -250,6 +250,15 @@ func decideElectLeaders(req *kmsg.ElectLeadersRequest) decideFunc {
 // must be a usable replica (KIP-903: at the broker epoch the leader saw,
 // which v3 carries). Partitions are decided in order against the image as
 // the earlier ones left it.
+//
+// A leader batches the changes of many partitions into one request
+// (broker/replica alter_batch.go), and an Image.Apply copies the changed
+// topic's partition table, so the changes are applied together: a
+// partition's decision reads only that partition (and the brokers, which
+// no change here touches), so the pending changes are applied first only
+// when a partition comes again in the request or a reassignment may
+// complete. Applying one by one cost a copy of a 10,000-partition table
+// per partition.
 func decideAlterPartition(req *kmsg.AlterPartitionRequest) decideFunc {
 	return func(c *controller, img *metadata.Image, now time.Time) decision {
 		resp := req.ResponseKind().(*kmsg.AlterPartitionResponse)
@@ -259,8 +268,34 @@ func decideAlterPartition(req *kmsg.AlterPartitionRequest) decideFunc {
 			resp.ErrorCode = kerr.StaleBrokerEpoch.Code
 			return decision{resp: resp}
 		}
-		var recs []metadata.Record
+		type partKey struct {
+			id [16]byte
+			p  int32
+		}
+		type outRef struct {
+			t, i int // resp.Topics[t].Partitions[i]
+			key  partKey
+		}
+		var recs, pending []metadata.Record
+		var unfilled []outRef // accepted, answered from the image once applied
+		touched := map[partKey]bool{}
 		cur := img
+		apply := func() {
+			if len(pending) > 0 {
+				cur, _ = cur.Apply(pending)
+				pending = nil
+				clear(touched)
+			}
+		}
+		fill := func() {
+			for _, o := range unfilled {
+				out := &resp.Topics[o.t].Partitions[o.i]
+				if p, ok := cur.Partition(o.key.id, o.key.p); ok {
+					out.LeaderID, out.LeaderEpoch, out.ISR, out.PartitionEpoch = p.Leader, p.LeaderEpoch, p.ISR, p.PartitionEpoch
+				}
+			}
+			unfilled = unfilled[:0]
+		}
 		for _, t := range req.Topics {
 			rt := kmsg.NewAlterPartitionResponseTopic()
 			rt.Topic, rt.TopidID = t.Topic, t.TopicID
@@ -271,6 +306,8 @@ func decideAlterPartition(req *kmsg.AlterPartitionRequest) decideFunc {
 			} else {
 				ti, tok = cur.Topic(t.Topic)
 			}
+			resp.Topics = append(resp.Topics, rt)
+			tIdx := len(resp.Topics) - 1
 			for _, rp := range t.Partitions {
 				out := kmsg.NewAlterPartitionResponseTopicPartition()
 				out.Partition = rp.Partition
@@ -279,8 +316,13 @@ func decideAlterPartition(req *kmsg.AlterPartitionRequest) decideFunc {
 					if req.Version >= 2 {
 						out.ErrorCode = kerr.UnknownTopicID.Code
 					}
-					rt.Partitions = append(rt.Partitions, out)
+					resp.Topics[tIdx].Partitions = append(resp.Topics[tIdx].Partitions, out)
 					continue
+				}
+				key := partKey{ti.ID, rp.Partition}
+				if touched[key] {
+					apply()
+					fill()
 				}
 				ap := metadata.AlterPartitionRequest{
 					BrokerID: req.BrokerID, BrokerEpoch: req.BrokerEpoch, TopicID: ti.ID,
@@ -298,22 +340,30 @@ func decideAlterPartition(req *kmsg.AlterPartitionRequest) decideFunc {
 				rec, err := cur.ValidateAlterPartition(ap)
 				if err != nil {
 					out.ErrorCode = errCode(err)
-				} else if rec != nil {
-					recs = append(recs, rec)
-					cur, _ = cur.Apply([]metadata.Record{rec})
+				}
+				resp.Topics[tIdx].Partitions = append(resp.Topics[tIdx].Partitions, out)
+				if err != nil {
+					continue
+				}
+				unfilled = append(unfilled, outRef{t: tIdx, i: len(resp.Topics[tIdx].Partitions) - 1, key: key})
+				if rec == nil {
+					continue
+				}
+				recs = append(recs, rec)
+				pending = append(pending, rec)
+				touched[key] = true
+				if p, ok := cur.Partition(ti.ID, rp.Partition); ok && p.Reassigning() {
 					// An ISR that now holds every target replica finishes
 					// a reassignment in the same batch (controller_reassign.go).
+					apply()
 					var done []metadata.Record
 					done, cur = completeReassignment(cur, ti.ID, rp.Partition)
 					recs = append(recs, done...)
 				}
-				if p, ok := cur.Partition(ti.ID, rp.Partition); ok && out.ErrorCode == 0 {
-					out.LeaderID, out.LeaderEpoch, out.ISR, out.PartitionEpoch = p.Leader, p.LeaderEpoch, p.ISR, p.PartitionEpoch
-				}
-				rt.Partitions = append(rt.Partitions, out)
 			}
-			resp.Topics = append(resp.Topics, rt)
 		}
+		apply()
+		fill()
 		return decision{recs: recs, resp: resp}
 	}
 }

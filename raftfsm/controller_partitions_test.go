@@ -496,3 +496,150 @@ func TestErrNotLeaderIsInvalidRequest(t *testing.T) {
 		t.Fatalf("ErrNotLeader answers %s", kerr.ErrorForCode(code))
 	}
 }
+
+// alterBatchImage is a topic "t" of n partitions on brokers 1-3, each led
+// by broker 1 with ISR {1, 2}, and a topic "u" of two.
+func alterBatchImage(t testing.TB, n int) *metadata.Image {
+	parts := make([]metadata.PartitionRegistration, n)
+	for i := range parts {
+		parts[i] = metadata.PartitionRegistration{Partition: int32(i), Replicas: ids(1, 2, 3), ISR: ids(1, 2), Leader: 1, LeaderEpoch: 3, PartitionEpoch: 7}
+	}
+	recs := []metadata.Record{
+		&metadata.RegisterBroker{BrokerID: 1, BrokerEpoch: 101}, &metadata.RegisterBroker{BrokerID: 2, BrokerEpoch: 102},
+		&metadata.RegisterBroker{BrokerID: 3, BrokerEpoch: 103},
+		&metadata.CreateTopic{Name: "t", ID: topicID("t"), Partitions: parts},
+		&metadata.CreateTopic{Name: "u", ID: topicID("u"), Partitions: slices.Clone(parts[:2])},
+	}
+	img, d := metadata.NewImage().Apply(recs)
+	if len(d.Skipped) > 0 {
+		t.Fatalf("test image: skipped %v", d.Skipped[0].Err)
+	}
+	return img
+}
+
+func alterPart(p, partEpoch int32, isr ...int32) kmsg.AlterPartitionRequestTopicPartition {
+	rp := kmsg.NewAlterPartitionRequestTopicPartition()
+	rp.Partition, rp.LeaderEpoch, rp.PartitionEpoch = p, 3, partEpoch
+	for _, id := range isr {
+		e := kmsg.NewAlterPartitionRequestTopicPartitionNewEpochISR()
+		e.BrokerID, e.BrokerEpoch = id, 100+int64(id)
+		rp.NewEpochISR = append(rp.NewEpochISR, e)
+	}
+	return rp
+}
+
+// A leader's batched AlterPartition (many partitions, two topics, a
+// partition twice, refused ones between) must be answered and recorded
+// exactly as deciding its partitions one request at a time, in order,
+// each against the image the earlier ones left.
+func TestDecideAlterPartitionBatchMatchesOneByOne(t *testing.T) {
+	img := alterBatchImage(t, 50)
+	type entry struct {
+		topic string
+		rp    kmsg.AlterPartitionRequestTopicPartition
+	}
+	var entries []entry
+	for p := int32(0); p < 50; p++ {
+		switch {
+		case p%7 == 3:
+			entries = append(entries, entry{"t", alterPart(p, 6, 1, 2, 3)}) // stale partition epoch
+		case p%5 == 0:
+			entries = append(entries, entry{"t", alterPart(p, 7, 1)}) // shrink
+		default:
+			entries = append(entries, entry{"t", alterPart(p, 7, 1, 2, 3)}) // expand
+		}
+	}
+	// Partition 1 again, built from the state its first change leaves
+	// (epoch 8), and partition 2 again from the old state: accepted and
+	// refused as one-by-one deciding would.
+	entries = append(entries, entry{"t", alterPart(1, 8, 1, 3)}, entry{"t", alterPart(2, 7, 1)})
+	entries = append(entries, entry{"u", alterPart(0, 7, 1, 2, 3)}, entry{"u", alterPart(1, 7, 2)})
+
+	req := kmsg.NewPtrAlterPartitionRequest()
+	req.Version, req.BrokerID, req.BrokerEpoch = 3, 1, 101
+	for _, e := range entries {
+		if n := len(req.Topics); n == 0 || req.Topics[n-1].TopicID != topicID(e.topic) {
+			rt := kmsg.NewAlterPartitionRequestTopic()
+			rt.TopicID = topicID(e.topic)
+			req.Topics = append(req.Topics, rt)
+		}
+		req.Topics[len(req.Topics)-1].Partitions = append(req.Topics[len(req.Topics)-1].Partitions, e.rp)
+	}
+	batch := decideAlterPartition(req)(nil, img, time.Time{})
+	got := batch.resp.(*kmsg.AlterPartitionResponse)
+
+	cur := img
+	var want []kmsg.AlterPartitionResponseTopicPartition
+	var wantRecs int
+	for _, e := range entries {
+		one := kmsg.NewPtrAlterPartitionRequest()
+		one.Version, one.BrokerID, one.BrokerEpoch = 3, 1, 101
+		rt := kmsg.NewAlterPartitionRequestTopic()
+		rt.TopicID = topicID(e.topic)
+		rt.Partitions = append(rt.Partitions, e.rp)
+		one.Topics = append(one.Topics, rt)
+		d := decideAlterPartition(one)(nil, cur, time.Time{})
+		want = append(want, d.resp.(*kmsg.AlterPartitionResponse).Topics[0].Partitions[0])
+		wantRecs += len(d.recs)
+		cur, _ = cur.Apply(d.recs)
+	}
+	var flat []kmsg.AlterPartitionResponseTopicPartition
+	for _, rt := range got.Topics {
+		flat = append(flat, rt.Partitions...)
+	}
+	if len(flat) != len(want) {
+		t.Fatalf("%d answers, want %d", len(flat), len(want))
+	}
+	accepted := 0
+	for i := range want {
+		g, w := flat[i], want[i]
+		if g.Partition != w.Partition || g.ErrorCode != w.ErrorCode || g.LeaderID != w.LeaderID ||
+			g.LeaderEpoch != w.LeaderEpoch || g.PartitionEpoch != w.PartitionEpoch || !slices.Equal(g.ISR, w.ISR) {
+			t.Fatalf("answer %d (%s-%d): %+v, one by one %+v", i, entries[i].topic, entries[i].rp.Partition, g, w)
+		}
+		if g.ErrorCode == 0 {
+			accepted++
+		}
+	}
+	if accepted < 40 || accepted == len(want) {
+		t.Fatalf("%d of %d accepted: the request does not mix accepted and refused changes as meant", accepted, len(want))
+	}
+	if len(batch.recs) != wantRecs {
+		t.Fatalf("%d records, one by one %d", len(batch.recs), wantRecs)
+	}
+	after, d := img.Apply(batch.recs)
+	if len(d.Skipped) > 0 {
+		t.Fatalf("batch records do not replay: %v", d.Skipped[0].Err)
+	}
+	for _, name := range []string{"t", "u"} {
+		gt, _ := after.TopicByID(topicID(name))
+		wt, _ := cur.TopicByID(topicID(name))
+		for i := range wt.Partitions {
+			if !slices.Equal(gt.Partitions[i].ISR, wt.Partitions[i].ISR) || gt.Partitions[i].PartitionEpoch != wt.Partitions[i].PartitionEpoch {
+				t.Fatalf("%s-%d: batch leaves %+v, one by one %+v", name, i, gt.Partitions[i], wt.Partitions[i])
+			}
+		}
+	}
+}
+
+// BenchmarkDecideAlterPartition10k decides one leader's expansion of
+// 5,000 partitions of a 10,000-partition topic: the request a restarted
+// follower's rejoining costs the controller.
+func BenchmarkDecideAlterPartition10k(b *testing.B) {
+	img := alterBatchImage(b, 10000)
+	req := kmsg.NewPtrAlterPartitionRequest()
+	req.Version, req.BrokerID, req.BrokerEpoch = 3, 1, 101
+	rt := kmsg.NewAlterPartitionRequestTopic()
+	rt.TopicID = topicID("t")
+	for p := int32(0); p < 5000; p++ {
+		rt.Partitions = append(rt.Partitions, alterPart(p, 7, 1, 2, 3))
+	}
+	req.Topics = append(req.Topics, rt)
+	b.ReportAllocs()
+	for b.Loop() {
+		d := decideAlterPartition(req)(nil, img, time.Time{})
+		if len(d.recs) != 5000 {
+			b.Fatalf("%d records", len(d.recs))
+		}
+	}
+}

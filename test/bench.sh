@@ -72,6 +72,16 @@
 # topics of 6 partitions (RF as the target's), one CreateTopics each from 8
 # workers, and deletes them; topics created/s and the CreateTopics p99.
 #
+# Restart (row restart10k, three nodes only, issue 18 P6): a topic of
+# BENCH_RESTART_PARTITIONS (10,000) RF=3 partitions, so every node holds
+# that many replicas; once every node hosts them all and none is
+# under-replicated, node 3 is SIGKILLed (raftka local restarts it after its
+# --restart-delay, 5 s). The figures are the seconds from the kill to node
+# 3's /readyz answering 200 and to raftka_under_replicated_partitions 0 on
+# every node, each polled every 0.5 s for at most BENCH_RESTART_WAIT
+# (180 s); the target is serving (/readyz) within 30 s. It runs after the
+# failover row, on its own topic, deleted afterwards.
+#
 # Durable (three nodes only, issue 18 P5): row 1024 again into a topic with
 # flush.messages=1, so every replica fsyncs each batch before it counts
 # toward acknowledgement (the log dir's group commit, storage/doc.go
@@ -106,7 +116,8 @@
 # free disk under the work dir; each topic is deleted once read back),
 # BENCH_E2E_RECORDS (10000), BENCH_PORT (19100, first of the ports used),
 # BENCH_TARGETS ("one three kfake"), BENCH_ROWS ("100 scraped 1024 durable lz4 zstd txn10
-# txn1000 txn10x32 txn1000x8 p1000 commit topics": the produce rows, the commit and topics rows;
+# txn1000 txn10x32 txn1000x8 p1000 commit topics restart10k": the produce rows, the commit, topics
+# and restart rows;
 # set but empty: the e2e row alone;
 # e2e always runs),
 # BENCH_JSON (bin/bench-result.json), BENCH_COMMIT_DURATION (10s),
@@ -114,7 +125,7 @@
 # the bench client is always bin/raftka), BENCH_FAILOVER_DURATION (20s),
 # BENCH_FAILOVER_RATE (20000 records/s of 1 KiB), BENCH_FAILOVER_KILL_AFTER
 # (12, seconds after the produce starts); BENCH_FAILOVER_DURATION=0 skips the
-# failover row.
+# failover row; BENCH_RESTART_PARTITIONS (10000), BENCH_RESTART_WAIT (180 s).
 set -u
 
 cd "$(dirname "$0")/.."
@@ -133,7 +144,7 @@ DURATION=${BENCH_DURATION:-10s}
 E2E_RECORDS=${BENCH_E2E_RECORDS:-10000}
 PORT=${BENCH_PORT:-19100}
 TARGETS=${BENCH_TARGETS:-one three kfake}
-ROWS=${BENCH_ROWS-100 scraped 1024 durable lz4 zstd txn10 txn1000 txn10x32 txn1000x8 p1000 commit topics}
+ROWS=${BENCH_ROWS-100 scraped 1024 durable lz4 zstd txn10 txn1000 txn10x32 txn1000x8 p1000 commit topics restart10k}
 RESULT_JSON=${BENCH_JSON:-bin/bench-result.json}
 COMMIT_DURATION=${BENCH_COMMIT_DURATION:-10s}
 E2E_WARMUP=${BENCH_E2E_WARMUP:-1s}
@@ -141,6 +152,8 @@ BROKER_BIN=${BENCH_BROKER_BIN:-$BIN}
 FAILOVER_DURATION=${BENCH_FAILOVER_DURATION:-20s}
 FAILOVER_RATE=${BENCH_FAILOVER_RATE:-20000}
 FAILOVER_KILL_AFTER=${BENCH_FAILOVER_KILL_AFTER:-12}
+RESTART_PARTITIONS=${BENCH_RESTART_PARTITIONS:-10000}
+RESTART_WAIT=${BENCH_RESTART_WAIT:-180}
 REPEAT=${BENCH_REPEAT:-3}
 MIN_FREE_GB=${BENCH_MIN_FREE_GB:-30}
 READY_SECS=30
@@ -388,6 +401,7 @@ bench_target() {
 			[ -z "${FAILED[$name]:-}" ] && bench_commit "$name"
 			continue
 			;;
+		restart10k) continue ;; # after the failover row, below
 		topics)
 			if [ -z "${FAILED[$name]:-}" ]; then
 				out=$(run_bench "$name" "bench topics" topics --count 200 --partitions 6 --replication-factor "${RF[$name]}" --concurrency 8)
@@ -424,7 +438,7 @@ bench_target() {
 			size=1024 extra=(--transaction-records "${BASH_REMATCH[1]}" --transactional-producers "${BASH_REMATCH[3]:-1}" --transactional-id "bench-$row")
 			;;
 		*)
-			echo "bench.sh: unknown row $row in BENCH_ROWS (want 100, scraped, 1024, durable, lz4, zstd, txnN, txnNxP, p1000, commit, topics)" >&2
+			echo "bench.sh: unknown row $row in BENCH_ROWS (want 100, scraped, 1024, durable, lz4, zstd, txnN, txnNxP, p1000, commit, topics, restart10k)" >&2
 			continue
 			;;
 		esac
@@ -532,6 +546,9 @@ bench_target() {
 	if [ "$name" = three ] && [ -z "${FAILED[$name]:-}" ] && [ "$FAILOVER_DURATION" != 0 ]; then
 		bench_failover "$name"
 	fi
+	if [ "$name" = three ] && [ -z "${FAILED[$name]:-}" ] && [[ " $ROWS " == *" restart10k "* ]]; then
+		bench_restart "$name"
+	fi
 	stop_pid "$SUPERVISOR"
 	for pid in "${BROKERS[@]}"; do stop_pid "$pid"; done
 }
@@ -573,6 +590,79 @@ adopt_children() {
 	local pid
 	mapfile -t BROKERS < <(pgrep -P "$SUPERVISOR")
 	for pid in "${BROKERS[@]}"; do STARTED+=("$pid"); done
+}
+
+# node_metric port name: one unlabelled sample of a node's /metrics,
+# empty when the node does not answer.
+node_metric() {
+	curl -s --max-time 3 "http://127.0.0.1:$1/metrics" 2>/dev/null | awk -v n="$2" '$1 == n {print $2; exit}'
+}
+
+# all_replicated n port...: every node hosts n partitions or more and none
+# is under-replicated.
+all_replicated() {
+	local n=$1 port v
+	shift
+	for port in "$@"; do
+		v=$(node_metric "$port" raftka_partitions)
+		[ -n "$v" ] && awk -v v="$v" -v n="$n" 'BEGIN {exit !(v >= n)}' || return 1
+		[ "$(node_metric "$port" raftka_under_replicated_partitions)" = 0 ] || return 1
+	done
+}
+
+# bench_restart name: the restart10k row (see the header).
+bench_restart() {
+	local name=$1 topic=bench-restart base mports victim t0 i deadline ok
+	base=$((PORT + 100 + 20)) # start_target's metrics ports of three
+	mports=("$base" $((base + 1)) $((base + 2)))
+	echo "== ${LABEL[$name]}: restart of a node holding $RESTART_PARTITIONS partition replicas" >&2
+	"$BIN" --log-level error topics create --bootstrap-server "$BOOTSTRAP" --topic "$topic" --partitions "$RESTART_PARTITIONS" \
+		--replication-factor 3 --request-timeout 120s >>"$WORK/$name.bench.log" 2>&1 # it may answer before every node has applied it
+	# Bounded by the clock, not a count of polls: a poll of an overloaded
+	# node can take seconds.
+	deadline=$((SECONDS + RESTART_WAIT)) ok=
+	while ((SECONDS < deadline)); do
+		all_replicated "$RESTART_PARTITIONS" "${mports[@]}" && ok=1 && break
+		sleep 0.5
+	done
+	if [ -z "$ok" ]; then
+		FAILED[$name|restart]="the $RESTART_PARTITIONS partitions were not all hosted and replicated within ${RESTART_WAIT}s; nothing killed"
+		drop_topic "$name" "$topic"
+		return
+	fi
+	victim=$(node_pid 3)
+	if [ -z "$victim" ]; then
+		FAILED[$name|restart]="no process found for node 3; nothing killed"
+		drop_topic "$name" "$topic"
+		return
+	fi
+	t0=$(date +%s.%N)
+	kill -KILL "$victim"
+	echo "bench.sh: killed node 3 (pid $victim)" >&2
+	# Its metrics port stops answering only when the process is gone; a
+	# /readyz before that is the dead process's.
+	for ((i = 0; i < 100; i++)); do
+		kill -0 "$victim" 2>/dev/null || break
+		sleep 0.05
+	done
+	deadline=$((SECONDS + RESTART_WAIT))
+	# Each figure is taken when its poll has answered (so it errs late by
+	# at most a poll, never early).
+	while ((SECONDS < deadline)); do
+		if [ -z "${R[$name|restart|ready]:-}" ] &&
+			[ "$(curl -s -o /dev/null -w '%{http_code}' --max-time 2 "http://127.0.0.1:${mports[2]}/readyz")" = 200 ]; then
+			R[$name|restart|ready]=$(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN {printf "%.1f", b - a}')
+		fi
+		if [ -n "${R[$name|restart|ready]:-}" ] && all_replicated "$RESTART_PARTITIONS" "${mports[@]}"; then
+			R[$name|restart|replicated]=$(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN {printf "%.1f", b - a}')
+			break
+		fi
+		sleep 0.5
+	done
+	[ -n "${R[$name|restart|replicated]:-}" ] || FAILED[$name|restart]="not ready and fully replicated within ${RESTART_WAIT}s of the kill"
+	echo "bench.sh: restart10k: /readyz after ${R[$name|restart|ready]:-n/a} s, 0 under-replicated after ${R[$name|restart|replicated]:-n/a} s" >&2
+	adopt_children
+	drop_topic "$name" "$topic"
 }
 
 bench_failover() {
@@ -792,7 +882,7 @@ for t in $TARGETS; do
 	for row in $ROWS; do
 		case $row in
 		lz4 | zstd | scraped | durable | txn* | p1000) [ "$t" = three ] && rows="$rows $row" ;;
-		commit | topics) ;; # printed under the table
+		commit | topics | restart10k) ;; # printed under the table
 		*) rows="$rows $row" ;;
 		esac
 	done
@@ -863,6 +953,10 @@ done
 if [ -n "${R[three|e2e|max]:-}" ]; then
 	echo "e2e max: raftka 3 nodes $(fmt "${R[three|e2e|max]:-}" 2) ms, kfake $(fmt "${R[kfake|e2e|max]:-}" 2) ms"
 fi
+if [[ " $ROWS " == *" restart10k "* ]]; then
+	echo "restart10k: node 3 of three, holding $RESTART_PARTITIONS RF=3 partition replicas, SIGKILLed (restarted after 5 s): /readyz 200 after $(fmt "${R[three|restart|ready]:-}" 1) s," \
+		"0 under-replicated on every node after $(fmt "${R[three|restart|replicated]:-}" 1) s${FAILED[three|restart]:+ (${FAILED[three|restart]})}"
+fi
 if [ -n "${R[three|fail|rps]:-}" ]; then
 	echo "fail: $FAILOVER_RATE records/s of 1 KiB for $FAILOVER_DURATION; node ${R[three|fail|node]:-?} (leader of partition 0) SIGKILLed at ${R[three|fail|at]:-?} s;" \
 		"longest ack gap $(fmt "${R[three|fail|gap]:-}" 0) ms overall, $(fmt "${R[three|fail|pgap]:-}" 0) ms within one partition; ${R[three|fail|errors]:-?} records failed."
@@ -909,6 +1003,9 @@ if [[ " $ROWS " == *" p1000 "* ]]; then
 fi
 if [[ " $ROWS " == *" topics "* ]]; then
 	verdict P6-topics "RF=3 topics created/s (6 partitions each)" "${R[three|topics|tps]:-}" ">= 200" 'v >= 200'
+fi
+if [[ " $ROWS " == *" restart10k "* ]]; then
+	verdict P6-restart "RF=3 s from kill -9 to /readyz, node of $RESTART_PARTITIONS replicas" "${R[three|restart|ready]:-}" "<= 30 s" 'v <= 30'
 fi
 if [[ " $ROWS " == *" commit "* ]]; then
 	verdict P7-rate "RF=3 partition offsets committed/s" "${R[three|commit|ops]:-}" ">= 20000" 'v >= 20000'

@@ -12,7 +12,12 @@
 //     broker's view of it): it opens or creates logs, makes partitions
 //     leaders or followers at the image's leader epoch, moves them between
 //     fetchers and deletes the logs of partitions no longer assigned here.
-//     It sends the AlterPartition requests its partitions start.
+//     It sends the AlterPartition requests its partitions start, batched
+//     (alter_batch.go).
+//   - alter_batch.go: the broker's AlterPartition sender, as Kafka's
+//     AlterPartitionManager: one request in flight, the ISR changes
+//     partitions start meanwhile collected for the next, each partition's
+//     result handed back to it.
 //   - partition.go: Partition, the per-partition state (role, epochs,
 //     replicas, ISR, HW) and the leader API handlers call: AppendAsLeader,
 //     AppendMarker, Read, OffsetForLeaderEpoch, ListOffsets, DeleteRecords;
@@ -113,14 +118,16 @@
 // Manager.Apply is called by one goroutine (the metadata subscriber), in
 // order; every other Manager and Partition method may be called from any
 // goroutine. Goroutines started here: one ISR-expiry loop per Manager, up to
-// NumFetchers fetchers per source broker, and one short-lived goroutine per AlterPartition
-// in flight; Close stops and waits for all of them.
+// NumFetchers fetchers per source broker, and the AlterPartition sender
+// while it has changes to send (one at most); Close stops and waits for all
+// of them.
 //
 // Lock order (never take an earlier lock while holding a later one):
 //
 //	Manager.applyMu -> fetcher.mu -> Manager.mu -> Partition.roleMu ->
-//	Partition.mu -> storage's locks; watchers.mu and Manager.lostMu are
-//	leaves.
+//	Partition.mu -> storage's locks; watchers.mu, Manager.lostMu and
+//	alterBatcher.mu are leaves (a partition's answer is handed to it with
+//	no batcher lock held).
 //
 // Partition.roleMu (a RWMutex) guards the role and epochs: appends and reads
 // hold it shared so that a role change never interleaves with an append at

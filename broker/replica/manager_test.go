@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -226,5 +227,55 @@ func TestStaleLogOnDiskIsReplaced(t *testing.T) {
 	id, ok, err := storage.ReadPartitionMetadata(filepath.Join(p.Log().Dir(), storage.PartitionMetadataFile))
 	if err != nil || !ok || id != (storage.TopicID{2}) {
 		t.Fatalf("partition.metadata: %v %v %v", id, ok, err)
+	}
+}
+
+// A topic's config is resolved once per image, however many of its
+// partitions an Apply touches, and again for the next image (where a
+// config change would be).
+func TestTopicConfigOncePerTopicAndImage(t *testing.T) {
+	sm, _, err := storage.OpenManager(storage.ManagerOptions{Dirs: []string{t.TempDir()}, DisableScheduler: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = sm.Close() })
+	var calls atomic.Int32
+	m, err := NewManager(Config{
+		BrokerID: 1, Storage: sm, Controller: &fakeAlterController{}, Dial: NewInmemNetwork().Dialer(1), Logger: zerolog.Nop(),
+		TopicConfig: func(img *metadata.Image, topic string) (TopicConfig, error) {
+			calls.Add(1)
+			return topicConfigFromImage(img, topic)
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = m.Close() })
+	mk := func(minISR string) *metadata.Image {
+		img, d := metadata.NewImage().Apply([]metadata.Record{
+			&metadata.RegisterBroker{BrokerID: 1, BrokerEpoch: 1},
+			&metadata.CreateTopic{Name: "t", ID: [16]byte{'t'}, Configs: map[string]string{"min.insync.replicas": minISR},
+				Partitions: []metadata.PartitionRegistration{{Partition: 0, Replicas: []int32{1}, ISR: []int32{1}, Leader: 1}}},
+		})
+		if len(d.Skipped) > 0 {
+			t.Fatal(d.Skipped[0].Err)
+		}
+		return img
+	}
+	one, two := mk("2"), mk("3")
+	for range 1000 {
+		if tc := m.topicConfig(one, "t"); tc.MinInsyncReplicas != 2 {
+			t.Fatalf("min ISR %d, want 2", tc.MinInsyncReplicas)
+		}
+		m.topicConfig(one, "u")
+	}
+	if n := calls.Load(); n != 2 {
+		t.Fatalf("TopicConfig called %d times for two topics of one image, want 2", n)
+	}
+	if tc := m.topicConfig(two, "t"); tc.MinInsyncReplicas != 3 {
+		t.Fatalf("next image: min ISR %d, want 3", tc.MinInsyncReplicas)
+	}
+	if n := calls.Load(); n != 3 {
+		t.Fatalf("TopicConfig called %d times after a new image, want 3", n)
 	}
 }
