@@ -526,7 +526,7 @@ func (*UnregisterBroker) Version() int16 { return 0 }
 func (*FenceBroker) Version() int16      { return 0 }
 func (*UnfenceBroker) Version() int16    { return 0 }
 func (*BrokerShutdown) Version() int16   { return 0 }
-func (*OfflineReplicas) Version() int16 { return 0 }
+func (*OfflineReplicas) Version() int16  { return 0 }
 func (r *CreateTopic) Version() int16    { return partitionsVersion(r.Partitions) }
 func (r *AddPartitions) Version() int16  { return partitionsVersion(r.Partitions) }
 func (r *PartitionChange) Version() int16 {
