@@ -25,12 +25,16 @@ import (
 // (Kafka's behaviour before ELR) the same 3 finds itself outside the ISR
 // and the partition stays offline until 2, the last ISR member, returns.
 func TestEligibleLeaderReplicas(t *testing.T) {
+	t.Parallel() // own clusters on random ports; mostly waits (see parallelNote)
 	for _, elr := range []bool{true, false} {
 		name := "version 1"
 		if !elr {
 			name = "version 0"
 		}
-		t.Run(name, func(t *testing.T) { testELR(t, elr) })
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			testELR(t, elr)
+		})
 	}
 }
 
