@@ -25,7 +25,7 @@ import (
 // (Kafka's behaviour before ELR) the same 3 finds itself outside the ISR
 // and the partition stays offline until 2, the last ISR member, returns.
 func TestEligibleLeaderReplicas(t *testing.T) {
-	t.Parallel() // own clusters on random ports; mostly waits (see parallelNote)
+	t.Parallel() // see "Parallel tests" in main_test.go
 	for _, elr := range []bool{true, false} {
 		name := "version 1"
 		if !elr {

@@ -19,10 +19,9 @@ func TestMain(m *testing.M) {
 	cluster.Main(m)
 }
 
-// parallelNote: the package runs about 20 minutes under -race in CI, most
-// of it waiting (session timeouts, elections, loads at a fixed rate), not
-// computing. A few long tests whose clusters are their own (random
+// Parallel tests: the package runs about 20 minutes under -race in CI,
+// most of it waiting (session timeouts, elections, loads at a fixed rate),
+// not computing. A few long tests whose clusters are their own (random
 // loopback ports, no Docker, no network namespaces, no rate assertions)
 // call t.Parallel, so they overlap each other (go test's -parallel,
 // GOMAXPROCS by default) after the sequential tests.
-const parallelNote = ""

@@ -80,7 +80,7 @@ func commits(t *testing.T, ctx context.Context, cl *kgo.Client, name string) {
 // removal that would leave no live majority is refused; the dead voter is
 // then removed.
 func TestDynamicQuorumAddRemoveController(t *testing.T) {
-	t.Parallel() // see parallelNote
+	t.Parallel() // see "Parallel tests" in main_test.go
 	c := cluster.Prepare(t, cluster.Nodes(4), cluster.DynamicQuorum(1, 2, 3), cluster.LogLevel("info"))
 	c.StartNodes(1, 2, 3)
 	ctx := ctxFor(t, 4*time.Minute)
@@ -180,7 +180,7 @@ func TestDynamicQuorumAddRemoveController(t *testing.T) {
 // naming the new directory id is VOTER_NOT_FOUND. Every partition is back
 // at three in-sync replicas and no acknowledged record is lost.
 func TestReplaceWipedController(t *testing.T) {
-	t.Parallel() // see parallelNote
+	t.Parallel() // see "Parallel tests" in main_test.go
 	const topic, partitions = "wiped", 3
 	c := cluster.Prepare(t, cluster.Nodes(3), cluster.DynamicQuorum(1, 2, 3), cluster.LogLevel("info"),
 		cluster.Override("min.insync.replicas", "2"))

@@ -366,7 +366,7 @@ func TestReassignCLIDrain(t *testing.T) {
 // lists them, and they complete under it once 4 runs again, with nothing
 // acknowledged lost or duplicated.
 func TestReassignmentSurvivesControllerFailover(t *testing.T) {
-	t.Parallel() // see parallelNote
+	t.Parallel() // see "Parallel tests" in main_test.go
 	const topic, partitions = "failover-move", 3
 	// Five voters: one killed and one frozen still leave a quorum.
 	c := cluster.Start(t, cluster.Nodes(5), cluster.LogLevel("info"),
