@@ -241,7 +241,13 @@ func TestRecompressAllocs(t *testing.T) {
 	}
 	small, large := allocs(10), allocs(1000)
 	t.Logf("allocations per Append: %.0f for 10 records, %.0f for 1000", small, large)
-	if large > small+2 {
+	// One allocation per record would add about 990. The slack covers
+	// what does not scale with records but with the batch's bytes and the
+	// time it takes: the in-memory index growing (amortized), and other
+	// goroutines' allocations, which AllocsPerRun counts too (a margin of
+	// 2 failed twice in four full -race runs of the package on a loaded
+	// machine: 5 against 2).
+	if large > small+20 {
 		t.Fatalf("%.0f allocations for 1000 records, %.0f for 10: allocation per record", large, small)
 	}
 }
