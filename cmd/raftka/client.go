@@ -178,6 +178,18 @@ func commandConfigDialer(path string) (func(ctx context.Context, addr string) (n
 	return dial, nil
 }
 
+// describeNotOnControllers refuses --bootstrap-controller for a request
+// Kafka's controllers do not serve (ControllerApis has the Alter side of
+// client quotas and SCRAM credentials, not the Describe side), before a
+// request is sent: a controller would answer UNSUPPORTED_VERSION, which
+// says less.
+func describeNotOnControllers(c *cli.Context, api string) error {
+	if bootstrapController(c) == "" {
+		return nil
+	}
+	return fmt.Errorf("%s: controllers do not serve %s (as in Kafka); use --bootstrap-server", c.Command.FullName(), api)
+}
+
 // requestor is where a command sends its requests: the kgo client, which
 // routes each request as for brokers, or, with --bootstrap-controller,
 // the controllers given, in turn until one answers. A controller forwards

@@ -20,7 +20,7 @@ import (
 func init() {
 	entityFlags := func() []cli.Flag {
 		return []cli.Flag{
-			bootstrapFlag(), requestTimeoutFlag(),
+			bootstrapFlag(), bootstrapControllerFlag(), requestTimeoutFlag(),
 			&cli.StringFlag{Name: "user", Usage: "the user (principal name without User:)"},
 			&cli.BoolFlag{Name: "user-default", Usage: "the default user"},
 			&cli.StringFlag{Name: "client-id", Usage: "the client id"},
@@ -105,7 +105,7 @@ func quotasSet(c *cli.Context) error {
 	req := kmsg.NewPtrAlterClientQuotasRequest()
 	req.Entries = append(req.Entries, entry)
 	return adminCall(c, func(ctx context.Context, cl *kgo.Client) error {
-		resp, err := req.RequestWith(ctx, cl)
+		resp, err := req.RequestWith(ctx, requestor(c, cl))
 		if err != nil {
 			return requestError(c, "alter client quotas", err)
 		}
@@ -140,6 +140,9 @@ func quotaEntityString(types []string, names []*string) string {
 }
 
 func quotasDescribe(c *cli.Context) error {
+	if err := describeNotOnControllers(c, "DescribeClientQuotas"); err != nil {
+		return err
+	}
 	types, names, err := quotaParts(c)
 	if err != nil {
 		return err

@@ -50,7 +50,7 @@ func init() {
 						"or one mechanism with --mechanism, --iterations and --password or --password-file\n" +
 						"(a file's first line; - reads standard input), which keeps the password off the command line.",
 					Flags: []cli.Flag{
-						bootstrapFlag(), requestTimeoutFlag(),
+						bootstrapFlag(), bootstrapControllerFlag(), requestTimeoutFlag(),
 						userFlag("the user (principal name without User:)", true),
 						&pairsFlag{Name: "add-config", Raw: true, Usage: "MECHANISM=[iterations=N,password=P][,MECHANISM=[...]] as kafka-configs.sh takes it (repeatable)"},
 						&cli.StringFlag{Name: "mechanism", Usage: "SCRAM-SHA-256 or SCRAM-SHA-512, for --password / --password-file"},
@@ -64,7 +64,7 @@ func init() {
 					Name:  "describe",
 					Usage: "show users' SCRAM mechanisms and iterations (every user without --user)",
 					Flags: []cli.Flag{
-						bootstrapFlag(), requestTimeoutFlag(),
+						bootstrapFlag(), bootstrapControllerFlag(), requestTimeoutFlag(),
 						&cli.StringSliceFlag{Name: "user", Aliases: []string{"entity-name"}, Usage: "a user to describe (repeatable)"},
 					},
 					Action: usersScramDescribe,
@@ -73,7 +73,7 @@ func init() {
 					Name:  "delete",
 					Usage: "delete a user's SCRAM credentials (every mechanism it has without --mechanism)",
 					Flags: []cli.Flag{
-						bootstrapFlag(), requestTimeoutFlag(),
+						bootstrapFlag(), bootstrapControllerFlag(), requestTimeoutFlag(),
 						userFlag("the user (principal name without User:)", true),
 						&cli.StringSliceFlag{Name: "mechanism", Aliases: []string{"delete-config"}, Usage: "SCRAM-SHA-256 or SCRAM-SHA-512 (repeatable)"},
 					},
@@ -332,7 +332,7 @@ func alterScram(c *cli.Context, req *kmsg.AlterUserSCRAMCredentialsRequest, user
 }
 
 func alterScramWith(ctx context.Context, c *cli.Context, cl *kgo.Client, req *kmsg.AlterUserSCRAMCredentialsRequest, user string) error {
-	resp, err := req.RequestWith(ctx, cl)
+	resp, err := req.RequestWith(ctx, requestor(c, cl))
 	if err != nil {
 		return requestError(c, "alter user SCRAM credentials", err)
 	}
@@ -358,6 +358,9 @@ func alterScramWith(ctx context.Context, c *cli.Context, cl *kgo.Client, req *km
 var errUsersNotDescribed = errors.New("some users could not be described")
 
 func usersScramDescribe(c *cli.Context) error {
+	if err := describeNotOnControllers(c, "DescribeUserScramCredentials"); err != nil {
+		return err
+	}
 	names := c.StringSlice("user")
 	return adminCall(c, func(ctx context.Context, cl *kgo.Client) error {
 		resp, err := describeScram(ctx, c, cl, names)
@@ -415,6 +418,11 @@ func usersScramDelete(c *cli.Context) error {
 			return fmt.Errorf("--mechanism %q: want SCRAM-SHA-256 or SCRAM-SHA-512", name)
 		}
 		mechs = append(mechs, m)
+	}
+	if len(mechs) == 0 && bootstrapController(c) != "" {
+		// Finding the user's mechanisms takes a DescribeUserScramCredentials,
+		// which controllers do not serve.
+		return fmt.Errorf("%s: with --bootstrap-controller, name the mechanisms to delete (--mechanism)", c.Command.FullName())
 	}
 	return adminCall(c, func(ctx context.Context, cl *kgo.Client) error {
 		if len(mechs) == 0 {

@@ -215,6 +215,36 @@ func TestControllerListenerAdminPlaintext(t *testing.T) {
 	if out, err := cluster.Run(t, "cluster", "id", "--bootstrap-controller", ctrl, "--bootstrap-server", nodes[0].ClientAddr()); err == nil {
 		t.Fatalf("both --bootstrap-server and --bootstrap-controller accepted:\n%s", out)
 	}
+
+	// kafka-configs.sh --bootstrap-controller for quotas and SCRAM users:
+	// controllers serve the Alter requests, and the Describe ones only
+	// through a broker.
+	out, err = cluster.Run(t, "quotas", "set", "--bootstrap-controller", ctrl, "--client-id", "ctrl-cli", "--add-config", "producer_byte_rate=4096")
+	if err != nil || !strings.Contains(out, "Completed updating quotas for client-id='ctrl-cli'") {
+		t.Fatalf("quotas set --bootstrap-controller: %v\n%s", err, out)
+	}
+	cluster.WaitFor(t, 10*time.Second, func() (bool, string) {
+		out, err := cluster.Run(t, "quotas", "describe", "--bootstrap-server", nodes[0].ClientAddr(), "--client-id", "ctrl-cli")
+		return err == nil && strings.Contains(out, "producer_byte_rate=4096"), fmt.Sprintf("quotas describe through a broker: %v\n%s", err, out)
+	})
+	if out, err := cluster.Run(t, "quotas", "describe", "--bootstrap-controller", ctrl); err == nil || !strings.Contains(out, "controllers do not serve DescribeClientQuotas") {
+		t.Fatalf("quotas describe --bootstrap-controller: %v\n%s\nwant the refusal that says to ask a broker", err, out)
+	}
+	out, err = cluster.Run(t, "users", "scram", "set", "--bootstrap-controller", ctrl, "--user", "carol", "--mechanism", "SCRAM-SHA-256", "--password", "carol-secret")
+	if err != nil || !strings.Contains(out, "Completed updating config for user carol.") {
+		t.Fatalf("users scram set --bootstrap-controller: %v\n%s", err, out)
+	}
+	cluster.WaitFor(t, 10*time.Second, func() (bool, string) {
+		out, err := cluster.Run(t, "users", "scram", "describe", "--bootstrap-server", nodes[0].ClientAddr(), "--user", "carol")
+		return err == nil && strings.Contains(out, "SCRAM-SHA-256=iterations="), fmt.Sprintf("users scram describe through a broker: %v\n%s", err, out)
+	})
+	if out, err := cluster.Run(t, "users", "scram", "delete", "--bootstrap-controller", ctrl, "--user", "carol"); err == nil || !strings.Contains(out, "name the mechanisms") {
+		t.Fatalf("users scram delete --bootstrap-controller without --mechanism: %v\n%s", err, out)
+	}
+	out, err = cluster.Run(t, "users", "scram", "delete", "--bootstrap-controller", ctrl, "--user", "carol", "--mechanism", "SCRAM-SHA-256")
+	if err != nil || !strings.Contains(out, "Completed updating config for user carol.") {
+		t.Fatalf("users scram delete --bootstrap-controller: %v\n%s", err, out)
+	}
 }
 
 // controllerAdminSASLSSL: a SCRAM user who is no broker, on the SASL_SSL
