@@ -162,7 +162,8 @@ func TestGroupConfigResource(t *testing.T) {
 	}
 
 	// The group's members are told the group's interval (within the
-	// broker's bounds, 5 s to 15 s by default).
+	// broker's bounds, 5 s to 15 s by default); a joining member, whose
+	// group is converging, a tenth of it.
 	hb := kmsg.NewPtrConsumerGroupHeartbeatRequest()
 	hb.Group, hb.MemberID, hb.MemberEpoch, hb.RebalanceTimeoutMillis = "gc-group", "gc-member", 0, 30000
 	hb.SubscribedTopicNames, hb.Topics = []string{"gc"}, []kmsg.ConsumerGroupHeartbeatRequestTopic{}
@@ -170,8 +171,8 @@ func TestGroupConfigResource(t *testing.T) {
 	if err != nil || hresp.ErrorCode != 0 {
 		t.Fatalf("heartbeat: %v %+v", err, hresp)
 	}
-	if hresp.HeartbeatIntervalMillis != 7000 {
-		t.Fatalf("heartbeat interval %d ms, want the group's 7000", hresp.HeartbeatIntervalMillis)
+	if hresp.HeartbeatIntervalMillis != 700 {
+		t.Fatalf("heartbeat interval %d ms, want a tenth of the group's 7000", hresp.HeartbeatIntervalMillis)
 	}
 }
 

@@ -96,14 +96,60 @@ func member(t *testing.T, g *Group, id string) Member {
 	return m
 }
 
+// TestHeartbeatIntervalWhileConverging: a tenth of the interval (at least
+// 100 ms, at most the interval) for one interval after the target
+// changes and for a member not yet reconciled; the interval itself once
+// the group is steady.
+func TestHeartbeatIntervalWhileConverging(t *testing.T) {
+	w, g, now := newWorld(), newGroup(0), t0
+	r := ok(t, g.Heartbeat(now, joinReq("m1", "a", "b"), w))
+	if r.HeartbeatIntervalMs != 500 {
+		t.Fatalf("first join: interval %d, want 500", r.HeartbeatIntervalMs)
+	}
+	m1 := r.Assignment
+	now = now.Add(5 * time.Second)
+	if r = ok(t, g.Heartbeat(now, hbReq("m1", 1, m1), w)); r.HeartbeatIntervalMs != 5000 {
+		t.Fatalf("steady member 5 s after the change: interval %d, want 5000", r.HeartbeatIntervalMs)
+	}
+	// m2 joins: a new target; m1 hears of it at its next (slow) heartbeat,
+	// and from then on both are fast until they are reconciled.
+	now = now.Add(time.Second)
+	if r2 := ok(t, g.Heartbeat(now, joinReq("m2", "a", "b"), w)); r2.HeartbeatIntervalMs != 500 {
+		t.Fatalf("m2 joining: interval %d, want 500", r2.HeartbeatIntervalMs)
+	}
+	now = now.Add(6 * time.Second) // past the window: m2 waits for m1's release
+	if r2 := ok(t, g.Heartbeat(now, hbReq("m2", 2, nil), w)); r2.HeartbeatIntervalMs != 500 || member(t, g, "m2").State != UnreleasedPartitions {
+		t.Fatalf("m2 unreleased after the window: interval %d, state %v, want 500", r2.HeartbeatIntervalMs, member(t, g, "m2").State)
+	}
+	if r = ok(t, g.Heartbeat(now, hbReq("m1", 1, m1), w)); r.HeartbeatIntervalMs != 500 || member(t, g, "m1").State != UnrevokedPartitions {
+		t.Fatalf("m1 told to revoke: interval %d, state %v, want 500", r.HeartbeatIntervalMs, member(t, g, "m1").State)
+	}
+	if r = ok(t, g.Heartbeat(now, hbReq("m1", 1, r.Assignment), w)); r.HeartbeatIntervalMs != 5000 || member(t, g, "m1").State != Stable {
+		t.Fatalf("m1 reconciled: interval %d, state %v, want 5000", r.HeartbeatIntervalMs, member(t, g, "m1").State)
+	}
+
+	// The floor and the ceiling.
+	for _, c := range []struct{ interval, want time.Duration }{
+		{5 * time.Second, 500 * time.Millisecond},
+		{500 * time.Millisecond, 100 * time.Millisecond},
+		{50 * time.Millisecond, 50 * time.Millisecond},
+	} {
+		g := newGroup(0)
+		g.cfg.HeartbeatInterval = c.interval
+		if got := g.heartbeatInterval(t0, &Member{Epoch: 1}); got != c.want {
+			t.Errorf("interval %v converging: %v, want %v", c.interval, got, c.want)
+		}
+	}
+}
+
 func TestJoinAndIncrementalRebalance(t *testing.T) {
 	w, g, now := newWorld(), newGroup(0), t0
 	r := ok(t, g.Heartbeat(now, joinReq("m1", "a", "b"), w))
 	if r.MemberEpoch != 1 || g.Epoch() != 1 || g.AssignmentEpoch() != 1 || !r.HasAssignment || fmtA(r.Assignment) != "a0,1,2,3 b0,1" || g.State() != "Stable" {
 		t.Fatalf("first join: %+v, group epoch %d/%d %s", r, g.Epoch(), g.AssignmentEpoch(), g.State())
 	}
-	if r.HeartbeatIntervalMs != 5000 {
-		t.Errorf("interval %d", r.HeartbeatIntervalMs)
+	if r.HeartbeatIntervalMs != 500 {
+		t.Errorf("interval %d, want 500 (a tenth of 5 s while the group converges)", r.HeartbeatIntervalMs)
 	}
 	m1 := r.Assignment
 

@@ -32,9 +32,9 @@ func TestWire(t *testing.T) {
 		req := kmsg.NewPtrConsumerGroupHeartbeatRequest()
 		req.Version, req.Group, req.MemberID, req.MemberEpoch = v, "g", "m-v"+string(rune('0'+v)), 0
 		req.RebalanceTimeoutMillis, req.SubscribedTopicNames, req.Topics = 30000, []string{"a"}, []kmsg.ConsumerGroupHeartbeatRequestTopic{}
-		req.RackID = kmsg.StringPtr("r1")
+		req.RackID = kmsg.StringPtr("r1") // a join: the group converges, so a tenth of the 5 s interval
 		resp := roundTrip(t, g, w, req)
-		if resp.ErrorCode != 0 || resp.MemberID == nil || *resp.MemberID != req.MemberID || resp.Assignment == nil || resp.HeartbeatIntervalMillis != 5000 {
+		if resp.ErrorCode != 0 || resp.MemberID == nil || *resp.MemberID != req.MemberID || resp.Assignment == nil || resp.HeartbeatIntervalMillis != 500 {
 			t.Fatalf("v%d join: %+v", v, resp)
 		}
 	}
