@@ -132,8 +132,9 @@
 // It imports storage, metadata and its own subpackages; it reaches raftfsm
 // only through the interfaces of server.go, which cmd fills with raftfsm's
 // types. Nothing of ours imports the root broker package except cmd; its
-// subpackages (config, group, kafkacode, replica, share: the pure
-// share-partition state machine the share_*.go files drive) never import it, and
+// subpackages (config, coordslot, group, kafkacode, replica, share: the
+// pure share-partition state machine the share_*.go files drive) never
+// import it, and
 // raftfsm imports broker/kafkacode alone. It must not import a metrics
 // library (Metrics is an interface; cmd adapts it to Prometheus) or
 // anything from cmd or test. PKCS12 keystores are decoded by go-pkcs12
@@ -143,6 +144,6 @@
 //arch:imports github.com/twmb/franz-go/pkg/kmsg github.com/twmb/franz-go/pkg/kerr
 //arch:imports github.com/rs/zerolog
 //arch:imports software.sslmate.com/src/go-pkcs12 github.com/xdg-go/scram
-//arch:imports broker/group/sharegroup broker/share
+//arch:imports broker/group/sharegroup broker/share broker/coordslot
 //arch:importers cmd/...
 package broker

@@ -7,8 +7,9 @@
 //   - slot.go: placement. A group belongs to one of the partitions of the
 //     internal topic __consumer_offsets (offsets.topic.num.partitions slots),
 //     chosen as Kafka does (Java String.hashCode of the group id, sign bit
-//     masked, modulo the slot count), and the partition's leader coordinates
-//     it. Offsets and generations live in the Raft metadata image, so a
+//     masked, modulo the slot count; the rule is broker/coordslot's, shared
+//     with the transaction coordinator), and the partition's leader
+//     coordinates it. Offsets and generations live in the Raft metadata image, so a
 //     coordinator that moves (a broker fails or shuts down, leadership is
 //     rebalanced) finds every committed offset already in its image; the
 //     topic's records are only a view of it for tools.
@@ -102,12 +103,13 @@
 //
 // # Imports
 //
-// It imports metadata, kmsg/kerr and zerolog. It must not import the root
-// broker package, raftfsm or storage: the controller and the metadata view
-// arrive as the small interfaces Controller and MetadataSource.
+// It imports metadata, broker/coordslot, kmsg/kerr and zerolog. It must
+// not import the root broker package, raftfsm or storage: the controller
+// and the metadata view arrive as the small interfaces Controller and
+// MetadataSource.
 // Its tests run against the in-memory controller twin (raftfsm.StartInMemory).
 //
-//arch:imports std metadata broker/group/assignor broker/group/consumergroup github.com/twmb/franz-go/pkg/kmsg github.com/twmb/franz-go/pkg/kerr
+//arch:imports std metadata broker/coordslot broker/group/assignor broker/group/consumergroup github.com/twmb/franz-go/pkg/kmsg github.com/twmb/franz-go/pkg/kerr
 //arch:imports github.com/rs/zerolog
 //arch:importers broker cmd/...
 package group

@@ -6,13 +6,13 @@
 //
 //   - slot.go: placement. An id belongs to one partition of the internal
 //     topic __transaction_state (transaction.state.log.num.partitions
-//     slots, Kafka's hash of the id), and that partition's leader
-//     coordinates it. The topic holds no records: the state of every id
-//     is in the Raft metadata image (metadata.Transaction), so a
-//     coordinator that takes a slot over finds every transaction where
-//     the last one left it. The slot's leader epoch is the coordinator
-//     epoch: it is written into each state and each marker, and a
-//     coordinator that lost the slot is refused by both.
+//     slots, Kafka's hash of the id, by broker/coordslot as for groups),
+//     and that partition's leader coordinates it. The topic holds no
+//     records: the state of every id is in the Raft metadata image
+//     (metadata.Transaction), so a coordinator that takes a slot over finds
+//     every transaction where the last one left it. The slot's leader epoch
+//     is the coordinator epoch: it is written into each state and each
+//     marker, and a coordinator that lost the slot is refused by both.
 //   - machine.go: the state machine (Empty, Ongoing, PrepareCommit,
 //     PrepareAbort, CompleteCommit, CompleteAbort, PrepareEpochFence,
 //     Dead) as pure functions of the recorded state, the request and the
@@ -55,12 +55,12 @@
 //
 // # Imports
 //
-// It imports metadata, kmsg/kerr and zerolog. It must not import the root
-// broker package, raftfsm or storage: the controller, the metadata view
-// and the marker path arrive as the interfaces Controller, MetadataSource
-// and MarkerWriter. Its tests run against the in-memory controller twin.
+// It imports metadata, broker/coordslot, kmsg/kerr and zerolog. It must
+// not import the root broker package, raftfsm or storage: the controller,
+// the metadata view and the marker path arrive as the interfaces
+// Controller, MetadataSource and MarkerWriter. Its tests run against the in-memory controller twin.
 //
-//arch:imports std metadata github.com/twmb/franz-go/pkg/kmsg github.com/twmb/franz-go/pkg/kerr
+//arch:imports std metadata broker/coordslot github.com/twmb/franz-go/pkg/kmsg github.com/twmb/franz-go/pkg/kerr
 //arch:imports github.com/rs/zerolog
 //arch:importers broker cmd/...
 package txn
