@@ -11,10 +11,12 @@
 //     partitionFor), Place (a key's slot and its leader in one image) and
 //     Ownership (whether a node coordinates a key, as the coordinators
 //     answer it).
+//   - locate.go: Locate, FindCoordinator's answer: the slot's leader, the
+//     topic created through the coordinator's callback on first use.
 //
-// What it does not own: the topics' names, their creation on first use and
-// what the coordinators keep for each slot; those stay with broker/group
-// and broker/txn.
+// What it does not own: the topics' names, how each is created (its
+// partitions, configs and what a failure logs) and what the coordinators
+// keep for each slot; those stay with broker/group and broker/txn.
 //
 // # Goroutines and locks
 //

@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/raftka/raftka/broker/coordslot"
 	"github.com/raftka/raftka/broker/group/consumergroup"
 	"github.com/raftka/raftka/metadata"
 	"github.com/rs/zerolog"
@@ -158,21 +159,7 @@ func (c *Coordinator) Ownership(img *metadata.Image, groupID string) error {
 // topic on first use as Kafka does. COORDINATOR_NOT_AVAILABLE means the
 // slot has no leader yet (or cannot have one: too few brokers).
 func (c *Coordinator) Locate(ctx context.Context, groupID string) (int32, error) {
-	img, _ := c.md.Current()
-	p, ok := Place(img, groupID)
-	if !ok {
-		if err := c.createSlots(ctx); err != nil {
-			return -1, err
-		}
-		img, _ = c.md.Current()
-		if p, ok = Place(img, groupID); !ok {
-			return -1, kerr.CoordinatorNotAvailable
-		}
-	}
-	if p.Leader < 0 {
-		return -1, kerr.CoordinatorNotAvailable
-	}
-	return p.Leader, nil
+	return coordslot.Locate(ctx, c.md, OffsetsTopic, groupID, c.createSlots)
 }
 
 func (c *Coordinator) createSlots(ctx context.Context) error {

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/raftka/raftka/broker/coordslot"
 	"github.com/raftka/raftka/metadata"
 	"github.com/rs/zerolog"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -246,21 +247,7 @@ func (c *Coordinator) Ownership(img *metadata.Image, id string) error {
 // Locate returns the broker that coordinates id, creating the slots topic
 // on first use as Kafka does.
 func (c *Coordinator) Locate(ctx context.Context, id string) (int32, error) {
-	img, _ := c.md.Current()
-	p, ok := Place(img, id)
-	if !ok {
-		if err := c.createSlots(ctx); err != nil {
-			return -1, err
-		}
-		img, _ = c.md.Current()
-		if p, ok = Place(img, id); !ok {
-			return -1, kerr.CoordinatorNotAvailable
-		}
-	}
-	if p.Leader < 0 {
-		return -1, kerr.CoordinatorNotAvailable
-	}
-	return p.Leader, nil
+	return coordslot.Locate(ctx, c.md, StateTopic, id, c.createSlots)
 }
 
 func (c *Coordinator) createSlots(ctx context.Context) error {
