@@ -58,20 +58,7 @@ func handleAlterConfigs(ctx context.Context, rc *request, kreq kmsg.Request) (km
 		for _, c := range r.Configs {
 			names = append(names, c.Name)
 		}
-		// As ConfigAdminManager.preprocess, a resource named twice is
-		// refused before any other check, and each of its entries answered.
-		code, msg := kerr.InvalidRequest.Code, "Each resource must appear at most once."
-		if count[key] == 1 {
-			code, msg = precheckConfigResource(key, names)
-			if key.typ == kmsg.ConfigResourceTypeGroupConfig {
-				// Group configs are IncrementalAlterConfigs' only, as in
-				// Kafka's ConfigAdminManager.
-				code, msg = kerr.InvalidRequest.Code, "Unsupported resource type: "+key.typ.String()
-			}
-			if ac := authorizeConfigResource(rc, opAlterConfigs, key); ac != 0 {
-				code, msg = ac, ""
-			}
-		}
+		code, msg := preprocessAlter(key, names, count[key], false, rc.authorize)
 		if code == 0 && key.typ == kmsg.ConfigResourceTypeBroker {
 			code, msg = srv.checkBrokerAlter(key.name, func(map[string]string) map[string]string {
 				next := map[string]string{}

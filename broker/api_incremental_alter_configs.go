@@ -63,15 +63,7 @@ func handleIncrementalAlterConfigs(ctx context.Context, rc *request, kreq kmsg.R
 		for _, c := range r.Configs {
 			names = append(names, c.Name)
 		}
-		// As ConfigAdminManager.preprocess, a resource named twice is
-		// refused before any other check, and each of its entries answered.
-		code, msg := kerr.InvalidRequest.Code, "Each resource must appear at most once."
-		if count[key] == 1 {
-			code, msg = precheckConfigResource(key, names)
-			if ac := authorizeConfigResource(rc, opAlterConfigs, key); ac != 0 {
-				code, msg = ac, ""
-			}
-		}
+		code, msg := preprocessAlter(key, names, count[key], true, rc.authorize)
 		if code == 0 {
 			code, msg = checkIncrementalOps(key.typ, r.Configs)
 		}

@@ -76,6 +76,29 @@ func precheckConfigResource(r configResource, names []string) (int16, string) {
 	return refuseUnapplied(r.typ, names)
 }
 
+// preprocessAlter is ConfigAdminManager.preprocess's answer for one
+// resource of AlterConfigs or IncrementalAlterConfigs, named times in the
+// request, before the API's own checks; 0 for a resource to go on with.
+// Both APIs must answer in the same order: a resource named twice is
+// refused before anything else, and a failed authorization replaces any
+// other answer. AlterConfigs passes groupConfigs false: Kafka alters group
+// configs only through IncrementalAlterConfigs. allow is request.authorize
+// (a parameter so the order can be tested without a connection); it is not
+// asked about a resource named twice, whose answer no decision changes.
+func preprocessAlter(key configResource, names []string, times int, groupConfigs bool, allow func(metadata.ACLOperation, metadata.ACLResourceType, string) bool) (int16, string) {
+	if times != 1 {
+		return kerr.InvalidRequest.Code, "Each resource must appear at most once."
+	}
+	code, msg := precheckConfigResource(key, names)
+	if !groupConfigs && key.typ == kmsg.ConfigResourceTypeGroupConfig {
+		code, msg = kerr.InvalidRequest.Code, "Unsupported resource type: "+key.typ.String()
+	}
+	if ac := configResourceCheck(key, allow, opAlterConfigs); ac != 0 {
+		code, msg = ac, ""
+	}
+	return code, msg
+}
+
 // brokerDefTable indexes broker/config's key table for DescribeConfigs.
 type brokerDefTable struct {
 	list   []config.Def
