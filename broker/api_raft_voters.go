@@ -50,16 +50,28 @@ func init() {
 	})
 }
 
-func handleAddRaftVoter(ctx context.Context, rc *request, kreq kmsg.Request) (kmsg.Response, error) {
-	req := kreq.(*kmsg.AddRaftVoterRequest)
-	resp := req.ResponseKind().(*kmsg.AddRaftVoterResponse)
+// voterChanger is the gate both voter changes pass before they are
+// forwarded: ALTER on the cluster, as KafkaApis checks for either, and a
+// Deps.Admin that can forward them. It returns the code and message to
+// answer with when one is missing (a nil message for the authorization
+// failure).
+func voterChanger(rc *request) (ch RaftVoterChanger, code int16, msg *string) {
 	if !rc.authorizeCluster(opAlter) {
-		resp.ErrorCode = kerr.ClusterAuthorizationFailed.Code
-		return resp, nil
+		return nil, kerr.ClusterAuthorizationFailed.Code, nil
 	}
 	ch, ok := rc.conn.srv.deps.Admin.(RaftVoterChanger)
 	if !ok {
-		resp.ErrorCode, resp.ErrorMessage = adminUnreachable.Code, kmsg.StringPtr("no controller reachable from this broker")
+		return nil, adminUnreachable.Code, kmsg.StringPtr("no controller reachable from this broker")
+	}
+	return ch, 0, nil
+}
+
+func handleAddRaftVoter(ctx context.Context, rc *request, kreq kmsg.Request) (kmsg.Response, error) {
+	req := kreq.(*kmsg.AddRaftVoterRequest)
+	resp := req.ResponseKind().(*kmsg.AddRaftVoterResponse)
+	ch, code, msg := voterChanger(rc)
+	if code != 0 {
+		resp.ErrorCode, resp.ErrorMessage = code, msg
 		return resp, nil
 	}
 	fwd := *req
@@ -81,13 +93,9 @@ func handleAddRaftVoter(ctx context.Context, rc *request, kreq kmsg.Request) (km
 func handleRemoveRaftVoter(ctx context.Context, rc *request, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.RemoveRaftVoterRequest)
 	resp := req.ResponseKind().(*kmsg.RemoveRaftVoterResponse)
-	if !rc.authorizeCluster(opAlter) {
-		resp.ErrorCode = kerr.ClusterAuthorizationFailed.Code
-		return resp, nil
-	}
-	ch, ok := rc.conn.srv.deps.Admin.(RaftVoterChanger)
-	if !ok {
-		resp.ErrorCode, resp.ErrorMessage = adminUnreachable.Code, kmsg.StringPtr("no controller reachable from this broker")
+	ch, code, msg := voterChanger(rc)
+	if code != 0 {
+		resp.ErrorCode, resp.ErrorMessage = code, msg
 		return resp, nil
 	}
 	cctx, cancel := forwardContext(ctx, 0)
