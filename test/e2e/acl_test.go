@@ -80,6 +80,7 @@ func (ac *aclCluster) client(t *testing.T, user, password string, opts ...kgo.Op
 // CLUSTER_ACTION is refused; raftka acls drives it all over SASL with
 // --command-config.
 func TestACLsEnforcedOnRealCluster(t *testing.T) {
+	t.Parallel() // see "Parallel tests" in main_test.go
 	ac := startACLCluster(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()

@@ -29,6 +29,7 @@ import (
 // exposes them. Subtests run one after another: the machine is small and
 // the cluster is shared.
 func TestClientLibraries(t *testing.T) {
+	t.Parallel() // see "Parallel tests" in main_test.go
 	c := cluster.Start(t, cluster.Nodes(3), cluster.LogLevel("info"),
 		cluster.Override("auto.create.topics.enable", "true"))
 	adm := kadm.NewClient(client(t, c))

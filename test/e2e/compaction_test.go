@@ -39,6 +39,7 @@ import (
 //   - a follower whose copy is wiped re-replicates the compacted log (with
 //     its gaps) and holds the same table.
 func TestCompactedTopicKeepsTable(t *testing.T) {
+	t.Parallel() // see "Parallel tests" in main_test.go
 	c := cluster.Start(t, cluster.Nodes(3), cluster.LogLevel("info"),
 		cluster.Override("log.cleaner.backoff.ms", "100"),
 		cluster.Override("log.retention.check.interval.ms", "100"))

@@ -20,6 +20,7 @@ import (
 // reason, except under CI=true, where they are installed and a missing one
 // is a failure.
 func TestCompatScripts(t *testing.T) {
+	t.Parallel() // see "Parallel tests" in main_test.go
 	kcat, kcatMissing := findKcat()
 	python, pythonMissing := findConfluentPython()
 	if kcatMissing != "" && pythonMissing != "" {

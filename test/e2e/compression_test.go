@@ -35,6 +35,7 @@ import (
 // Kafka's code at acks=1 and acks=all, append nothing, leave the
 // connection usable, and the partition stays readable to its end.
 func TestCompressedProduce(t *testing.T) {
+	t.Parallel() // see "Parallel tests" in main_test.go
 	c := cluster.Start(t, cluster.Nodes(3), cluster.LogLevel("info"))
 	adm := kadm.NewClient(client(t, c))
 	t.Run("clients", func(t *testing.T) { testCompressedClients(t, c, adm) })

@@ -13,6 +13,7 @@ import (
 // Kafka's console consumer does with group.protocol=consumer): the group
 // is listed as a consumer group and holds the commits of what was printed.
 func TestConsumeCLIJoinsAConsumerProtocolGroup(t *testing.T) {
+	t.Parallel() // see "Parallel tests" in main_test.go
 	const topic = "cli-consume-848"
 	c := cluster.Start(t, cluster.Nodes(1))
 	ctx := ctxFor(t, 2*time.Minute)

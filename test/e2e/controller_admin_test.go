@@ -80,6 +80,7 @@ func checkControllers(resp *kmsg.DescribeClusterResponse, clusterID string, vote
 // config changes sent straight to a controller, DescribeAcls answered
 // SECURITY_DISABLED; and the raftka CLI's --bootstrap-controller.
 func TestControllerListenerAdminPlaintext(t *testing.T) {
+	t.Parallel() // see "Parallel tests" in main_test.go
 	c := cluster.Start(t)
 	ctx := ctxFor(t, 2*time.Minute)
 	nodes := c.Nodes()

@@ -14,6 +14,7 @@ import (
 // metrics.listener all start and serve an RF=3 topic. Before metrics were
 // off by default every node bound :9100 and two of the three exited.
 func TestPlainConfigsThreeNodesOneHost(t *testing.T) {
+	t.Parallel() // see "Parallel tests" in main_test.go
 	c := cluster.Start(t, cluster.Nodes(3), cluster.Omit("metrics.listener"))
 	ctx := ctxFor(t, 60*time.Second)
 

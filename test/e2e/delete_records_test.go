@@ -19,6 +19,7 @@ import (
 // REQUEST_TIMED_OUT; once it runs again the same request is answered with
 // the low watermark.
 func TestDeleteRecordsWaitsForFollowers(t *testing.T) {
+	t.Parallel() // see "Parallel tests" in main_test.go
 	c := cluster.Start(t, cluster.Nodes(3), cluster.LogLevel("info"),
 		cluster.Override("broker.session.timeout.ms", "60000"))
 	ctx := ctxFor(t, 120*time.Second)

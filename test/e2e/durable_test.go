@@ -22,6 +22,7 @@ import (
 // TestDurableCrashPowerCut; this one runs the recovery and the durable
 // replication path on real processes.)
 func TestDurableWholeClusterKill9(t *testing.T) {
+	t.Parallel() // see "Parallel tests" in main_test.go
 	c := cluster.Start(t, cluster.Nodes(3), cluster.LogLevel("info"), cluster.Override("log.flush.interval.messages", "1"))
 	ctx := ctxFor(t, 180*time.Second)
 	adm := kadm.NewClient(client(t, c))

@@ -24,6 +24,7 @@ import (
 // still there (it is in the Raft metadata) and still used: new dirty data
 // is compacted again, which the hour from server.properties would not do.
 func TestDynamicCleanerBackoff(t *testing.T) {
+	t.Parallel() // see "Parallel tests" in main_test.go
 	c := cluster.Start(t, cluster.Nodes(1), cluster.LogLevel("info"),
 		cluster.Override("log.cleaner.backoff.ms", "3600000"))
 	ctx := ctxFor(t, 3*time.Minute)

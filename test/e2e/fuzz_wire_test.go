@@ -36,6 +36,7 @@ import (
 // before. Bounded by frame count and wall time; RAFTKA_FUZZ_SEED replays
 // a run.
 func TestWireFuzz(t *testing.T) {
+	t.Parallel() // see "Parallel tests" in main_test.go
 	const (
 		maxFrames = 2000
 		budget    = 20 * time.Second

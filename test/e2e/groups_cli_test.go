@@ -46,6 +46,7 @@ func parseDescribe(t *testing.T, out, group, topic string) map[int32]describeRow
 // the group has a member, a dry run changes nothing, --execute moves the
 // group, and delete-offsets / delete remove what they name.
 func TestGroupsCLI(t *testing.T) {
+	t.Parallel() // see "Parallel tests" in main_test.go
 	const topic, group = "cli-lag", "cli-group"
 	c := cluster.Start(t, cluster.Nodes(3))
 	ctx := ctxFor(t, 3*time.Minute)

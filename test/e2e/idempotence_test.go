@@ -25,6 +25,7 @@ import (
 // twice. A non-idempotent producer under the same cuts is the control: it
 // must write duplicates, which shows the cuts hit appended batches.
 func TestIdempotentProducerSurvivesCutConnections(t *testing.T) {
+	t.Parallel() // see "Parallel tests" in main_test.go
 	c := cluster.Start(t, cluster.Nodes(3), cluster.LogLevel("info"))
 	ctx := ctxFor(t, 150*time.Second)
 	adm := kadm.NewClient(client(t, c))
@@ -176,6 +177,7 @@ func readBackOnce(t *testing.T, ctx context.Context, c *cluster.Cluster, adm *ka
 // the batches retried to it are neither duplicated nor refused, and
 // nothing acknowledged is lost.
 func TestIdempotentProducerSurvivesLeaderKill(t *testing.T) {
+	t.Parallel() // see "Parallel tests" in main_test.go
 	c := cluster.Start(t, cluster.Nodes(3), cluster.LogLevel("info"))
 	ctx := ctxFor(t, 150*time.Second)
 	adm := kadm.NewClient(client(t, c))

@@ -70,6 +70,7 @@ func fillDir(t *testing.T, dir string) {
 // node 1's other dir keep node 1 in their ISR, the broker keeps serving,
 // and every acknowledged record is read back exactly once.
 func TestJBODFailedLogDirGoesOffline(t *testing.T) {
+	t.Parallel() // see "Parallel tests" in main_test.go
 	root := t.TempDir()
 	good, bad := filepath.Join(root, "good"), filepath.Join(root, "bad")
 	mountTinyTmpfs(t, bad, "24m")
@@ -286,6 +287,7 @@ func TestJBODFailedLogDirGoesOffline(t *testing.T) {
 // (verify reports it done), and every acknowledged record is read back
 // exactly once, also after node 1 restarts on the moved log.
 func TestJBODAlterReplicaLogDirsUnderLoad(t *testing.T) {
+	t.Parallel() // see "Parallel tests" in main_test.go
 	root := t.TempDir()
 	a, b := filepath.Join(root, "a"), filepath.Join(root, "b")
 	c := cluster.Start(t, cluster.NodeOverride(1, "log.dirs", a+","+b))

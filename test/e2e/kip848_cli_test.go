@@ -18,6 +18,7 @@ import (
 // group epochs, the members with their assignments, the lag), beside a
 // classic group, and ListGroups' type filter keeps them apart.
 func TestGroupsCLIConsumerProtocol(t *testing.T) {
+	t.Parallel() // see "Parallel tests" in main_test.go
 	const topic = "cli-848"
 	c := cluster.Start(t, cluster.Nodes(1))
 	ctx := ctxFor(t, 2*time.Minute)
@@ -111,6 +112,7 @@ func hasLine(out string, fields ...string) bool {
 // IncrementalAlterConfigs and DescribeConfigs on the GROUP resource, kept
 // in the image and applied to the group's heartbeats.
 func TestGroupConfigResource(t *testing.T) {
+	t.Parallel() // see "Parallel tests" in main_test.go
 	c := cluster.Start(t, cluster.Nodes(1))
 	ctx := ctxFor(t, time.Minute)
 	cl := client(t, c)
@@ -181,6 +183,7 @@ func TestGroupConfigResource(t *testing.T) {
 // member joins, and the new member starts from the classic group's
 // commits.
 func TestClassicGroupConverted(t *testing.T) {
+	t.Parallel() // see "Parallel tests" in main_test.go
 	const topic, group = "conv", "conv-g"
 	c := cluster.Start(t, cluster.Nodes(1))
 	ctx := ctxFor(t, 2*time.Minute)

@@ -300,6 +300,7 @@ func TestKIP848ConsumerGroupChurn(t *testing.T) { testKIP848Churn(t, false) }
 func TestKIP848CoordinatorKilled(t *testing.T) { testKIP848Churn(t, true) }
 
 func testKIP848Churn(t *testing.T, killCoordinator bool) {
+	t.Parallel() // see "Parallel tests" in main_test.go
 	const topic, group, parts = "kip848", "kip848-group", 6
 	// A short session makes the SIGKILLed member's partitions move soon.
 	// With the coordinator killed it must outlast how long franz-go keeps
@@ -387,6 +388,7 @@ func testKIP848Churn(t *testing.T, killCoordinator bool) {
 
 // The checker itself finds an overlap, a batch outside ownership and a gap.
 func TestKIP848OwnershipChecker(t *testing.T) {
+	t.Parallel() // see "Parallel tests" in main_test.go
 	mk := func(name string, evs ...memberEvent) *member848 { return &member848{name: name, evs: evs} }
 	cases := map[string][]*member848{
 		"overlap": {

@@ -148,6 +148,7 @@ func (l log848) Println(v ...any) {
 // members at once, nothing is skipped, and the commits end at the logs'
 // ends.
 func TestKIP848RollingClientUpgrade(t *testing.T) {
+	t.Parallel() // see "Parallel tests" in main_test.go
 	testRollingUpgrade(t, "sarama", func(t *testing.T, bootstrap, topic, group, name string) *member848 {
 		return startMemberProcess(t, saramaMemberEnv, bootstrap, topic, group, name)
 	})
@@ -158,6 +159,7 @@ func TestKIP848RollingClientUpgrade(t *testing.T) {
 // (the Subscription's owned partitions), so the coordinator asks them to
 // revoke through the SyncGroup assignment before it moves anything.
 func TestKIP848RollingUpgradeCooperative(t *testing.T) {
+	t.Parallel() // see "Parallel tests" in main_test.go
 	testRollingUpgrade(t, "cooperative", func(t *testing.T, bootstrap, topic, group, name string) *member848 {
 		return startMemberProcess(t, kip848MemberEnv, bootstrap, topic, group, name+",classic")
 	})

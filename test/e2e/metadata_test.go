@@ -17,6 +17,7 @@ import (
 // A three-node cluster agrees on one Raft leader; killing it with SIGKILL
 // leaves a quorum that elects another and serves metadata changes again.
 func TestQuorumSurvivesLeaderKill(t *testing.T) {
+	t.Parallel() // see "Parallel tests" in main_test.go
 	c := cluster.Start(t, cluster.Nodes(3))
 	cl := client(t, c)
 	ctx := ctxFor(t, 90*time.Second)
@@ -84,6 +85,7 @@ func TestQuorumSurvivesLeaderKill(t *testing.T) {
 // every few seconds: every acknowledged creation exists on every node with
 // one id, and all nodes agree on every topic, acknowledged or not.
 func TestTopicCreationLinearizableUnderLeaderKills(t *testing.T) {
+	t.Parallel() // see "Parallel tests" in main_test.go
 	c := cluster.Start(t, cluster.Nodes(3))
 	cl := client(t, c)
 	ctx := ctxFor(t, 3*time.Minute)
@@ -196,6 +198,7 @@ func TestTopicCreationLinearizableUnderLeaderKills(t *testing.T) {
 // A node that was away while more entries than the snapshot threshold were
 // committed catches up by installing a snapshot.
 func TestSnapshotInstallOnReturn(t *testing.T) {
+	t.Parallel() // see "Parallel tests" in main_test.go
 	c := cluster.Start(t, cluster.Nodes(3),
 		cluster.Override("raftka.metadata.snapshot.threshold", "16"),
 		cluster.Override("raftka.metadata.snapshot.interval.ms", "200"),

@@ -87,6 +87,7 @@ func produceBatch(ctx context.Context, addr, topic string, values ...[]byte) (in
 }
 
 func TestMetricsUnderReplicatedTrafficAndRequestTimes(t *testing.T) {
+	t.Parallel() // see "Parallel tests" in main_test.go
 	const lag = 2 * time.Second
 	const topic = "metered"
 	c, h, ctx := startLagCluster(t, lag, topic, 1)
@@ -231,6 +232,7 @@ func TestMetricsUnderReplicatedTrafficAndRequestTimes(t *testing.T) {
 // partitions it holds no replica of (an RF=1 topic spread over three
 // nodes), from their leaders' high watermarks, and counts none unknown.
 func TestLagOfPartitionsElsewhere(t *testing.T) {
+	t.Parallel() // see "Parallel tests" in main_test.go
 	c := cluster.Start(t, cluster.Nodes(3))
 	ctx := ctxFor(t, 2*time.Minute)
 	adm := kadm.NewClient(client(t, c))

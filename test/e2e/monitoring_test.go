@@ -38,6 +38,7 @@ func deployMetricNames(t *testing.T, rel string) []string {
 }
 
 func TestDeployMonitoringNamesExportedMetrics(t *testing.T) {
+	t.Parallel() // see "Parallel tests" in main_test.go
 	files := []string{"grafana/raftka.json", "prometheus/raftka-alerts.yml"}
 	want := map[string][]string{} // name -> files naming it
 	for _, f := range files {

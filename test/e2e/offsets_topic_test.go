@@ -189,6 +189,7 @@ func (v *offsetsView) add(r *kgo.Record) error {
 // leader is killed is there too (the new leader writes the slot from the
 // image); clients cannot write the topic.
 func TestOffsetsTopicShowsGroupCommits(t *testing.T) {
+	t.Parallel() // see "Parallel tests" in main_test.go
 	c := cluster.Start(t, cluster.Nodes(3))
 	ctx := ctxFor(t, 3*time.Minute)
 	adm := kadm.NewClient(client(t, c))
@@ -352,6 +353,7 @@ func kcatShows(ctx context.Context, t *testing.T, c *cluster.Cluster, group, top
 // (broker/api_list_offsets.go); without that answer Burrow's storage drops
 // every commit and reports no lag, as it does against Kafka 4.1.
 func TestBurrowReadsOffsetsTopic(t *testing.T) {
+	t.Parallel() // see "Parallel tests" in main_test.go
 	burrow := ""
 	for _, name := range []string{"Burrow", "burrow"} {
 		if p, err := exec.LookPath(name); err == nil {
@@ -597,6 +599,7 @@ func burrowGet(ctx context.Context, url string) (burrowClusters, string, error) 
 // member's subscription, target and current assignment; a member that
 // leaves has its three records tombstoned, so a reader no longer sees it.
 func TestOffsetsTopicShowsConsumerGroupRecords(t *testing.T) {
+	t.Parallel() // see "Parallel tests" in main_test.go
 	c := cluster.Start(t, cluster.Nodes(1), cluster.Override("group.consumer.heartbeat.interval.ms", "500"),
 		cluster.Override("group.consumer.min.heartbeat.interval.ms", "500"))
 	ctx := ctxFor(t, 3*time.Minute)

@@ -28,6 +28,7 @@ import (
 // Nothing acknowledged is lost or duplicated, and broker 1 ends up with no
 // replica.
 func TestReassignmentUnderLoad(t *testing.T) {
+	t.Parallel() // see "Parallel tests" in main_test.go
 	const topic, partitions = "moving", 3
 	c := cluster.Start(t, cluster.Nodes(4), cluster.LogLevel("info"),
 		cluster.Override("min.insync.replicas", "2"))
@@ -277,6 +278,7 @@ func waitMoved(t *testing.T, ctx context.Context, h harness, a pinned, topic str
 // once all of it has, and afterwards no partition lists broker 3, which is
 // then stopped and unregistered (UnregisterBroker on the client listener).
 func TestReassignCLIDrain(t *testing.T) {
+	t.Parallel() // see "Parallel tests" in main_test.go
 	const topic, partitions = "drained", 4
 	c := cluster.Start(t, cluster.Nodes(4), cluster.LogLevel("info"))
 	h := harness{Cluster: c}

@@ -23,6 +23,7 @@ import (
 // Every partition is back at three in-sync replicas, and every
 // acknowledged record is read back exactly once.
 func TestReplaceLostBrokerNode(t *testing.T) {
+	t.Parallel() // see "Parallel tests" in main_test.go
 	const topic, partitions = "replaced", 3
 	c := cluster.Prepare(t, cluster.Nodes(5), cluster.BrokerOnly(4, 5), cluster.LogLevel("info"),
 		cluster.Override("min.insync.replicas", "2"))

@@ -83,6 +83,7 @@ func produceAcked(t *testing.T, h harness, topic string, partitions int32, name 
 // full ISR; RAFTKA_FAILOVER_ROUNDS rounds (5 by default). Every
 // acknowledged record is then read exactly once, in order.
 func TestReplicationFailoverUnderLoad(t *testing.T) {
+	t.Parallel() // see "Parallel tests" in main_test.go
 	rounds := invariants.EnvInt(t, "RAFTKA_FAILOVER_ROUNDS", 5)
 	c := cluster.Start(t, cluster.Nodes(3), cluster.LogLevel("info"),
 		cluster.Override("default.replication.factor", "3"),
@@ -110,6 +111,7 @@ func TestReplicationFailoverUnderLoadSASLSSL(t *testing.T) {
 // after a clean stop all three replicas hold byte-identical batches below
 // the high watermark.
 func TestReplicationDivergenceTruncatedOnReturn(t *testing.T) {
+	t.Parallel() // see "Parallel tests" in main_test.go
 	c := cluster.Start(t, cluster.Nodes(3), cluster.LogLevel("info"),
 		cluster.TermTimeout(60*time.Second),
 		cluster.Override("replica.lag.time.max.ms", "60000"),
@@ -223,6 +225,7 @@ func TestReplicationDivergenceTruncatedOnReturn(t *testing.T) {
 // controller's round trip), acks=all writes with min.insync.replicas=2 flow
 // meanwhile, and the thawed follower returns to the ISR.
 func TestReplicationISRShrinkAndExpand(t *testing.T) {
+	t.Parallel() // see "Parallel tests" in main_test.go
 	const lag = 3 * time.Second
 	const topic, partitions = "isr", 3
 	c, h, ctx := startLagCluster(t, lag, topic, partitions)
@@ -292,6 +295,7 @@ func TestReplicationISRShrinkAndExpand(t *testing.T) {
 // lost or duplicated, the consumer sees every acknowledged record, and the
 // preferred leaders are back after each restart.
 func TestReplicationRollingRestart(t *testing.T) {
+	t.Parallel() // see "Parallel tests" in main_test.go
 	c := cluster.Start(t, append([]cluster.Opt{cluster.Nodes(3), cluster.LogLevel("info")}, rollingRestartOpts()...)...)
 	rollingRestart(t, c)
 }

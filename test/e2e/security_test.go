@@ -171,6 +171,7 @@ func roundTripKgo(t *testing.T, ctx context.Context, sc *securedCluster, listene
 // the ways a client is refused. Subtests run one after another on the
 // shared cluster.
 func TestSecurityListenersWithRealClients(t *testing.T) {
+	t.Parallel() // see "Parallel tests" in main_test.go
 	sc := startSecuredCluster(t)
 	ctx := ctxFor(t, 4*time.Minute)
 	admin := scram.Auth{User: "admin", Pass: adminPassword}

@@ -82,6 +82,7 @@ func catchUpWaits(t *testing.T, c *cluster.Cluster) float64 {
 }
 
 func TestProduceRightAfterCreateOrLeaderMove(t *testing.T) {
+	t.Parallel() // see "Parallel tests" in main_test.go
 	c := cluster.Start(t, cluster.Nodes(3))
 	ctx := ctxFor(t, 3*time.Minute)
 	via := c.Node(1)

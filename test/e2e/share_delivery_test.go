@@ -287,6 +287,7 @@ func spreadingProducer(t testing.TB, c *cluster.Cluster) *kgo.Client {
 }
 
 func shareDeliveryRun(t *testing.T, kill bool) {
+	t.Parallel() // see "Parallel tests" in main_test.go
 	const topic, group, parts, total = "share-work", "share-workers", 6, 6000
 	c := cluster.Start(t, cluster.Nodes(3))
 	cl := spreadingProducer(t, c)

@@ -111,6 +111,7 @@ func (m *shareMember) count() int {
 // the coordinator node is SIGKILLed and the group resumes on the new
 // coordinator with its epochs, the members heartbeating on unfenced.
 func TestShareGroupMembership(t *testing.T) {
+	t.Parallel() // see "Parallel tests" in main_test.go
 	const topic, group, parts = "share-orders", "share-group", 6
 	c := cluster.Start(t, cluster.Nodes(3),
 		cluster.Override("group.share.session.timeout.ms", "6000"),

@@ -129,6 +129,7 @@ func produceValues(ctx context.Context, t *testing.T, cl *kgo.Client, topic stri
 // loses no increment (a record could otherwise be delivered past
 // share.delivery.count.limit).
 func TestShareDeliveryCountSurvivesLeaderKill(t *testing.T) {
+	t.Parallel() // see "Parallel tests" in main_test.go
 	const topic, group, total = "share-counts", "share-counts-workers", 200
 	c := cluster.Start(t, cluster.Nodes(3))
 	cl := spreadingProducer(t, c)
@@ -171,6 +172,7 @@ func TestShareDeliveryCountSurvivesLeaderKill(t *testing.T) {
 // did not change): the old group had acknowledged 0-49 and held 50-99
 // acquired; the new one gets 0-99 with delivery count 1.
 func TestShareGroupRecreated(t *testing.T) {
+	t.Parallel() // see "Parallel tests" in main_test.go
 	const topic, group, total = "share-again", "share-again-workers", 100
 	c := cluster.Start(t, cluster.Nodes(1))
 	cl := spreadingProducer(t, c)
@@ -244,6 +246,7 @@ func wantShareGroups(ctx context.Context, t *testing.T, cl *kgo.Client, want err
 // and `raftka features upgrade --feature share.version=1` brings them
 // back.
 func TestShareVersionGate(t *testing.T) {
+	t.Parallel() // see "Parallel tests" in main_test.go
 	const topic, group = "share-gate", "share-gate-workers"
 	c := cluster.Start(t, cluster.Nodes(1))
 	cl := spreadingProducer(t, c)
@@ -291,6 +294,7 @@ func TestShareVersionGate(t *testing.T) {
 // ones; records of a transaction still open are not delivered (reads stop
 // at the last stable offset) until it commits.
 func TestShareGroupReadCommitted(t *testing.T) {
+	t.Parallel() // see "Parallel tests" in main_test.go
 	const topic, group, txns, perTxn, openN = "share-rc", "share-rc-workers", 8, 60, 30
 	c := cluster.Start(t, cluster.Nodes(3))
 	cl := spreadingProducer(t, c)
@@ -414,6 +418,7 @@ func TestShareGroupReadCommitted(t *testing.T) {
 // one that also asks for records, or names a partition without
 // acknowledgements, is INVALID_REQUEST.
 func TestShareRenewAck(t *testing.T) {
+	t.Parallel() // see "Parallel tests" in main_test.go
 	const topic, group = "share-renew", "share-renew-workers"
 	c := cluster.Start(t, cluster.Nodes(1))
 	cl := spreadingProducer(t, c)

@@ -67,6 +67,7 @@ emit(event="closed")
 // group must stay Stable, so the other member sees no revocation and the
 // restarted member gets back the partitions it had.
 func TestStaticGroupLeaderRestart(t *testing.T) {
+	t.Parallel() // see "Parallel tests" in main_test.go
 	python, missing := findConfluentPython()
 	if missing != "" {
 		missingTool(t, missing)

@@ -45,6 +45,7 @@ func consumeAll(t *testing.T, ctx context.Context, c *cluster.Cluster, topic str
 // a transaction become the group's only when it commits, and a second
 // producer with the same transactional id fences the first.
 func TestTransactionalProducer(t *testing.T) {
+	t.Parallel() // see "Parallel tests" in main_test.go
 	c := cluster.Start(t, cluster.Nodes(3), cluster.LogLevel("info"))
 	ctx := ctxFor(t, 150*time.Second)
 	adm := kadm.NewClient(client(t, c))
@@ -203,6 +204,7 @@ func TestGroupTransactSessionExactlyOnce(t *testing.T) { testGroupTransactSessio
 func TestGroupTransactSessionKIP848(t *testing.T) { testGroupTransactSession(t, true) }
 
 func testGroupTransactSession(t *testing.T, consumerProtocol bool) {
+	t.Parallel() // see "Parallel tests" in main_test.go
 	c := cluster.Start(t, cluster.Nodes(3), cluster.LogLevel("info"))
 	ctx := ctxFor(t, 150*time.Second)
 	adm := kadm.NewClient(client(t, c))
@@ -297,6 +299,7 @@ func testGroupTransactSession(t *testing.T, consumerProtocol bool) {
 // read_committed consumer that sees only the committed records, each
 // partition's in the order they were sent.
 func TestSaramaTransactionalProducer(t *testing.T) {
+	t.Parallel() // see "Parallel tests" in main_test.go
 	c := cluster.Start(t, cluster.Nodes(3), cluster.LogLevel("info"))
 	ctx := ctxFor(t, 120*time.Second)
 	adm := kadm.NewClient(client(t, c))
@@ -373,6 +376,7 @@ func TestSaramaTransactionalProducer(t *testing.T) {
 // read_committed consumer sees every acknowledged committed transaction
 // whole, no aborted record and no record twice.
 func TestTransactionsSurviveCoordinatorKill(t *testing.T) {
+	t.Parallel() // see "Parallel tests" in main_test.go
 	c := cluster.Start(t, cluster.Nodes(3), cluster.LogLevel("info"))
 	ctx := ctxFor(t, 180*time.Second)
 	adm := kadm.NewClient(client(t, c))
@@ -462,6 +466,7 @@ func TestTransactionsSurviveCoordinatorKill(t *testing.T) {
 // read_uncommitted the aborted ones too; kcat reading the same topic
 // counts the same with -X isolation.level.
 func TestConfluentAndKcatTransactions(t *testing.T) {
+	t.Parallel() // see "Parallel tests" in main_test.go
 	python, pythonMissing := findConfluentPython()
 	if pythonMissing != "" {
 		missingTool(t, pythonMissing)
@@ -498,6 +503,7 @@ func TestConfluentAndKcatTransactions(t *testing.T) {
 // record twice, and each producer's records in order (the checks are
 // test/invariants' CheckTransactions, which the long chaos run shares).
 func TestTransactionsUnderFaults(t *testing.T) {
+	t.Parallel() // see "Parallel tests" in main_test.go
 	c := cluster.Start(t, cluster.Nodes(3), cluster.LogLevel("info"))
 	ctx := ctxFor(t, 240*time.Second)
 	adm := kadm.NewClient(client(t, c))

@@ -31,6 +31,7 @@ const previousRevision = "1490988"
 // a downgrade is refused as Kafka 4.1 refuses it, and every acknowledged
 // record is read back exactly once.
 func TestRollingUpgradeFromPreviousRevision(t *testing.T) {
+	t.Parallel() // see "Parallel tests" in main_test.go
 	const topic, partitions = "rolling", 3
 	prev := cluster.BuildRevision(t, previousRevision)
 	c := cluster.Start(t, cluster.Nodes(3), cluster.WithBinary(prev), cluster.LogLevel("info"),
