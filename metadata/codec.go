@@ -313,9 +313,21 @@ func encodeBody(w *writer, rec Record) error {
 	return nil
 }
 
+// recordVersionKnown reports whether a record type has version ver > 0:
+// version 1 of the types that gained a field, version 2 of a consumer
+// group's records (its regex resolutions).
+func recordVersionKnown(typ RecordType, ver int16) bool {
+	switch typ {
+	case TypeConsumerGroup, TypeConsumerGroupDelta:
+		return ver == 1 || ver == 2
+	case TypeGroupGeneration, TypeCreateTopic, TypeAddPartitions, TypePartitionChange:
+		return ver == 1
+	}
+	return false
+}
+
 func decodeBody(r *reader, typ RecordType, ver int16) (Record, error) {
-	if ver != 0 && ((typ != TypeGroupGeneration && typ != TypeConsumerGroup && typ != TypeConsumerGroupDelta &&
-		typ != TypeCreateTopic && typ != TypeAddPartitions && typ != TypePartitionChange) || ver != 1) {
+	if ver != 0 && !recordVersionKnown(typ, ver) {
 		return nil, fmt.Errorf("unsupported version %d", ver)
 	}
 	var rec Record

@@ -105,6 +105,17 @@ func sampleRecords() []Record {
 				Protocols: []ConsumerGroupClassicProtocol{{Name: "range", Metadata: []byte{0, 1, 2}}, {Name: "roundrobin", Metadata: []byte{3}}}}},
 		}},
 		&ConsumerGroup{Members: []ConsumerGroupMember{}, Topics: []ConsumerGroupTopic{}},
+		// Version 2: regex resolutions, with version 1's classic member.
+		&ConsumerGroup{Group: "cg", Epoch: 5, AssignmentEpoch: 5, Members: []ConsumerGroupMember{
+			{MemberID: "r-1", Epoch: 5, SubscribedTopicRegex: "a.*"},
+			{MemberID: "s-1", Epoch: 5, SubscribedTopicNames: []string{"a"}, Classic: &ConsumerGroupClassicMember{SessionTimeoutMs: 10000,
+				Protocols: []ConsumerGroupClassicProtocol{{Name: "range", Metadata: []byte{0}}}}},
+		}, Topics: []ConsumerGroupTopic{{Name: "a", ID: idA, Partitions: 3}},
+			Regexes: []ConsumerGroupRegex{{Regex: "a.*", Topics: []string{"a", "ab"}, Version: 1 << 40, TimestampMs: 1700000000000},
+				{Regex: "z+", Topics: []string{}, Version: -1, TimestampMs: -1}}},
+		&ConsumerGroupDelta{Group: "cg", Epoch: 6, AssignmentEpoch: 5, Topics: []ConsumerGroupTopic{},
+			Regexes: []ConsumerGroupRegex{{Regex: "b", Topics: []string{"b"}, Version: 12, TimestampMs: 34}},
+			Members: []ConsumerGroupMember{{MemberID: "m", SubscribedTopicRegex: "b"}}, Removed: []string{"r-1"}},
 		&ConsumerGroupDelta{Group: "cg", CoordinatorEpoch: 2, Slot: 3, Epoch: 5, AssignmentEpoch: 5, StateTimestampMs: 7,
 			Topics:  []ConsumerGroupTopic{{Name: "a", ID: idA, Partitions: 3}},
 			Members: []ConsumerGroupMember{{MemberID: "m-1", Epoch: 5, SubscribedTopicNames: []string{"a"}}}, Removed: []string{"m-0"}},

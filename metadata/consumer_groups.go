@@ -9,8 +9,9 @@ import (
 // ConsumerGroup is the whole durable state of a KIP-848 consumer group, as
 // its coordinator (broker/group) last wrote it: what Kafka keeps in its
 // ConsumerGroupMetadata, ConsumerGroupMemberMetadata,
-// ConsumerGroupPartitionMetadata, ConsumerGroupTargetAssignment* and
-// ConsumerGroupCurrentMemberAssignment records, in one record. The
+// ConsumerGroupPartitionMetadata, ConsumerGroupTargetAssignment*,
+// ConsumerGroupCurrentMemberAssignment and ConsumerGroupRegularExpression
+// records, in one record. The
 // coordinator writes it only when the state changes (a heartbeat that
 // changes nothing writes nothing), before it answers the heartbeat that
 // changed it, so a coordinator that takes the group over resumes from
@@ -34,6 +35,11 @@ type ConsumerGroup struct {
 	// Topics are the subscribed topics as the group last resolved them,
 	// sorted by name (what a change of theirs is detected against).
 	Topics []ConsumerGroupTopic
+	// Regexes are the regular expressions the members subscribe with, as
+	// the coordinator last resolved each, sorted by Regex and unique; nil
+	// (or empty: the same) when no member subscribes by regex. A record
+	// with some is version 2.
+	Regexes []ConsumerGroupRegex
 	// StateTimestampMs is when the controller recorded this state; for a
 	// group without members, when it became empty, from which its offsets'
 	// retention counts (KIP-211).
@@ -110,6 +116,24 @@ type ConsumerGroupPartitions struct {
 	Partitions []int32
 }
 
+// ConsumerGroupRegex is one regular expression some member subscribes
+// with (SubscribedTopicRegex) and its resolution, what Kafka's
+// ConsumerGroupRegularExpression record keeps (ResolvedRegularExpression:
+// topics, version, timestamp). The coordinator records a new resolution
+// only when the topics it takes change, so a steady group writes nothing.
+type ConsumerGroupRegex struct {
+	Regex  string
+	Topics []string // the topics it took, sorted by name
+	// Version is the Raft log index of the metadata image the coordinator
+	// resolved it against: raftka's counterpart of Kafka's metadata image
+	// offset (MetadataImage.provenance().lastContainedOffset()), which
+	// Kafka records; -1 when the coordinator did not know it.
+	Version int64
+	// TimestampMs is the coordinator's clock at the heartbeat that
+	// resolved it, as Kafka records the resolution's start time.
+	TimestampMs int64
+}
+
 // ConsumerGroupTopic is one subscribed topic as the group resolved it.
 type ConsumerGroupTopic struct {
 	Name       string
@@ -128,7 +152,8 @@ type RemoveConsumerGroup struct {
 // controller before it records one and by replay: a group id, a
 // coordinator epoch not below the recorded one (ErrGroupCoordinatorFenced),
 // a group epoch that does not go back and is not behind its assignment,
-// members sorted by id and unique, and no partition held by two members
+// members sorted by id and unique, regexes sorted and unique, and no
+// partition held by two members
 // (assigned or pending revocation): a state that breaks the protocol's
 // one-owner rule is never stored.
 func CheckConsumerGroup(cur *ConsumerGroup, next *ConsumerGroup) error {
@@ -137,6 +162,11 @@ func CheckConsumerGroup(cur *ConsumerGroup, next *ConsumerGroup) error {
 	}
 	if next.Epoch < 0 || next.AssignmentEpoch < 0 || next.AssignmentEpoch > next.Epoch {
 		return invalid("consumer group %q epoch %d assignment epoch %d", next.Group, next.Epoch, next.AssignmentEpoch)
+	}
+	for i, r := range next.Regexes {
+		if r.Regex == "" || (i > 0 && next.Regexes[i-1].Regex >= r.Regex) {
+			return invalid("consumer group %q: regexes empty, unsorted or repeated", next.Group)
+		}
 	}
 	if cur != nil {
 		if next.CoordinatorEpoch < cur.CoordinatorEpoch {
@@ -256,6 +286,7 @@ func cloneParts(in []ConsumerGroupPartitions) []ConsumerGroupPartitions {
 func cloneConsumerGroup(r *ConsumerGroup) *ConsumerGroup {
 	c := *r
 	c.Topics = slices.Clone(r.Topics)
+	c.Regexes = cloneRegexes(r.Regexes)
 	if r.Members != nil {
 		c.Members = make([]ConsumerGroupMember, len(r.Members))
 		for i, m := range r.Members {
@@ -266,6 +297,26 @@ func cloneConsumerGroup(r *ConsumerGroup) *ConsumerGroup {
 		}
 	}
 	return &c
+}
+
+func cloneRegexes(in []ConsumerGroupRegex) []ConsumerGroupRegex {
+	if len(in) == 0 {
+		return nil
+	}
+	out := make([]ConsumerGroupRegex, len(in))
+	for i, r := range in {
+		r.Topics = slices.Clone(r.Topics)
+		out[i] = r
+	}
+	return out
+}
+
+// regexesEqual compares two groups' regexes, nil and empty alike (the
+// encoding writes neither).
+func regexesEqual(a, b []ConsumerGroupRegex) bool {
+	return slices.EqualFunc(a, b, func(x, y ConsumerGroupRegex) bool {
+		return x.Regex == y.Regex && x.Version == y.Version && x.TimestampMs == y.TimestampMs && slices.Equal(x.Topics, y.Topics)
+	})
 }
 
 func partsEqual(a, b []ConsumerGroupPartitions) bool {
@@ -281,7 +332,7 @@ func (g *ConsumerGroup) Equal(o *ConsumerGroup) bool {
 	}
 	return g.Group == o.Group && g.CoordinatorEpoch == o.CoordinatorEpoch && g.Slot == o.Slot && g.Epoch == o.Epoch &&
 		g.AssignmentEpoch == o.AssignmentEpoch && g.StateTimestampMs == o.StateTimestampMs &&
-		slices.Equal(g.Topics, o.Topics) && (g.Members == nil) == (o.Members == nil) &&
+		slices.Equal(g.Topics, o.Topics) && regexesEqual(g.Regexes, o.Regexes) && (g.Members == nil) == (o.Members == nil) &&
 		slices.EqualFunc(g.Members, o.Members, func(x, y ConsumerGroupMember) bool {
 			return x.MemberID == y.MemberID && x.InstanceID == y.InstanceID && x.RackID == y.RackID &&
 				x.ClientID == y.ClientID && x.ClientHost == y.ClientHost && x.Epoch == y.Epoch &&
@@ -362,6 +413,19 @@ func writeConsumerGroupAt(w *writer, g *ConsumerGroup, ver int16) {
 		w.i32(t.Partitions)
 	}
 	w.i64(g.StateTimestampMs)
+	if ver >= 2 {
+		// Version 2: the regexes' resolutions.
+		w.count(len(g.Regexes), false)
+		for _, r := range g.Regexes {
+			w.str(r.Regex)
+			w.count(len(r.Topics), false)
+			for _, t := range r.Topics {
+				w.str(t)
+			}
+			w.i64(r.Version)
+			w.i64(r.TimestampMs)
+		}
+	}
 }
 
 func readConsumerGroup(r *reader, ver int16) *ConsumerGroup {
@@ -398,12 +462,28 @@ func readConsumerGroup(r *reader, ver int16) *ConsumerGroup {
 		}
 	}
 	g.StateTimestampMs = r.i64()
+	if ver >= 2 {
+		if n, ok := r.count(18); ok && n > 0 {
+			g.Regexes = make([]ConsumerGroupRegex, n)
+			for i := range g.Regexes {
+				x := ConsumerGroupRegex{Regex: r.str()}
+				if k, ok := r.count(1); ok {
+					x.Topics = make([]string, k)
+					for j := range x.Topics {
+						x.Topics[j] = r.str()
+					}
+				}
+				x.Version, x.TimestampMs = r.i64(), r.i64()
+				g.Regexes[i] = x
+			}
+		}
+	}
 	return g
 }
 
 // ConsumerGroupDelta is a change of a recorded ConsumerGroup: the group's
-// header (epochs, slot and coordinator epoch, the resolved topics) in
-// full, and of its members only those that joined or changed (Members,
+// header (epochs, slot and coordinator epoch, the resolved topics and
+// regexes) in full, and of its members only those that joined or changed (Members,
 // sorted by id) and the ids of those that left (Removed). A heartbeat of a
 // large group changes one member, so its write carries one member instead
 // of the whole group. It applies only to a recorded group; the result is
@@ -415,6 +495,7 @@ type ConsumerGroupDelta struct {
 	Epoch            int32
 	AssignmentEpoch  int32
 	Topics           []ConsumerGroupTopic
+	Regexes          []ConsumerGroupRegex // in full, as Topics
 	Members          []ConsumerGroupMember
 	Removed          []string
 	StateTimestampMs int64
@@ -427,7 +508,7 @@ func (d *ConsumerGroupDelta) Merge(cur *ConsumerGroup) (*ConsumerGroup, error) {
 		return nil, invalid("consumer group delta of %q, which is not recorded", d.Group)
 	}
 	next := &ConsumerGroup{Group: d.Group, CoordinatorEpoch: d.CoordinatorEpoch, Slot: d.Slot, Epoch: d.Epoch,
-		AssignmentEpoch: d.AssignmentEpoch, Topics: slices.Clone(d.Topics), StateTimestampMs: d.StateTimestampMs,
+		AssignmentEpoch: d.AssignmentEpoch, Topics: slices.Clone(d.Topics), Regexes: d.Regexes, StateTimestampMs: d.StateTimestampMs,
 		Members: []ConsumerGroupMember{}}
 	if next.Topics == nil {
 		next.Topics = []ConsumerGroupTopic{}
@@ -459,7 +540,7 @@ func (d *ConsumerGroupDelta) Merge(cur *ConsumerGroup) (*ConsumerGroup, error) {
 // and whether it is smaller than next: a member unchanged is left out.
 func DeltaOf(prev, next *ConsumerGroup) (*ConsumerGroupDelta, bool) {
 	d := &ConsumerGroupDelta{Group: next.Group, CoordinatorEpoch: next.CoordinatorEpoch, Slot: next.Slot, Epoch: next.Epoch,
-		AssignmentEpoch: next.AssignmentEpoch, Topics: next.Topics, StateTimestampMs: next.StateTimestampMs,
+		AssignmentEpoch: next.AssignmentEpoch, Topics: next.Topics, Regexes: next.Regexes, StateTimestampMs: next.StateTimestampMs,
 		Members: []ConsumerGroupMember{}, Removed: []string{}}
 	old := make(map[string]*ConsumerGroupMember, len(prev.Members))
 	for i := range prev.Members {
@@ -490,7 +571,7 @@ func memberEqual(x, y *ConsumerGroupMember) bool {
 func writeConsumerGroupDelta(w *writer, d *ConsumerGroupDelta) {
 	// The header and members as a ConsumerGroup's, then the removed ids.
 	writeConsumerGroupAt(w, &ConsumerGroup{Group: d.Group, CoordinatorEpoch: d.CoordinatorEpoch, Slot: d.Slot, Epoch: d.Epoch,
-		AssignmentEpoch: d.AssignmentEpoch, Members: d.Members, Topics: d.Topics, StateTimestampMs: d.StateTimestampMs}, d.Version())
+		AssignmentEpoch: d.AssignmentEpoch, Members: d.Members, Topics: d.Topics, Regexes: d.Regexes, StateTimestampMs: d.StateTimestampMs}, d.Version())
 	w.count(len(d.Removed), d.Removed == nil)
 	for _, id := range d.Removed {
 		w.str(id)
@@ -500,7 +581,7 @@ func writeConsumerGroupDelta(w *writer, d *ConsumerGroupDelta) {
 func readConsumerGroupDelta(r *reader, ver int16) *ConsumerGroupDelta {
 	g := readConsumerGroup(r, ver)
 	d := &ConsumerGroupDelta{Group: g.Group, CoordinatorEpoch: g.CoordinatorEpoch, Slot: g.Slot, Epoch: g.Epoch,
-		AssignmentEpoch: g.AssignmentEpoch, Members: g.Members, Topics: g.Topics, StateTimestampMs: g.StateTimestampMs}
+		AssignmentEpoch: g.AssignmentEpoch, Members: g.Members, Topics: g.Topics, Regexes: g.Regexes, StateTimestampMs: g.StateTimestampMs}
 	if n, ok := r.count(1); ok {
 		d.Removed = make([]string, n)
 		for i := range d.Removed {

@@ -16,6 +16,13 @@ func owning(id string, ps ...int32) ConsumerGroupMember {
 		Assigned: []ConsumerGroupPartitions{{TopicID: idA, Partitions: ps}}}
 }
 
+func withRegexes(g *ConsumerGroup, regexes ...string) *ConsumerGroup {
+	for i, r := range regexes {
+		g.Regexes = append(g.Regexes, ConsumerGroupRegex{Regex: r, Topics: []string{"orders"}, Version: int64(10 + i), TimestampMs: 1000})
+	}
+	return g
+}
+
 func TestConsumerGroupApply(t *testing.T) {
 	img, d := mustApply(t, NewImage(), cgState(1, 0, owning("a", 0), owning("b", 1)))
 	if len(d.GroupsChanged) != 1 || d.GroupsChanged[0] != "cg" {
@@ -36,6 +43,9 @@ func TestConsumerGroupApply(t *testing.T) {
 		{"older group epoch", cgState(0, 0), ErrStaleRecord},
 		{"assignment ahead of the group", &ConsumerGroup{Group: "cg", Epoch: 1, AssignmentEpoch: 2}, ErrInvalidRecord},
 		{"no group id", &ConsumerGroup{}, ErrInvalidRecord},
+		{"unsorted regexes", withRegexes(cgState(2, 0), "b", "a"), ErrInvalidRecord},
+		{"a regex twice", withRegexes(cgState(2, 0), "a", "a"), ErrInvalidRecord},
+		{"an empty regex", withRegexes(cgState(2, 0), ""), ErrInvalidRecord},
 	}
 	for _, c := range cases {
 		_, d := img.Apply([]Record{c.rec})
@@ -50,10 +60,15 @@ func TestConsumerGroupApply(t *testing.T) {
 		t.Fatalf("stale coordinator: skipped %v", d.Skipped)
 	}
 
-	// The state survives a snapshot (image -> records -> replay).
+	// The state survives a snapshot (image -> records -> replay), regex
+	// resolutions included.
+	img, _ = mustApply(t, img, withRegexes(cgState(2, 5, owning("a", 0, 1)), "ord.*"))
 	replayed, _ := mustApply(t, NewImage(), img.Records()...)
 	if !replayed.Equal(img) {
 		t.Fatal("snapshot replay differs")
+	}
+	if got, _ := replayed.ConsumerGroup("cg"); len(got.Regexes) != 1 || got.Regexes[0].Regex != "ord.*" || got.Regexes[0].Version != 10 {
+		t.Fatalf("replayed regexes %+v", got.Regexes)
 	}
 
 	// RemoveConsumerGroup keeps the offsets; DeleteGroup drops everything.
@@ -110,7 +125,25 @@ func TestConsumerGroupDeltaApply(t *testing.T) {
 	if !got.Equal(next) {
 		t.Fatalf("after the delta %+v, want %+v", got, next)
 	}
-	bad := &ConsumerGroupDelta{Group: "cg", Epoch: 3, AssignmentEpoch: 3, Members: []ConsumerGroupMember{owning("z", 0)}}
+	// The header's regexes come in full: a delta sets them, the next one
+	// without them clears them.
+	withRe := withRegexes(cgState(3, 0, owning("a", 0), owning("c", 1)), "o.*")
+	withRe.Members[1].SubscribedTopicRegex = "o.*"
+	d, _ = DeltaOf(next, withRe)
+	if d.Version() != 2 || len(d.Members) != 1 {
+		t.Fatalf("delta with a regex: version %d, %d members", d.Version(), len(d.Members))
+	}
+	img, _ = mustApply(t, img, d)
+	if got, _ := img.ConsumerGroup("cg"); !got.Equal(withRe) {
+		t.Fatalf("after the regex delta %+v, want %+v", got, withRe)
+	}
+	noRe := cgState(4, 0, owning("a", 0), owning("c", 1))
+	d, _ = DeltaOf(withRe, noRe)
+	img, _ = mustApply(t, img, d)
+	if got, _ := img.ConsumerGroup("cg"); len(got.Regexes) != 0 || !got.Equal(noRe) {
+		t.Fatalf("after the delta without regexes %+v", got)
+	}
+	bad := &ConsumerGroupDelta{Group: "cg", Epoch: 5, AssignmentEpoch: 5, Members: []ConsumerGroupMember{owning("z", 0)}}
 	if _, d := img.Apply([]Record{bad}); len(d.Skipped) != 1 {
 		t.Fatal("a delta giving a held partition to another member applied")
 	}

@@ -95,6 +95,10 @@ var recordLevels = []recordLevel{
 	{TypeConsumerGroup, 1, 28},
 	{TypeConsumerGroupDelta, 0, 28},
 	{TypeConsumerGroupDelta, 1, 28},
+	// Version 2: the regexes' resolutions (Kafka's record 16), written
+	// only when a member subscribes by regex.
+	{TypeConsumerGroup, 2, 28},
+	{TypeConsumerGroupDelta, 2, 28},
 	{TypeRemoveConsumerGroup, 0, 28},
 	{TypeShareGroupEpoch, 0, 28},
 	{TypeShareGroupMember, 0, 28},

@@ -495,6 +495,9 @@ func (*TxnOffsetCommit) Type() RecordType           { return TypeTxnOffsetCommit
 func (*ConsumerGroup) Type() RecordType       { return TypeConsumerGroup }
 func (*RemoveConsumerGroup) Type() RecordType { return TypeRemoveConsumerGroup }
 func (g *ConsumerGroup) Version() int16 {
+	if len(g.Regexes) > 0 {
+		return 2 // with regex resolutions (and version 1's member layout)
+	}
 	if g.hasClassic() {
 		return 1 // with classic members (the online upgrade)
 	}
@@ -503,9 +506,12 @@ func (g *ConsumerGroup) Version() int16 {
 func (*RemoveConsumerGroup) Version() int16  { return 0 }
 func (*ConsumerGroupDelta) Type() RecordType { return TypeConsumerGroupDelta }
 
-// Version is 1 when a member in it speaks the classic protocol, as
-// ConsumerGroup's.
+// Version is 2 when it carries regex resolutions, 1 when a member in it
+// speaks the classic protocol, as ConsumerGroup's.
 func (d *ConsumerGroupDelta) Version() int16 {
+	if len(d.Regexes) > 0 {
+		return 2
+	}
 	for _, m := range d.Members {
 		if m.Classic != nil {
 			return 1

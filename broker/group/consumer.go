@@ -82,6 +82,11 @@ type consumerState struct {
 	// assignment only once it is durable, so a coordinator that takes
 	// the group over resumes from what every member was told.
 	replies []func(err error)
+	// index is the Raft log index of the image the loop runs the current
+	// operation against (the loop sets it before each): the version a
+	// regex resolved in it records, as Kafka records its metadata image's
+	// offset.
+	index uint64
 }
 
 // randomConsumerMemberID names a member whose client sent none
@@ -134,8 +139,21 @@ func (c *Coordinator) loadConsumer(img *metadata.Image, id string) (*consumerSta
 }
 
 // imageMetadata is the topic metadata a heartbeat resolves subscriptions
-// against: the image's topics, internal ones left out of regex matches.
-type imageMetadata struct{ img *metadata.Image }
+// against: the image's topics, internal ones left out of regex matches;
+// index is the image's Raft log index (0: not known).
+type imageMetadata struct {
+	img   *metadata.Image
+	index uint64
+}
+
+// Version is the image's Raft log index, which a regex's resolution
+// records (consumergroup.VersionedMetadata); -1 when not known.
+func (m imageMetadata) Version() int64 {
+	if m.index == 0 {
+		return -1
+	}
+	return int64(m.index)
+}
 
 func (m imageMetadata) Topic(name string) (assignor.Topic, bool) {
 	t, ok := m.img.Topic(name)
@@ -219,6 +237,10 @@ func recordOf(id string, slot, coordEpoch int32, s consumergroup.State) *metadat
 		t := s.Topics[n]
 		rec.Topics = append(rec.Topics, metadata.ConsumerGroupTopic{Name: n, ID: t.ID, Partitions: t.Partitions})
 	}
+	for _, re := range slices.Sorted(maps.Keys(s.Regexes)) {
+		r := s.Regexes[re]
+		rec.Regexes = append(rec.Regexes, metadata.ConsumerGroupRegex{Regex: re, Topics: slices.Clone(r.Topics), Version: r.Version, TimestampMs: r.TimestampMs})
+	}
 	return rec
 }
 
@@ -264,6 +286,12 @@ func stateFromRecord(rec *metadata.ConsumerGroup) consumergroup.State {
 	}
 	for _, t := range rec.Topics {
 		s.Topics[t.Name] = consumergroup.TopicState{ID: t.ID, Partitions: t.Partitions}
+	}
+	for _, r := range rec.Regexes {
+		if s.Regexes == nil {
+			s.Regexes = map[string]consumergroup.RegexResolution{}
+		}
+		s.Regexes[r.Regex] = consumergroup.RegexResolution{Topics: slices.Clone(r.Topics), Version: r.Version, TimestampMs: r.TimestampMs}
 	}
 	return s
 }
@@ -348,7 +376,7 @@ func (c *Coordinator) ConsumerHeartbeat(ctx context.Context, groupID string, r c
 		}
 		cfg := c.consumerConfig(img, groupID)
 		cs.g.SetTimeouts(cfg.SessionTimeout, cfg.HeartbeatInterval)
-		resp := cs.g.Heartbeat(now, r, imageMetadata{img})
+		resp := cs.g.Heartbeat(now, r, imageMetadata{img: img, index: cs.index})
 		cs.replies = append(cs.replies, func(err error) {
 			if err != nil && resp.ErrorCode == 0 {
 				var ke *kerr.Error

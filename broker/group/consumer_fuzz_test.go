@@ -16,7 +16,8 @@ func FuzzConsumerGroupRestore(f *testing.F) {
 		{MemberID: "a", Epoch: 3, SubscribedTopicNames: []string{"orders"}, SubscribedTopicRegex: "o.*",
 			Assigned: []metadata.ConsumerGroupPartitions{{TopicID: ordersID, Partitions: []int32{0, 1}}},
 			Target:   []metadata.ConsumerGroupPartitions{{TopicID: ordersID, Partitions: []int32{0, 1}}}},
-	}, Topics: []metadata.ConsumerGroupTopic{{Name: "orders", ID: ordersID, Partitions: 2}}}
+	}, Topics: []metadata.ConsumerGroupTopic{{Name: "orders", ID: ordersID, Partitions: 2}},
+		Regexes: []metadata.ConsumerGroupRegex{{Regex: "o.*", Topics: []string{"orders"}, Version: 12, TimestampMs: 1700000000000}}}
 	b, err := metadata.EncodeRecords([]metadata.Record{seed})
 	if err != nil {
 		f.Fatal(err)
@@ -47,8 +48,13 @@ func FuzzConsumerGroupRestore(f *testing.F) {
 			again := recordOf(rec.Group, rec.Slot, rec.CoordinatorEpoch, cs.g.Export())
 			again.StateTimestampMs = rec.StateTimestampMs
 			back := stateFromRecord(again)
-			if back.Epoch != rec.Epoch || len(back.Members) != len(rec.Members) {
+			if back.Epoch != rec.Epoch || len(back.Members) != len(rec.Members) || len(back.Regexes) != len(rec.Regexes) {
 				t.Fatalf("restored state differs: %+v vs %+v", back, rec)
+			}
+			for i, r := range again.Regexes {
+				if r.Regex != rec.Regexes[i].Regex || r.Version != rec.Regexes[i].Version || len(r.Topics) != len(rec.Regexes[i].Topics) {
+					t.Fatalf("restored regex %+v, recorded %+v", r, rec.Regexes[i])
+				}
 			}
 		}
 	})

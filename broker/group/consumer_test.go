@@ -332,7 +332,7 @@ func TestImageMetadataRacks(t *testing.T) {
 			{Partition: 0, Replicas: []int32{3, 4}, ISR: []int32{3, 4}, Leader: 3},
 			{Partition: 1, Replicas: []int32{4}, ISR: []int32{4}, Leader: 4},
 		}})
-	m := imageMetadata{md.image()}
+	m := imageMetadata{img: md.image()}
 	racks := m.Racks("racked", ordersID)
 	if len(racks) != 2 || !slices.Equal(racks[0], []string{"r3", "r4"}) || !slices.Equal(racks[1], []string{"r4"}) {
 		t.Fatalf("racks %v", racks)

@@ -351,7 +351,7 @@ func (c *Coordinator) run(l *loop) {
 		case <-l.wake:
 		case <-timer.C:
 		}
-		img, _ := c.md.Current()
+		img, index := c.md.Current()
 		code, ep := int16(kerr.NotCoordinator.Code), int32(-1)
 		if img != nil {
 			code, ep = ownership(img, c.cfg.NodeID, l.id)
@@ -413,7 +413,7 @@ func (c *Coordinator) run(l *loop) {
 			commits = c.writeCommits(l.id, commits)
 			if q.consumer != nil {
 				if g != nil && !q.describeOnly && !g.Idle() && q.upgrade {
-					if ncs, handled := c.tryUpgrade(g, q, now, img, l.id); handled {
+					if ncs, handled := c.tryUpgrade(g, q, now, img, index, l.id); handled {
 						if ncs != nil {
 							g, cs = nil, ncs
 						}
@@ -435,6 +435,7 @@ func (c *Coordinator) run(l *loop) {
 					g, cs = nil, &consumerState{g: consumerNew(c, img, l.id)}
 				}
 				// A heartbeat is answered after the round's write.
+				cs.index = index
 				q.consumer(cs, now, img, 0, "")
 				if ncs, ng := c.maybeDowngrade(cs, l.id, img); ng != nil || ncs == nil {
 					cs, g = ncs, ng
@@ -444,11 +445,13 @@ func (c *Coordinator) run(l *loop) {
 			if cs != nil {
 				cs = c.persistConsumer(cs, l.id, img)
 				if cs != nil && q.onConsumer != nil {
+					cs.index = index
 					q.onConsumer(cs, now, img, 0, "")
 					continue
 				}
 				if cs != nil {
 					if len(cs.g.MemberIDs()) > 0 && q.classic != nil {
+						cs.index = index
 						q.classic(cs, now, img)
 						if ncs, ng := c.maybeDowngrade(cs, l.id, img); ng != nil || ncs == nil {
 							cs, g = ncs, ng

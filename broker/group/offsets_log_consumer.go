@@ -18,6 +18,7 @@ import (
 //	6 ConsumerGroupTargetAssignmentMetadata  the target assignment's epoch
 //	7 ConsumerGroupTargetAssignmentMember    a member's share of the target
 //	8 ConsumerGroupCurrentMemberAssignment   a member's epochs, state, owned and pending-revocation partitions
+//	16 ConsumerGroupRegularExpression        a subscribed regex's resolution: its topics, version, timestamp
 //
 // kmsg has no types for these, so they are encoded here, field by field
 // in the schemas' order. Not written, as Kafka 4.1 does not write it:
@@ -26,14 +27,25 @@ import (
 // written either: that hash (record 3's tagged MetadataHash; absent means
 // 0, which Kafka's coordinator takes as "not computed"), as raftka
 // detects topic changes from the group's resolved topics instead of a
-// hash, and the regular-expression record (type 16: raftka keeps a
-// regex's resolution in the group's topics).
+// hash.
+//
+// Record 16 is the image's ConsumerGroupRegex. Its Version is, in Kafka,
+// the offset of the metadata image the regex was resolved against; in
+// raftka, the Raft log index of the image the coordinator resolved it
+// against (-1 if the coordinator did not know it), and its Timestamp the
+// coordinator's time at that heartbeat. Kafka rewrites the record at each
+// background refresh; raftka's coordinator matches regexes on every
+// heartbeat and records a new resolution only when the topics change, so
+// the record is written when a regex is first used or takes other topics,
+// and tombstoned when its last member leaves or changes regex, or the
+// group goes.
 const (
 	cgMetadataType               = 3
 	cgMemberMetadataType         = 5
 	cgTargetAssignmentMetaType   = 6
 	cgTargetAssignmentMemberType = 7
 	cgCurrentAssignmentType      = 8
+	cgRegexType                  = 16
 )
 
 // cgWriter appends Kafka's wire types: keys are non-flexible (int16-length
@@ -44,6 +56,7 @@ type cgWriter struct{ b []byte }
 func (w *cgWriter) int8(v int8)   { w.b = append(w.b, byte(v)) }
 func (w *cgWriter) int16(v int16) { w.b = binary.BigEndian.AppendUint16(w.b, uint16(v)) }
 func (w *cgWriter) int32(v int32) { w.b = binary.BigEndian.AppendUint32(w.b, uint32(v)) }
+func (w *cgWriter) int64(v int64) { w.b = binary.BigEndian.AppendUint64(w.b, uint64(v)) }
 func (w *cgWriter) uvarint(v int) { w.b = binary.AppendUvarint(w.b, uint64(v)) }
 func (w *cgWriter) uuid(id [16]byte) {
 	w.b = append(w.b, id[:]...)
@@ -78,6 +91,8 @@ func (w *cgWriter) partitions(ps []metadata.ConsumerGroupPartitions) {
 	}
 }
 
+// cgKey is a record's key: the type, the group, and for the per-member
+// records the member id (for record 16 the regex, its second string).
 func cgKey(typ int16, group, member string, withMember bool) []byte {
 	w := cgWriter{}
 	w.int16(typ)
@@ -164,14 +179,29 @@ func ConsumerGroupCurrentRecord(group string, m *metadata.ConsumerGroupMember) O
 	})}
 }
 
-// consumerGroupDiff returns the records 3-8 that take a reader from prev's
-// state of a consumer group to next's (nil: no such group), in the order
-// Kafka's coordinator writes them: for a removed member its current
+// ConsumerGroupRegexRecord is record 16, a regex's resolution: key
+// (GroupId, RegularExpression), value (Topics sorted, Version, Timestamp).
+func ConsumerGroupRegexRecord(group string, r *metadata.ConsumerGroupRegex) OffsetsRecord {
+	return OffsetsRecord{Key: cgKey(cgRegexType, group, r.Regex, true), Value: cgValue(func(w *cgWriter) {
+		topics := slices.Sorted(slices.Values(r.Topics)) // Kafka sorts them
+		w.uvarint(len(topics) + 1)
+		for _, t := range topics {
+			w.compactStr(t)
+		}
+		w.int64(r.Version)
+		w.int64(r.TimestampMs)
+	})}
+}
+
+// consumerGroupDiff returns the records 3-8 and 16 that take a reader from
+// prev's state of a consumer group to next's (nil: no such group), in the
+// order Kafka's coordinator writes them: for a removed member its current
 // assignment, target and subscription tombstones; then the subscriptions
-// that changed, the group epoch, the targets and the target epoch, the
-// current assignments. A group that is gone has its
-// members' and then its own records tombstoned, the epoch last, as
-// Kafka's createGroupTombstoneRecords.
+// that changed, the tombstones of the regexes no longer used and the
+// resolutions of those new or resolved again, the group epoch, the
+// targets and the target epoch, the current assignments. A group that is
+// gone has its members' and then its own records tombstoned, its regexes
+// before the epoch, which is last, as Kafka's createGroupTombstoneRecords.
 func consumerGroupDiff(prev, next *metadata.ConsumerGroup) []OffsetsRecord {
 	var recs []OffsetsRecord
 	tomb := func(typ int16, group, member string, withMember bool) {
@@ -187,6 +217,9 @@ func consumerGroupDiff(prev, next *metadata.ConsumerGroup) []OffsetsRecord {
 			tomb(cgMemberMetadataType, prev.Group, m.MemberID, true)
 		}
 		tomb(cgTargetAssignmentMetaType, prev.Group, "", false)
+		for _, r := range prev.Regexes {
+			tomb(cgRegexType, prev.Group, r.Regex, true)
+		}
 		tomb(cgMetadataType, prev.Group, "", false)
 		return recs
 	}
@@ -213,6 +246,29 @@ func consumerGroupDiff(prev, next *metadata.ConsumerGroup) []OffsetsRecord {
 		m := &next.Members[i]
 		if o := old[m.MemberID]; o == nil || !sameSubscription(o, m) {
 			recs = append(recs, ConsumerGroupMemberRecord(next.Group, m))
+		}
+	}
+	oldRegexes := map[string]*metadata.ConsumerGroupRegex{}
+	if prev != nil {
+		for i := range prev.Regexes {
+			oldRegexes[prev.Regexes[i].Regex] = &prev.Regexes[i]
+		}
+	}
+	liveRegexes := make(map[string]bool, len(next.Regexes))
+	for _, r := range next.Regexes {
+		liveRegexes[r.Regex] = true
+	}
+	if prev != nil {
+		for _, r := range prev.Regexes {
+			if !liveRegexes[r.Regex] {
+				tomb(cgRegexType, next.Group, r.Regex, true)
+			}
+		}
+	}
+	for i := range next.Regexes {
+		r := &next.Regexes[i]
+		if o := oldRegexes[r.Regex]; o == nil || o.Version != r.Version || o.TimestampMs != r.TimestampMs || !slices.Equal(o.Topics, r.Topics) {
+			recs = append(recs, ConsumerGroupRegexRecord(next.Group, r))
 		}
 	}
 	if prev == nil || prev.Epoch != next.Epoch {

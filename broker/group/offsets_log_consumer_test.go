@@ -8,7 +8,9 @@ import (
 	"reflect"
 	"slices"
 	"testing"
+	"time"
 
+	"github.com/raftka/raftka/broker/group/consumergroup"
 	"github.com/raftka/raftka/metadata"
 )
 
@@ -50,6 +52,23 @@ func (r *cgReader) int32() int32 {
 		return 0
 	}
 	return int32(binary.BigEndian.Uint32(b))
+}
+func (r *cgReader) int64() int64 {
+	b := r.take(8)
+	if b == nil {
+		return 0
+	}
+	return int64(binary.BigEndian.Uint64(b))
+}
+
+// compactStr reads a non-nullable compact string; null is an error.
+func (r *cgReader) compactStr() string {
+	n := r.uvarint()
+	if n == 0 {
+		r.err = errShort
+		return ""
+	}
+	return string(r.take(n - 1))
 }
 func (r *cgReader) uvarint() int {
 	if r.err != nil {
@@ -103,7 +122,9 @@ func (r *cgReader) partitions() []metadata.ConsumerGroupPartitions {
 	return out
 }
 
-// decodedCG is a decoded record 3-8; member fields for 5, 7 and 8.
+// decodedCG is a decoded record 3-8 or 16; member fields for 5, 7 and 8,
+// the regex's for 16 (key: GroupId, RegularExpression; value: Topics,
+// Version, Timestamp, as ConsumerGroupRegularExpressionKey/Value.json).
 type decodedCG struct {
 	typ          int16
 	group        string
@@ -113,6 +134,7 @@ type decodedCG struct {
 	m            metadata.ConsumerGroupMember
 	targetParts  []metadata.ConsumerGroupPartitions
 	currentParts [2][]metadata.ConsumerGroupPartitions
+	regex        metadata.ConsumerGroupRegex
 }
 
 func decodeCG(rec OffsetsRecord) (decodedCG, error) {
@@ -122,6 +144,8 @@ func decodeCG(rec OffsetsRecord) (decodedCG, error) {
 	switch d.typ {
 	case cgMemberMetadataType, cgTargetAssignmentMemberType, cgCurrentAssignmentType:
 		d.member = kr.str()
+	case cgRegexType:
+		d.regex.Regex = kr.str()
 	case cgMetadataType, cgTargetAssignmentMetaType:
 	default:
 		return d, fmt.Errorf("key type %d", d.typ)
@@ -179,6 +203,16 @@ func decodeCG(rec OffsetsRecord) (decodedCG, error) {
 	case cgCurrentAssignmentType:
 		d.m.Epoch, d.m.PreviousEpoch, d.m.State = r.int32(), r.int32(), r.int8()
 		d.currentParts[0], d.currentParts[1] = r.partitions(), r.partitions()
+	case cgRegexType:
+		n := r.uvarint() - 1 // Topics: a compact array, not nullable
+		if n < 0 {
+			return d, errors.New("regex value: null topics")
+		}
+		d.regex.Topics = []string{}
+		for i := 0; i < n && r.err == nil; i++ {
+			d.regex.Topics = append(d.regex.Topics, r.compactStr())
+		}
+		d.regex.Version, d.regex.TimestampMs = r.int64(), r.int64()
 	}
 	r.skipTags()
 	if r.err != nil || len(r.b) != 0 {
@@ -208,7 +242,8 @@ func cgFixture() *metadata.ConsumerGroup {
 				PendingRevocation: []metadata.ConsumerGroupPartitions{{TopicID: topicB, Partitions: []int32{0}}},
 				Target:            []metadata.ConsumerGroupPartitions{{TopicID: topicA, Partitions: []int32{2}}, {TopicID: topicB, Partitions: []int32{0}}}},
 			{MemberID: "m3", ClientID: "c", ClientHost: "h", SubscribedTopicRegex: "^a.*", RebalanceTimeoutMs: -1, State: 2},
-		}}
+		},
+		Regexes: []metadata.ConsumerGroupRegex{{Regex: "^a.*", Topics: []string{"a"}, Version: 42, TimestampMs: 1700000000000}}}
 }
 
 // Hand-assembled bytes of the two smallest schemas, so the layout is
@@ -233,6 +268,22 @@ func TestConsumerGroupRecordBytes(t *testing.T) {
 		0}
 	if !bytes.Equal(cur.Value, want) {
 		t.Errorf("ConsumerGroupCurrentMemberAssignmentValue\n%x, want\n%x", cur.Value, want)
+	}
+	// Record 16: key GroupId, RegularExpression (int16-length strings);
+	// value version 0, Topics (compact array of compact strings), Version
+	// and Timestamp (int64), no tags.
+	re := ConsumerGroupRegexRecord("cg", &metadata.ConsumerGroupRegex{Regex: "o.*", Topics: []string{"ob", "oa"}, Version: 258, TimestampMs: -1})
+	if want := []byte{0, 16, 0, 2, 'c', 'g', 0, 3, 'o', '.', '*'}; !bytes.Equal(re.Key, want) {
+		t.Errorf("ConsumerGroupRegularExpressionKey %x, want %x", re.Key, want)
+	}
+	want = []byte{0, 0, 3, 3, 'o', 'a', 3, 'o', 'b', // sorted, as Kafka writes them
+		0, 0, 0, 0, 0, 0, 1, 2, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0}
+	if !bytes.Equal(re.Value, want) {
+		t.Errorf("ConsumerGroupRegularExpressionValue\n%x, want\n%x", re.Value, want)
+	}
+	none := ConsumerGroupRegexRecord("cg", &metadata.ConsumerGroupRegex{Regex: "x", Version: 1, TimestampMs: 2})
+	if want := []byte{0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 2, 0}; !bytes.Equal(none.Value, want) {
+		t.Errorf("a regex matching nothing: %x, want %x (an empty array, not null)", none.Value, want)
 	}
 }
 
@@ -262,6 +313,12 @@ func TestConsumerGroupRecordsRoundTrip(t *testing.T) {
 	if d, err := decodeCG(ConsumerGroupTargetEpochRecord(cg)); err != nil || d.typ != cgTargetAssignmentMetaType || d.epoch != 7 {
 		t.Errorf("target epoch: %+v %v", d, err)
 	}
+	for i := range cg.Regexes {
+		r := &cg.Regexes[i]
+		if d, err := decodeCG(ConsumerGroupRegexRecord(cg.Group, r)); err != nil || d.typ != cgRegexType || d.group != "cg" || !reflect.DeepEqual(d.regex, *r) {
+			t.Errorf("regex %s decoded as %+v %v", r.Regex, d.regex, err)
+		}
+	}
 }
 
 func cgTypes(t *testing.T, recs []OffsetsRecord) []string {
@@ -276,6 +333,9 @@ func cgTypes(t *testing.T, recs []OffsetsRecord) []string {
 		if d.member != "" {
 			s += ":" + d.member
 		}
+		if d.typ == cgRegexType {
+			s += ":" + d.regex.Regex
+		}
 		if d.tombstone {
 			s += ":x"
 		}
@@ -286,9 +346,9 @@ func cgTypes(t *testing.T, recs []OffsetsRecord) []string {
 
 func TestConsumerGroupDiff(t *testing.T) {
 	base := cgFixture()
-	leave := cgFixture()
+	leave := cgFixture() // m3 leaves, the last member of its regex
 	leave.Epoch = 8
-	leave.Members = leave.Members[:2]
+	leave.Members, leave.Regexes = leave.Members[:2], nil
 	reconcile := cgFixture()
 	reconcile.Members[1].Epoch, reconcile.Members[1].PreviousEpoch, reconcile.Members[1].State = 7, 6, 0
 	reconcile.Members[1].PendingRevocation = nil
@@ -298,6 +358,12 @@ func TestConsumerGroupDiff(t *testing.T) {
 	resub := cgFixture()
 	resub.Members[2].SubscribedTopicRegex = "^b"
 	resub.Topics = resub.Topics[1:]
+	resub.Epoch = 8
+	resub.Regexes = []metadata.ConsumerGroupRegex{{Regex: "^b", Topics: []string{"b"}, Version: 50, TimestampMs: 1700000001000}}
+	reresolve := cgFixture()
+	reresolve.Epoch = 8
+	reresolve.Regexes[0].Topics, reresolve.Regexes[0].Version, reresolve.Regexes[0].TimestampMs = []string{"a", "ab"}, 60, 1700000002000
+
 	reproto := cgFixture()
 	reproto.Members[1].Classic.Protocols[0].Metadata = []byte{7}
 	for _, tc := range []struct {
@@ -306,15 +372,22 @@ func TestConsumerGroupDiff(t *testing.T) {
 		want       []string
 	}{
 		{"new group (or a new slot leader)", nil, base,
-			[]string{"5:m1", "5:m2", "5:m3", "3", "7:m1", "7:m2", "7:m3", "6", "8:m1", "8:m2", "8:m3"}},
+			[]string{"5:m1", "5:m2", "5:m3", "16:^a.*", "3", "7:m1", "7:m2", "7:m3", "6", "8:m1", "8:m2", "8:m3"}},
 		{"nothing changed", base, cgFixture(), nil},
-		{"a member leaves", base, leave, []string{"8:m3:x", "7:m3:x", "5:m3:x", "3"}},
+		{"a member leaves (its regex is still used)", base, func() *metadata.ConsumerGroup {
+			l := cgFixture()
+			l.Epoch = 8
+			l.Members = append(l.Members[:2], metadata.ConsumerGroupMember{MemberID: "m4", SubscribedTopicRegex: "^a.*"})
+			return l
+		}(), []string{"8:m3:x", "7:m3:x", "5:m3:x", "5:m4", "3", "7:m4", "8:m4"}},
+		{"the last member of a regex leaves", base, leave, []string{"8:m3:x", "7:m3:x", "5:m3:x", "16:^a.*:x", "3"}},
 		{"a member reconciles", base, reconcile, []string{"8:m2"}},
 		{"a new target", base, retarget, []string{"7:m1", "6"}},
-		{"a subscription changes", base, resub, []string{"5:m3"}},
+		{"a subscription changes to another regex", base, resub, []string{"5:m3", "16:^a.*:x", "16:^b", "3"}},
+		{"a regex resolved again (a new matching topic)", base, reresolve, []string{"16:^a.*", "3"}},
 		{"a classic member's protocols change", base, reproto, []string{"5:m2"}},
 		{"the group is gone", base, nil,
-			[]string{"8:m1:x", "7:m1:x", "5:m1:x", "8:m2:x", "7:m2:x", "5:m2:x", "8:m3:x", "7:m3:x", "5:m3:x", "6:x", "3:x"}},
+			[]string{"8:m1:x", "7:m1:x", "5:m1:x", "8:m2:x", "7:m2:x", "5:m2:x", "8:m3:x", "7:m3:x", "5:m3:x", "6:x", "16:^a.*:x", "3:x"}},
 		{"no group either side", nil, nil, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -328,10 +401,10 @@ func TestConsumerGroupDiff(t *testing.T) {
 // FuzzConsumerGroupRecords: whatever a member holds, its records decode to
 // what was encoded and nothing is left over.
 func FuzzConsumerGroupRecords(f *testing.F) {
-	f.Add("cg", "m1", "i", "r", "client", "host", "t1", "^re", "uniform", int32(45000), int32(3), int32(2), int8(1), []byte{1, 2}, true, int32(7))
-	f.Add("", "", "", "", "", "", "", "", "", int32(-1), int32(0), int32(0), int8(0), []byte{}, false, int32(-5))
+	f.Add("cg", "m1", "i", "r", "client", "host", "t1", "^re", "uniform", int32(45000), int32(3), int32(2), int8(1), []byte{1, 2}, true, int32(7), int64(1234), int64(1700000000000))
+	f.Add("", "", "", "", "", "", "", "", "", int32(-1), int32(0), int32(0), int8(0), []byte{}, false, int32(-5), int64(-1), int64(-1))
 	f.Fuzz(func(t *testing.T, group, member, instance, rack, client, host, topic, regex, assignor string,
-		rebalance, epoch, prevEpoch int32, state int8, meta []byte, classic bool, part int32) {
+		rebalance, epoch, prevEpoch int32, state int8, meta []byte, classic bool, part int32, version, timestamp int64) {
 		if meta == nil {
 			meta = []byte{} // bytes decode as non-nil
 		}
@@ -343,7 +416,7 @@ func FuzzConsumerGroupRecords(f *testing.F) {
 		if classic {
 			m.Classic = &metadata.ConsumerGroupClassicMember{SessionTimeoutMs: rebalance, Protocols: []metadata.ConsumerGroupClassicProtocol{{Name: assignor, Metadata: meta}}}
 		}
-		if len(group) > 1000 || len(member) > 1000 {
+		if len(group) > 1000 || len(member) > 1000 || len(regex) > 1000 {
 			return // int16-length key strings; Kafka's group and member ids are far shorter
 		}
 		d, err := decodeCG(ConsumerGroupMemberRecord(group, &m))
@@ -362,7 +435,108 @@ func FuzzConsumerGroupRecords(f *testing.F) {
 		if d, err = decodeCG(ConsumerGroupTargetMemberRecord(group, &m)); err != nil || !partsSame(d.targetParts, m.Target) {
 			t.Fatalf("target: %+v %v", d, err)
 		}
+		re := metadata.ConsumerGroupRegex{Regex: regex, Topics: []string{topic, host}, Version: version, TimestampMs: timestamp}
+		d, err = decodeCG(ConsumerGroupRegexRecord(group, &re))
+		re.Topics = slices.Sorted(slices.Values(re.Topics))
+		if err != nil || d.typ != cgRegexType || d.group != group || !reflect.DeepEqual(d.regex, re) {
+			t.Fatalf("regex record: %+v %v, want %+v", d.regex, err, re)
+		}
 	})
+}
+
+// A coordinator's group with a regex member: the image records the
+// regex's resolution (its topics, the Raft index of the image it was
+// resolved against, the coordinator's time), and __consumer_offsets gets
+// record 16 with them; resolved again when a matching topic appears, and
+// tombstoned when its last member leaves or the group is deleted.
+func TestConsumerGroupRegexRecordFromCoordinator(t *testing.T) {
+	md := consumerTwin(t)
+	md.apply(t, &metadata.CreateTopic{Name: "audit", ID: [16]byte{0xa0}, Partitions: []metadata.PartitionRegistration{
+		{Partition: 0, Replicas: []int32{1}, ISR: []int32{1}, Leader: 1}}})
+	c, w := consumerCoordinator(t, md, 1)
+	slots := map[int32]bool{0: true}
+	regexRecs := func(recs []OffsetsRecord) []decodedCG {
+		t.Helper()
+		var out []decodedCG
+		for _, r := range recs {
+			if binary.BigEndian.Uint16(r.Key) != cgRegexType {
+				continue
+			}
+			d, err := decodeCG(r)
+			if err != nil {
+				t.Fatal(err)
+			}
+			out = append(out, d)
+		}
+		return out
+	}
+
+	_, before := md.node.Current()
+	start := time.Now().UnixMilli()
+	re := "ord.*"
+	j := heartbeat(t, c, consumergroup.HeartbeatRequest{MemberID: "a", RebalanceTimeoutMs: 30000, SubscribedTopicRegex: &re, Owned: []consumergroup.TopicPartitions{}})
+	if j.ErrorCode != 0 || len(owned(j.Assignment)) != 4 {
+		t.Fatalf("regex join: %+v", j)
+	}
+	img1, after := md.node.Current()
+	rec, _ := img1.ConsumerGroup("cg")
+	if len(rec.Regexes) != 1 {
+		t.Fatalf("image regexes %+v", rec.Regexes)
+	}
+	r1 := rec.Regexes[0]
+	if r1.Regex != re || !slices.Equal(r1.Topics, []string{"orders"}) || r1.Version < int64(before) || r1.Version >= int64(after) ||
+		r1.TimestampMs < start || r1.TimestampMs > time.Now().UnixMilli() {
+		t.Fatalf("resolution %+v: want [orders], a version in [%d, %d), a time from %d", r1, before, after, start)
+	}
+	got := regexRecs(OffsetsDiff(nil, img1, nil, slots, 1)[0])
+	if len(got) != 1 || got[0].tombstone || got[0].group != "cg" || !reflect.DeepEqual(got[0].regex, r1) {
+		t.Fatalf("record 16 of the new group: %+v, want %+v", got, r1)
+	}
+
+	// Steady heartbeats write nothing, and leave the resolution alone.
+	writes := w.writes.Load()
+	for range 3 {
+		heartbeat(t, c, beat("a", j.MemberEpoch, owned(j.Assignment)...))
+	}
+	if n := w.writes.Load(); n != writes {
+		t.Fatalf("steady heartbeats wrote %d times", n-writes)
+	}
+
+	// A new matching topic: the regex is resolved again.
+	md.apply(t, &metadata.CreateTopic{Name: "orders-2", ID: [16]byte{0xb0}, Partitions: []metadata.PartitionRegistration{
+		{Partition: 0, Replicas: []int32{1}, ISR: []int32{1}, Leader: 1}}})
+	heartbeat(t, c, beat("a", j.MemberEpoch, owned(j.Assignment)...))
+	img2, _ := md.node.Current()
+	rec, _ = img2.ConsumerGroup("cg")
+	if len(rec.Regexes) != 1 || !slices.Equal(rec.Regexes[0].Topics, []string{"orders", "orders-2"}) || rec.Regexes[0].Version <= r1.Version {
+		t.Fatalf("after a new matching topic: %+v (was %+v)", rec.Regexes, r1)
+	}
+	if got := regexRecs(OffsetsDiff(img1, img2, nil, slots, 1)[0]); len(got) != 1 || !reflect.DeepEqual(got[0].regex, rec.Regexes[0]) {
+		t.Fatalf("record 16 after the new topic: %+v, want %+v", got, rec.Regexes[0])
+	}
+
+	// The group deleted: its regex is tombstoned, before the group epoch.
+	gone := apply(t, img2, &metadata.DeleteGroup{Group: "cg"})
+	recs := OffsetsDiff(img2, gone, nil, slots, 1)[0]
+	if got := regexRecs(recs); len(got) != 1 || !got[0].tombstone || got[0].regex.Regex != re {
+		t.Fatalf("record 16 when the group is deleted: %+v", got)
+	}
+	if last := recs[len(recs)-1]; binary.BigEndian.Uint16(last.Key) != cgMetadataType || last.Value != nil {
+		t.Fatalf("the last record of a deleted group is %x, want the epoch tombstone", last.Key)
+	}
+
+	// Its last member leaves: the regex is gone from the image, and
+	// tombstoned in the log.
+	if r := heartbeat(t, c, consumergroup.HeartbeatRequest{MemberID: "a", MemberEpoch: consumergroup.LeaveEpoch, RebalanceTimeoutMs: -1}); r.ErrorCode != 0 {
+		t.Fatalf("leave: %+v", r)
+	}
+	img3, _ := md.node.Current()
+	if rec, _ := img3.ConsumerGroup("cg"); len(rec.Regexes) != 0 {
+		t.Fatalf("regexes after the last member left: %+v", rec.Regexes)
+	}
+	if got := regexRecs(OffsetsDiff(img2, img3, nil, slots, 1)[0]); len(got) != 1 || !got[0].tombstone || got[0].regex.Regex != re {
+		t.Fatalf("record 16 after the last member left: %+v", got)
+	}
 }
 
 // The conversions' order, as Kafka writes them: a consumer group that
@@ -384,7 +558,7 @@ func TestConsumerGroupConversionRecordOrder(t *testing.T) {
 		return out
 	}
 	cg := cgFixture()
-	cg.Members = cg.Members[:1]
+	cg.Members, cg.Regexes = cg.Members[:1], nil
 	classic := apply(t, metadata.NewImage(), &metadata.GroupGeneration{Group: "cg", Generation: 6, ProtocolType: "consumer", Members: []metadata.GroupMember{{MemberID: "m1"}}})
 	// The image keeps the classic generation beside the consumer group.
 	consumer := apply(t, classic, cg)

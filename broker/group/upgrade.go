@@ -51,7 +51,7 @@ func (c *Coordinator) classicJoin(cs *consumerState, now time.Time, img *metadat
 		ProtocolType: r.ProtocolType, Protocols: classicProtocols(r.Protocols),
 		SessionTimeout: r.SessionTimeout, RebalanceTimeout: r.RebalanceTimeout,
 		RequireKnownMemberID: r.RequireKnownMemberID,
-	}, imageMetadata{img})
+	}, imageMetadata{img: img, index: cs.index})
 	res := JoinResult{ErrorCode: resp.ErrorCode, MemberID: resp.MemberID, Generation: resp.Generation,
 		ProtocolType: resp.ProtocolType, Protocol: resp.Protocol}
 	if res.MemberID == "" {
@@ -117,7 +117,7 @@ func (g *Group) upgradeMembers() (generation int32, protocol string, members []c
 // GROUP_ID_NOT_FOUND. A heartbeat that fails leaves the group classic.
 // On success the classic members' waiting JoinGroup and SyncGroup get
 // REBALANCE_IN_PROGRESS, so they rejoin the consumer group.
-func (c *Coordinator) tryUpgrade(g *Group, q queued, now time.Time, img *metadata.Image, id string) (cs *consumerState, handled bool) {
+func (c *Coordinator) tryUpgrade(g *Group, q queued, now time.Time, img *metadata.Image, index uint64, id string) (cs *consumerState, handled bool) {
 	if !c.cfg.Consumer.upgrade() {
 		return nil, false
 	}
@@ -126,12 +126,12 @@ func (c *Coordinator) tryUpgrade(g *Group, q queued, now time.Time, img *metadat
 	if !ok || (cfg.MaxSize > 0 && len(members) > cfg.MaxSize) {
 		return nil, false
 	}
-	cg, err := consumergroup.FromClassic(id, cfg, gen, proto, members, imageMetadata{img}, now)
+	cg, err := consumergroup.FromClassic(id, cfg, gen, proto, members, imageMetadata{img: img, index: index}, now)
 	if err != nil {
 		c.log.Info().Err(err).Str("group", id).Msg("the classic group cannot be upgraded to a consumer group")
 		return nil, false
 	}
-	cs = &consumerState{g: cg}
+	cs = &consumerState{g: cg, index: index}
 	q.consumer(cs, now, img, 0, "")
 	if cg.AllClassic() {
 		// The heartbeat failed its checks: the group stays classic, and

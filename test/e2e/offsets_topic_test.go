@@ -61,13 +61,54 @@ type offsetsView struct {
 	offsets     map[string]int64 // "group/topic/partition"
 	generations map[string]int32
 	records     int
-	// A consumer-protocol group's records (key versions 3 and 5-8): the
-	// group epoch (3) and target epoch (6); which group-level records (3,
-	// 6) are there; per member, which of its records (5, 7, 8) are.
+	// A consumer-protocol group's records (key versions 3, 5-8 and 16):
+	// the group epoch (3) and target epoch (6); which group-level records
+	// (3, 6) are there; per member, which of its records (5, 7, 8) are;
+	// per regex, its resolution (16).
 	groupEpochs  map[string]int32
 	targetEpochs map[string]int32
 	groupRecs    map[string]map[uint16]bool
 	memberRecs   map[string]map[string]map[uint16]bool
+	regexes      map[string]map[string]regexResolution
+}
+
+// regexResolution is a ConsumerGroupRegularExpressionValue.
+type regexResolution struct {
+	topics             []string
+	version, timestamp int64
+}
+
+// readRegexValue reads a ConsumerGroupRegularExpressionValue after its
+// version: Topics (a compact array of compact strings), Version and
+// Timestamp (int64), no tagged fields, nothing left over.
+func readRegexValue(b []byte) (regexResolution, error) {
+	var out regexResolution
+	uv := func() (int, bool) {
+		v, n := binary.Uvarint(b)
+		if n <= 0 || v > uint64(len(b)) {
+			return 0, false
+		}
+		b = b[n:]
+		return int(v), true
+	}
+	n, ok := uv()
+	if !ok || n == 0 {
+		return out, fmt.Errorf("topics: bad or null array length")
+	}
+	out.topics = []string{}
+	for range n - 1 {
+		l, ok := uv()
+		if !ok || l == 0 || l-1 > len(b) {
+			return out, fmt.Errorf("topics: bad string")
+		}
+		out.topics = append(out.topics, string(b[:l-1]))
+		b = b[l-1:]
+	}
+	if len(b) != 17 || b[16] != 0 {
+		return out, fmt.Errorf("want version, timestamp, no tags; %d bytes left", len(b))
+	}
+	out.version, out.timestamp = int64(binary.BigEndian.Uint64(b)), int64(binary.BigEndian.Uint64(b[8:]))
+	return out, nil
 }
 
 // readKafkaString reads an int16-length string (a key's field).
@@ -80,8 +121,9 @@ func readKafkaString(b []byte) (string, []byte, error) {
 }
 
 // addConsumerGroupRecord reads a ConsumerGroup* record as Kafka's schemas
-// lay it out: key = int16 type, group [, member]; value = int16 version 0,
-// then (for 3 and 6) the int32 epoch.
+// lay it out: key = int16 type, group [, member, or for 16 the regex];
+// value = int16 version 0, then (for 3 and 6) the int32 epoch, (for 16)
+// the regex's resolution.
 func (v *offsetsView) addConsumerGroupRecord(typ uint16, r *kgo.Record) error {
 	group, rest, err := readKafkaString(r.Key[2:])
 	if err != nil {
@@ -93,6 +135,23 @@ func (v *offsetsView) addConsumerGroupRecord(typ uint16, r *kgo.Record) error {
 	switch typ {
 	case 4:
 		return fmt.Errorf("offset %d: a ConsumerGroupPartitionMetadata record, which Kafka 4.1 no longer writes (KAFKA-17747)", r.Offset)
+	case 16:
+		regex, rest, err := readKafkaString(rest)
+		if err != nil || len(rest) != 0 {
+			return fmt.Errorf("offset %d: type 16 key: %v, %d extra bytes", r.Offset, err, len(rest))
+		}
+		if v.regexes[group] == nil {
+			v.regexes[group] = map[string]regexResolution{}
+		}
+		if r.Value == nil {
+			delete(v.regexes[group], regex)
+			return nil
+		}
+		res, err := readRegexValue(r.Value[2:])
+		if err != nil {
+			return fmt.Errorf("offset %d: type 16 value % x: %w", r.Offset, r.Value, err)
+		}
+		v.regexes[group][regex] = res
 	case 3, 6:
 		if len(rest) != 0 {
 			return fmt.Errorf("offset %d: type %d key has %d extra bytes", r.Offset, typ, len(rest))
@@ -175,7 +234,7 @@ func (v *offsetsView) add(r *kgo.Record) error {
 			return fmt.Errorf("offset %d: group value: %w", r.Offset, err)
 		}
 		v.generations[k.Group] = val.Generation
-	case 3, 4, 5, 6, 7, 8:
+	case 3, 4, 5, 6, 7, 8, 16:
 		return v.addConsumerGroupRecord(binary.BigEndian.Uint16(r.Key), r)
 	default:
 		return fmt.Errorf("offset %d: unknown key version in % x", r.Offset, r.Key)
@@ -285,7 +344,8 @@ func readOffsetsTopic(ctx context.Context, t *testing.T, nodes []*cluster.Node, 
 	}
 	defer cl.Close()
 	v := &offsetsView{offsets: map[string]int64{}, generations: map[string]int32{}, groupEpochs: map[string]int32{},
-		targetEpochs: map[string]int32{}, groupRecs: map[string]map[uint16]bool{}, memberRecs: map[string]map[string]map[uint16]bool{}}
+		targetEpochs: map[string]int32{}, groupRecs: map[string]map[uint16]bool{}, memberRecs: map[string]map[string]map[uint16]bool{},
+		regexes: map[string]map[string]regexResolution{}}
 	for !done(v) {
 		fs := cl.PollFetches(ctx)
 		if ctx.Err() != nil {
@@ -594,10 +654,13 @@ func burrowGet(ctx context.Context, url string) (burrowClusters, string, error) 
 }
 
 // TestOffsetsTopicShowsConsumerGroupRecords: a KIP-848 group's state is in
-// __consumer_offsets as Kafka 4.1's coordinator writes it (records 3, 5-8): the
-// group epoch and target epoch ConsumerGroupDescribe shows, and each
-// member's subscription, target and current assignment; a member that
-// leaves has its three records tombstoned, so a reader no longer sees it.
+// __consumer_offsets as Kafka 4.1's coordinator writes it (records 3, 5-8
+// and 16): the group epoch and target epoch ConsumerGroupDescribe shows,
+// each member's subscription, target and current assignment, and the
+// resolution of the regex one member subscribes with (its topics, a
+// version and a time); a member that leaves has its three records
+// tombstoned, and its regex, which no other member uses, too, so a
+// reader no longer sees them.
 func TestOffsetsTopicShowsConsumerGroupRecords(t *testing.T) {
 	t.Parallel() // see "Parallel tests" in main_test.go
 	c := cluster.Start(t, cluster.Nodes(1), cluster.Override("group.consumer.heartbeat.interval.ms", "500"),
@@ -610,8 +673,13 @@ func TestOffsetsTopicShowsConsumerGroupRecords(t *testing.T) {
 		t.Fatal(err)
 	}
 	var members []*kgo.Client
-	for range 2 {
-		m, err := kgo.NewClient(kgo.SeedBrokers(seedsOf(c.Nodes())...), kgo.ConsumerGroup(group), kgo.ConsumeTopics(topic), kgo.ServerSideBalancer())
+	for i := range 2 {
+		opts := []kgo.Opt{kgo.SeedBrokers(seedsOf(c.Nodes())...), kgo.ConsumerGroup(group), kgo.ConsumeTopics(topic), kgo.ServerSideBalancer()}
+		if i == 0 {
+			// franz-go sends its regex as SubscribedTopicRegex, ".*(?:(?:cg-records)).*".
+			opts = append(opts, kgo.ConsumeRegex())
+		}
+		m, err := kgo.NewClient(opts...)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -632,8 +700,20 @@ func TestOffsetsTopicShowsConsumerGroupRecords(t *testing.T) {
 			if v.groupEpochs[group] != d.Epoch || v.targetEpochs[group] != d.AssignmentEpoch || len(v.memberRecs[group]) != len(d.Members) {
 				return false
 			}
+			regexes := map[string]bool{}
 			for _, m := range d.Members {
 				if r := v.memberRecs[group][m.MemberID]; !r[5] || !r[7] || !r[8] {
+					return false
+				}
+				if m.SubscribedTopicRegex != nil {
+					regexes[*m.SubscribedTopicRegex] = true
+				}
+			}
+			if len(v.regexes[group]) != len(regexes) {
+				return false
+			}
+			for re := range regexes {
+				if r, ok := v.regexes[group][re]; !ok || !slices.Equal(r.topics, []string{topic}) || r.version <= 0 || r.timestamp <= 0 {
 					return false
 				}
 			}
@@ -643,7 +723,10 @@ func TestOffsetsTopicShowsConsumerGroupRecords(t *testing.T) {
 	rctx, cancel := context.WithTimeout(ctx, 60*time.Second)
 	v := readOffsetsTopic(rctx, t, c.Nodes(), shows(d))
 	cancel()
-	t.Logf("%d records: group epoch %d, target epoch %d, members %v", v.records, v.groupEpochs[group], v.targetEpochs[group], v.memberRecs[group])
+	t.Logf("%d records: group epoch %d, target epoch %d, members %v, regexes %v", v.records, v.groupEpochs[group], v.targetEpochs[group], v.memberRecs[group], v.regexes[group])
+	if len(v.regexes[group]) != 1 {
+		t.Fatalf("regex records %v, want the regex member's", v.regexes[group])
+	}
 
 	members[0].Close()
 	cluster.WaitFor(t, 60*time.Second, func() (bool, string) {
@@ -653,5 +736,5 @@ func TestOffsetsTopicShowsConsumerGroupRecords(t *testing.T) {
 	rctx, cancel = context.WithTimeout(ctx, 60*time.Second)
 	defer cancel()
 	v = readOffsetsTopic(rctx, t, c.Nodes(), shows(d))
-	t.Logf("after a member left: group epoch %d, members %v", v.groupEpochs[group], v.memberRecs[group])
+	t.Logf("after the regex member left: group epoch %d, members %v, regexes %v", v.groupEpochs[group], v.memberRecs[group], v.regexes[group])
 }

@@ -365,6 +365,7 @@ func (g *Group) ClassicLeave(ls []ClassicLeaver) []int16 {
 			members = append(members, g.members[id])
 		}
 		g.setMetadata(subscriptionMetadataOf(g.metadata, members), members)
+		g.dropUnusedRegexes()
 		g.epoch++
 	}
 	return codes
@@ -468,7 +469,8 @@ func FromClassic(id string, cfg Config, generation int32, protocol string, membe
 	for _, mid := range g.MemberIDs() {
 		all = append(all, g.members[mid])
 	}
-	g.setMetadata(subscriptionMetadata(all, md, nil), all)
+	metadata, _ := subscriptionMetadata(all, md, nil) // classic members subscribe by name
+	g.setMetadata(metadata, all)
 	return g, nil
 }
 

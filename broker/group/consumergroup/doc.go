@@ -41,7 +41,11 @@
 // topic names; one that does not compile is INVALID_REGULAR_EXPRESSION),
 // or both. Kafka resolves regexes in the background, batched; here they
 // are matched on every heartbeat against the names the caller passes, so
-// a new matching topic bumps the group epoch on the next heartbeat.
+// a new matching topic bumps the group epoch on the next heartbeat. Each
+// regex's resolution (RegexResolution: its topics, the metadata's
+// version and the time, what Kafka's ConsumerGroupRegularExpression
+// record keeps) changes only when its topics do, and goes with its last
+// member.
 //
 // wire.go reads a kmsg ConsumerGroupHeartbeat request into a
 // HeartbeatRequest, writes the answer back, and builds the group's
@@ -49,7 +53,7 @@
 //
 // Failover: Export gives the durable state (group epoch, members with
 // their subscriptions and current assignments, the target assignment and
-// its epoch, the subscribed topics), Restore rebuilds a group from it with
+// its epoch, the subscribed topics, the regexes' resolutions), Restore rebuilds a group from it with
 // every session started afresh, as a coordinator that loads a group.
 //
 // Topic authorization: a member's regex takes only the topics its

@@ -54,6 +54,37 @@ type Metadata interface {
 	TopicNames() []string
 }
 
+// VersionedMetadata is Metadata that knows which metadata it is: Version
+// is the Raft log index of the metadata image (Kafka's image offset),
+// which a regex's resolution records. Without it, a resolution's version
+// is -1 (not known).
+type VersionedMetadata interface {
+	Version() int64
+}
+
+func metadataVersion(md Metadata) int64 {
+	if v, ok := md.(VersionedMetadata); ok {
+		return v.Version()
+	}
+	return -1
+}
+
+// RegexResolution is a regular expression some member subscribes with as
+// the group last resolved it, what Kafka's ResolvedRegularExpression (and
+// its ConsumerGroupRegularExpression record) keeps: the topics it takes,
+// the union of what it takes for each member subscribed with it (a topic
+// a member may not DESCRIBE is not taken for that member), with the
+// metadata's version and the time of the heartbeat that resolved them.
+// Kafka resolves regexes in the background and records each refresh;
+// here they are matched on every heartbeat, and a resolution changes
+// (new version and time) only when its topics do, so steady heartbeats
+// leave it, and the group's state, as it was.
+type RegexResolution struct {
+	Topics      []string // sorted
+	Version     int64    // VersionedMetadata.Version of the metadata resolved against; -1 not known
+	TimestampMs int64    // the resolving heartbeat's time
+}
+
 // RackMetadata is Metadata that knows the racks of each partition's
 // replicas (Racks[p]), for the assignors' rack-aware placement. It is
 // asked only when a target assignment is computed, not per heartbeat.
@@ -125,9 +156,12 @@ func (m *Member) subscribes(name string, resolved map[string]topicMeta) bool {
 // member restored by a new coordinator, whose authorization is not known
 // until its next heartbeat, keeps to the topics the group had resolved.
 func (m *Member) regexMatch(name string, resolved map[string]topicMeta) bool {
-	if m.regex == nil || !m.regex.MatchString(name) {
-		return false
-	}
+	return m.regex != nil && m.regex.MatchString(name) && m.mayTake(name, resolved)
+}
+
+// mayTake is regexMatch's authorization half, for a name its regex
+// matches.
+func (m *Member) mayTake(name string, resolved map[string]topicMeta) bool {
 	if !m.authKnown {
 		_, ok := resolved[name]
 		return ok
@@ -186,6 +220,9 @@ type Group struct {
 	metadata        map[string]topicMeta
 	missing         []string // subscribed names the metadata did not have
 	regexes         int      // members subscribed by regex
+	// resolutions are the regexes the members subscribe with, resolved;
+	// one is dropped when its last member leaves or changes regex.
+	resolutions map[string]RegexResolution
 	// targetChangedAt is when the target assignment last changed (in
 	// memory only: a loaded group starts without one), which
 	// heartbeatInterval reads.
@@ -254,7 +291,7 @@ func New(id string, cfg Config) *Group {
 		id: id, cfg: cfg,
 		members: map[string]*Member{}, static: map[string]string{},
 		target: map[string]assignor.Assignment{}, owners: map[tp]string{},
-		metadata: map[string]topicMeta{},
+		metadata: map[string]topicMeta{}, resolutions: map[string]RegexResolution{},
 	}
 }
 
@@ -527,9 +564,12 @@ func (g *Group) Heartbeat(now time.Time, r HeartbeatRequest, md Metadata) Heartb
 		updated.SubscribedTopicNames = slices.Compact(names)
 	}
 	if r.SubscribedTopicRegex != nil && *r.SubscribedTopicRegex != updated.SubscribedTopicRegex {
-		re, err := compileRegex(*r.SubscribedTopicRegex)
-		if err != nil {
-			return fail(kerr.InvalidRegularExpression, "SubscribedTopicRegex `%s` is not a valid regular expression: %v.", *r.SubscribedTopicRegex, err)
+		var re *regexp.Regexp // an empty regex is none, as Kafka's isNotEmpty checks and Restore take it
+		if *r.SubscribedTopicRegex != "" {
+			var err error
+			if re, err = compileRegex(*r.SubscribedTopicRegex); err != nil {
+				return fail(kerr.InvalidRegularExpression, "SubscribedTopicRegex `%s` is not a valid regular expression: %v.", *r.SubscribedTopicRegex, err)
+			}
 		}
 		updated.SubscribedTopicRegex, updated.regex = *r.SubscribedTopicRegex, re
 	}
@@ -576,8 +616,11 @@ func (g *Group) step(now time.Time, updated *Member, replaced string, bump bool,
 	// it knows and the names it misses (the hot path: no member walk).
 	members := func() []*Member { return g.membersWith(updated, replaced) }
 	metadata := g.metadata
+	var regexTopics map[string][]string
+	resolved := false // whether the subscriptions were resolved again
 	if bump || replaced != "" || updated.regex != nil || g.regexes > 0 || g.metadataMoved(md) {
-		metadata = subscriptionMetadata(members(), md, g.metadata)
+		metadata, regexTopics = subscriptionMetadata(members(), md, g.metadata)
+		resolved = true
 		if !maps.Equal(metadata, g.metadata) {
 			bump = true
 		}
@@ -603,6 +646,9 @@ func (g *Group) step(now time.Time, updated *Member, replaced string, bump bool,
 			g.target[updated.ID] = g.target[replaced]
 		}
 		g.remove(replaced)
+	}
+	if resolved {
+		g.resolve(regexTopics, now, metadataVersion(md))
 	}
 	if !maps.Equal(metadata, g.metadata) || bump {
 		g.setMetadata(metadata, members())
@@ -670,8 +716,11 @@ func (g *Group) membersWith(updated *Member, replaced string) []*Member {
 }
 
 // subscriptionMetadata is every topic some member subscribes to, by name
-// or by its regular expression, that exists now.
-func subscriptionMetadata(members []*Member, md Metadata, resolved map[string]topicMeta) map[string]topicMeta {
+// or by its regular expression, that exists now; and for each regex the
+// members subscribe with, the topics it takes for one of them at least
+// (sorted; empty when none: a regex matching nothing is resolved too),
+// nil when no member subscribes by regex.
+func subscriptionMetadata(members []*Member, md Metadata, resolved map[string]topicMeta) (map[string]topicMeta, map[string][]string) {
 	out := map[string]topicMeta{}
 	add := func(n string) {
 		if _, done := out[n]; done {
@@ -681,24 +730,90 @@ func subscriptionMetadata(members []*Member, md Metadata, resolved map[string]to
 			out[n] = topicMeta{id: t.ID, partitions: t.Partitions}
 		}
 	}
-	regexes := false
+	// The members by regex: those of one regex share it, so one match
+	// decides for all of them, then the first that may take the topic.
+	type regexMembers struct {
+		re string
+		ms []*Member
+	}
+	var byRegex []regexMembers
 	for _, m := range members {
 		for _, n := range m.SubscribedTopicNames {
 			add(n)
 		}
-		regexes = regexes || m.regex != nil
+		if m.regex == nil || m.SubscribedTopicRegex == "" {
+			continue
+		}
+		i := 0
+		for i < len(byRegex) && byRegex[i].re != m.SubscribedTopicRegex {
+			i++
+		}
+		if i == len(byRegex) {
+			byRegex = append(byRegex, regexMembers{re: m.SubscribedTopicRegex})
+		}
+		byRegex[i].ms = append(byRegex[i].ms, m)
 	}
-	if regexes {
-		for _, n := range md.TopicNames() {
-			for _, m := range members {
-				if m.regexMatch(n, resolved) {
+	if len(byRegex) == 0 {
+		return out, nil
+	}
+	regexTopics := make(map[string][]string, len(byRegex))
+	for _, r := range byRegex {
+		regexTopics[r.re] = []string{}
+	}
+	for _, n := range md.TopicNames() {
+		for _, r := range byRegex {
+			if !r.ms[0].regex.MatchString(n) {
+				continue
+			}
+			for _, m := range r.ms {
+				if m.mayTake(n, resolved) {
 					add(n)
+					regexTopics[r.re] = append(regexTopics[r.re], n)
 					break
 				}
 			}
 		}
 	}
-	return out
+	for _, ts := range regexTopics {
+		slices.Sort(ts)
+	}
+	return out, regexTopics
+}
+
+// resolve records the regexes' topics as a heartbeat at now resolved them
+// against the metadata at version: a regex whose topics changed (or that
+// is new) gets the new version and time, one no member subscribes with
+// any more is dropped.
+func (g *Group) resolve(regexTopics map[string][]string, now time.Time, version int64) {
+	for re := range g.resolutions {
+		if _, ok := regexTopics[re]; !ok {
+			delete(g.resolutions, re)
+		}
+	}
+	for re, ts := range regexTopics {
+		if old, ok := g.resolutions[re]; ok && slices.Equal(old.Topics, ts) {
+			continue
+		}
+		g.resolutions[re] = RegexResolution{Topics: ts, Version: version, TimestampMs: now.UnixMilli()}
+	}
+}
+
+// dropUnusedRegexes drops the resolutions of the regexes no member
+// subscribes with any more (a member left), as Kafka tombstones a regex
+// when its last member goes; the others stay as resolved.
+func (g *Group) dropUnusedRegexes() {
+	for re := range g.resolutions {
+		used := false
+		for _, m := range g.members {
+			if m.SubscribedTopicRegex == re {
+				used = true
+				break
+			}
+		}
+		if !used {
+			delete(g.resolutions, re)
+		}
+	}
 }
 
 // computeTarget runs the preferred assignor over members: the one most
@@ -818,6 +933,7 @@ func (g *Group) fence(id string) {
 		members = append(members, m)
 	}
 	g.setMetadata(subscriptionMetadataOf(g.metadata, members), members)
+	g.dropUnusedRegexes()
 	g.epoch++
 }
 

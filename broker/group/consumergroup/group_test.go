@@ -765,6 +765,115 @@ func TestRegexSubscription(t *testing.T) {
 	}
 }
 
+// versioned is a world that knows its version (the Raft index of the
+// image, to the coordinator).
+type versioned struct {
+	world
+	v int64
+}
+
+func (w versioned) Version() int64 { return w.v }
+
+// A regex's resolution, as Kafka's ConsumerGroupRegularExpression record
+// keeps it: the topics it takes for its members, the metadata version and
+// the time it was resolved at. It changes only when its topics do; it is
+// dropped when no member subscribes with it any more.
+func TestRegexResolutions(t *testing.T) {
+	w := versioned{world{"orders-eu": {ID: tid(1), Partitions: 2}, "orders-us": {ID: tid(2), Partitions: 1}, "audit": {ID: tid(3), Partitions: 1}}, 10}
+	g, now := newGroup(0), t0
+	regexes := func() string {
+		var out []string
+		for _, re := range slices.Sorted(maps.Keys(g.Export().Regexes)) {
+			r := g.Export().Regexes[re]
+			out = append(out, fmt.Sprintf("%s=%v@%d,%d", re, r.Topics, r.Version, r.TimestampMs-t0.UnixMilli()))
+		}
+		return strings.Join(out, " ")
+	}
+	want := func(what, s string) {
+		t.Helper()
+		if got := regexes(); got != s {
+			t.Fatalf("%s: regexes %q, want %q", what, got, s)
+		}
+	}
+	beat := func(id string, describable func(string) bool) {
+		t.Helper()
+		m := member(t, g, id)
+		hb := hbReq(id, m.Epoch, m.Assigned)
+		hb.Describable = describable
+		ok(t, g.Heartbeat(now, hb, w))
+	}
+	want("no member", "")
+	req := joinReq("m1")
+	req.SubscribedTopicRegex = str("orders-.*")
+	ok(t, g.Heartbeat(now, req, w))
+	want("a regex member joins", "orders-.*=[orders-eu orders-us]@10,0")
+
+	// Steady heartbeats at later versions leave it as resolved.
+	w.v, now = 11, now.Add(time.Second)
+	beat("m1", nil)
+	want("steady", "orders-.*=[orders-eu orders-us]@10,0")
+
+	// A new matching topic: resolved again, at this version and time.
+	w.world["orders-ap"] = assignor.Topic{ID: tid(4), Partitions: 1}
+	w.v, now = 12, now.Add(time.Second)
+	beat("m1", nil)
+	want("a new matching topic", "orders-.*=[orders-ap orders-eu orders-us]@12,2000")
+
+	// A second regex, one that matches nothing (resolved too, to no
+	// topics), and a member of the first regex that may describe only
+	// orders-eu: the first's topics are still what it takes for m1.
+	w.v, now = 13, now.Add(time.Second)
+	req = joinReq("m2", "audit")
+	req.SubscribedTopicRegex = str("nothing-.*")
+	ok(t, g.Heartbeat(now, req, w))
+	onlyEU := func(n string) bool { return n == "orders-eu" }
+	req = joinReq("m3")
+	req.SubscribedTopicRegex, req.Describable = str("orders-.*"), onlyEU
+	ok(t, g.Heartbeat(now, req, w))
+	want("three members", "nothing-.*=[]@13,3000 orders-.*=[orders-ap orders-eu orders-us]@12,2000")
+
+	// The state survives a failover as it was.
+	rg, err := Restore("g", g.cfg, g.Export(), now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(rg.Export().Regexes) != fmt.Sprint(g.Export().Regexes) {
+		t.Fatalf("restored regexes %v, want %v", rg.Export().Regexes, g.Export().Regexes)
+	}
+
+	// m1 leaves: its regex is m3's still and stays as resolved until a
+	// heartbeat resolves it again, for m3 alone.
+	w.v, now = 14, now.Add(time.Second)
+	ok(t, g.Heartbeat(now, HeartbeatRequest{MemberID: "m1", MemberEpoch: LeaveEpoch}, w))
+	want("m1 left", "nothing-.*=[]@13,3000 orders-.*=[orders-ap orders-eu orders-us]@12,2000")
+	w.v, now = 15, now.Add(time.Second)
+	beat("m3", onlyEU)
+	want("m3 heartbeats", "nothing-.*=[]@13,3000 orders-.*=[orders-eu]@15,5000")
+
+	// m2 subscribes by name only: its regex is gone; m3 leaves: so is its.
+	m2 := member(t, g, "m2")
+	hb := hbReq("m2", m2.Epoch, m2.Assigned)
+	hb.SubscribedTopicRegex = str("")
+	ok(t, g.Heartbeat(now, hb, w))
+	want("m2 drops its regex", "orders-.*=[orders-eu]@15,5000")
+	ok(t, g.Heartbeat(now, HeartbeatRequest{MemberID: "m3", MemberEpoch: LeaveEpoch}, w))
+	want("m3 left", "")
+
+	// Without a version the metadata's is not known: -1.
+	g2 := newGroup(0)
+	req = joinReq("x")
+	req.SubscribedTopicRegex = str("audit")
+	ok(t, g2.Heartbeat(t0, req, w.world))
+	if r := g2.Export().Regexes["audit"]; r.Version != -1 || !slices.Equal(r.Topics, []string{"audit"}) {
+		t.Fatalf("unversioned metadata: %+v", r)
+	}
+	// A member fenced at its session timeout takes its regex along.
+	g2.Tick(t0.Add(time.Hour))
+	if len(g2.Export().Regexes) != 0 {
+		t.Fatalf("regexes after the last member was fenced: %v", g2.Export().Regexes)
+	}
+}
+
 func TestExportRestore(t *testing.T) {
 	w, g, now := newWorld(), newGroup(0), t0
 	r1 := ok(t, g.Heartbeat(now, joinReq("m1", "a", "b"), w))

@@ -12,7 +12,7 @@ import (
 // State is what of a group must survive a coordinator failover, as
 // Kafka's consumer group records keep it: the group epoch, each member's
 // subscription and current assignment, the target assignment and its
-// epoch, and the subscribed topics' metadata. Timers are not in it: a
+// epoch, the subscribed topics' metadata and the regexes' resolutions. Timers are not in it: a
 // coordinator that loads a group starts every member's session afresh.
 type State struct {
 	Epoch           int32
@@ -20,6 +20,8 @@ type State struct {
 	Members         []Member // sorted by id
 	Target          map[string]assignor.Assignment
 	Topics          map[string]TopicState
+	// Regexes are the members' regexes as last resolved; nil when none.
+	Regexes map[string]RegexResolution
 }
 
 // TopicState is one subscribed topic as the group last saw it.
@@ -43,6 +45,13 @@ func (g *Group) Export() State {
 	}
 	for n, t := range g.metadata {
 		s.Topics[n] = TopicState{ID: t.id, Partitions: t.partitions}
+	}
+	for re, r := range g.resolutions {
+		if s.Regexes == nil {
+			s.Regexes = make(map[string]RegexResolution, len(g.resolutions))
+		}
+		r.Topics = slices.Clone(r.Topics)
+		s.Regexes[re] = r
 	}
 	return s
 }
@@ -96,5 +105,10 @@ func Restore(id string, cfg Config, s State, now time.Time) (*Group, error) {
 		members = append(members, g.members[id])
 	}
 	g.setMetadata(metadata, members)
+	for re, r := range s.Regexes {
+		r.Topics = slices.Clone(r.Topics)
+		slices.Sort(r.Topics)
+		g.resolutions[re] = r
+	}
 	return g, nil
 }
