@@ -270,5 +270,11 @@ func (b *applier) finish() (*Image, *Delta) {
 	d.QuotasChanged = b.quotas.changed
 	b.txns.diff(b.old, next, d)
 	d.ShareGroupsChanged = slices.Sorted(maps.Keys(b.share.changed))
-	return next, d
+	// The results are copied out of the builder: a pointer into it would
+	// keep the whole builder alive, and with it b.old, so every image
+	// would hold its predecessor and a node the image of every entry it
+	// ever applied (TestApplyDoesNotRetainPreviousImages).
+	out, delta := new(Image), new(Delta)
+	*out, *delta = *next, *d
+	return out, delta
 }
