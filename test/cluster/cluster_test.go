@@ -213,7 +213,11 @@ func TestSignals(t *testing.T) {
 		n.mu.Unlock()
 		return p
 	}
-	loop := `echo up; trap 'echo bye; exit 0' TERM; while :; do sleep 0.05; done`
+	// The trap is set before "up" is printed: the test waits for "up" and
+	// then signals, and a SIGTERM that came before the trap would kill the
+	// shell (it did once in a CI run, with the e2e package's parallel tests
+	// loading the machine).
+	loop := `trap 'echo bye; exit 0' TERM; echo up; while :; do sleep 0.05; done`
 
 	run(loop)
 	WaitFor(t, 10*time.Second, func() (bool, string) { return strings.Contains(n.Logs(), "n1| up"), "no output yet" })
