@@ -23,8 +23,9 @@ var clientSecurity atomic.Pointer[ClientSecurity]
 
 // UseClientSecurity makes every client, workload and raw request of this
 // package connect with s until t ends. Tests that use it must not run in
-// parallel with others of this package's users (test/ runs none in
-// parallel).
+// parallel with others of this package's users: test/e2e keeps them
+// sequential (its "Parallel tests" comment in main_test.go), as a parallel
+// test's harness would otherwise dial its own cluster with s.
 func UseClientSecurity(t testing.TB, s ClientSecurity) {
 	clientSecurity.Store(&s)
 	t.Cleanup(func() { clientSecurity.Store(nil) })
