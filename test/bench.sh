@@ -233,6 +233,16 @@ rss_per_mb() { # pid: VmRSS in MiB
 	awk '/^VmRSS:/ {printf "%.0f", $2 / 1024}' "/proc/$1/status" 2>/dev/null
 }
 
+# unfenced count [args...]: how many brokers `raftka cluster status` lists
+# unfenced (args: --bootstrap-server and client settings). A cluster is
+# ready for a row only when every node is: a topic of RF=3 created while
+# one broker has not registered yet is refused (INVALID_REPLICATION_FACTOR,
+# as Kafka refuses it), and the row is lost.
+unfenced() {
+	"$BIN" --log-level error cluster status --request-timeout 2s "$@" 2>/dev/null |
+		awk '/^Brokers:/ {b = 1; next} b && $1 ~ /^[0-9]+$/ && $(NF - 1) == "no" {n++} END {print n + 0}'
+}
+
 jget() { # json key: a number from bench's flat JSON object
 	sed -n "s/.*\"$2\":\([-0-9.eE+]*\).*/\1/p" <<<"$1"
 }
@@ -290,7 +300,9 @@ start_target() {
 			FAILED[$name]="exited before it became ready; last log lines: $(tail -n 3 "$WORK/$name.log" | tr '\n' ' ')"
 			return 1
 		fi
-		if "$BIN" --log-level error topics list --bootstrap-server "$BOOTSTRAP" --request-timeout 2s >/dev/null 2>&1; then
+		if [ "$name" = kfake ]; then
+			"$BIN" --log-level error topics list --bootstrap-server "$BOOTSTRAP" --request-timeout 2s >/dev/null 2>&1 && break
+		elif [ "$(unfenced --bootstrap-server "$BOOTSTRAP")" -ge "$([ "$name" = three ] && echo 3 || echo 1)" ]; then
 			break
 		fi
 		sleep 0.5
@@ -814,7 +826,9 @@ sec_cluster() { # kind: plain or secure; runs its rows, stops it
 	for ((i = 0; i < READY_SECS * 2; i++)); do
 		kill -0 "$pid" 2>/dev/null || break
 		[ "$kind" = secure ] && [ ! -r "$WORK/sec-$kind/admin-client.properties" ] && { sleep 0.5; continue; }
-		sec_cli "$kind" topics list --request-timeout 2s >/dev/null 2>&1 && break
+		local cc=()
+		[ "$kind" = secure ] && cc=(--command-config "$WORK/sec-$kind/admin-client.properties")
+		[ "$(unfenced --bootstrap-server "$SEC_BOOTSTRAP" "${cc[@]}")" -ge 3 ] && break
 		sleep 0.5
 	done
 	if ! kill -0 "$pid" 2>/dev/null || ((i == READY_SECS * 2)); then
