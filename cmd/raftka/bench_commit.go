@@ -3,8 +3,8 @@ package main
 // `raftka bench commit` measures consumer offset commits (issue 18, P7):
 // OffsetCommit requests of --partitions-per-commit partitions each, for
 // --groups groups (spread over the coordinators), from --concurrency
-// workers with one request in flight each, either as fast as they go (partition offsets committed per
-// second) or at a fixed --throughput of requests per second (the
+// workers with one request in flight each (on --clients clients), either
+// as fast as they go (partition offsets committed per second) or at a fixed --throughput of requests per second (the
 // OffsetCommit latency percentiles). Commits are a standalone consumer's:
 // generation -1 and no member, as kadm.CommitOffsets sends, for groups with
 // no members.
@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/urfave/cli/v2"
 )
@@ -35,6 +36,7 @@ func benchCommitCommand() *cli.Command {
 			&cli.IntFlag{Name: "groups", Value: 16, Usage: "groups committed to (their coordinators spread over the nodes); worker n commits to group n mod --groups"},
 			&cli.StringFlag{Name: "group-prefix", Value: "raftka-bench-commit", Usage: "groups are named <prefix>-<n>"},
 			&cli.IntFlag{Name: "concurrency", Value: 16, Usage: "workers, each with one OffsetCommit in flight"},
+			&cli.IntFlag{Name: "clients", Value: 1, Usage: "clients the workers are spread over, each with its own connections (--concurrency: one per worker, as that many consumers would commit)"},
 			&cli.Float64Flag{Name: "throughput", Value: -1, Usage: "OffsetCommit requests per second (-1: as fast as --concurrency allows)"},
 			&cli.Int64Flag{Name: "commits", Usage: "number of OffsetCommit requests (give this, --duration, or both)"},
 			&cli.DurationFlag{Name: "duration", Usage: "how long to run (give this, --commits, or both)"},
@@ -61,9 +63,9 @@ func benchCommit(c *cli.Context) error {
 	if d == 0 || d > maxBenchTime {
 		d = maxBenchTime
 	}
-	perCommit, groups, conc := c.Int("partitions-per-commit"), c.Int("groups"), c.Int("concurrency")
-	if perCommit < 1 || groups < 1 || conc < 1 {
-		return errors.New("bench commit: --partitions-per-commit, --groups and --concurrency must be at least 1")
+	perCommit, groups, conc, clients := c.Int("partitions-per-commit"), c.Int("groups"), c.Int("concurrency"), c.Int("clients")
+	if perCommit < 1 || groups < 1 || conc < 1 || clients < 1 {
+		return errors.New("bench commit: --partitions-per-commit, --groups, --concurrency and --clients must be at least 1")
 	}
 	rate := c.Float64("throughput")
 	plan := benchPlan{topic: topic, json: c.Bool("json"), out: c.App.Writer, progress: c.App.Writer}
@@ -89,6 +91,19 @@ func benchCommit(c *cli.Context) error {
 	}
 	topicID := md.Topics[0].TopicID
 	perCommit = min(perCommit, len(md.Topics[0].Partitions))
+	// A broker answers one connection's OffsetCommits one at a time, in
+	// order, as Kafka does: workers sharing a client queue behind each
+	// other on its connection to their coordinator, which is not what
+	// that many consumers, each with its own connection, would see.
+	cls := []*kgo.Client{cl}
+	for range min(clients, conc) - 1 {
+		more, err := newClient(c)
+		if err != nil {
+			return err
+		}
+		defer more.Close()
+		cls = append(cls, more)
+	}
 
 	// Worker w commits to group w mod --groups, one request in flight,
 	// reused (only the offsets change). A coordinator writes one group's
@@ -124,6 +139,7 @@ func benchCommit(c *cli.Context) error {
 	for w := range conc {
 		wg.Add(1)
 		req := newRequest(w % groups)
+		cl := cls[w%len(cls)]
 		go func() {
 			defer wg.Done()
 			for ctx.Err() == nil {

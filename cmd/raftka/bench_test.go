@@ -157,6 +157,7 @@ func TestBenchFlagErrors(t *testing.T) {
 		{[]string{"bench", "kfake", "--listen", "0.0.0.0:9092"}, "127.0.0.1 only"},
 		{[]string{"bench", "commit", "--topic", "t"}, "give --commits or --duration"},
 		{[]string{"bench", "commit", "--topic", "t", "--commits", "1", "--groups", "0"}, "must be at least 1"},
+		{[]string{"bench", "commit", "--topic", "t", "--commits", "1", "--clients", "0"}, "must be at least 1"},
 		{[]string{"bench", "topics", "--count", "0"}, "must be at least 1"},
 	} {
 		_, _, err := runCLI(t, "", tc.args...)
@@ -373,12 +374,12 @@ func TestBenchTransactionalProduce(t *testing.T) {
 }
 
 // TestBenchCommit: commit mode sends the asked number of OffsetCommit
-// requests, each of the asked partitions, and the last one's offsets are
-// what the group reads back.
+// requests, each of the asked partitions, from workers on clients of
+// their own, and the last one's offsets are what the group reads back.
 func TestBenchCommit(t *testing.T) {
 	bs := startKfake(t)
 	stdout, _, err := runCLI(t, "", "bench", "commit", "--bootstrap-server", bs, "--topic", "offsets", "--partitions", "8",
-		"--partitions-per-commit", "5", "--groups", "2", "--concurrency", "2", "--commits", "40", "--json")
+		"--partitions-per-commit", "5", "--groups", "2", "--concurrency", "2", "--clients", "2", "--commits", "40", "--json")
 	if err != nil {
 		t.Fatal(err)
 	}
