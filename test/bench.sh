@@ -237,7 +237,7 @@ rss_per_mb() { # pid: VmRSS in MiB
 	awk '/^VmRSS:/ {printf "%.0f", $2 / 1024}' "/proc/$1/status" 2>/dev/null
 }
 
-# unfenced count [args...]: how many brokers `raftka cluster status` lists
+# unfenced args...: how many brokers `raftka cluster status` lists
 # unfenced (args: --bootstrap-server and client settings). A cluster is
 # ready for a row only when every node is: a topic of RF=3 created while
 # one broker has not registered yet is refused (INVALID_REPLICATION_FACTOR,

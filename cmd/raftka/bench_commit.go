@@ -4,8 +4,9 @@ package main
 // OffsetCommit requests of --partitions-per-commit partitions each, for
 // --groups groups (spread over the coordinators), from --concurrency
 // workers with one request in flight each (on --clients clients), either
-// as fast as they go (partition offsets committed per second) or at a fixed --throughput of requests per second (the
-// OffsetCommit latency percentiles). Commits are a standalone consumer's:
+// as fast as they go (partition offsets committed per second) or at a
+// fixed --throughput of requests per second (the OffsetCommit latency
+// percentiles). Commits are a standalone consumer's:
 // generation -1 and no member, as kadm.CommitOffsets sends, for groups with
 // no members.
 
