@@ -237,14 +237,12 @@ rss_per_mb() { # pid: VmRSS in MiB
 	awk '/^VmRSS:/ {printf "%.0f", $2 / 1024}' "/proc/$1/status" 2>/dev/null
 }
 
-# unfenced args...: how many brokers `raftka cluster status` lists
-# unfenced (args: --bootstrap-server and client settings). A cluster is
-# ready for a row only when every node is: a topic of RF=3 created while
-# one broker has not registered yet is refused (INVALID_REPLICATION_FACTOR,
-# as Kafka refuses it), and the row is lost.
+# unfenced: how many brokers the `raftka cluster status` output on stdin
+# lists unfenced. A cluster is ready for a row only when every node is: a
+# topic of RF=3 created while one broker has not registered yet is refused
+# (INVALID_REPLICATION_FACTOR, as Kafka refuses it), and the row is lost.
 unfenced() {
-	"$BIN" --log-level error cluster status --request-timeout 2s "$@" 2>/dev/null |
-		awk '/^Brokers:/ {b = 1; next} b && $1 ~ /^[0-9]+$/ && $(NF - 1) == "no" {n++} END {print n + 0}'
+	awk '/^Brokers:/ {b = 1; next} b && $1 ~ /^[0-9]+$/ && $(NF - 1) == "no" {n++} END {print n + 0}'
 }
 
 jget() { # json key: a number from bench's flat JSON object
@@ -274,7 +272,7 @@ make_topic() {
 
 # start_target name -> sets BROKERS (pids) and BOOTSTRAP, or returns 1
 start_target() {
-	local name=$1 pid base i
+	local name=$1 pid base i nodes=1
 	case $name in
 	one)
 		base=$PORT
@@ -282,7 +280,7 @@ start_target() {
 		BOOTSTRAP=127.0.0.1:$base
 		;;
 	three)
-		base=$((PORT + 100))
+		base=$((PORT + 100)) nodes=3
 		"$BROKER_BIN" local --nodes 3 --dir "$WORK/three" --base-port "$base" --controller-base-port $((base + 10)) --metrics-base-port $((base + 20)) >"$WORK/three.log" 2>&1 &
 		BOOTSTRAP=127.0.0.1:$base,127.0.0.1:$((base + 1)),127.0.0.1:$((base + 2))
 		;;
@@ -306,7 +304,7 @@ start_target() {
 		fi
 		if [ "$name" = kfake ]; then
 			"$BIN" --log-level error topics list --bootstrap-server "$BOOTSTRAP" --request-timeout 2s >/dev/null 2>&1 && break
-		elif [ "$(unfenced --bootstrap-server "$BOOTSTRAP")" -ge "$([ "$name" = three ] && echo 3 || echo 1)" ]; then
+		elif [ "$("$BIN" --log-level error cluster status --request-timeout 2s --bootstrap-server "$BOOTSTRAP" 2>/dev/null | unfenced)" -ge "$nodes" ]; then
 			break
 		fi
 		sleep 0.5
@@ -830,9 +828,7 @@ sec_cluster() { # kind: plain or secure; runs its rows, stops it
 	for ((i = 0; i < READY_SECS * 2; i++)); do
 		kill -0 "$pid" 2>/dev/null || break
 		[ "$kind" = secure ] && [ ! -r "$WORK/sec-$kind/admin-client.properties" ] && { sleep 0.5; continue; }
-		local cc=()
-		[ "$kind" = secure ] && cc=(--command-config "$WORK/sec-$kind/admin-client.properties")
-		[ "$(unfenced --bootstrap-server "$SEC_BOOTSTRAP" "${cc[@]}")" -ge 3 ] && break
+		[ "$(sec_cli "$kind" cluster status --request-timeout 2s 2>/dev/null | unfenced)" -ge 3 ] && break
 		sleep 0.5
 	done
 	if ! kill -0 "$pid" 2>/dev/null || ((i == READY_SECS * 2)); then
