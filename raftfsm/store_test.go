@@ -54,7 +54,8 @@ func checkLogs(t *testing.T, st *raftboltdb.BoltStore, first, last uint64, data 
 // release (the freelist synced) opens under raftStoreOptions with its
 // entries, term and vote, takes more, and then still opens the old way
 // (a node rolled back), with everything in it. Trimmed entries stay
-// trimmed and their pages are reused rather than lost.
+// trimmed, and the scan that replaces the written freelist finds their
+// pages free.
 func TestRaftStoreOpensBothWays(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "raft.db")
 	data := []byte("a metadata record batch")
