@@ -54,16 +54,21 @@ type fetcher struct {
 
 	mu    sync.Mutex
 	parts map[*Partition]*fetchState
-	added bool // a partition was added since the last interruptForAdded
+	// addGen counts adds; readyGen is addGen when ready last listed the
+	// partitions, so a poll built from that list carries every add up to
+	// it.
+	addGen, readyGen uint64
 	// dialed is the source's endpoint at the last dial (zero before one);
 	// a rebuild from a new image reconnects only if it changed.
 	dialed metadata.Endpoint
 
 	// poll cancels the Fetch in flight (nil when none); interrupted marks
-	// a cancel by interrupt rather than a failure.
+	// a cancel by interrupt rather than a failure; pollGen is the readyGen
+	// of its partition list.
 	pollMu      sync.Mutex
 	poll        context.CancelFunc
 	interrupted bool
+	pollGen     uint64
 
 	// durableWaits is awaitDurable's reused list of group-commit rounds;
 	// only the fetcher's goroutine touches it.
@@ -89,28 +94,29 @@ func signal(ch chan struct{}) {
 func (f *fetcher) add(p *Partition, epoch int32) {
 	f.mu.Lock()
 	f.parts[p] = &fetchState{epoch: epoch, truncating: true}
-	f.added = true
+	f.addGen++
 	f.mu.Unlock()
 	signal(f.wake)
 }
 
-// interruptForAdded cuts short a long poll in flight if partitions were
-// added since the last call. The poll cannot carry them, and it may wait
-// replica.fetch.wait.max.ms for data on the others; meanwhile the new
+// interruptForAdded cuts short a long poll in flight that lacks partitions
+// added since its list was taken. The poll cannot carry them, and it may
+// wait replica.fetch.wait.max.ms for data on the others; meanwhile the new
 // partitions' first acks=all produces wait too (a new topic, a leader that
 // just moved). Manager.Apply calls it once after all its adds, so one
-// metadata change costs at most one reconnect to each source.
+// metadata change costs at most one reconnect to each source. A poll that
+// already carries every add is left alone: the fetcher, woken by the add,
+// often sends it before Apply gets here, and cutting it cost a reconnect
+// for nothing (and left the cut poll parked at the leader until its wait
+// ran out, since a leader notices the closed connection only when it
+// answers).
 func (f *fetcher) interruptForAdded() {
 	f.mu.Lock()
-	added := f.added
-	f.added = false
+	gen := f.addGen
 	f.mu.Unlock()
-	if !added {
-		return
-	}
 	f.pollMu.Lock()
 	defer f.pollMu.Unlock()
-	if f.poll != nil {
+	if f.poll != nil && f.pollGen != gen {
 		f.interrupted = true
 		f.poll()
 		f.poll = nil
@@ -146,6 +152,7 @@ type fetchItem struct {
 func (f *fetcher) ready(now time.Time) (trunc, fetch []fetchItem, next time.Time) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	f.readyGen = f.addGen
 	for p, st := range f.parts {
 		switch {
 		case st.stalled:
@@ -536,8 +543,19 @@ func (f *fetcher) fetch(ep LeaderEndpoint, items []fetchItem, wait time.Duration
 	}
 	ctx, cancel := context.WithTimeout(f.ctx, cfg.FetchWaitMax+cfg.RequestTimeout)
 	defer cancel()
+	f.mu.Lock()
+	gen, missed := f.readyGen, f.addGen != f.readyGen
+	f.mu.Unlock()
 	f.pollMu.Lock()
-	f.poll, f.interrupted = cancel, false
+	f.poll, f.interrupted, f.pollGen = cancel, false, gen
+	if missed {
+		// A partition came after the list this poll was built from, and
+		// its interruptForAdded may have found no poll to cut: cut this
+		// one now, so the next round carries it.
+		f.interrupted = true
+		f.poll()
+		f.poll = nil
+	}
 	f.pollMu.Unlock()
 	resp, err := ep.Fetch(ctx, req)
 	f.pollMu.Lock()
