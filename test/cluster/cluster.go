@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"math/rand/v2"
 	"net"
 	"os"
 	"path/filepath"
@@ -467,6 +468,14 @@ var usedPorts struct {
 // freePorts returns n distinct loopback ports that were free a moment ago
 // and have not been handed out before in this test binary. All n listeners
 // are held open together so the kernel cannot hand one port out twice.
+//
+// The ports come from below the kernel's ephemeral range when it leaves
+// room (listenBelowEphemeral): a port from that range (what listening on
+// port 0 gives) is also the source port of the next outgoing connection
+// that draws it, and in a busy run some client or node dialled out from
+// it between this pick and the node's bind, which failed with "address
+// already in use" (a fresh-clone CI run lost TestKIP848RollingClientUpgrade
+// so). Below the range only listeners compete.
 func freePorts(n int) ([]int, error) {
 	usedPorts.Lock()
 	defer usedPorts.Unlock()
@@ -484,7 +493,7 @@ func freePorts(n int) ([]int, error) {
 		if tries > 100*n {
 			return nil, fmt.Errorf("could not find %d free loopback ports", n)
 		}
-		l, err := net.Listen("tcp", "127.0.0.1:0")
+		l, err := listenBelowEphemeral()
 		if err != nil {
 			return nil, fmt.Errorf("finding a free port: %w", err)
 		}
@@ -497,6 +506,40 @@ func freePorts(n int) ([]int, error) {
 		ports = append(ports, p)
 	}
 	return ports, nil
+}
+
+// ephemeralLow is the first port of the kernel's ephemeral range
+// (net.ipv4.ip_local_port_range), 32768 (Linux's default) when it cannot
+// be read.
+func ephemeralLow() int {
+	b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
+	if err == nil {
+		if f := strings.Fields(string(b)); len(f) == 2 {
+			if lo, err := strconv.Atoi(f[0]); err == nil {
+				return lo
+			}
+		}
+	}
+	return 32768
+}
+
+// pickFloor is the lowest port listenBelowEphemeral picks: above the
+// ports well-known services and raftka's defaults (9092-9294) use.
+const pickFloor = 20000
+
+// listenBelowEphemeral listens on a random free loopback port in
+// [pickFloor, ephemeralLow), or on one the kernel picks when that range
+// is too small or keeps being taken.
+func listenBelowEphemeral() (net.Listener, error) {
+	if hi := ephemeralLow(); hi-pickFloor >= 1000 {
+		for range 50 {
+			p := pickFloor + rand.IntN(hi-pickFloor)
+			if l, err := net.Listen("tcp", loopback(p)); err == nil {
+				return l, nil
+			}
+		}
+	}
+	return net.Listen("tcp", "127.0.0.1:0")
 }
 
 // cleanup kills every process the cluster started and, when the test
