@@ -827,36 +827,15 @@ func (n *Node) Shutdown() error {
 // keeps in memory to replicate (hashicorp/raft's LogCache).
 const raftLogCacheSize = 512
 
-// raftStoreOptions opens the Raft log's bolt file without writing bolt's
-// freelist into it at every commit (NoFreelistSync; the free pages are
-// found by a scan of the file when it opens, as etcd and Consul run
-// theirs). Every Raft entry is one bolt commit, fsynced twice, on the
-// leader and then on each follower before it counts, and the freelist
-// page was rewritten in each: a log that snapshots have trimmed holds
-// thousands of free pages, so the entry's own page rode with a freelist
-// many times its size (BenchmarkRaftStoreAppend, a file whose first
-// 30,000 entries were trimmed: 1.8-2.7 ms an append with it, 1.0-1.4 ms
-// without; on three nodes, 10-record transactions went 20-77% faster
-// and eight producers' 1,000-record ones about 30%). The map freelist keeps the allocation from a large list
-// cheap. A file written either way opens either way (bbolt writes the
-// list again when a file is opened without this option).
-func raftStoreOptions(path string) raftboltdb.Options {
-	return raftboltdb.Options{
-		Path: path,
-		BoltOptions: &bbolt.Options{
-			Timeout:        time.Second,
-			NoFreelistSync: true,
-			FreelistType:   bbolt.FreelistMapType,
-		},
-	}
-}
-
 func (n *Node) startOnDisk(hl hclog.Logger, cleanup *[]func()) error {
 	cfg := n.cfg
 	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
 		return fmt.Errorf("raftfsm: %w", err)
 	}
-	store, err := raftboltdb.New(raftStoreOptions(filepath.Join(cfg.DataDir, "raft.db")))
+	store, err := raftboltdb.New(raftboltdb.Options{
+		Path:        filepath.Join(cfg.DataDir, "raft.db"),
+		BoltOptions: &bbolt.Options{Timeout: time.Second},
+	})
 	if err != nil {
 		return fmt.Errorf("raftfsm: open raft store: %w", err)
 	}
