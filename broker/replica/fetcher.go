@@ -117,10 +117,15 @@ func (f *fetcher) interruptForAdded() {
 	f.pollMu.Lock()
 	defer f.pollMu.Unlock()
 	if f.poll != nil && f.pollGen != gen {
-		f.interrupted = true
-		f.poll()
-		f.poll = nil
+		f.cutPollLocked()
 	}
+}
+
+// cutPollLocked cancels the poll in flight as an interrupt (pollMu held).
+func (f *fetcher) cutPollLocked() {
+	f.interrupted = true
+	f.poll()
+	f.poll = nil
 }
 
 // remove drops p; once it returns, the fetcher no longer touches p's log.
@@ -552,9 +557,7 @@ func (f *fetcher) fetch(ep LeaderEndpoint, items []fetchItem, wait time.Duration
 		// A partition came after the list this poll was built from, and
 		// its interruptForAdded may have found no poll to cut: cut this
 		// one now, so the next round carries it.
-		f.interrupted = true
-		f.poll()
-		f.poll = nil
+		f.cutPollLocked()
 	}
 	f.pollMu.Unlock()
 	resp, err := ep.Fetch(ctx, req)

@@ -508,30 +508,31 @@ func freePorts(n int) ([]int, error) {
 	return ports, nil
 }
 
-// ephemeralLow is the first port of the kernel's ephemeral range
-// (net.ipv4.ip_local_port_range), 32768 (Linux's default) when it cannot
-// be read.
-func ephemeralLow() int {
-	b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
-	if err == nil {
-		if f := strings.Fields(string(b)); len(f) == 2 {
-			if lo, err := strconv.Atoi(f[0]); err == nil {
-				return lo
-			}
-		}
-	}
-	return 32768
-}
-
 // pickFloor is the lowest port listenBelowEphemeral picks: above the
 // ports well-known services and raftka's defaults (9092-9294) use.
 const pickFloor = 20000
 
+// pickCeiling is the first port of the kernel's ephemeral range
+// (net.ipv4.ip_local_port_range; 32768, Linux's default, when it cannot be
+// read), read once, and whether [pickFloor, it) leaves room to pick in
+// (1,000 ports at least).
+var pickCeiling = sync.OnceValues(func() (int, bool) {
+	lo := 32768
+	if b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range"); err == nil {
+		if f := strings.Fields(string(b)); len(f) == 2 {
+			if v, err := strconv.Atoi(f[0]); err == nil {
+				lo = v
+			}
+		}
+	}
+	return lo, lo-pickFloor >= 1000
+})
+
 // listenBelowEphemeral listens on a random free loopback port in
-// [pickFloor, ephemeralLow), or on one the kernel picks when that range
+// [pickFloor, pickCeiling), or on one the kernel picks when that range
 // is too small or keeps being taken.
 func listenBelowEphemeral() (net.Listener, error) {
-	if hi := ephemeralLow(); hi-pickFloor >= 1000 {
+	if hi, ok := pickCeiling(); ok {
 		for range 50 {
 			p := pickFloor + rand.IntN(hi-pickFloor)
 			if l, err := net.Listen("tcp", loopback(p)); err == nil {
